@@ -1,0 +1,96 @@
+//! One completed source commit and what it did to the table.
+
+use crate::{DataFile, DeleteFile, PartitionSpec, Schema};
+
+/// The table format a commit was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SourceFormat {
+    /// Apache Hudi.
+    Hudi,
+    /// Delta Lake.
+    Delta,
+}
+
+impl SourceFormat {
+    /// Upper-case name as XTable spells it (`HUDI`, `DELTA`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Hudi => "HUDI",
+            Self::Delta => "DELTA",
+        }
+    }
+}
+
+/// A completed commit of the source table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceCommit {
+    /// Source format.
+    pub format: SourceFormat,
+    /// The commit's identifier: Hudi requested instant time, Delta version.
+    pub id: String,
+    /// What the commit was (`commit`, `replacecommit`, `WRITE`, `MERGE`, …).
+    pub action: String,
+    /// When the commit was requested, ms since the epoch, if the source records it.
+    pub requested_ms: Option<i64>,
+    /// The commit's time in ms since the epoch: the time a reader time-travels by.
+    pub commit_time_ms: i64,
+}
+
+impl SourceCommit {
+    /// Identifier of the operation, `<id>.<action>`, as XTable writes it.
+    pub fn operation_identifier(&self) -> String {
+        format!("{}.{}", self.id, self.action)
+    }
+}
+
+/// What one source commit did: the unit the target turns into one snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeSet {
+    /// The commit.
+    pub commit: SourceCommit,
+    /// Table schema as of the commit.
+    pub schema: Schema,
+    /// Partition spec as of the commit.
+    pub partition_spec: PartitionSpec,
+    /// Data files added.
+    pub added: Vec<DataFile>,
+    /// Locations of data files removed (same form as [`DataFile::path`]).
+    pub removed: Vec<String>,
+    /// Position-delete files added (deletion vectors).
+    pub added_deletes: Vec<DeleteFile>,
+    /// False when files were only rewritten (compaction, clustering): the rows are the same.
+    pub data_change: bool,
+}
+
+impl ChangeSet {
+    /// A change set with no file changes yet.
+    pub fn new(commit: SourceCommit, schema: Schema, partition_spec: PartitionSpec) -> Self {
+        Self {
+            commit,
+            schema,
+            partition_spec,
+            added: Vec::new(),
+            removed: Vec::new(),
+            added_deletes: Vec::new(),
+            data_change: true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_identifier_joins_id_and_action() {
+        let commit = SourceCommit {
+            format: SourceFormat::Hudi,
+            id: "20250713010536861".into(),
+            action: "commit".into(),
+            requested_ms: None,
+            commit_time_ms: 0,
+        };
+        assert_eq!(commit.operation_identifier(), "20250713010536861.commit");
+        assert_eq!(commit.format.as_str(), "HUDI");
+    }
+}

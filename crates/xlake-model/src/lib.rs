@@ -1,0 +1,28 @@
+//! # xlake-model: the neutral change set
+//!
+//! Everything xlake moves between formats passes through the types of this crate, and
+//! none of them names Hudi, Delta or Iceberg concepts. A source reads its log and emits
+//! one [`ChangeSet`] per completed commit; the target turns each into one snapshot.
+//!
+//! | module | noun |
+//! |---|---|
+//! | [`schema`] | [`Schema`], [`Field`], [`DataType`], [`PrimitiveType`]: columns, nesting, nullability |
+//! | [`partition`] | [`PartitionSpec`], [`PartitionField`], [`Transform`]: how files are grouped |
+//! | [`value`] | [`Value`]: one typed scalar (partition values, column bounds) |
+//! | [`file`] | [`DataFile`], [`ColumnStats`], [`DeleteFile`]: what a commit adds or removes |
+//! | [`commit`] | [`SourceCommit`], [`ChangeSet`]: one source commit and its effect |
+//!
+//! The model holds data only; it does no I/O.
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod commit;
+pub mod file;
+pub mod partition;
+pub mod schema;
+pub mod value;
+
+pub use commit::{ChangeSet, SourceCommit, SourceFormat};
+pub use file::{ColumnStats, DataFile, DeleteFile, FileFormat};
+pub use partition::{PartitionField, PartitionSpec, Transform};
+pub use schema::{DataType, Field, PrimitiveType, Schema, TimeUnit};
+pub use value::Value;

@@ -1,0 +1,358 @@
+//! # xlake-storage: one storage interface for sources and target
+//!
+//! A [`TableStore`] is a table's root location on an `object_store` backend: local disk
+//! by default, `s3://`, `gs://` and `az://` with the `cloud` feature and options from
+//! the environment. Sources read their logs through it and the Iceberg target writes
+//! through it, so there is one I/O stack and one place for credentials.
+//!
+//! Paths given to a [`TableStore`] are either relative to the table root or absolute
+//! locations inside the same store. [`TableStore::put_if_absent`] is the primitive that
+//! makes commits atomic: it never overwrites.
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
+use url::Url;
+
+/// Errors of storage access; each names the location involved.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// The table location cannot be used.
+    #[error("invalid table location {location}: {reason}")]
+    InvalidLocation {
+        /// The location as given.
+        location: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// The object does not exist.
+    #[error("{location}: not found")]
+    NotFound {
+        /// Full location.
+        location: String,
+    },
+    /// Any other failure of the backend.
+    #[error("{location}: {source}")]
+    Backend {
+        /// Full location.
+        location: String,
+        /// The backend's error.
+        #[source]
+        source: object_store::Error,
+    },
+}
+
+/// Result of [`TableStore::put_if_absent`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutOutcome {
+    /// The object was created.
+    Created,
+    /// An object already existed there; nothing was written.
+    AlreadyExists,
+}
+
+/// A listed object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Path relative to the table root.
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// A table root on some object store.
+#[derive(Debug, Clone)]
+pub struct TableStore {
+    store: Arc<dyn ObjectStore>,
+    /// Root inside the store.
+    root: Path,
+    /// Location string of the root as written into metadata (no trailing slash).
+    location: String,
+    /// `scheme://authority` for remote stores, empty for local disk.
+    origin: String,
+}
+
+impl TableStore {
+    /// Open a table root: a local directory path (`/data/t`, `./t`, `file:///data/t`), or a
+    /// URL (`s3://bucket/t`) when built with the `cloud` feature.
+    pub fn open(location: &str) -> Result<Self, StorageError> {
+        let invalid = |reason: String| StorageError::InvalidLocation {
+            location: location.to_string(),
+            reason,
+        };
+        let trimmed = location.trim_end_matches('/');
+        match Url::parse(trimmed) {
+            Ok(url) if url.scheme() != "file" && url.scheme().len() > 1 => {
+                Self::open_remote(&url).map_err(invalid)
+            }
+            _ => {
+                let fs_path = match trimmed.strip_prefix("file://") {
+                    Some(p) => std::path::PathBuf::from(p),
+                    None => std::path::PathBuf::from(trimmed),
+                };
+                let abs = std::path::absolute(&fs_path).map_err(|e| invalid(e.to_string()))?;
+                let root = Path::from_filesystem_path(&abs).map_err(|e| invalid(e.to_string()))?;
+                let location = abs.to_string_lossy().trim_end_matches('/').to_string();
+                Ok(Self {
+                    store: Arc::new(LocalFileSystem::new()),
+                    root,
+                    location,
+                    origin: String::new(),
+                })
+            }
+        }
+    }
+
+    #[cfg(feature = "cloud")]
+    fn open_remote(url: &Url) -> Result<Self, String> {
+        let options: Vec<(String, String)> = std::env::vars().collect();
+        let (store, root) = object_store::parse_url_opts(url, options).map_err(|e| e.to_string())?;
+        let origin = format!("{}://{}", url.scheme(), url.authority());
+        let location = format!("{origin}/{root}");
+        Ok(Self {
+            store: Arc::from(store),
+            root,
+            location,
+            origin,
+        })
+    }
+
+    #[cfg(not(feature = "cloud"))]
+    fn open_remote(url: &Url) -> Result<Self, String> {
+        Err(format!(
+            "scheme {}:// needs xlake built with the `cloud` feature",
+            url.scheme()
+        ))
+    }
+
+    /// A store over an explicit backend (tests, in-memory stores, custom clients).
+    pub fn with_backend(store: Arc<dyn ObjectStore>, root: &str, location: &str) -> Self {
+        Self {
+            store,
+            root: Path::from(root),
+            location: location.trim_end_matches('/').to_string(),
+            origin: String::new(),
+        }
+    }
+
+    /// The table root as written into metadata: an absolute local path or a URL.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// The full location of a table-relative or absolute path.
+    pub fn absolute(&self, path: &str) -> String {
+        if is_absolute(path) {
+            path.to_string()
+        } else {
+            format!("{}/{}", self.location, path.trim_start_matches('/'))
+        }
+    }
+
+    /// The path relative to the table root, if the location lies under it.
+    pub fn relative<'a>(&self, path: &'a str) -> Option<&'a str> {
+        if !is_absolute(path) {
+            return Some(path);
+        }
+        path.strip_prefix(self.location.as_str())
+            .and_then(|rest| rest.strip_prefix('/'))
+    }
+
+    fn object_path(&self, path: &str) -> Result<Path, StorageError> {
+        let full = if let Some(rel) = self.relative(path) {
+            let root = self.root.as_ref();
+            if root.is_empty() {
+                rel.to_string()
+            } else {
+                format!("{root}/{rel}")
+            }
+        } else if let Some(rest) = path.strip_prefix("file://") {
+            rest.trim_start_matches('/').to_string()
+        } else if path.starts_with('/') && self.origin.is_empty() {
+            path.trim_start_matches('/').to_string()
+        } else if !self.origin.is_empty() && path.starts_with(&self.origin) {
+            path[self.origin.len()..].trim_start_matches('/').to_string()
+        } else {
+            return Err(StorageError::InvalidLocation {
+                location: path.to_string(),
+                reason: format!("not inside the store of {}", self.location),
+            });
+        };
+        Ok(Path::parse(&full).unwrap_or_else(|_| Path::from(full.as_str())))
+    }
+
+    fn backend_error(&self, path: &str, source: object_store::Error) -> StorageError {
+        let location = self.absolute(path);
+        match source {
+            object_store::Error::NotFound { .. } => StorageError::NotFound { location },
+            source => StorageError::Backend { location, source },
+        }
+    }
+
+    /// Read a whole object.
+    pub async fn get(&self, path: &str) -> Result<Bytes, StorageError> {
+        let p = self.object_path(path)?;
+        let result = self.store.get(&p).await.map_err(|e| self.backend_error(path, e))?;
+        result.bytes().await.map_err(|e| self.backend_error(path, e))
+    }
+
+    /// Read a byte range of an object.
+    pub async fn get_range(
+        &self,
+        path: &str,
+        range: std::ops::Range<u64>,
+    ) -> Result<Bytes, StorageError> {
+        let p = self.object_path(path)?;
+        self.store
+            .get_range(&p, range)
+            .await
+            .map_err(|e| self.backend_error(path, e))
+    }
+
+    /// Size of an object, or `None` when it does not exist.
+    pub async fn size(&self, path: &str) -> Result<Option<u64>, StorageError> {
+        let p = self.object_path(path)?;
+        match self.store.head(&p).await {
+            Ok(meta) => Ok(Some(meta.size)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.backend_error(path, e)),
+        }
+    }
+
+    /// Write an object, replacing any previous one.
+    pub async fn put(&self, path: &str, bytes: Bytes) -> Result<(), StorageError> {
+        let p = self.object_path(path)?;
+        self.store
+            .put(&p, PutPayload::from(bytes))
+            .await
+            .map(|_| ())
+            .map_err(|e| self.backend_error(path, e))
+    }
+
+    /// Write an object only if nothing is there yet; never overwrites.
+    pub async fn put_if_absent(&self, path: &str, bytes: Bytes) -> Result<PutOutcome, StorageError> {
+        let p = self.object_path(path)?;
+        let opts = PutOptions::from(PutMode::Create);
+        match self.store.put_opts(&p, PutPayload::from(bytes), opts).await {
+            Ok(_) => Ok(PutOutcome::Created),
+            Err(object_store::Error::AlreadyExists { .. }) => Ok(PutOutcome::AlreadyExists),
+            Err(e) => Err(self.backend_error(path, e)),
+        }
+    }
+
+    /// Delete an object; deleting a missing object is not an error.
+    pub async fn delete(&self, path: &str) -> Result<(), StorageError> {
+        let p = self.object_path(path)?;
+        match self.store.delete(&p).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.backend_error(path, e)),
+        }
+    }
+
+    /// Objects directly under a table-relative directory (not recursive), sorted by path.
+    pub async fn list_dir(&self, dir: &str) -> Result<Vec<Entry>, StorageError> {
+        let p = self.object_path(dir)?;
+        let listing = match self.store.list_with_delimiter(Some(&p)).await {
+            Ok(listing) => listing,
+            Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
+            Err(e) => return Err(self.backend_error(dir, e)),
+        };
+        let mut entries: Vec<Entry> = listing
+            .objects
+            .into_iter()
+            .map(|meta| Entry {
+                path: format!(
+                    "{}/{}",
+                    dir.trim_end_matches('/'),
+                    meta.location.filename().unwrap_or_default()
+                ),
+                size: meta.size,
+            })
+            .collect();
+        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(entries)
+    }
+
+    /// Every object below a table-relative directory, recursively.
+    pub async fn list_recursive(&self, dir: &str) -> Result<Vec<Entry>, StorageError> {
+        let p = self.object_path(dir)?;
+        let root_len = self.root.as_ref().len();
+        let metas: Vec<_> = match self.store.list(Some(&p)).try_collect().await {
+            Ok(metas) => metas,
+            Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
+            Err(e) => return Err(self.backend_error(dir, e)),
+        };
+        let mut entries: Vec<Entry> = metas
+            .into_iter()
+            .map(|meta| Entry {
+                path: meta.location.as_ref()[root_len..]
+                    .trim_start_matches('/')
+                    .to_string(),
+                size: meta.size,
+            })
+            .collect();
+        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(entries)
+    }
+}
+
+fn is_absolute(path: &str) -> bool {
+    path.starts_with('/') || path.contains("://")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn put_if_absent_never_overwrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let first = store
+            .put_if_absent("metadata/v1.metadata.json", Bytes::from_static(b"one"))
+            .await
+            .unwrap();
+        let second = store
+            .put_if_absent("metadata/v1.metadata.json", Bytes::from_static(b"two"))
+            .await
+            .unwrap();
+        assert_eq!(first, PutOutcome::Created);
+        assert_eq!(second, PutOutcome::AlreadyExists);
+        let read = store.get("metadata/v1.metadata.json").await.unwrap();
+        assert_eq!(&read[..], b"one");
+    }
+
+    #[tokio::test]
+    async fn paths_resolve_relative_and_absolute() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        store.put("a/b.txt", Bytes::from_static(b"x")).await.unwrap();
+        let abs = store.absolute("a/b.txt");
+        assert!(abs.starts_with('/'));
+        assert_eq!(store.relative(&abs), Some("a/b.txt"));
+        assert_eq!(&store.get(&abs).await.unwrap()[..], b"x");
+        assert_eq!(store.size("a/b.txt").await.unwrap(), Some(1));
+        assert_eq!(store.size("a/missing").await.unwrap(), None);
+        let listed = store.list_dir("a").await.unwrap();
+        assert_eq!(listed, vec![Entry { path: "a/b.txt".into(), size: 1 }]);
+        assert_eq!(store.list_recursive("").await.unwrap().len(), 1);
+        assert!(matches!(
+            store.get("a/missing").await,
+            Err(StorageError::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn remote_scheme_without_feature_is_refused_clearly() {
+        if cfg!(feature = "cloud") {
+            return;
+        }
+        let err = TableStore::open("s3://bucket/t").unwrap_err();
+        assert!(err.to_string().contains("cloud"), "{err}");
+    }
+}
