@@ -111,7 +111,8 @@ impl TableStore {
     #[cfg(feature = "cloud")]
     fn open_remote(url: &Url) -> Result<Self, String> {
         let options: Vec<(String, String)> = std::env::vars().collect();
-        let (store, root) = object_store::parse_url_opts(url, options).map_err(|e| e.to_string())?;
+        let (store, root) =
+            object_store::parse_url_opts(url, options).map_err(|e| e.to_string())?;
         let origin = format!("{}://{}", url.scheme(), url.authority());
         let location = format!("{origin}/{root}");
         Ok(Self {
@@ -176,7 +177,9 @@ impl TableStore {
         } else if path.starts_with('/') && self.origin.is_empty() {
             path.trim_start_matches('/').to_string()
         } else if !self.origin.is_empty() && path.starts_with(&self.origin) {
-            path[self.origin.len()..].trim_start_matches('/').to_string()
+            path[self.origin.len()..]
+                .trim_start_matches('/')
+                .to_string()
         } else {
             return Err(StorageError::InvalidLocation {
                 location: path.to_string(),
@@ -197,8 +200,15 @@ impl TableStore {
     /// Read a whole object.
     pub async fn get(&self, path: &str) -> Result<Bytes, StorageError> {
         let p = self.object_path(path)?;
-        let result = self.store.get(&p).await.map_err(|e| self.backend_error(path, e))?;
-        result.bytes().await.map_err(|e| self.backend_error(path, e))
+        let result = self
+            .store
+            .get(&p)
+            .await
+            .map_err(|e| self.backend_error(path, e))?;
+        result
+            .bytes()
+            .await
+            .map_err(|e| self.backend_error(path, e))
     }
 
     /// Read a byte range of an object.
@@ -235,7 +245,11 @@ impl TableStore {
     }
 
     /// Write an object only if nothing is there yet; never overwrites.
-    pub async fn put_if_absent(&self, path: &str, bytes: Bytes) -> Result<PutOutcome, StorageError> {
+    pub async fn put_if_absent(
+        &self,
+        path: &str,
+        bytes: Bytes,
+    ) -> Result<PutOutcome, StorageError> {
         let p = self.object_path(path)?;
         let opts = PutOptions::from(PutMode::Create);
         match self.store.put_opts(&p, PutPayload::from(bytes), opts).await {
@@ -331,7 +345,10 @@ mod tests {
     async fn paths_resolve_relative_and_absolute() {
         let dir = tempfile::tempdir().unwrap();
         let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
-        store.put("a/b.txt", Bytes::from_static(b"x")).await.unwrap();
+        store
+            .put("a/b.txt", Bytes::from_static(b"x"))
+            .await
+            .unwrap();
         let abs = store.absolute("a/b.txt");
         assert!(abs.starts_with('/'));
         assert_eq!(store.relative(&abs), Some("a/b.txt"));
@@ -339,7 +356,13 @@ mod tests {
         assert_eq!(store.size("a/b.txt").await.unwrap(), Some(1));
         assert_eq!(store.size("a/missing").await.unwrap(), None);
         let listed = store.list_dir("a").await.unwrap();
-        assert_eq!(listed, vec![Entry { path: "a/b.txt".into(), size: 1 }]);
+        assert_eq!(
+            listed,
+            vec![Entry {
+                path: "a/b.txt".into(),
+                size: 1
+            }]
+        );
         assert_eq!(store.list_recursive("").await.unwrap().len(), 1);
         assert!(matches!(
             store.get("a/missing").await,

@@ -1,0 +1,97 @@
+//! The one error type of the Iceberg target.
+
+use xlake_storage::StorageError;
+
+/// Why a commit (or a read of the Iceberg metadata) failed. Each variant names the table
+/// and, where there is one, the source commit and the file, so that an operator can act.
+/// Whenever one is returned, the table's current `vN.metadata.json` is unchanged.
+#[derive(Debug, thiserror::Error)]
+pub enum IcebergError {
+    /// Reading or writing storage failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// iceberg-rust refused something (a spec rule was broken).
+    #[error("{table}: {context}: {source}")]
+    Spec {
+        /// Table location.
+        table: String,
+        /// What was being done.
+        context: String,
+        /// The library's error.
+        #[source]
+        source: iceberg::Error,
+    },
+    /// `metadata/` holds Iceberg metadata that xlake did not write.
+    #[error("{table}: {file} was not written by xlake or XTable (no XTABLE_METADATA in its current snapshot); refusing to modify it")]
+    ForeignMetadata {
+        /// Table location.
+        table: String,
+        /// The metadata file found.
+        file: String,
+    },
+    /// A metadata file exists but cannot be understood.
+    #[error("{table}: {file}: {reason}")]
+    CorruptMetadata {
+        /// Table location.
+        table: String,
+        /// The file.
+        file: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The change set removes a file the current snapshot does not have.
+    #[error("{table}: source commit {commit}: removes {path}, which the current Iceberg snapshot does not contain")]
+    RemovedFileNotFound {
+        /// Table location.
+        table: String,
+        /// Source commit id.
+        commit: String,
+        /// The file's location.
+        path: String,
+    },
+    /// The schema (or a schema change) has no Iceberg form.
+    #[error("{table}: source commit {commit}: column {column}: {reason}")]
+    SchemaNotRepresentable {
+        /// Table location.
+        table: String,
+        /// Source commit id.
+        commit: String,
+        /// Dotted column path.
+        column: String,
+        /// Why.
+        reason: String,
+    },
+    /// A data file cannot be referenced as described.
+    #[error("{table}: source commit {commit}: data file {path}: {reason}")]
+    InvalidDataFile {
+        /// Table location.
+        table: String,
+        /// Source commit id.
+        commit: String,
+        /// The file's location.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Another writer committed this version first; nothing was overwritten. Re-plan.
+    #[error("{table}: another writer committed metadata/v{version}.metadata.json first; nothing was overwritten, re-plan and retry")]
+    CommitConflict {
+        /// Table location.
+        table: String,
+        /// The version that was taken.
+        version: u64,
+    },
+    /// The change set uses something this target does not write yet.
+    #[error("{table}: source commit {commit}: {feature} is not supported yet")]
+    Unsupported {
+        /// Table location.
+        table: String,
+        /// Source commit id.
+        commit: String,
+        /// What is unsupported.
+        feature: String,
+    },
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = IcebergError> = std::result::Result<T, E>;

@@ -1,0 +1,402 @@
+//! Neutral schemas to Iceberg schemas with stable field ids, and the name mapping.
+//!
+//! Ids are matched by column path (`a.b`, `l.element`, `m.key`, `m.value`) against the
+//! table's current schema: a known column keeps its id, a new one takes the next id above
+//! `last-column-id`, so ids are never reused. New ids are handed out in the order
+//! iceberg-rust's id reassigner uses (siblings first, then their children), so a new table's
+//! ids come out the same whichever of the two assigns them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use iceberg::spec::{
+    ListType, MapType, MappedField, NameMapping, NestedField, NestedFieldRef,
+    PrimitiveType as IcebergPrimitive, Schema as IcebergSchema, StructType, Type,
+};
+use xlake_model::{DataType, Field, Schema};
+
+use crate::value::iceberg_primitive;
+
+/// Why a schema cannot be written: the column path and the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaProblem {
+    /// Dotted path of the column.
+    pub column: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// An existing column: its id, type and whether it is required.
+struct Known {
+    id: i32,
+    ty: Type,
+    required: bool,
+}
+
+/// Assigns ids to a neutral schema given the table's current Iceberg schema.
+struct Assigner {
+    known: HashMap<String, Known>,
+    next_id: i32,
+    /// True when the table already exists: new columns must then be optional.
+    evolving: bool,
+}
+
+/// Convert `schema` to an Iceberg schema with id `schema_id`, keeping the ids of `current`
+/// (the table's schema, if any) and starting new ids above `last_column_id`.
+pub fn to_iceberg_schema(
+    schema: &Schema,
+    current: Option<&IcebergSchema>,
+    last_column_id: i32,
+    schema_id: i32,
+) -> Result<IcebergSchema, SchemaProblem> {
+    let mut known = HashMap::new();
+    if let Some(current) = current {
+        collect_known(current.as_struct().fields(), "", &mut known);
+    }
+    let mut assigner = Assigner {
+        known,
+        next_id: last_column_id.max(0) + 1,
+        evolving: current.is_some(),
+    };
+    let fields = assigner.struct_fields(&schema.fields, "")?;
+    IcebergSchema::builder()
+        .with_schema_id(schema_id)
+        .with_fields(fields)
+        .build()
+        .map_err(|e| SchemaProblem {
+            column: String::new(),
+            reason: e.to_string(),
+        })
+}
+
+fn join(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_string()
+    } else {
+        format!("{prefix}.{name}")
+    }
+}
+
+fn collect_known(fields: &[NestedFieldRef], prefix: &str, out: &mut HashMap<String, Known>) {
+    for f in fields {
+        collect_field(f, &join(prefix, &f.name), out);
+    }
+}
+
+fn collect_field(f: &NestedField, path: &str, out: &mut HashMap<String, Known>) {
+    out.insert(
+        path.to_string(),
+        Known {
+            id: f.id,
+            ty: (*f.field_type).clone(),
+            required: f.required,
+        },
+    );
+    match f.field_type.as_ref() {
+        Type::Struct(s) => collect_known(s.fields(), path, out),
+        Type::List(l) => collect_field(&l.element_field, &join(path, "element"), out),
+        Type::Map(m) => {
+            collect_field(&m.key_field, &join(path, "key"), out);
+            collect_field(&m.value_field, &join(path, "value"), out);
+        }
+        Type::Primitive(_) => {}
+    }
+}
+
+/// Whether Iceberg can read values written as `from` through a column typed `to`.
+fn promotes(from: &IcebergPrimitive, to: &IcebergPrimitive) -> bool {
+    match (from, to) {
+        (a, b) if a == b => true,
+        (IcebergPrimitive::Int, IcebergPrimitive::Long) => true,
+        (IcebergPrimitive::Float, IcebergPrimitive::Double) => true,
+        (
+            IcebergPrimitive::Decimal {
+                precision: p1,
+                scale: s1,
+            },
+            IcebergPrimitive::Decimal {
+                precision: p2,
+                scale: s2,
+            },
+        ) => s1 == s2 && p1 <= p2,
+        _ => false,
+    }
+}
+
+impl Assigner {
+    fn id_for(&mut self, path: &str) -> i32 {
+        if let Some(k) = self.known.get(path) {
+            return k.id;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// Required only if the source says so and the column is not new to an existing table
+    /// (Iceberg cannot add a required column) nor was optional before.
+    fn required(&self, path: &str, nullable: bool) -> bool {
+        match self.known.get(path) {
+            Some(k) => k.required && !nullable,
+            None => !self.evolving && !nullable,
+        }
+    }
+
+    fn struct_fields(
+        &mut self,
+        fields: &[Field],
+        prefix: &str,
+    ) -> Result<Vec<NestedFieldRef>, SchemaProblem> {
+        let mut seen = std::collections::HashSet::new();
+        let ids: Vec<i32> = fields
+            .iter()
+            .map(|f| {
+                let path = join(prefix, &f.name);
+                if !seen.insert(f.name.as_str()) {
+                    return Err(SchemaProblem {
+                        column: path,
+                        reason: "duplicate column name".into(),
+                    });
+                }
+                Ok(self.id_for(&path))
+            })
+            .collect::<Result<_, _>>()?;
+        fields
+            .iter()
+            .zip(ids)
+            .map(|(f, id)| {
+                let path = join(prefix, &f.name);
+                let ty = self.convert_type(&f.data_type, &path)?;
+                let mut nf =
+                    NestedField::new(id, f.name.clone(), ty, self.required(&path, f.nullable));
+                if let Some(doc) = &f.doc {
+                    nf = nf.with_doc(doc.clone());
+                }
+                Ok(Arc::new(nf))
+            })
+            .collect()
+    }
+
+    fn convert_type(&mut self, ty: &DataType, path: &str) -> Result<Type, SchemaProblem> {
+        let problem = |reason: String| SchemaProblem {
+            column: path.to_string(),
+            reason,
+        };
+        let existing = self.known.get(path).map(|k| &k.ty);
+        match ty {
+            DataType::Primitive(p) => {
+                let new = iceberg_primitive(p).map_err(problem)?;
+                match existing {
+                    None => Ok(Type::Primitive(new)),
+                    Some(Type::Primitive(old)) if promotes(old, &new) => Ok(Type::Primitive(new)),
+                    // Files written with a narrower type read fine through the wider column.
+                    Some(Type::Primitive(old)) if promotes(&new, old) => {
+                        Ok(Type::Primitive(old.clone()))
+                    }
+                    Some(old) => Err(problem(format!(
+                        "type changes from {old} to {new}, which Iceberg cannot read old files as"
+                    ))),
+                }
+            }
+            DataType::Struct(children) => {
+                if matches!(existing, Some(t) if !t.is_struct()) {
+                    return Err(problem("changes from a non-struct type to a struct".into()));
+                }
+                Ok(Type::Struct(StructType::new(
+                    self.struct_fields(children, path)?,
+                )))
+            }
+            DataType::List(element) => {
+                if matches!(existing, Some(t) if !matches!(t, Type::List(_))) {
+                    return Err(problem("changes from a non-list type to a list".into()));
+                }
+                let element_path = join(path, "element");
+                let id = self.id_for(&element_path);
+                let required = self.required(&element_path, element.nullable);
+                let ty = self.convert_type(&element.data_type, &element_path)?;
+                Ok(Type::List(ListType::new(Arc::new(
+                    NestedField::list_element(id, ty, required),
+                ))))
+            }
+            DataType::Map { key, value } => {
+                if matches!(existing, Some(t) if !matches!(t, Type::Map(_))) {
+                    return Err(problem("changes from a non-map type to a map".into()));
+                }
+                let key_path = join(path, "key");
+                let key_id = self.id_for(&key_path);
+                let key_ty = self.convert_type(&key.data_type, &key_path)?;
+                let value_path = join(path, "value");
+                let value_id = self.id_for(&value_path);
+                let value_required = self.required(&value_path, value.nullable);
+                let value_ty = self.convert_type(&value.data_type, &value_path)?;
+                Ok(Type::Map(MapType::new(
+                    Arc::new(NestedField::map_key_element(key_id, key_ty)),
+                    Arc::new(NestedField::map_value_element(
+                        value_id,
+                        value_ty,
+                        value_required,
+                    )),
+                )))
+            }
+        }
+    }
+}
+
+/// The name mapping (`schema.name-mapping.default`) of a schema. List elements are also
+/// known as `array` (two-level lists of Hudi 0.x and old Spark) and `item` (Arrow writers).
+pub fn name_mapping(schema: &IcebergSchema) -> NameMapping {
+    NameMapping::new(
+        schema
+            .as_struct()
+            .fields()
+            .iter()
+            .map(|f| mapped(f, vec![f.name.clone()]))
+            .collect(),
+    )
+}
+
+fn mapped(field: &NestedField, names: Vec<String>) -> MappedField {
+    let children = match field.field_type.as_ref() {
+        Type::Struct(s) => s
+            .fields()
+            .iter()
+            .map(|f| mapped(f, vec![f.name.clone()]))
+            .collect(),
+        Type::List(l) => vec![mapped(
+            &l.element_field,
+            vec!["element".into(), "array".into(), "item".into()],
+        )],
+        Type::Map(m) => vec![
+            mapped(&m.key_field, vec!["key".into()]),
+            mapped(&m.value_field, vec!["value".into()]),
+        ],
+        Type::Primitive(_) => Vec::new(),
+    };
+    MappedField::new(Some(field.id), names, children)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xlake_model::PrimitiveType;
+
+    fn nested_schema() -> Schema {
+        Schema::new(vec![
+            Field::required("id", PrimitiveType::Long),
+            Field::new(
+                "s",
+                DataType::Struct(vec![Field::optional("x", PrimitiveType::String)]),
+                true,
+            ),
+            Field::new(
+                "l",
+                DataType::List(Box::new(Field::optional("element", PrimitiveType::Int))),
+                true,
+            ),
+            Field::new(
+                "m",
+                DataType::Map {
+                    key: Box::new(Field::required("key", PrimitiveType::String)),
+                    value: Box::new(Field::optional("value", PrimitiveType::Double)),
+                },
+                true,
+            ),
+        ])
+    }
+
+    #[test]
+    fn ids_match_iceberg_rust_reassignment_for_new_tables() {
+        let ours = to_iceberg_schema(&nested_schema(), None, 0, 0).unwrap();
+        let theirs = iceberg::spec::TableMetadataBuilder::new(
+            ours.clone(),
+            iceberg::spec::UnboundPartitionSpec::builder().build(),
+            iceberg::spec::SortOrder::unsorted_order(),
+            "/tmp/t".into(),
+            iceberg::spec::FormatVersion::V2,
+            HashMap::new(),
+        )
+        .unwrap()
+        .build()
+        .unwrap()
+        .metadata;
+        assert_eq!(&ours, theirs.current_schema().as_ref());
+        assert_eq!(ours.highest_field_id(), 8);
+        assert!(ours.field_by_name("id").unwrap().required);
+    }
+
+    #[test]
+    fn ids_are_stable_and_never_reused() {
+        let v1 = to_iceberg_schema(&nested_schema(), None, 0, 0).unwrap();
+        // Drop `s`, add `z`: `z` takes 9, not 2 or 3.
+        let mut evolved = nested_schema();
+        evolved.fields.remove(1);
+        evolved
+            .fields
+            .push(Field::required("z", PrimitiveType::Date));
+        let v2 = to_iceberg_schema(&evolved, Some(&v1), v1.highest_field_id(), 1).unwrap();
+        assert_eq!(v2.field_by_name("id").unwrap().id, 1);
+        assert_eq!(
+            v2.field_by_name("m.value").unwrap().id,
+            v1.field_by_name("m.value").unwrap().id
+        );
+        let z = v2.field_by_name("z").unwrap();
+        assert_eq!(z.id, 9);
+        assert!(
+            !z.required,
+            "a column added to an existing table is optional"
+        );
+    }
+
+    #[test]
+    fn promotion_allowed_and_narrowing_kept_wide() {
+        let v1 = to_iceberg_schema(
+            &Schema::new(vec![Field::optional("a", PrimitiveType::Int)]),
+            None,
+            0,
+            0,
+        )
+        .unwrap();
+        let wider = to_iceberg_schema(
+            &Schema::new(vec![Field::optional("a", PrimitiveType::Long)]),
+            Some(&v1),
+            1,
+            1,
+        )
+        .unwrap();
+        assert_eq!(
+            *wider.field_by_name("a").unwrap().field_type,
+            Type::Primitive(IcebergPrimitive::Long)
+        );
+        let back = to_iceberg_schema(
+            &Schema::new(vec![Field::optional("a", PrimitiveType::Int)]),
+            Some(&wider),
+            1,
+            2,
+        )
+        .unwrap();
+        assert_eq!(
+            *back.field_by_name("a").unwrap().field_type,
+            Type::Primitive(IcebergPrimitive::Long)
+        );
+        let err = to_iceberg_schema(
+            &Schema::new(vec![Field::optional("a", PrimitiveType::String)]),
+            Some(&v1),
+            1,
+            1,
+        )
+        .unwrap_err();
+        assert_eq!(err.column, "a");
+    }
+
+    #[test]
+    fn name_mapping_lists_element_and_array() {
+        let s = to_iceberg_schema(&nested_schema(), None, 0, 0).unwrap();
+        let json = serde_json::to_string(&name_mapping(&s)).unwrap();
+        assert!(json.contains(r#"{"field-id":1,"names":["id"]}"#), "{json}");
+        assert!(
+            json.contains(r#""names":["element","array","item"]"#),
+            "{json}"
+        );
+        assert!(json.contains(r#""names":["key"]"#), "{json}");
+    }
+}

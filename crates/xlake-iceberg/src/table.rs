@@ -1,0 +1,733 @@
+//! The Iceberg table in `<root>/metadata/`: loading its current version and committing one
+//! snapshot per change set.
+//!
+//! A commit reads the current `vN.metadata.json`, plans the new snapshot in memory (schema
+//! ids, partition spec, which manifests to keep or rewrite), writes manifests and the
+//! manifest list under fresh names, then creates `v(N+1).metadata.json` with put-if-absent
+//! and finally rewrites `version-hint.text`. Until that put succeeds nothing a reader sees
+//! has changed; a writer that loses the race gets [`IcebergError::CommitConflict`].
+
+use std::collections::{HashMap, HashSet};
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use iceberg::spec::{
+    DataContentType, DataFile as IcebergDataFile, DataFileBuilder, DataFileFormat, FormatVersion,
+    ManifestFile, Operation, PartitionSpec as IcebergSpec, Schema as IcebergSchema, SchemaRef,
+    Snapshot, SnapshotReference, SnapshotRetention, SortOrder, Struct, Summary, TableMetadata,
+    TableMetadataBuilder, Type, UnboundPartitionSpec, DEFAULT_SCHEMA_NAME_MAPPING, MAIN_BRANCH,
+};
+use xlake_model::{ChangeSet, DataFile, FileFormat};
+use xlake_storage::{PutOutcome, StorageError, TableStore};
+
+use crate::error::{IcebergError, Result};
+use crate::footer::{footer_stats, read_footer};
+use crate::manifest::{read_entries, read_manifest_list, write_manifest, write_manifest_list};
+use crate::partition::{partition_tuple, same_fields, to_unbound_spec};
+use crate::schema::{name_mapping, to_iceberg_schema};
+use crate::summary::{
+    standard_summary, FileCounts, SyncMetadata, SOURCE_COMMIT_TIME, XTABLE_METADATA,
+};
+use crate::value::{to_datum, truncate_lower, truncate_upper};
+
+const METADATA_DIR: &str = "metadata";
+/// Table property: delete metadata files that fall out of the metadata log.
+pub const DELETE_AFTER_COMMIT: &str = "write.metadata.delete-after-commit.enabled";
+/// Table property: how many previous metadata files the metadata log keeps.
+pub const PREVIOUS_VERSIONS_MAX: &str = "write.metadata.previous-versions-max";
+const VERSION_HINT: &str = "metadata/version-hint.text";
+/// How many data files have their existence checked (and footers read) at once.
+const FILE_CHECK_CONCURRENCY: usize = 16;
+
+/// Relative path of `vN.metadata.json`.
+pub fn metadata_file(version: u64) -> String {
+    format!("{METADATA_DIR}/v{version}.metadata.json")
+}
+
+/// The current version of the table.
+#[derive(Debug, Clone)]
+pub struct LoadedTable {
+    /// N of `vN.metadata.json`.
+    pub version: u64,
+    /// Its contents.
+    pub metadata: TableMetadata,
+}
+
+/// What one commit wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    /// N of the new `vN.metadata.json`.
+    pub version: u64,
+    /// The new snapshot.
+    pub snapshot_id: i64,
+    /// Its `timestamp-ms`.
+    pub timestamp_ms: i64,
+}
+
+/// The Iceberg side of one table, rooted where the source table lives.
+#[derive(Debug, Clone)]
+pub struct IcebergTable {
+    store: TableStore,
+    properties: HashMap<String, String>,
+    verify_files: bool,
+}
+
+impl IcebergTable {
+    /// The Iceberg table in `store`'s `metadata/` folder.
+    pub fn new(store: TableStore) -> Self {
+        Self {
+            store,
+            properties: HashMap::new(),
+            verify_files: true,
+        }
+    }
+
+    /// Table properties set on creation and kept on every commit
+    /// (`write.metadata.previous-versions-max`, `write.metadata.delete-after-commit.enabled`, …).
+    pub fn with_properties(mut self, properties: HashMap<String, String>) -> Self {
+        self.properties = properties;
+        self
+    }
+
+    /// Whether to check that every added file exists with the recorded size (default true).
+    pub fn verify_files(mut self, verify: bool) -> Self {
+        self.verify_files = verify;
+        self
+    }
+
+    /// The table's storage.
+    pub fn store(&self) -> &TableStore {
+        &self.store
+    }
+
+    fn table(&self) -> String {
+        self.store.location().to_string()
+    }
+
+    fn corrupt(&self, file: &str, reason: impl ToString) -> IcebergError {
+        IcebergError::CorruptMetadata {
+            table: self.table(),
+            file: self.store.absolute(file),
+            reason: reason.to_string(),
+        }
+    }
+
+    fn spec_error(&self, context: &str) -> impl Fn(iceberg::Error) -> IcebergError + '_ {
+        let context = context.to_string();
+        move |source| IcebergError::Spec {
+            table: self.table(),
+            context: context.clone(),
+            source,
+        }
+    }
+
+    /// The current version, or `None` when no Iceberg table exists yet. Refuses metadata
+    /// that xlake (or XTable) did not write.
+    pub async fn load(&self) -> Result<Option<LoadedTable>> {
+        let hinted = match self.store.get(VERSION_HINT).await {
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes);
+                Some(text.trim().parse::<u64>().map_err(|_| {
+                    self.corrupt(
+                        VERSION_HINT,
+                        format!("expected a version number, found {text:?}"),
+                    )
+                })?)
+            }
+            Err(StorageError::NotFound { .. }) => None,
+            Err(e) => return Err(e.into()),
+        };
+        let version = match hinted {
+            Some(mut v) => {
+                // Like Java's HadoopTableOperations: a newer vN than the hint wins (a writer
+                // died between the metadata file and the hint).
+                while self.store.size(&metadata_file(v + 1)).await?.is_some() {
+                    v += 1;
+                }
+                v
+            }
+            None => {
+                let listed = self.store.list_dir(METADATA_DIR).await?;
+                let versions: Vec<u64> = listed
+                    .iter()
+                    .filter_map(|e| {
+                        let name = e.path.rsplit('/').next()?;
+                        name.strip_prefix('v')?
+                            .strip_suffix(".metadata.json")?
+                            .parse()
+                            .ok()
+                    })
+                    .collect();
+                match versions.into_iter().max() {
+                    Some(v) => v,
+                    None => {
+                        if let Some(foreign) =
+                            listed.iter().find(|e| e.path.ends_with(".metadata.json"))
+                        {
+                            return Err(IcebergError::ForeignMetadata {
+                                table: self.table(),
+                                file: self.store.absolute(&foreign.path),
+                            });
+                        }
+                        return Ok(None);
+                    }
+                }
+            }
+        };
+        let path = metadata_file(version);
+        let bytes = self.store.get(&path).await?;
+        let metadata: TableMetadata =
+            serde_json::from_slice(&bytes).map_err(|e| self.corrupt(&path, e))?;
+        let ours = metadata.current_snapshot().is_some_and(|s| {
+            s.summary()
+                .additional_properties
+                .contains_key(XTABLE_METADATA)
+        });
+        if !ours {
+            return Err(IcebergError::ForeignMetadata {
+                table: self.table(),
+                file: self.store.absolute(&path),
+            });
+        }
+        Ok(Some(LoadedTable { version, metadata }))
+    }
+
+    /// The source commits mirrored so far: each snapshot's [`SyncMetadata`], oldest first.
+    pub async fn synced_commits(&self) -> Result<Vec<(i64, SyncMetadata)>> {
+        let Some(loaded) = self.load().await? else {
+            return Ok(Vec::new());
+        };
+        let mut snaps: Vec<_> = loaded.metadata.snapshots().collect();
+        snaps.sort_by_key(|s| (s.sequence_number(), s.timestamp_ms()));
+        Ok(snaps
+            .into_iter()
+            .filter_map(|s| {
+                Some((
+                    s.snapshot_id(),
+                    SyncMetadata::from_summary(&s.summary().additional_properties)?,
+                ))
+            })
+            .collect())
+    }
+
+    /// Commit each change set as its own snapshot, in order.
+    pub async fn commit_all(&self, changes: &[ChangeSet]) -> Result<Vec<Committed>> {
+        let mut out = Vec::with_capacity(changes.len());
+        for change in changes {
+            out.push(self.commit(change).await?);
+        }
+        Ok(out)
+    }
+
+    /// Commit one change set as one snapshot (schema, spec and file changes together in one
+    /// new `vN.metadata.json`).
+    pub async fn commit(&self, change: &ChangeSet) -> Result<Committed> {
+        let commit_id = change.commit.id.clone();
+        if !change.added_deletes.is_empty() {
+            return Err(IcebergError::Unsupported {
+                table: self.table(),
+                commit: commit_id,
+                feature: "position-delete files (deletion vectors)".into(),
+            });
+        }
+        let loaded = self.load().await?;
+        let current = loaded.as_ref().map(|l| &l.metadata);
+        let not_representable =
+            |p: crate::schema::SchemaProblem| IcebergError::SchemaNotRepresentable {
+                table: self.table(),
+                commit: commit_id.clone(),
+                column: p.column,
+                reason: p.reason,
+            };
+
+        // Schema and partition spec as of this commit.
+        let current_schema = current.map(|m| m.current_schema().clone());
+        let next_schema_id = current.map_or(0, |m| {
+            m.schemas_iter().map(|s| s.schema_id()).max().unwrap_or(0) + 1
+        });
+        let converted = to_iceberg_schema(
+            &change.schema,
+            current_schema.as_deref(),
+            current.map_or(0, |m| m.last_column_id()),
+            next_schema_id,
+        )
+        .map_err(not_representable)?;
+        let schema_changed = current_schema
+            .as_ref()
+            .is_none_or(|s| s.as_struct() != converted.as_struct());
+        let unbound =
+            to_unbound_spec(&change.partition_spec, &converted).map_err(not_representable)?;
+        let mut properties = self.properties.clone();
+        properties.insert(
+            DEFAULT_SCHEMA_NAME_MAPPING.into(),
+            json(&name_mapping(&converted)),
+        );
+
+        // Stage the metadata without a snapshot, to learn the bound spec and schema ids.
+        let staged = self
+            .base_builder(
+                loaded.as_ref(),
+                &converted,
+                schema_changed,
+                &unbound,
+                &properties,
+            )?
+            .build()
+            .map_err(self.spec_error("apply schema and partition spec"))?
+            .metadata;
+        let schema: SchemaRef = staged.current_schema().clone();
+        if schema.as_struct() != converted.as_struct() {
+            return Err(self.corrupt(METADATA_DIR, "schema ids were reassigned unexpectedly"));
+        }
+        let spec = staged.default_partition_spec().clone();
+
+        let snapshot_id = fresh_snapshot_id(current);
+        let sequence_number = current.map_or(0, |m| m.last_sequence_number()) + 1;
+        let parent = current.and_then(|m| m.current_snapshot()).cloned();
+
+        // Files added: checked, measured, and described in Iceberg's terms.
+        let added = self.added_files(change, &schema, &spec).await?;
+
+        // Files removed: find the manifests holding them.
+        let parent_manifests = match &parent {
+            Some(p) => read_manifest_list(&self.store, p.manifest_list())
+                .await
+                .map_err(|e| self.corrupt(p.manifest_list(), e))?,
+            None => Vec::new(),
+        };
+        let mut to_remove: HashMap<String, bool> = change
+            .removed
+            .iter()
+            .map(|p| (self.store.absolute(p), false))
+            .collect();
+        let mut kept: Vec<ManifestFile> = Vec::new();
+        let mut rewrites = Vec::new();
+        for mf in parent_manifests {
+            let live = mf.added_files_count.unwrap_or(1) + mf.existing_files_count.unwrap_or(1);
+            if live == 0 {
+                continue;
+            }
+            if to_remove.is_empty() || mf.content != iceberg::spec::ManifestContentType::Data {
+                kept.push(mf);
+                continue;
+            }
+            let entries = read_entries(&self.store, &mf)
+                .await
+                .map_err(|e| self.corrupt(&mf.manifest_path, e))?;
+            let mut hit = false;
+            for e in entries.iter().filter(|e| e.is_alive()) {
+                if let Some(found) = to_remove.get_mut(e.file_path()) {
+                    *found = true;
+                    hit = true;
+                }
+            }
+            if hit {
+                rewrites.push((mf, entries));
+            } else {
+                kept.push(mf);
+            }
+        }
+        if let Some((path, _)) = to_remove.iter().find(|(_, found)| !**found) {
+            return Err(IcebergError::RemovedFileNotFound {
+                table: self.table(),
+                commit: commit_id,
+                path: path.clone(),
+            });
+        }
+
+        // Write: the new manifest, rewritten manifests, the manifest list.
+        let commit_uuid = uuid::Uuid::new_v4();
+        let manifest_location = |n: usize| {
+            self.store
+                .absolute(&format!("{METADATA_DIR}/{commit_uuid}-m{n}.avro"))
+        };
+        let write_failed = |what: &str| {
+            let table = self.table();
+            let what = what.to_string();
+            move |reason: String| IcebergError::CorruptMetadata {
+                table: table.clone(),
+                file: what.clone(),
+                reason,
+            }
+        };
+        let mut manifests = Vec::new();
+        let mut added_counts = FileCounts::default();
+        let mut removed_counts = FileCounts::default();
+        let mut partitions: HashSet<(i32, String)> = HashSet::new();
+        if !added.is_empty() {
+            for f in &added {
+                added_counts.add(f.record_count(), f.file_size_in_bytes());
+                partitions.insert((spec.spec_id(), format!("{:?}", f.partition())));
+            }
+            let location = manifest_location(manifests.len());
+            let files = added.clone();
+            let mf = write_manifest(
+                &self.store,
+                &location,
+                snapshot_id,
+                schema.clone(),
+                (*spec).clone(),
+                |w| files.into_iter().try_for_each(|f| w.add_file(f, -1)),
+            )
+            .await
+            .map_err(write_failed(&location))?;
+            manifests.push(mf);
+        }
+        for (old, entries) in rewrites {
+            let old_spec = staged
+                .partition_spec_by_id(old.partition_spec_id)
+                .ok_or_else(|| self.corrupt(&old.manifest_path, "unknown partition spec id"))?;
+            let location = manifest_location(manifests.len());
+            let mut removed_here = Vec::new();
+            let live: Vec<_> = entries.into_iter().filter(|e| e.is_alive()).collect();
+            for e in &live {
+                if to_remove.contains_key(e.file_path()) {
+                    removed_here.push((
+                        e.record_count(),
+                        e.file_size_in_bytes(),
+                        format!("{:?}", e.data_file().partition()),
+                    ));
+                }
+            }
+            for (records, bytes, partition) in removed_here {
+                removed_counts.add(records, bytes);
+                partitions.insert((old.partition_spec_id, partition));
+            }
+            let removing = to_remove.clone();
+            let mf = write_manifest(
+                &self.store,
+                &location,
+                snapshot_id,
+                schema.clone(),
+                (**old_spec).clone(),
+                |w| {
+                    for e in live {
+                        let seq = e.sequence_number().unwrap_or(0);
+                        let file_seq = e.file_sequence_number;
+                        let snapshot = e.snapshot_id().unwrap_or(0);
+                        if removing.contains_key(e.file_path()) {
+                            w.add_delete_file(e.data_file, seq, file_seq)?;
+                        } else {
+                            w.add_existing_file(e.data_file, snapshot, seq, file_seq)?;
+                        }
+                    }
+                    Ok(())
+                },
+            )
+            .await
+            .map_err(write_failed(&location))?;
+            manifests.push(mf);
+        }
+        manifests.extend(kept);
+        let list_location = self.store.absolute(&format!(
+            "{METADATA_DIR}/snap-{snapshot_id}-1-{commit_uuid}.avro"
+        ));
+        write_manifest_list(
+            &self.store,
+            &list_location,
+            snapshot_id,
+            parent.as_ref().map(|p| p.snapshot_id()),
+            sequence_number,
+            manifests,
+        )
+        .await
+        .map_err(write_failed(&list_location))?;
+
+        // The snapshot, at the source commit's time (never earlier than the previous one).
+        let floor = current.map_or(i64::MIN, |m| {
+            m.history()
+                .last()
+                .map_or(i64::MIN, |l| l.timestamp_ms)
+                .max(m.last_updated_ms())
+        });
+        let timestamp_ms = change.commit.commit_time_ms.max(floor);
+        let operation = match (!added.is_empty(), !change.removed.is_empty()) {
+            (false, false) => Operation::Append,
+            _ if !change.data_change => Operation::Replace,
+            (true, false) => Operation::Append,
+            (false, true) => Operation::Delete,
+            (true, true) => Operation::Overwrite,
+        };
+        let mut summary = standard_summary(
+            parent.as_ref().map(|p| &p.summary().additional_properties),
+            added_counts,
+            removed_counts,
+            partitions.len(),
+        );
+        summary.insert(
+            XTABLE_METADATA.into(),
+            json(&SyncMetadata::for_commit(&change.commit)),
+        );
+        summary.insert(
+            SOURCE_COMMIT_TIME.into(),
+            change.commit.commit_time_ms.to_string(),
+        );
+        let snapshot = Snapshot::builder()
+            .with_snapshot_id(snapshot_id)
+            .with_parent_snapshot_id(parent.as_ref().map(|p| p.snapshot_id()))
+            .with_sequence_number(sequence_number)
+            .with_timestamp_ms(timestamp_ms)
+            .with_manifest_list(list_location)
+            .with_summary(Summary {
+                operation,
+                additional_properties: summary,
+            })
+            .with_schema_id(schema.schema_id())
+            .build();
+        let built = self
+            .base_builder(
+                loaded.as_ref(),
+                &converted,
+                schema_changed,
+                &unbound,
+                &properties,
+            )?
+            .add_snapshot(snapshot)
+            .and_then(|b| {
+                b.set_ref(
+                    MAIN_BRANCH,
+                    SnapshotReference::new(
+                        snapshot_id,
+                        SnapshotRetention::branch(None, None, None),
+                    ),
+                )
+            })
+            .and_then(|b| b.build())
+            .map_err(self.spec_error("add snapshot"))?;
+
+        // Commit point: create v(N+1) only if nobody else did.
+        let version = loaded.as_ref().map_or(1, |l| l.version + 1);
+        let body = serde_json::to_vec_pretty(&built.metadata)
+            .map_err(|e| self.corrupt(&metadata_file(version), e))?;
+        match self
+            .store
+            .put_if_absent(&metadata_file(version), Bytes::from(body))
+            .await?
+        {
+            PutOutcome::Created => {}
+            PutOutcome::AlreadyExists => {
+                return Err(IcebergError::CommitConflict {
+                    table: self.table(),
+                    version,
+                })
+            }
+        }
+        self.store
+            .put(VERSION_HINT, Bytes::from(version.to_string()))
+            .await?;
+        self.expire_metadata_files(&built.metadata, &built.expired_metadata_logs)
+            .await;
+        tracing::info!(table = %self.table(), commit = %change.commit.id, version, snapshot_id, "committed Iceberg snapshot");
+        Ok(Committed {
+            version,
+            snapshot_id,
+            timestamp_ms,
+        })
+    }
+
+    /// A builder holding the schema, spec and properties of this commit (no snapshot yet).
+    fn base_builder(
+        &self,
+        loaded: Option<&LoadedTable>,
+        schema: &IcebergSchema,
+        schema_changed: bool,
+        unbound: &UnboundPartitionSpec,
+        properties: &HashMap<String, String>,
+    ) -> Result<TableMetadataBuilder> {
+        let err = self.spec_error("apply schema and partition spec");
+        let Some(loaded) = loaded else {
+            return TableMetadataBuilder::new(
+                schema.clone(),
+                unbound.clone(),
+                SortOrder::unsorted_order(),
+                self.store.location().to_string(),
+                FormatVersion::V2,
+                properties.clone(),
+            )
+            .map_err(err);
+        };
+        let previous = self.store.absolute(&metadata_file(loaded.version));
+        let mut builder =
+            TableMetadataBuilder::new_from_metadata(loaded.metadata.clone(), Some(previous));
+        if schema_changed {
+            builder = builder.add_current_schema(schema.clone()).map_err(&err)?;
+        }
+        if !same_fields(loaded.metadata.default_partition_spec(), unbound) {
+            builder = builder
+                .add_default_partition_spec(unbound.clone())
+                .map_err(&err)?;
+        }
+        let stale = properties
+            .iter()
+            .any(|(k, v)| loaded.metadata.properties().get(k) != Some(v));
+        if stale {
+            builder = builder.set_properties(properties.clone()).map_err(&err)?;
+        }
+        Ok(builder)
+    }
+
+    /// Iceberg data files for the change set's added files.
+    async fn added_files(
+        &self,
+        change: &ChangeSet,
+        schema: &IcebergSchema,
+        spec: &IcebergSpec,
+    ) -> Result<Vec<IcebergDataFile>> {
+        let partition_type = spec
+            .partition_type(schema)
+            .map_err(self.spec_error("partition type"))?;
+        futures::stream::iter(change.added.iter())
+            .map(|f| self.added_file(change, f, schema, spec, &partition_type))
+            .buffered(FILE_CHECK_CONCURRENCY)
+            .try_collect()
+            .await
+    }
+
+    async fn added_file(
+        &self,
+        change: &ChangeSet,
+        file: &DataFile,
+        schema: &IcebergSchema,
+        spec: &IcebergSpec,
+        partition_type: &iceberg::spec::StructType,
+    ) -> Result<IcebergDataFile> {
+        let location = self.store.absolute(&file.path);
+        let invalid = |reason: String| IcebergError::InvalidDataFile {
+            table: self.table(),
+            commit: change.commit.id.clone(),
+            path: location.clone(),
+            reason,
+        };
+        if self.verify_files {
+            match self.store.size(&file.path).await? {
+                None => return Err(invalid("does not exist".into())),
+                Some(n) if n != file.size_bytes => {
+                    return Err(invalid(format!(
+                        "the source records {} bytes, storage has {n}",
+                        file.size_bytes
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        let mut record_count = file.record_count;
+        let mut column_stats = file.column_stats.clone();
+        if file.format == FileFormat::Parquet && (record_count.is_none() || column_stats.is_empty())
+        {
+            let meta = read_footer(&self.store, &file.path, file.size_bytes)
+                .await
+                .map_err(&invalid)?;
+            let footer = footer_stats(&meta, &change.schema);
+            if let Some(n) = record_count {
+                if n != footer.record_count {
+                    return Err(invalid(format!(
+                        "the source records {n} rows, the footer {}",
+                        footer.record_count
+                    )));
+                }
+            }
+            record_count = Some(footer.record_count);
+            if column_stats.is_empty() {
+                column_stats = footer.columns;
+            }
+        }
+        let record_count = record_count.ok_or_else(|| {
+            invalid("no record count, and only Parquet footers can be read".into())
+        })?;
+        let partition: Struct = partition_tuple(
+            &file.partition,
+            &change.partition_spec,
+            &change.schema,
+            partition_type,
+        )
+        .map_err(&invalid)?;
+
+        let mut value_counts = HashMap::new();
+        let mut null_counts = HashMap::new();
+        let mut nan_counts = HashMap::new();
+        let mut lower_bounds = HashMap::new();
+        let mut upper_bounds = HashMap::new();
+        for (path, stats) in column_stats {
+            let (Some(field), Some(source_type)) = (
+                schema.field_by_name(&path),
+                change.schema.primitive_at(&path),
+            ) else {
+                continue;
+            };
+            let Type::Primitive(target) = field.field_type.as_ref() else {
+                continue;
+            };
+            let id = field.id;
+            stats.value_count.map(|v| value_counts.insert(id, v));
+            stats.null_count.map(|v| null_counts.insert(id, v));
+            stats.nan_count.map(|v| nan_counts.insert(id, v));
+            let lower = stats
+                .lower
+                .map(truncate_lower)
+                .and_then(|v| to_datum(&v, source_type, target).ok());
+            let upper = stats
+                .upper
+                .and_then(truncate_upper)
+                .and_then(|v| to_datum(&v, source_type, target).ok());
+            if let (Some(lower), Some(upper)) = (lower, upper) {
+                lower_bounds.insert(id, lower);
+                upper_bounds.insert(id, upper);
+            }
+        }
+        DataFileBuilder::default()
+            .content(DataContentType::Data)
+            .file_path(location.clone())
+            .file_format(match file.format {
+                FileFormat::Parquet => DataFileFormat::Parquet,
+                FileFormat::Orc => DataFileFormat::Orc,
+                FileFormat::Avro => DataFileFormat::Avro,
+            })
+            .partition(partition)
+            .partition_spec_id(spec.spec_id())
+            .record_count(record_count)
+            .file_size_in_bytes(file.size_bytes)
+            .value_counts(value_counts)
+            .null_value_counts(null_counts)
+            .nan_value_counts(nan_counts)
+            .lower_bounds(lower_bounds)
+            .upper_bounds(upper_bounds)
+            .build()
+            .map_err(|e| invalid(e.to_string()))
+    }
+
+    /// Delete metadata files that fell out of the metadata log, if the table asks for it.
+    /// The commit has already happened, so a failure here is logged, not returned.
+    async fn expire_metadata_files(
+        &self,
+        metadata: &TableMetadata,
+        expired: &[iceberg::spec::MetadataLog],
+    ) {
+        let enabled = metadata
+            .properties()
+            .get(DELETE_AFTER_COMMIT)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        if !enabled {
+            return;
+        }
+        for log in expired {
+            if let Err(e) = self.store.delete(&log.metadata_file).await {
+                tracing::warn!(table = %self.table(), file = %log.metadata_file, error = %e, "could not delete expired metadata file");
+            }
+        }
+    }
+}
+
+fn json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// A positive snapshot id not used by the table yet.
+fn fresh_snapshot_id(current: Option<&TableMetadata>) -> i64 {
+    loop {
+        let bits = uuid::Uuid::new_v4().as_u64_pair();
+        let id = (bits.0 ^ bits.1) as i64 & i64::MAX;
+        if id != 0 && current.is_none_or(|m| m.snapshot_by_id(id).is_none()) {
+            return id;
+        }
+    }
+}

@@ -1,0 +1,462 @@
+//! End-to-end: the foundation table's change sets committed by xlake-iceberg, every
+//! snapshot read back by iceberg-rust's scan (a reader we did not write), and the bad
+//! inputs that must leave the table exactly as it was.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use arrow_array::{Array, Int64Array, RecordBatch, StringArray};
+use futures::TryStreamExt;
+use iceberg::io::FileIO;
+use iceberg::spec::{Operation, TableMetadata};
+use iceberg::table::StaticTable;
+use iceberg::TableIdent;
+use xlake_iceberg::{IcebergError, IcebergTable, SyncMetadata};
+use xlake_model::{ChangeSet, DataFile, Field, PrimitiveType, TimeUnit};
+use xlake_storage::TableStore;
+
+use common::foundation;
+
+fn table_at(root: &Path) -> IcebergTable {
+    IcebergTable::new(TableStore::open(root.to_str().unwrap()).unwrap())
+}
+
+fn read_metadata(root: &Path, version: u64) -> TableMetadata {
+    let bytes = std::fs::read(root.join(format!("metadata/v{version}.metadata.json"))).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+fn hint(root: &Path) -> String {
+    std::fs::read_to_string(root.join("metadata/version-hint.text")).unwrap()
+}
+
+async fn scan(root: &Path, version: u64, snapshot_id: i64) -> Vec<RecordBatch> {
+    let location = root.join(format!("metadata/v{version}.metadata.json"));
+    let table = StaticTable::from_metadata_file(
+        location.to_str().unwrap(),
+        TableIdent::from_strs(["db", "t"]).unwrap(),
+        FileIO::new_with_fs(),
+    )
+    .await
+    .unwrap();
+    let stream = table
+        .scan()
+        .snapshot_id(snapshot_id)
+        .select(["id", "part", "s"])
+        .build()
+        .unwrap()
+        .to_arrow()
+        .await
+        .unwrap();
+    stream.try_collect().await.unwrap()
+}
+
+fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> &'a T {
+    batch
+        .column_by_name(name)
+        .unwrap()
+        .as_any()
+        .downcast_ref::<T>()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn every_snapshot_reads_back_with_iceberg_rust() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("table");
+    let expected = foundation::build(&root);
+    let table = table_at(&root);
+    let committed = table.commit_all(&expected.change_sets).await.unwrap();
+    assert_eq!(committed.len(), 6);
+    assert_eq!(
+        hint(&root),
+        "6",
+        "version-hint.text holds N with no newline"
+    );
+
+    let metadata = read_metadata(&root, 6);
+    assert!(metadata
+        .properties()
+        .contains_key("schema.name-mapping.default"));
+    let history = metadata.history();
+    assert_eq!(history.len(), 6);
+    assert_eq!(metadata.metadata_log().len(), 5);
+    let operations = [
+        Operation::Append,
+        Operation::Append,
+        Operation::Overwrite,
+        Operation::Delete,
+        Operation::Append,
+        Operation::Replace,
+    ];
+    let synced = table.synced_commits().await.unwrap();
+    for (i, ((c, (_, rows)), done)) in expected
+        .change_sets
+        .iter()
+        .zip(&expected.snapshots)
+        .zip(&committed)
+        .enumerate()
+    {
+        let snapshot = metadata.snapshot_by_id(done.snapshot_id).unwrap();
+        assert_eq!(
+            snapshot.timestamp_ms(),
+            c.commit.commit_time_ms,
+            "snapshot time = source commit time"
+        );
+        assert_eq!(snapshot.sequence_number(), i as i64 + 1);
+        assert_eq!(
+            snapshot.summary().operation,
+            operations[i],
+            "commit {}",
+            c.commit.id
+        );
+        let summary = &snapshot.summary().additional_properties;
+        assert_eq!(
+            summary["total-records"],
+            rows.len().to_string(),
+            "commit {}",
+            c.commit.id
+        );
+        let sync = SyncMetadata::from_summary(summary).unwrap();
+        assert_eq!(
+            sync.source_identifier.as_deref(),
+            Some(c.commit.id.as_str())
+        );
+        assert_eq!(sync.source_table_format.as_deref(), Some("HUDI"));
+        assert_eq!(synced[i].0, done.snapshot_id);
+
+        let batches = scan(&root, 6, done.snapshot_id).await;
+        let mut got: Vec<(i64, String, Option<String>)> = Vec::new();
+        for b in &batches {
+            let ids = column::<Int64Array>(b, "id");
+            let parts = column::<StringArray>(b, "part");
+            let s = column::<StringArray>(b, "s");
+            for r in 0..b.num_rows() {
+                got.push((
+                    ids.value(r),
+                    parts.value(r).to_string(),
+                    s.is_valid(r).then(|| s.value(r).to_string()),
+                ));
+            }
+        }
+        got.sort();
+        let want: Vec<(i64, String, Option<String>)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r["id"].as_i64().unwrap(),
+                    r["part"].as_str().unwrap().to_string(),
+                    r["s"].as_str().map(String::from),
+                )
+            })
+            .collect();
+        assert_eq!(got, want, "rows at commit {}", c.commit.id);
+    }
+    // c3 removed two files: one manifest rewritten, counts right.
+    let c3 = metadata.snapshot_by_id(committed[2].snapshot_id).unwrap();
+    assert_eq!(
+        c3.summary().additional_properties["deleted-data-files"],
+        "2"
+    );
+    assert_eq!(c3.summary().additional_properties["added-data-files"], "1");
+    // The schema change kept old ids and added one.
+    assert_eq!(metadata.schemas_iter().len(), 2);
+    let current = metadata.current_schema();
+    let old = metadata.schema_by_id(0).unwrap();
+    assert_eq!(
+        current.field_by_name("id").unwrap().id,
+        old.field_by_name("id").unwrap().id
+    );
+    assert_eq!(
+        current.field_by_name("extra").unwrap().id,
+        old.highest_field_id() + 1
+    );
+}
+
+#[tokio::test]
+async fn appends_reuse_parent_manifests() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("table");
+    let expected = foundation::build(&root);
+    let table = table_at(&root);
+    table.commit_all(&expected.change_sets[..2]).await.unwrap();
+    let avro_files = |root: &Path| {
+        std::fs::read_dir(root.join("metadata"))
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name().into_string().unwrap();
+                name.ends_with(".avro") && !name.starts_with("snap-")
+            })
+            .count()
+    };
+    // One manifest per append; the second commit wrote one new manifest only.
+    assert_eq!(avro_files(&root), 2);
+}
+
+fn removing(expected: &foundation::Expected, path: &str) -> ChangeSet {
+    let mut c = expected.change_sets[3].clone();
+    c.commit.id = "bad".into();
+    c.removed = vec![path.into()];
+    c
+}
+
+#[tokio::test]
+async fn bad_input_leaves_the_table_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("table");
+    let expected = foundation::build(&root);
+    let table = table_at(&root);
+    table.commit_all(&expected.change_sets[..2]).await.unwrap();
+    let before = std::fs::read(root.join("metadata/v2.metadata.json")).unwrap();
+
+    // Removing a file the table does not have.
+    let err = table
+        .commit(&removing(&expected, "data/nope.parquet"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, IcebergError::RemovedFileNotFound { .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("nope.parquet") && err.to_string().contains("bad"),
+        "{err}"
+    );
+
+    // Adding a file that does not exist, or whose size is wrong.
+    let mut missing = expected.change_sets[1].clone();
+    missing.added = vec![DataFile::parquet("data/missing.parquet", 10, Some(1))];
+    let err = table.commit(&missing).await.unwrap_err();
+    assert!(
+        err.to_string().contains("missing.parquet") && err.to_string().contains("does not exist"),
+        "{err}"
+    );
+    let mut resized = expected.change_sets[1].clone();
+    resized.added[0].size_bytes += 1;
+    assert!(matches!(
+        table.commit(&resized).await.unwrap_err(),
+        IcebergError::InvalidDataFile { .. }
+    ));
+
+    // A file that is not Parquet.
+    std::fs::write(root.join("data/junk.parquet"), b"definitely not parquet").unwrap();
+    let mut junk = expected.change_sets[1].clone();
+    junk.added = vec![DataFile::parquet("data/junk.parquet", 22, None)];
+    let err = table.commit(&junk).await.unwrap_err();
+    assert!(err.to_string().contains("junk.parquet"), "{err}");
+
+    // A schema change Iceberg cannot represent: a string column becoming a long.
+    let mut retyped = expected.change_sets[1].clone();
+    retyped.schema.fields[1] = Field::required("part", PrimitiveType::Long);
+    let err = table.commit(&retyped).await.unwrap_err();
+    assert!(
+        matches!(err, IcebergError::SchemaNotRepresentable { ref column, .. } if column == "part"),
+        "{err}"
+    );
+    let mut nanos = expected.change_sets[1].clone();
+    nanos.schema.fields.push(Field::optional(
+        "tn",
+        PrimitiveType::Timestamp {
+            unit: TimeUnit::Nanos,
+            with_zone: false,
+        },
+    ));
+    assert!(matches!(
+        table.commit(&nanos).await.unwrap_err(),
+        IcebergError::SchemaNotRepresentable { .. }
+    ));
+
+    // Losing the put-if-absent race: someone else's v3 stays, ours is not written.
+    std::fs::write(root.join("metadata/v3.metadata.json"), b"{}").unwrap();
+    std::fs::write(root.join("metadata/version-hint.text"), b"2").unwrap();
+    let winner_bytes = std::fs::read(root.join("metadata/v3.metadata.json")).unwrap();
+    // load() follows v3 (Java's rule), finds it corrupt, and refuses before writing anything.
+    assert!(table.commit(&expected.change_sets[2]).await.is_err());
+    assert_eq!(
+        std::fs::read(root.join("metadata/v3.metadata.json")).unwrap(),
+        winner_bytes
+    );
+    std::fs::remove_file(root.join("metadata/v3.metadata.json")).unwrap();
+
+    assert_eq!(
+        std::fs::read(root.join("metadata/v2.metadata.json")).unwrap(),
+        before
+    );
+    assert_eq!(hint(&root), "2");
+    // And the table still takes the next good commit.
+    let next = table.commit(&expected.change_sets[2]).await.unwrap();
+    assert_eq!(next.version, 3);
+}
+
+#[tokio::test]
+async fn concurrent_writer_loses_without_overwriting() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("table");
+    let expected = foundation::build(&root);
+    let a = table_at(&root);
+    let b = table_at(&root);
+    a.commit(&expected.change_sets[0]).await.unwrap();
+    // Both plan v2 at once; exactly one wins, the other gets CommitConflict.
+    let (ra, rb) = tokio::join!(
+        a.commit(&expected.change_sets[1]),
+        b.commit(&expected.change_sets[1])
+    );
+    let conflicts = [&ra, &rb]
+        .iter()
+        .filter(|r| matches!(r, Err(IcebergError::CommitConflict { version: 2, .. })))
+        .count();
+    let wins = [&ra, &rb].iter().filter(|r| r.is_ok()).count();
+    // Both may also serialize (one sees the other's v2 and commits v3): either way nothing is lost.
+    assert!(wins >= 1 && wins + conflicts == 2, "{ra:?} {rb:?}");
+    let v = hint(&root).parse::<u64>().unwrap();
+    assert_eq!(v as usize, 1 + wins);
+    assert_eq!(read_metadata(&root, v).snapshots().count(), 1 + wins);
+}
+
+#[tokio::test]
+async fn foreign_metadata_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("table");
+    let expected = foundation::build(&root);
+    // An Iceberg table written by someone else: our own first commit, minus XTABLE_METADATA.
+    table_at(&root)
+        .commit(&expected.change_sets[0])
+        .await
+        .unwrap();
+    let path = root.join("metadata/v1.metadata.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("XTABLE_METADATA", "SOMEONE_ELSE");
+    std::fs::write(&path, &text).unwrap();
+    let err = table_at(&root)
+        .commit(&expected.change_sets[1])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, IcebergError::ForeignMetadata { .. }), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    assert!(!root.join("metadata/v2.metadata.json").exists());
+
+    // A catalog-style metadata file with no version hint.
+    let other = dir.path().join("other");
+    std::fs::create_dir_all(other.join("metadata")).unwrap();
+    std::fs::write(other.join("metadata/00000-abc.metadata.json"), b"{}").unwrap();
+    let err = table_at(&other)
+        .commit(&expected.change_sets[0])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, IcebergError::ForeignMetadata { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn metadata_retention_properties_are_honoured() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("table");
+    let expected = foundation::build(&root);
+    let props = HashMap::from([
+        (
+            "write.metadata.previous-versions-max".to_string(),
+            "2".to_string(),
+        ),
+        (
+            "write.metadata.delete-after-commit.enabled".to_string(),
+            "true".to_string(),
+        ),
+    ]);
+    let table = table_at(&root).with_properties(props);
+    table.commit_all(&expected.change_sets).await.unwrap();
+    let metadata = read_metadata(&root, 6);
+    assert_eq!(metadata.metadata_log().len(), 2);
+    for v in 1..=3 {
+        assert!(
+            !root.join(format!("metadata/v{v}.metadata.json")).exists(),
+            "v{v} should be deleted"
+        );
+    }
+    for v in 4..=6 {
+        assert!(
+            root.join(format!("metadata/v{v}.metadata.json")).exists(),
+            "v{v} should be kept"
+        );
+    }
+}
+
+#[tokio::test]
+async fn timestamps_never_go_backwards() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("table");
+    let expected = foundation::build(&root);
+    let mut changes = expected.change_sets[..2].to_vec();
+    changes[1].commit.commit_time_ms = changes[0].commit.commit_time_ms - 3_600_000;
+    let committed = table_at(&root).commit_all(&changes).await.unwrap();
+    assert_eq!(
+        committed[1].timestamp_ms, changes[0].commit.commit_time_ms,
+        "clamped to the previous snapshot"
+    );
+    let metadata = read_metadata(&root, 2);
+    let snap = metadata.snapshot_by_id(committed[1].snapshot_id).unwrap();
+    assert_eq!(
+        snap.summary().additional_properties["xlake.source-commit-time-ms"],
+        changes[1].commit.commit_time_ms.to_string()
+    );
+}
+
+#[tokio::test]
+async fn footer_stats_give_counts_and_safe_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("table");
+    let expected = foundation::build(&root);
+    table_at(&root)
+        .commit(&expected.change_sets[0])
+        .await
+        .unwrap();
+    let metadata = read_metadata(&root, 1);
+    let snapshot = metadata.current_snapshot().unwrap();
+    let list = std::fs::read(snapshot.manifest_list()).unwrap();
+    let list =
+        iceberg::spec::ManifestList::parse_with_version(&list, iceberg::spec::FormatVersion::V2)
+            .unwrap();
+    let manifest = std::fs::read(&list.entries()[0].manifest_path).unwrap();
+    let manifest = iceberg::spec::Manifest::parse_avro(&manifest).unwrap();
+    let schema = metadata.current_schema();
+    let id = schema.field_by_name("id").unwrap().id;
+    let s = schema.field_by_name("s").unwrap().id;
+    for entry in manifest.entries() {
+        let f = entry.data_file();
+        let rows: Vec<_> = expected.snapshots[0]
+            .1
+            .iter()
+            .filter(|r| {
+                f.file_path()
+                    .contains(&format!("part={}", r["part"].as_str().unwrap()))
+            })
+            .collect();
+        assert_eq!(f.record_count(), rows.len() as u64);
+        let ids: Vec<i64> = rows.iter().map(|r| r["id"].as_i64().unwrap()).collect();
+        assert_eq!(
+            f.lower_bounds()[&id],
+            iceberg::spec::Datum::long(*ids.iter().min().unwrap())
+        );
+        assert_eq!(
+            f.upper_bounds()[&id],
+            iceberg::spec::Datum::long(*ids.iter().max().unwrap())
+        );
+        // String bounds are cut to 16 characters and stay bounds.
+        let strings: Vec<&str> = rows.iter().filter_map(|r| r["s"].as_str()).collect();
+        let lower = f.lower_bounds()[&s].to_human_string();
+        let upper = f.upper_bounds()[&s].to_human_string();
+        assert!(lower.chars().count() <= 16 && upper.chars().count() <= 16);
+        assert!(
+            strings
+                .iter()
+                .all(|v| lower.as_str() <= *v && upper.as_str() >= *v),
+            "{lower} {upper} {strings:?}"
+        );
+        assert_eq!(
+            f.null_value_counts()[&s],
+            rows.len() as u64 - strings.len() as u64
+        );
+    }
+}
