@@ -1,1 +1,84 @@
-fn main() {}
+//! `xlake`: command-line entry point. Argument parsing and printing only; every behaviour
+//! lives in the library crates under `crates/`.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use xlake_iceberg::summary::iso_instant;
+use xlake_iceberg::{IcebergTable, SyncMetadata};
+use xlake_storage::TableStore;
+
+/// Make a Hudi or Delta table readable as Apache Iceberg, in place.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the Iceberg snapshots of a table and the source commit each one mirrors.
+    Snapshots {
+        /// Table root (the folder holding `metadata/`): a local path, or a URL with the
+        /// `cloud` feature.
+        table: String,
+    },
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    match run(Cli::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xlake: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    match cli.command {
+        Command::Snapshots { table } => {
+            let iceberg = IcebergTable::new(TableStore::open(&table)?);
+            let Some(loaded) = iceberg.load().await? else {
+                println!("{table}: no Iceberg metadata yet");
+                return Ok(());
+            };
+            let mut snapshots: Vec<_> = loaded.metadata.snapshots().collect();
+            snapshots.sort_by_key(|s| s.sequence_number());
+            println!("{table}: metadata/v{}.metadata.json", loaded.version);
+            println!(
+                "{:>4}  {:<20}  {:<24}  {:<9}  source commit",
+                "seq", "snapshot", "time", "operation"
+            );
+            for s in snapshots {
+                let sync = SyncMetadata::from_summary(&s.summary().additional_properties);
+                let source = sync.map_or_else(
+                    || "-".to_string(),
+                    |m| {
+                        format!(
+                            "{} {}",
+                            m.source_table_format.unwrap_or_default(),
+                            m.latest_table_operation_identifier
+                                .or(m.source_identifier)
+                                .unwrap_or_default()
+                        )
+                    },
+                );
+                println!(
+                    "{:>4}  {:<20}  {:<24}  {:<9}  {source}",
+                    s.sequence_number(),
+                    s.snapshot_id(),
+                    iso_instant(s.timestamp_ms()),
+                    s.summary().operation.as_str()
+                );
+            }
+        }
+    }
+    Ok(())
+}

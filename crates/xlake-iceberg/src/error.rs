@@ -19,7 +19,7 @@ pub enum IcebergError {
         context: String,
         /// The library's error.
         #[source]
-        source: iceberg::Error,
+        source: Box<iceberg::Error>,
     },
     /// `metadata/` holds Iceberg metadata that xlake did not write.
     #[error("{table}: {file} was not written by xlake or XTable (no XTABLE_METADATA in its current snapshot); refusing to modify it")]

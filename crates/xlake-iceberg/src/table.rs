@@ -117,7 +117,7 @@ impl IcebergTable {
         move |source| IcebergError::Spec {
             table: self.table(),
             context: context.clone(),
-            source,
+            source: Box::new(source),
         }
     }
 

@@ -1,0 +1,47 @@
+"""Fixtures: the foundation table written by xlake, and one Spark session for the run."""
+import glob
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def foundation(tmp_path_factory):
+    out = tmp_path_factory.mktemp("foundation")
+    subprocess.run(
+        ["cargo", "run", "--quiet", "--example", "foundation_table", "--", str(out)],
+        cwd=ROOT,
+        check=True,
+    )
+    expected = json.loads((out / "expected.json").read_text())
+    return expected
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from pyspark.sql import SparkSession
+    import snowpark_connect_deps_iceberg
+
+    jars = glob.glob(
+        os.path.join(os.path.dirname(snowpark_connect_deps_iceberg.__file__), "jars", "iceberg-spark-runtime-3.5_2.12-*.jar")
+    )
+    assert jars, "Iceberg Spark runtime jar not found"
+    session = (
+        SparkSession.builder.master("local[1]")
+        .appName("xlake-interop")
+        .config("spark.jars", jars[0])
+        .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

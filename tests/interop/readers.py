@@ -1,0 +1,115 @@
+"""The three independent Iceberg readers, each behind the same small interface:
+
+    snapshots(table) -> [{"snapshot_id", "timestamp_ms", "operation", "summary"}]
+    rows_at_snapshot(table, snapshot_id) -> [dict]
+    rows_as_of(table, timestamp_ms) -> [dict]
+"""
+import datetime as dt
+import json
+import pathlib
+
+
+def current_metadata_path(table):
+    hint = (pathlib.Path(table) / "metadata" / "version-hint.text").read_text()
+    return str(pathlib.Path(table) / "metadata" / f"v{hint}.metadata.json")
+
+
+def zoned_columns(table):
+    meta = json.loads(pathlib.Path(current_metadata_path(table)).read_text())
+    names = set()
+    for schema in meta["schemas"]:
+        for f in schema["fields"]:
+            if f["type"] == "timestamptz":
+                names.add(f["name"])
+    return names
+
+
+class PyIceberg:
+    name = "pyiceberg"
+
+    def _table(self, table):
+        from pyiceberg.table import StaticTable
+
+        return StaticTable.from_metadata(current_metadata_path(table))
+
+    def snapshots(self, table):
+        t = self._table(table)
+        out = []
+        for s in t.snapshots():
+            summary = {k: v for k, v in s.summary.additional_properties.items()}
+            out.append(
+                {
+                    "snapshot_id": s.snapshot_id,
+                    "timestamp_ms": s.timestamp_ms,
+                    "operation": s.summary.operation.value,
+                    "summary": summary,
+                }
+            )
+        return out
+
+    def rows_at_snapshot(self, table, snapshot_id):
+        return self._table(table).scan(snapshot_id=snapshot_id).to_arrow().to_pylist()
+
+    def rows_as_of(self, table, timestamp_ms):
+        t = self._table(table)
+        snap = t.snapshot_as_of_timestamp(timestamp_ms)
+        return t.scan(snapshot_id=snap.snapshot_id).to_arrow().to_pylist()
+
+
+class DuckDB:
+    name = "duckdb"
+
+    def __init__(self):
+        import duckdb
+        import duckdb_ext
+
+        if hasattr(duckdb_ext, "get_extension_dir"):
+            ext_dir = duckdb_ext.get_extension_dir()
+        else:  # the wheels ship a namespace package holding extensions/<version>/<platform>/
+            ext_dir = str(pathlib.Path(list(duckdb_ext.__path__)[0]) / "extensions")
+        self.con = duckdb.connect()
+        self.con.execute(f"SET extension_directory = '{ext_dir}'")
+        self.con.execute("LOAD avro")
+        self.con.execute("LOAD iceberg")
+        self.con.execute("SET TimeZone = 'UTC'")
+
+    def snapshots(self, table):
+        rows = self.con.execute("SELECT snapshot_id, timestamp_ms FROM iceberg_snapshots(?)", [table]).fetchall()
+        return [{"snapshot_id": r[0], "timestamp_ms": int(r[1].replace(tzinfo=dt.timezone.utc).timestamp() * 1000) if isinstance(r[1], dt.datetime) else r[1]} for r in rows]
+
+    def _rows(self, sql, params):
+        return self.con.execute(sql, params).fetch_arrow_table().to_pylist()
+
+    def rows_at_snapshot(self, table, snapshot_id):
+        return self._rows(f"SELECT * FROM iceberg_scan(?, snapshot_from_id => {int(snapshot_id)})", [table])
+
+    def rows_as_of(self, table, timestamp_ms):
+        ts = dt.datetime.fromtimestamp(timestamp_ms / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+        return self._rows(f"SELECT * FROM iceberg_scan(?, snapshot_from_timestamp => TIMESTAMP '{ts}')", [table])
+
+
+class Spark:
+    name = "spark"
+
+    def __init__(self, session):
+        self.spark = session
+
+    def snapshots(self, table):
+        rows = self.spark.read.format("iceberg").load(table + "#snapshots").collect()
+        return [
+            {
+                "snapshot_id": r["snapshot_id"],
+                "timestamp_ms": int(r["committed_at"].replace(tzinfo=dt.timezone.utc).timestamp() * 1000),
+                "operation": r["operation"],
+                "summary": dict(r["summary"]),
+            }
+            for r in rows
+        ]
+
+    def rows_at_snapshot(self, table, snapshot_id):
+        df = self.spark.read.format("iceberg").option("snapshot-id", str(snapshot_id)).load(table)
+        return [r.asDict(recursive=True) for r in df.collect()]
+
+    def rows_as_of(self, table, timestamp_ms):
+        df = self.spark.read.format("iceberg").option("as-of-timestamp", str(timestamp_ms)).load(table)
+        return [r.asDict(recursive=True) for r in df.collect()]
