@@ -45,7 +45,7 @@ async fn scan(root: &Path, version: u64, snapshot_id: i64) -> Vec<RecordBatch> {
     let stream = table
         .scan()
         .snapshot_id(snapshot_id)
-        .select(["id", "part", "s"])
+        .select_all()
         .build()
         .unwrap()
         .to_arrow()
@@ -459,4 +459,24 @@ async fn footer_stats_give_counts_and_safe_bounds() {
             rows.len() as u64 - strings.len() as u64
         );
     }
+}
+
+#[tokio::test]
+async fn a_crash_between_metadata_and_hint_heals_on_the_next_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("table");
+    let expected = foundation::build(&root);
+    let table = table_at(&root);
+    table.commit_all(&expected.change_sets[..2]).await.unwrap();
+    // The writer died after creating v2 but before rewriting the hint.
+    std::fs::write(root.join("metadata/version-hint.text"), b"1").unwrap();
+    assert_eq!(
+        table.load().await.unwrap().unwrap().version,
+        2,
+        "the newer vN wins, as in Java"
+    );
+    let next = table.commit(&expected.change_sets[2]).await.unwrap();
+    assert_eq!(next.version, 3);
+    assert_eq!(hint(&root), "3");
+    assert_eq!(read_metadata(&root, 3).snapshots().count(), 3);
 }
