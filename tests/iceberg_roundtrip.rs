@@ -6,7 +6,7 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use arrow_array::{Array, Int64Array, RecordBatch, StringArray};
 use futures::TryStreamExt;
@@ -19,6 +19,14 @@ use xlake_model::{ChangeSet, DataFile, Field, PrimitiveType, TimeUnit};
 use xlake_storage::TableStore;
 
 use common::foundation;
+
+/// A temp dir holding the foundation table's data files (no Iceberg metadata yet).
+fn fixture() -> (tempfile::TempDir, PathBuf, foundation::Expected) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("table");
+    let expected = foundation::build(&root);
+    (dir, root, expected)
+}
 
 fn table_at(root: &Path) -> IcebergTable {
     IcebergTable::new(TableStore::open(root.to_str().unwrap()).unwrap())
@@ -65,9 +73,7 @@ fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> &'a T {
 
 #[tokio::test]
 async fn every_snapshot_reads_back_with_iceberg_rust() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("table");
-    let expected = foundation::build(&root);
+    let (_dir, root, expected) = fixture();
     let table = table_at(&root);
     let committed = table.commit_all(&expected.change_sets).await.unwrap();
     assert_eq!(committed.len(), 6);
@@ -178,9 +184,7 @@ async fn every_snapshot_reads_back_with_iceberg_rust() {
 
 #[tokio::test]
 async fn appends_reuse_parent_manifests() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("table");
-    let expected = foundation::build(&root);
+    let (_dir, root, expected) = fixture();
     let table = table_at(&root);
     table.commit_all(&expected.change_sets[..2]).await.unwrap();
     let avro_files = |root: &Path| {
@@ -205,9 +209,7 @@ fn removing(expected: &foundation::Expected, path: &str) -> ChangeSet {
 
 #[tokio::test]
 async fn bad_input_leaves_the_table_unchanged() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("table");
-    let expected = foundation::build(&root);
+    let (_dir, root, expected) = fixture();
     let table = table_at(&root);
     table.commit_all(&expected.change_sets[..2]).await.unwrap();
     let before = std::fs::read(root.join("metadata/v2.metadata.json")).unwrap();
@@ -293,9 +295,7 @@ async fn bad_input_leaves_the_table_unchanged() {
 
 #[tokio::test]
 async fn concurrent_writer_loses_without_overwriting() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("table");
-    let expected = foundation::build(&root);
+    let (_dir, root, expected) = fixture();
     let a = table_at(&root);
     let b = table_at(&root);
     a.commit(&expected.change_sets[0]).await.unwrap();
@@ -318,9 +318,7 @@ async fn concurrent_writer_loses_without_overwriting() {
 
 #[tokio::test]
 async fn foreign_metadata_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("table");
-    let expected = foundation::build(&root);
+    let (dir, root, expected) = fixture();
     // An Iceberg table written by someone else: our own first commit, minus XTABLE_METADATA.
     table_at(&root)
         .commit(&expected.change_sets[0])
@@ -352,9 +350,7 @@ async fn foreign_metadata_is_refused() {
 
 #[tokio::test]
 async fn metadata_retention_properties_are_honoured() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("table");
-    let expected = foundation::build(&root);
+    let (_dir, root, expected) = fixture();
     let props = HashMap::from([
         (
             "write.metadata.previous-versions-max".to_string(),
@@ -385,9 +381,7 @@ async fn metadata_retention_properties_are_honoured() {
 
 #[tokio::test]
 async fn timestamps_never_go_backwards() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("table");
-    let expected = foundation::build(&root);
+    let (_dir, root, expected) = fixture();
     let mut changes = expected.change_sets[..2].to_vec();
     changes[1].commit.commit_time_ms = changes[0].commit.commit_time_ms - 3_600_000;
     let committed = table_at(&root).commit_all(&changes).await.unwrap();
@@ -405,9 +399,7 @@ async fn timestamps_never_go_backwards() {
 
 #[tokio::test]
 async fn footer_stats_give_counts_and_safe_bounds() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("table");
-    let expected = foundation::build(&root);
+    let (_dir, root, expected) = fixture();
     table_at(&root)
         .commit(&expected.change_sets[0])
         .await
@@ -463,9 +455,7 @@ async fn footer_stats_give_counts_and_safe_bounds() {
 
 #[tokio::test]
 async fn a_crash_between_metadata_and_hint_heals_on_the_next_commit() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("table");
-    let expected = foundation::build(&root);
+    let (_dir, root, expected) = fixture();
     let table = table_at(&root);
     table.commit_all(&expected.change_sets[..2]).await.unwrap();
     // The writer died after creating v2 but before rewriting the hint.

@@ -39,6 +39,16 @@ pub enum IcebergError {
         /// What is wrong.
         reason: String,
     },
+    /// Writing a manifest or manifest list failed; the current version is unchanged.
+    #[error("{table}: writing {file}: {reason}")]
+    WriteFailed {
+        /// Table location.
+        table: String,
+        /// The file being written.
+        file: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// The change set removes a file the current snapshot does not have.
     #[error("{table}: source commit {commit}: removes {path}, which the current Iceberg snapshot does not contain")]
     RemovedFileNotFound {

@@ -263,15 +263,18 @@ impl IcebergTable {
             json(&name_mapping(&converted)),
         );
 
-        // Stage the metadata without a snapshot, to learn the bound spec and schema ids.
-        let staged = self
-            .base_builder(
+        // The same builder twice: staged without a snapshot first, to learn the bound spec
+        // and schema ids the manifests need; then again with the snapshot.
+        let builder = || {
+            self.base_builder(
                 loaded.as_ref(),
                 &converted,
                 schema_changed,
                 &unbound,
                 &properties,
-            )?
+            )
+        };
+        let staged = builder()?
             .build()
             .map_err(self.spec_error("apply schema and partition spec"))?
             .metadata;
@@ -344,7 +347,7 @@ impl IcebergTable {
         let write_failed = |what: &str| {
             let table = self.table();
             let what = what.to_string();
-            move |reason: String| IcebergError::CorruptMetadata {
+            move |reason: String| IcebergError::WriteFailed {
                 table: table.clone(),
                 file: what.clone(),
                 reason,
@@ -474,14 +477,7 @@ impl IcebergTable {
             })
             .with_schema_id(schema.schema_id())
             .build();
-        let built = self
-            .base_builder(
-                loaded.as_ref(),
-                &converted,
-                schema_changed,
-                &unbound,
-                &properties,
-            )?
+        let built = builder()?
             .add_snapshot(snapshot)
             .and_then(|b| {
                 b.set_ref(
