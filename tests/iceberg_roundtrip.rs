@@ -470,3 +470,152 @@ async fn a_crash_between_metadata_and_hint_heals_on_the_next_commit() {
     assert_eq!(hint(&root), "3");
     assert_eq!(read_metadata(&root, 3).snapshots().count(), 3);
 }
+
+/// TIME, UUID and FIXED columns (which Spark cannot read) through iceberg-rust, with
+/// footer-derived bounds.
+#[tokio::test]
+async fn time_uuid_and_fixed_columns_round_trip() {
+    use arrow_array::{FixedSizeBinaryArray, Time64MicrosecondArray};
+    use arrow_schema::{DataType as A, Field as AF, Schema as AS, TimeUnit as AU};
+    use xlake_model::{PartitionSpec, SourceCommit, SourceFormat};
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("table");
+    std::fs::create_dir_all(root.join("data")).unwrap();
+    let arrow_schema = std::sync::Arc::new(AS::new(vec![
+        AF::new("id", A::Int64, false),
+        AF::new("t", A::Time64(AU::Microsecond), true),
+        AF::new("u", A::FixedSizeBinary(16), true),
+        AF::new("fx", A::FixedSizeBinary(4), true),
+    ]));
+    let uuids: Vec<[u8; 16]> = vec![[0x11; 16], [0xAB; 16], [0x01; 16]];
+    let batch = RecordBatch::try_new(
+        arrow_schema.clone(),
+        vec![
+            std::sync::Arc::new(Int64Array::from(vec![1, 2, 3])),
+            std::sync::Arc::new(Time64MicrosecondArray::from(vec![
+                Some(1_000_001),
+                None,
+                Some(86_399_999_999),
+            ])),
+            std::sync::Arc::new(FixedSizeBinaryArray::try_from_iter(uuids.iter()).unwrap()),
+            std::sync::Arc::new(
+                FixedSizeBinaryArray::try_from_iter(
+                    [[1u8, 2, 3, 4], [0, 0, 0, 0], [255, 1, 2, 3]].iter(),
+                )
+                .unwrap(),
+            ),
+        ],
+    )
+    .unwrap();
+    let path = root.join("data/x.parquet");
+    let mut writer = parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&path).unwrap(),
+        arrow_schema,
+        None,
+    )
+    .unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let schema = xlake_model::Schema::new(vec![
+        Field::required("id", PrimitiveType::Long),
+        Field::optional("t", PrimitiveType::Time),
+        Field::optional("u", PrimitiveType::Uuid),
+        Field::optional("fx", PrimitiveType::Fixed(4)),
+    ]);
+    let commit = SourceCommit {
+        format: SourceFormat::Delta,
+        id: "0".into(),
+        action: "WRITE".into(),
+        requested_ms: None,
+        commit_time_ms: 1_700_000_000_000,
+    };
+    let mut change = ChangeSet::new(commit, schema, PartitionSpec::unpartitioned());
+    change.added = vec![DataFile::parquet(
+        "data/x.parquet",
+        std::fs::metadata(&path).unwrap().len(),
+        None,
+    )];
+    let done = table_at(&root).commit(&change).await.unwrap();
+
+    let metadata = read_metadata(&root, 1);
+    let fields: Vec<String> = metadata
+        .current_schema()
+        .as_struct()
+        .fields()
+        .iter()
+        .map(|f| f.field_type.to_string())
+        .collect();
+    assert_eq!(fields, ["long", "time", "uuid", "fixed(4)"]);
+    let location = root.join("metadata/v1.metadata.json");
+    let table = StaticTable::from_metadata_file(
+        location.to_str().unwrap(),
+        TableIdent::from_strs(["db", "t"]).unwrap(),
+        FileIO::new_with_fs(),
+    )
+    .await
+    .unwrap();
+    let batches: Vec<RecordBatch> = table
+        .scan()
+        .snapshot_id(done.snapshot_id)
+        .build()
+        .unwrap()
+        .to_arrow()
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 3);
+    let b = &batches[0];
+    let t = b
+        .column_by_name("t")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<Time64MicrosecondArray>()
+        .unwrap();
+    assert_eq!(
+        (t.value(0), t.is_null(1), t.value(2)),
+        (1_000_001, true, 86_399_999_999)
+    );
+    let fx = b
+        .column_by_name("fx")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<FixedSizeBinaryArray>()
+        .unwrap();
+    assert_eq!(fx.value(2), [255, 1, 2, 3]);
+
+    // Bounds from the footer: time in micros, uuid and fixed as their bytes.
+    let list = std::fs::read(metadata.current_snapshot().unwrap().manifest_list()).unwrap();
+    let list =
+        iceberg::spec::ManifestList::parse_with_version(&list, iceberg::spec::FormatVersion::V2)
+            .unwrap();
+    let manifest = iceberg::spec::Manifest::parse_avro(
+        &std::fs::read(&list.entries()[0].manifest_path).unwrap(),
+    )
+    .unwrap();
+    let f = manifest.entries()[0].data_file();
+    let id_of = |n: &str| metadata.current_schema().field_by_name(n).unwrap().id;
+    assert_eq!(
+        f.lower_bounds()[&id_of("t")].to_bytes().unwrap().to_vec(),
+        1_000_001i64.to_le_bytes()
+    );
+    assert_eq!(
+        f.upper_bounds()[&id_of("t")].to_bytes().unwrap().to_vec(),
+        86_399_999_999i64.to_le_bytes()
+    );
+    assert_eq!(
+        f.lower_bounds()[&id_of("u")].to_bytes().unwrap().to_vec(),
+        vec![0x01; 16]
+    );
+    assert_eq!(
+        f.upper_bounds()[&id_of("u")].to_bytes().unwrap().to_vec(),
+        vec![0xAB; 16]
+    );
+    assert_eq!(
+        f.lower_bounds()[&id_of("fx")].to_bytes().unwrap().to_vec(),
+        vec![0, 0, 0, 0]
+    );
+    assert_eq!(f.null_value_counts()[&id_of("t")], 1);
+}
