@@ -357,20 +357,20 @@ impl IcebergTable {
         let mut added_counts = FileCounts::default();
         let mut removed_counts = FileCounts::default();
         let mut partitions: HashSet<(i32, String)> = HashSet::new();
-        if !added.is_empty() {
+        let adds_files = !added.is_empty();
+        if adds_files {
             for f in &added {
                 added_counts.add(f.record_count(), f.file_size_in_bytes());
                 partitions.insert((spec.spec_id(), format!("{:?}", f.partition())));
             }
             let location = manifest_location(manifests.len());
-            let files = added.clone();
             let mf = write_manifest(
                 &self.store,
                 &location,
                 snapshot_id,
                 schema.clone(),
                 (*spec).clone(),
-                |w| files.into_iter().try_for_each(|f| w.add_file(f, -1)),
+                |w| added.into_iter().try_for_each(|f| w.add_file(f, -1)),
             )
             .await
             .map_err(write_failed(&location))?;
@@ -396,7 +396,7 @@ impl IcebergTable {
                 removed_counts.add(records, bytes);
                 partitions.insert((old.partition_spec_id, partition));
             }
-            let removing = to_remove.clone();
+            let removing = &to_remove;
             let mf = write_manifest(
                 &self.store,
                 &location,
@@ -444,7 +444,7 @@ impl IcebergTable {
                 .max(m.last_updated_ms())
         });
         let timestamp_ms = change.commit.commit_time_ms.max(floor);
-        let operation = match (!added.is_empty(), !change.removed.is_empty()) {
+        let operation = match (adds_files, !change.removed.is_empty()) {
             (false, false) => Operation::Append,
             _ if !change.data_change => Operation::Replace,
             (true, false) => Operation::Append,
