@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use arrow_array::{Array, Int64Array, RecordBatch, StringArray};
 use futures::TryStreamExt;
 use iceberg::io::FileIO;
-use iceberg::spec::{Operation, TableMetadata};
+use iceberg::spec::{FormatVersion, Manifest, ManifestList, Operation, TableMetadata};
 use iceberg::table::StaticTable;
 use iceberg::TableIdent;
 use xlake_iceberg::{IcebergError, IcebergTable, SyncMetadata};
@@ -35,6 +35,23 @@ fn table_at(root: &Path) -> IcebergTable {
 fn read_metadata(root: &Path, version: u64) -> TableMetadata {
     let bytes = std::fs::read(root.join(format!("metadata/v{version}.metadata.json"))).unwrap();
     serde_json::from_slice(&bytes).unwrap()
+}
+
+/// The data files of the current snapshot, read straight from its manifests.
+fn current_data_files(metadata: &TableMetadata) -> Vec<iceberg::spec::DataFile> {
+    let list = std::fs::read(metadata.current_snapshot().unwrap().manifest_list()).unwrap();
+    let list = ManifestList::parse_with_version(&list, FormatVersion::V2).unwrap();
+    list.entries()
+        .iter()
+        .flat_map(|m| {
+            let manifest = Manifest::parse_avro(&std::fs::read(&m.manifest_path).unwrap()).unwrap();
+            manifest
+                .entries()
+                .iter()
+                .map(|e| e.data_file().clone())
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 fn hint(root: &Path) -> String {
@@ -405,18 +422,10 @@ async fn footer_stats_give_counts_and_safe_bounds() {
         .await
         .unwrap();
     let metadata = read_metadata(&root, 1);
-    let snapshot = metadata.current_snapshot().unwrap();
-    let list = std::fs::read(snapshot.manifest_list()).unwrap();
-    let list =
-        iceberg::spec::ManifestList::parse_with_version(&list, iceberg::spec::FormatVersion::V2)
-            .unwrap();
-    let manifest = std::fs::read(&list.entries()[0].manifest_path).unwrap();
-    let manifest = iceberg::spec::Manifest::parse_avro(&manifest).unwrap();
     let schema = metadata.current_schema();
     let id = schema.field_by_name("id").unwrap().id;
     let s = schema.field_by_name("s").unwrap().id;
-    for entry in manifest.entries() {
-        let f = entry.data_file();
+    for f in &current_data_files(&metadata) {
         let rows: Vec<_> = expected.snapshots[0]
             .1
             .iter()
@@ -587,15 +596,8 @@ async fn time_uuid_and_fixed_columns_round_trip() {
     assert_eq!(fx.value(2), [255, 1, 2, 3]);
 
     // Bounds from the footer: time in micros, uuid and fixed as their bytes.
-    let list = std::fs::read(metadata.current_snapshot().unwrap().manifest_list()).unwrap();
-    let list =
-        iceberg::spec::ManifestList::parse_with_version(&list, iceberg::spec::FormatVersion::V2)
-            .unwrap();
-    let manifest = iceberg::spec::Manifest::parse_avro(
-        &std::fs::read(&list.entries()[0].manifest_path).unwrap(),
-    )
-    .unwrap();
-    let f = manifest.entries()[0].data_file();
+    let files = current_data_files(&metadata);
+    let f = &files[0];
     let id_of = |n: &str| metadata.current_schema().field_by_name(n).unwrap().id;
     assert_eq!(
         f.lower_bounds()[&id_of("t")].to_bytes().unwrap().to_vec(),
