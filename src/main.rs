@@ -4,9 +4,11 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use xlake_hudi::HudiOptions;
 use xlake_iceberg::summary::iso_instant;
 use xlake_iceberg::{IcebergTable, SyncMetadata};
 use xlake_storage::TableStore;
+use xlake_sync::{sync, SyncOptions};
 
 /// Make a Hudi or Delta table readable as Apache Iceberg, in place.
 #[derive(Parser)]
@@ -18,6 +20,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Mirror every pending completed commit of a Hudi table as Iceberg snapshots.
+    Sync {
+        /// Table root: a local path, or a URL with the `cloud` feature.
+        table: String,
+        /// Mirror a merge-on-read table's base files only (its read-optimized view).
+        #[arg(long)]
+        mor_read_optimized: bool,
+    },
     /// List the Iceberg snapshots of a table and the source commit each one mirrors.
     Snapshots {
         /// Table root (the folder holding `metadata/`): a local path, or a URL with the
@@ -43,6 +53,37 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     match cli.command {
+        Command::Sync {
+            table,
+            mor_read_optimized,
+        } => {
+            let options = SyncOptions {
+                hudi: HudiOptions { mor_read_optimized },
+                ..Default::default()
+            };
+            let report = sync(&table, &options, |m| {
+                println!(
+                    "{} {} {:<14} +{} -{} files -> snapshot {} (v{})",
+                    m.change.commit.format.as_str(),
+                    m.change.commit.id,
+                    m.change.commit.action,
+                    m.change.added.len(),
+                    m.change.removed.len(),
+                    m.committed.snapshot_id,
+                    m.committed.version
+                );
+            })
+            .await?;
+            for note in &report.notes {
+                println!("note: {note}");
+            }
+            println!(
+                "{table}: {} source commits, {} already mirrored, {} snapshots written",
+                report.source_commits,
+                report.already_mirrored,
+                report.written.len()
+            );
+        }
         Command::Snapshots { table } => {
             let iceberg = IcebergTable::new(TableStore::open(&table)?);
             let Some(loaded) = iceberg.load().await? else {

@@ -1,5 +1,7 @@
 //! One completed source commit and what it did to the table.
 
+use std::collections::BTreeMap;
+
 use crate::{DataFile, DeleteFile, PartitionSpec, Schema};
 
 /// The table format a commit was read from.
@@ -60,6 +62,8 @@ pub struct ChangeSet {
     pub added_deletes: Vec<DeleteFile>,
     /// False when files were only rewritten (compaction, clustering): the rows are the same.
     pub data_change: bool,
+    /// Extra entries for the snapshot summary, e.g. which view of the source is mirrored.
+    pub notes: BTreeMap<String, String>,
 }
 
 impl ChangeSet {
@@ -73,6 +77,7 @@ impl ChangeSet {
             removed: Vec::new(),
             added_deletes: Vec::new(),
             data_change: true,
+            notes: BTreeMap::new(),
         }
     }
 }

@@ -1,0 +1,72 @@
+//! Commit, replace-commit and rollback metadata: the parts that say which files changed.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+/// One file written by an instant.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct WriteStat {
+    /// File group id.
+    pub file_id: Option<String>,
+    /// File path relative to the table root.
+    pub path: Option<String>,
+    /// Partition path.
+    pub partition_path: Option<String>,
+    /// Bytes.
+    pub file_size_in_bytes: Option<u64>,
+}
+
+/// `HoodieCommitMetadata` / `HoodieReplaceCommitMetadata`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CommitMetadata {
+    /// Files written, by partition path.
+    pub partition_to_write_stats: Option<HashMap<String, Option<Vec<WriteStat>>>>,
+    /// File groups replaced (replace commits), by partition path.
+    pub partition_to_replace_file_ids: Option<HashMap<String, Option<Vec<String>>>>,
+    /// `schema` (Avro schema JSON) and other writer metadata.
+    pub extra_metadata: Option<HashMap<String, Option<String>>>,
+    /// `UPSERT`, `INSERT_OVERWRITE`, `CLUSTER`, `COMPACT`, …
+    pub operation_type: Option<String>,
+}
+
+impl CommitMetadata {
+    /// The writer's Avro schema, if recorded.
+    pub fn schema(&self) -> Option<&str> {
+        self.extra_metadata
+            .as_ref()?
+            .get("schema")?
+            .as_deref()
+            .filter(|s| !s.is_empty())
+    }
+
+    /// All write stats.
+    pub fn write_stats(&self) -> impl Iterator<Item = &WriteStat> {
+        self.partition_to_write_stats
+            .iter()
+            .flat_map(|m| m.values())
+            .flat_map(|v| v.iter().flatten())
+    }
+
+    /// All replaced file groups as (partition path, file id).
+    pub fn replaced(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.partition_to_replace_file_ids
+            .iter()
+            .flat_map(|m| m.iter())
+            .flat_map(|(p, ids)| {
+                ids.iter()
+                    .flatten()
+                    .map(move |id| (p.as_str(), id.as_str()))
+            })
+    }
+}
+
+/// `HoodieRollbackMetadata`: which instants a rollback undid.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RollbackMetadata {
+    /// Requested times of the rolled-back instants.
+    pub commits_rollback: Option<Vec<String>>,
+}

@@ -1,0 +1,219 @@
+//! File groups and their base files: the live files of the table as each completed instant
+//! takes effect, and what each instant changed (so a rollback can undo it).
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::commit_metadata::CommitMetadata;
+
+/// The current base file of one file group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaseFile {
+    /// Path relative to the table root.
+    pub path: String,
+    /// Partition path.
+    pub partition: String,
+    /// File group id.
+    pub file_id: String,
+    /// Bytes.
+    pub size: u64,
+}
+
+/// What one instant did to the live base files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Effect {
+    /// Base files that became live.
+    pub added: Vec<BaseFile>,
+    /// Base files that stopped being live.
+    pub removed: Vec<BaseFile>,
+}
+
+/// The live base files, one per file group, and the effect of every instant applied.
+#[derive(Debug, Default)]
+pub struct FileGroups {
+    live: BTreeMap<(String, String), BaseFile>,
+    effects: HashMap<String, Effect>,
+}
+
+/// True for Hudi log files (`.<fileId>_<instant>.log.<version>_<token>`).
+fn is_log_file(path: &str) -> bool {
+    path.rsplit('/')
+        .next()
+        .is_some_and(|name| name.starts_with('.') && name.contains(".log."))
+}
+
+impl FileGroups {
+    /// Apply a commit, delta commit or replace commit. Log files are skipped when
+    /// `skip_logs` (read-optimized view of a merge-on-read table) and refused otherwise.
+    pub fn apply_commit(
+        &mut self,
+        instant: &str,
+        meta: &CommitMetadata,
+        skip_logs: bool,
+    ) -> Result<Effect, String> {
+        let mut effect = Effect::default();
+        for stat in meta.write_stats() {
+            let path = stat
+                .path
+                .as_deref()
+                .filter(|p| !p.is_empty())
+                .ok_or("a write stat has no path")?;
+            if is_log_file(path) {
+                if skip_logs {
+                    continue;
+                }
+                return Err(format!("writes log file {path}: merge-on-read log files cannot be read by Iceberg engines"));
+            }
+            if !path.ends_with(".parquet") {
+                return Err(format!("base file {path} is not Parquet"));
+            }
+            let file_id = stat
+                .file_id
+                .clone()
+                .ok_or_else(|| format!("write stat of {path} has no fileId"))?;
+            let partition = stat.partition_path.clone().unwrap_or_default();
+            let size = stat
+                .file_size_in_bytes
+                .ok_or_else(|| format!("write stat of {path} has no fileSizeInBytes"))?;
+            let file = BaseFile {
+                path: path.to_string(),
+                partition: partition.clone(),
+                file_id: file_id.clone(),
+                size,
+            };
+            match self.live.insert((partition, file_id), file.clone()) {
+                Some(old) if old.path == file.path => continue,
+                Some(old) => effect.removed.push(old),
+                None => {}
+            }
+            effect.added.push(file);
+        }
+        for (partition, file_id) in meta.replaced() {
+            if let Some(old) = self
+                .live
+                .remove(&(partition.to_string(), file_id.to_string()))
+            {
+                effect.removed.push(old);
+            }
+        }
+        self.effects.insert(instant.to_string(), effect.clone());
+        Ok(effect)
+    }
+
+    /// Undo the instants a rollback names, where they were applied: their files leave,
+    /// the files they replaced come back. Instants never applied change nothing.
+    pub fn apply_rollback(&mut self, instant: &str, rolled_back: &[String]) -> Effect {
+        let mut effect = Effect::default();
+        for id in rolled_back {
+            let Some(undo) = self.effects.remove(id) else {
+                continue;
+            };
+            for f in undo.added {
+                let key = (f.partition.clone(), f.file_id.clone());
+                if self.live.get(&key).is_some_and(|live| live.path == f.path) {
+                    self.live.remove(&key);
+                    effect.removed.push(f);
+                }
+            }
+            for f in undo.removed {
+                let key = (f.partition.clone(), f.file_id.clone());
+                if let std::collections::btree_map::Entry::Vacant(slot) = self.live.entry(key) {
+                    slot.insert(f.clone());
+                    effect.added.push(f);
+                }
+            }
+        }
+        self.effects.insert(instant.to_string(), effect.clone());
+        effect
+    }
+
+    /// Number of live base files.
+    pub fn len(&self) -> usize {
+        self.live.len()
+    }
+
+    /// True when no base file is live.
+    pub fn is_empty(&self) -> bool {
+        self.live.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commit_metadata::WriteStat;
+
+    fn meta(files: &[(&str, &str)], replaced: &[&str]) -> CommitMetadata {
+        let stats = files
+            .iter()
+            .map(|(id, path)| WriteStat {
+                file_id: Some(id.to_string()),
+                path: Some(path.to_string()),
+                partition_path: Some("p".into()),
+                file_size_in_bytes: Some(10),
+            })
+            .collect();
+        CommitMetadata {
+            partition_to_write_stats: Some(HashMap::from([("p".to_string(), Some(stats))])),
+            partition_to_replace_file_ids: Some(HashMap::from([(
+                "p".to_string(),
+                Some(replaced.iter().map(|s| s.to_string()).collect()),
+            )])),
+            ..Default::default()
+        }
+    }
+
+    fn paths(files: &[BaseFile]) -> Vec<&str> {
+        files.iter().map(|f| f.path.as_str()).collect()
+    }
+
+    #[test]
+    fn new_base_file_replaces_its_group_and_replace_commits_drop_groups() {
+        let mut g = FileGroups::default();
+        let e1 = g
+            .apply_commit(
+                "1",
+                &meta(&[("a", "p/a_1.parquet"), ("b", "p/b_1.parquet")], &[]),
+                false,
+            )
+            .unwrap();
+        assert_eq!(paths(&e1.added), ["p/a_1.parquet", "p/b_1.parquet"]);
+        let e2 = g
+            .apply_commit("2", &meta(&[("a", "p/a_2.parquet")], &[]), false)
+            .unwrap();
+        assert_eq!(
+            (paths(&e2.added), paths(&e2.removed)),
+            (vec!["p/a_2.parquet"], vec!["p/a_1.parquet"])
+        );
+        let e3 = g
+            .apply_commit("3", &meta(&[("c", "p/c_3.parquet")], &["a", "b"]), false)
+            .unwrap();
+        assert_eq!(paths(&e3.removed), ["p/a_2.parquet", "p/b_1.parquet"]);
+        assert_eq!(g.len(), 1);
+    }
+
+    #[test]
+    fn rollback_undoes_applied_instants_only() {
+        let mut g = FileGroups::default();
+        g.apply_commit("1", &meta(&[("a", "p/a_1.parquet")], &[]), false)
+            .unwrap();
+        g.apply_commit("2", &meta(&[("a", "p/a_2.parquet")], &[]), false)
+            .unwrap();
+        let undo = g.apply_rollback("3", &["2".into(), "never".into()]);
+        assert_eq!(
+            (paths(&undo.added), paths(&undo.removed)),
+            (vec!["p/a_1.parquet"], vec!["p/a_2.parquet"])
+        );
+        assert_eq!(g.apply_rollback("4", &["never".into()]), Effect::default());
+    }
+
+    #[test]
+    fn log_files_are_refused_unless_skipped() {
+        let mut g = FileGroups::default();
+        let logs = meta(&[("a", "p/.a_1.log.1_0-1-1")], &[]);
+        assert!(g
+            .apply_commit("1", &logs, false)
+            .unwrap_err()
+            .contains("log file"));
+        assert_eq!(g.apply_commit("1", &logs, true).unwrap(), Effect::default());
+    }
+}

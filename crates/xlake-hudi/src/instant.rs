@@ -1,0 +1,127 @@
+//! Instants: one action on the timeline, named by its requested time.
+
+/// Where an instant is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum State {
+    /// Planned.
+    Requested,
+    /// Being written.
+    Inflight,
+    /// Done: the only state xlake mirrors.
+    Completed,
+}
+
+/// One timeline file, parsed from its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instant {
+    /// Requested time, `yyyyMMddHHmmssSSS`.
+    pub requested: String,
+    /// Completion time (table versions 8 and 9 only).
+    pub completed: Option<String>,
+    /// Action (`commit`, `deltacommit`, `replacecommit`, `rollback`, `clean`, …).
+    pub action: String,
+    /// State.
+    pub state: State,
+    /// The file, relative to the table root.
+    pub file: String,
+}
+
+impl Instant {
+    /// Parse a timeline file name (`20240418173551906.commit`,
+    /// `20260307135657661_20260307135659468.commit`, `….commit.requested`, `….inflight`).
+    /// `None` for files that are not instants.
+    pub fn parse(dir: &str, name: &str) -> Option<Self> {
+        let (stem, rest) = name.split_once('.')?;
+        let (requested, completed) = match stem.split_once('_') {
+            Some((r, c)) => (r, Some(c)),
+            None => (stem, None),
+        };
+        let is_time = |t: &str| t.len() >= 14 && t.bytes().all(|b| b.is_ascii_digit());
+        if !is_time(requested) || completed.is_some_and(|c| !is_time(c)) {
+            return None;
+        }
+        let (action, state) = if let Some(action) = rest.strip_suffix(".requested") {
+            (action, State::Requested)
+        } else if let Some(action) = rest.strip_suffix(".inflight") {
+            (action, State::Inflight)
+        } else if rest == "inflight" {
+            ("commit", State::Inflight)
+        } else {
+            (rest, State::Completed)
+        };
+        if action.is_empty() || action.contains('.') {
+            return None;
+        }
+        Some(Self {
+            requested: requested.to_string(),
+            completed: completed.map(String::from),
+            action: action.to_string(),
+            state,
+            file: format!("{dir}/{name}"),
+        })
+    }
+
+    /// The time this instant orders by and is mirrored at: completion time when the
+    /// timeline records it, else the requested time.
+    pub fn commit_time(&self) -> &str {
+        self.completed.as_deref().unwrap_or(&self.requested)
+    }
+}
+
+/// Milliseconds since the epoch of an instant time (`yyyyMMddHHmmss[SSS]`), read as UTC.
+pub fn instant_millis(time: &str) -> Option<i64> {
+    let digits = |r: std::ops::Range<usize>| time.get(r)?.parse::<u32>().ok();
+    let date = chrono::NaiveDate::from_ymd_opt(digits(0..4)? as i32, digits(4..6)?, digits(6..8)?)?;
+    let millis = if time.len() >= 17 { digits(14..17)? } else { 0 };
+    let t = date.and_hms_milli_opt(digits(8..10)?, digits(10..12)?, digits(12..14)?, millis)?;
+    Some(t.and_utc().timestamp_millis())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_both_layouts() {
+        let v6 = Instant::parse(".hoodie", "20240418173551906.commit").unwrap();
+        assert_eq!(
+            (v6.state, v6.action.as_str(), v6.completed),
+            (State::Completed, "commit", None)
+        );
+        let v9 = Instant::parse(
+            ".hoodie/timeline",
+            "20260307135657661_20260307135659468.replacecommit",
+        )
+        .unwrap();
+        assert_eq!(v9.commit_time(), "20260307135659468");
+        assert_eq!(
+            v9.file,
+            ".hoodie/timeline/20260307135657661_20260307135659468.replacecommit"
+        );
+        assert_eq!(
+            Instant::parse(".hoodie", "20240418173551906.inflight")
+                .unwrap()
+                .state,
+            State::Inflight
+        );
+        assert_eq!(
+            Instant::parse(".hoodie", "20240418173551906.commit.requested")
+                .unwrap()
+                .state,
+            State::Requested
+        );
+        assert_eq!(Instant::parse(".hoodie", "hoodie.properties"), None);
+        assert_eq!(
+            Instant::parse(".hoodie", "20240418173551906.commit.crc"),
+            None
+        );
+    }
+
+    #[test]
+    fn instant_times_are_utc_millis() {
+        assert_eq!(instant_millis("20240418173551906"), Some(1_713_461_751_906));
+        assert_eq!(instant_millis("20240418173551"), Some(1_713_461_751_000));
+        assert_eq!(instant_millis("2024041817355x906"), None);
+        assert_eq!(instant_millis("20241318173551906"), None);
+    }
+}

@@ -1,0 +1,33 @@
+//! # xlake-hudi: the Hudi source
+//!
+//! Reads a Hudi table's timeline (table versions 6, 8 and 9) and turns every completed
+//! commit, delta commit, replace commit and rollback into one neutral
+//! [`ChangeSet`](xlake_model::ChangeSet). It knows nothing of Iceberg.
+//!
+//! | module | Hudi noun |
+//! |---|---|
+//! | [`properties`] | `hoodie.properties`: version, table type, key generator, partition fields |
+//! | [`instant`] | an instant: requested time, completion time, action, state |
+//! | [`timeline`] | listing instants (both layouts) and decoding their JSON or Avro files |
+//! | [`commit_metadata`] | write stats, replaced file groups, rollback metadata |
+//! | [`file_group`] | live base file per file group; each instant's effect (for rollbacks) |
+//! | [`partition_path`] | partition paths to typed partition values |
+//! | [`schema`] | Avro schemas to the neutral schema, `_hoodie_*` columns included |
+//! | [`source`] | [`HudiSource`]: open a table, replay its timeline into change sets |
+//!
+//! Only completed instants count; requested and inflight ones are pending. The metadata
+//! table (`.hoodie/metadata/`) is never read: files come from the commit metadata.
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod commit_metadata;
+pub mod error;
+pub mod file_group;
+pub mod instant;
+pub mod partition_path;
+pub mod properties;
+pub mod schema;
+pub mod source;
+pub mod timeline;
+
+pub use error::{HudiError, Result};
+pub use source::{HudiOptions, HudiSource};

@@ -1,0 +1,174 @@
+//! `.hoodie/hoodie.properties`: the table's configuration.
+
+use std::collections::HashMap;
+
+/// Copy-on-write or merge-on-read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableType {
+    /// Base files only.
+    CopyOnWrite,
+    /// Base files plus log files merged at read time.
+    MergeOnRead,
+}
+
+/// How partition paths are derived from records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyGenerator {
+    /// No partitioning.
+    NonPartitioned,
+    /// One or more fields' values, as they are (simple, complex, custom without timestamps).
+    Fields,
+    /// A timestamp-based generator: the path is a formatted time, not the field's value.
+    Timestamp,
+}
+
+/// The parts of `hoodie.properties` xlake needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableConfig {
+    /// `hoodie.table.name`.
+    pub name: String,
+    /// `hoodie.table.version` (6, 8 or 9).
+    pub version: u32,
+    /// `hoodie.table.type`.
+    pub table_type: TableType,
+    /// `hoodie.table.partition.fields`, without `:type` suffixes.
+    pub partition_fields: Vec<String>,
+    /// Kind of key generator.
+    pub key_generator: KeyGenerator,
+    /// `hoodie.datasource.write.hive_style_partitioning`.
+    pub hive_style: bool,
+    /// `hoodie.datasource.write.partitionpath.urlencode`.
+    pub url_encoded: bool,
+    /// `hoodie.populate.meta.fields` (default true): files carry the `_hoodie_*` columns.
+    pub meta_fields: bool,
+    /// `hoodie.table.create.schema`, an Avro schema, if recorded.
+    pub create_schema: Option<String>,
+}
+
+/// Parse Java properties text (`key=value`, `#` comments, `\` escapes).
+pub fn parse_properties(text: &str) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for line in text.lines() {
+        let line = line.trim_start();
+        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+            continue;
+        }
+        let mut key = String::new();
+        let mut value = String::new();
+        let mut in_value = false;
+        let mut chars = line.chars();
+        while let Some(c) = chars.next() {
+            let c = if c == '\\' {
+                match chars.next() {
+                    Some('n') => '\n',
+                    Some('t') => '\t',
+                    Some(other) => other,
+                    None => break,
+                }
+            } else if !in_value && (c == '=' || c == ':') {
+                in_value = true;
+                continue;
+            } else {
+                c
+            };
+            if in_value {
+                value.push(c);
+            } else {
+                key.push(c);
+            }
+        }
+        out.insert(key.trim().to_string(), value.trim_start().to_string());
+    }
+    out
+}
+
+impl TableConfig {
+    /// Read the configuration from parsed properties.
+    pub fn from_properties(props: &HashMap<String, String>) -> Result<Self, String> {
+        let get = |k: &str| props.get(k).map(String::as_str);
+        let flag =
+            |k: &str, default: bool| get(k).map_or(default, |v| v.eq_ignore_ascii_case("true"));
+        let version = get("hoodie.table.version")
+            .ok_or("hoodie.table.version is missing")?
+            .parse::<u32>()
+            .map_err(|_| "hoodie.table.version is not a number".to_string())?;
+        if !matches!(version, 6 | 8 | 9) {
+            return Err(format!(
+                "table version {version} is not supported (6, 8 and 9 are)"
+            ));
+        }
+        let table_type = match get("hoodie.table.type").unwrap_or("COPY_ON_WRITE") {
+            "COPY_ON_WRITE" => TableType::CopyOnWrite,
+            "MERGE_ON_READ" => TableType::MergeOnRead,
+            other => return Err(format!("unknown hoodie.table.type {other}")),
+        };
+        let partition_fields: Vec<String> = get("hoodie.table.partition.fields")
+            .unwrap_or("")
+            .split(',')
+            .map(|f| f.split(':').next().unwrap_or("").trim().to_string())
+            .filter(|f| !f.is_empty())
+            .collect();
+        let generator = get("hoodie.table.keygenerator.type")
+            .or(get("hoodie.table.keygenerator.class"))
+            .unwrap_or("")
+            .to_ascii_uppercase();
+        let key_generator = if partition_fields.is_empty()
+            || generator.contains("NONPARTITION")
+            || generator.contains("NON_PARTITION")
+        {
+            KeyGenerator::NonPartitioned
+        } else if generator.contains("TIMESTAMP")
+            || generator.contains("CUSTOM") && props.values().any(|v| v.contains(":timestamp"))
+        {
+            KeyGenerator::Timestamp
+        } else {
+            KeyGenerator::Fields
+        };
+        Ok(Self {
+            name: get("hoodie.table.name").unwrap_or("").to_string(),
+            version,
+            table_type,
+            partition_fields: if key_generator == KeyGenerator::NonPartitioned {
+                Vec::new()
+            } else {
+                partition_fields
+            },
+            key_generator,
+            hive_style: flag("hoodie.datasource.write.hive_style_partitioning", false),
+            url_encoded: flag("hoodie.datasource.write.partitionpath.urlencode", false),
+            meta_fields: flag("hoodie.populate.meta.fields", true),
+            create_schema: get("hoodie.table.create.schema").map(String::from),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_escaped_java_properties() {
+        let props = parse_properties(
+            "#comment\nhoodie.table.version=9\nhoodie.table.create.schema={\"type\"\\:\"record\"}\nhoodie.table.partition.fields=a,b:timestamp\nhoodie.table.keygenerator.type=SIMPLE\n",
+        );
+        assert_eq!(props["hoodie.table.create.schema"], "{\"type\":\"record\"}");
+        let config = TableConfig::from_properties(&props).unwrap();
+        assert_eq!(config.partition_fields, ["a", "b"]);
+        assert_eq!(config.key_generator, KeyGenerator::Fields);
+        assert_eq!(config.table_type, TableType::CopyOnWrite);
+        assert!(config.meta_fields);
+    }
+
+    #[test]
+    fn refuses_unknown_versions_and_missing_keys() {
+        assert!(TableConfig::from_properties(&parse_properties("hoodie.table.version=5")).is_err());
+        assert!(TableConfig::from_properties(&parse_properties("x=y")).is_err());
+        let nonpart = parse_properties("hoodie.table.version=6\nhoodie.table.keygenerator.class=org.apache.hudi.keygen.NonpartitionedKeyGenerator");
+        assert_eq!(
+            TableConfig::from_properties(&nonpart)
+                .unwrap()
+                .key_generator,
+            KeyGenerator::NonPartitioned
+        );
+    }
+}
