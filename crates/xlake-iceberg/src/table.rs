@@ -465,6 +465,9 @@ impl IcebergTable {
             SOURCE_COMMIT_TIME.into(),
             change.commit.commit_time_ms.to_string(),
         );
+        for (key, value) in &change.notes {
+            summary.entry(key.clone()).or_insert_with(|| value.clone());
+        }
         let snapshot = Snapshot::builder()
             .with_snapshot_id(snapshot_id)
             .with_parent_snapshot_id(parent.as_ref().map(|p| p.snapshot_id()))
