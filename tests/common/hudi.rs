@@ -69,3 +69,64 @@ pub fn metadata_snapshot(root: &Path) -> Vec<(String, Vec<u8>)> {
     files.sort();
     files
 }
+
+/// The live data files (relative to the table root) of every snapshot, keyed by the source
+/// commit it mirrors, read straight from the manifests with iceberg-rust's parsers.
+pub fn live_files_by_commit(
+    root: &Path,
+) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    use iceberg::spec::{FormatVersion, Manifest, ManifestList, TableMetadata};
+    let hint = std::fs::read_to_string(root.join("metadata/version-hint.text")).unwrap();
+    let metadata: TableMetadata = serde_json::from_slice(
+        &std::fs::read(root.join(format!("metadata/v{hint}.metadata.json"))).unwrap(),
+    )
+    .unwrap();
+    let prefix = format!("{}/", std::path::absolute(root).unwrap().to_str().unwrap());
+    metadata
+        .snapshots()
+        .map(|s| {
+            let meta: serde_json::Value =
+                serde_json::from_str(&s.summary().additional_properties["XTABLE_METADATA"])
+                    .unwrap();
+            let list = ManifestList::parse_with_version(
+                &std::fs::read(s.manifest_list()).unwrap(),
+                FormatVersion::V2,
+            )
+            .unwrap();
+            let files = list
+                .entries()
+                .iter()
+                .flat_map(|m| {
+                    let manifest =
+                        Manifest::parse_avro(&std::fs::read(&m.manifest_path).unwrap()).unwrap();
+                    manifest
+                        .entries()
+                        .iter()
+                        .filter(|e| e.is_alive())
+                        .map(|e| e.file_path().strip_prefix(&prefix).unwrap().to_string())
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            (
+                meta["sourceIdentifier"].as_str().unwrap().to_string(),
+                files,
+            )
+        })
+        .collect()
+}
+
+/// The timeline files (requested, inflight, completed) of one instant.
+pub fn instant_files(root: &Path, requested: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(root.join(".hoodie/timeline"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.is_file()
+                && p.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .starts_with(requested)
+        })
+        .collect()
+}

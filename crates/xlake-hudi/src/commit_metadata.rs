@@ -63,10 +63,37 @@ impl CommitMetadata {
     }
 }
 
-/// `HoodieRollbackMetadata`: which instants a rollback undid.
+/// `HoodieRollbackMetadata`: which instants a rollback undid and which files it deleted.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct RollbackMetadata {
     /// Requested times of the rolled-back instants.
     pub commits_rollback: Option<Vec<String>>,
+    /// Per partition path, what the rollback did there.
+    pub partition_metadata: Option<HashMap<String, Option<PartitionRollback>>>,
+}
+
+/// `HoodieRollbackPartitionMetadata`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PartitionRollback {
+    /// Files deleted (full locations).
+    pub success_delete_files: Option<Vec<String>>,
+}
+
+impl RollbackMetadata {
+    /// Deleted files as (partition path, file name).
+    pub fn deleted_files(&self) -> Vec<(String, String)> {
+        self.partition_metadata
+            .iter()
+            .flat_map(|m| m.iter())
+            .flat_map(|(partition, meta)| {
+                meta.iter()
+                    .flat_map(|m| m.success_delete_files.iter().flatten())
+                    .filter_map(move |f| {
+                        Some((partition.clone(), f.rsplit('/').next()?.to_string()))
+                    })
+            })
+            .collect()
+    }
 }

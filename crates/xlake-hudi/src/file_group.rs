@@ -34,6 +34,18 @@ pub struct FileGroups {
     effects: HashMap<String, Effect>,
 }
 
+/// The parts of a base file name `<fileId>_<writeToken>_<instantTime>.parquet`:
+/// (file id, instant time).
+pub fn parse_base_file_name(name: &str) -> Option<(&str, &str)> {
+    let stem = name.strip_suffix(".parquet")?;
+    let mut parts = stem.rsplitn(3, '_');
+    let instant = parts.next()?;
+    let _token = parts.next()?;
+    let file_id = parts.next()?;
+    (!file_id.is_empty() && instant.len() >= 14 && instant.bytes().all(|b| b.is_ascii_digit()))
+        .then_some((file_id, instant))
+}
+
 /// True for Hudi log files (`.<fileId>_<instant>.log.<version>_<token>`).
 fn is_log_file(path: &str) -> bool {
     path.rsplit('/')
@@ -99,10 +111,52 @@ impl FileGroups {
         Ok(effect)
     }
 
+    /// Make these base files live, as the state before the first instant replayed.
+    pub fn seed(&mut self, files: Vec<BaseFile>) {
+        for f in files {
+            self.live
+                .insert((f.partition.clone(), f.file_id.clone()), f);
+        }
+    }
+
+    /// Whether an instant's effect was applied in this replay.
+    pub fn applied(&self, instant: &str) -> bool {
+        self.effects.contains_key(instant)
+    }
+
     /// Undo the instants a rollback names, where they were applied: their files leave,
-    /// the files they replaced come back. Instants never applied change nothing.
-    pub fn apply_rollback(&mut self, instant: &str, rolled_back: &[String]) -> Effect {
+    /// the files they replaced come back. `mirrored_elsewhere` lists (partition, file name)
+    /// of files the rollback deleted for instants this replay never saw but the target
+    /// mirrors (Hudi removes a rolled-back instant from the timeline): those leave, and the
+    /// live base file of each of their groups comes back. Anything else changes nothing.
+    pub fn apply_rollback(
+        &mut self,
+        instant: &str,
+        rolled_back: &[String],
+        mirrored_elsewhere: &[(String, String)],
+    ) -> Effect {
         let mut effect = Effect::default();
+        for (partition, name) in mirrored_elsewhere {
+            let Some((file_id, _)) = parse_base_file_name(name) else {
+                continue;
+            };
+            let path = if partition.is_empty() {
+                name.clone()
+            } else {
+                format!("{partition}/{name}")
+            };
+            effect.removed.push(BaseFile {
+                path,
+                partition: partition.clone(),
+                file_id: file_id.to_string(),
+                size: 0,
+            });
+            if let Some(live) = self.live.get(&(partition.clone(), file_id.to_string())) {
+                if !effect.added.contains(live) {
+                    effect.added.push(live.clone());
+                }
+            }
+        }
         for id in rolled_back {
             let Some(undo) = self.effects.remove(id) else {
                 continue;
@@ -198,12 +252,42 @@ mod tests {
             .unwrap();
         g.apply_commit("2", &meta(&[("a", "p/a_2.parquet")], &[]), false)
             .unwrap();
-        let undo = g.apply_rollback("3", &["2".into(), "never".into()]);
+        let undo = g.apply_rollback("3", &["2".into(), "never".into()], &[]);
         assert_eq!(
             (paths(&undo.added), paths(&undo.removed)),
             (vec!["p/a_1.parquet"], vec!["p/a_2.parquet"])
         );
-        assert_eq!(g.apply_rollback("4", &["never".into()]), Effect::default());
+        assert_eq!(
+            g.apply_rollback("4", &["never".into()], &[]),
+            Effect::default()
+        );
+        // A mirrored instant Hudi already dropped from the timeline: its file leaves, the
+        // group's live file comes back.
+        let undo = g.apply_rollback(
+            "5",
+            &["gone".into()],
+            &[("p".into(), "a_0-1-2_20240101000000000.parquet".into())],
+        );
+        assert_eq!(
+            paths(&undo.removed),
+            ["p/a_0-1-2_20240101000000000.parquet"]
+        );
+        assert_eq!(paths(&undo.added), ["p/a_1.parquet"]);
+    }
+
+    #[test]
+    fn base_file_names() {
+        assert_eq!(
+            parse_base_file_name(
+                "859bcb77-dfd4-4b44-9ead-ed0ba8abe35a-0_0-38-83_20260307135705338.parquet"
+            ),
+            Some((
+                "859bcb77-dfd4-4b44-9ead-ed0ba8abe35a-0",
+                "20260307135705338"
+            ))
+        );
+        assert_eq!(parse_base_file_name("x.parquet"), None);
+        assert_eq!(parse_base_file_name(".a_1.log.1_0-1-1"), None);
     }
 
     #[test]

@@ -5,7 +5,9 @@ use xlake_storage::{StorageError, TableStore};
 
 use crate::commit_metadata::{CommitMetadata, RollbackMetadata};
 use crate::error::{HudiError, Result};
-use crate::file_group::{Effect, FileGroups};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use crate::file_group::{parse_base_file_name, BaseFile, Effect, FileGroups};
 use crate::instant::{instant_millis, Instant};
 use crate::partition_path::{partition_spec, partition_values};
 use crate::properties::{parse_properties, TableConfig, TableType};
@@ -115,22 +117,113 @@ impl HudiSource {
         }
     }
 
+    /// The first completed instant that gets a snapshot.
+    fn first_data_instant(&self) -> Option<&Instant> {
+        self.timeline
+            .completed
+            .iter()
+            .find(|i| matches!(kind(&i.action), Some(Kind::Commit | Kind::Rollback)))
+    }
+
+    /// When early instants are archived: the base files live just before the oldest
+    /// retained instant, found by listing (the newest base file of each file group written
+    /// by an instant older than it and not pending). Empty when nothing is archived.
+    async fn archived_state(&self, mirrored: &BTreeSet<String>) -> Result<Vec<BaseFile>> {
+        let archive = if self.config.version >= 8 {
+            ".hoodie/timeline/history"
+        } else {
+            ".hoodie/archived"
+        };
+        let Some(first) = self.first_data_instant() else {
+            return Ok(Vec::new());
+        };
+        if self.store.list_recursive(archive).await?.is_empty() {
+            return Ok(Vec::new());
+        }
+        let pending: HashSet<&str> = self
+            .timeline
+            .pending
+            .iter()
+            .map(|i| i.requested.as_str())
+            .collect();
+        let mut newest: BTreeMap<(String, String), (String, BaseFile)> = BTreeMap::new();
+        for entry in self.store.list_recursive("").await? {
+            if entry.path.split('/').any(|part| part.starts_with('.'))
+                || entry.path.starts_with("metadata/")
+            {
+                continue;
+            }
+            let (partition, name) = entry
+                .path
+                .rsplit_once('/')
+                .unwrap_or(("", entry.path.as_str()));
+            let Some((file_id, written)) = parse_base_file_name(name) else {
+                continue;
+            };
+            if written >= first.requested.as_str() || pending.contains(written) {
+                continue;
+            }
+            let file = BaseFile {
+                path: entry.path.clone(),
+                partition: partition.to_string(),
+                file_id: file_id.to_string(),
+                size: entry.size,
+            };
+            let key = (partition.to_string(), file_id.to_string());
+            if newest.get(&key).is_none_or(|(w, _)| w.as_str() < written) {
+                newest.insert(key, (written.to_string(), file));
+            }
+        }
+        if let Some(last) = mirrored.iter().next_back() {
+            if let Some((written, _)) = newest.values().find(|(w, _)| w > last) {
+                return Err(HudiError::Unsupported {
+                    table: self.store.location().to_string(),
+                    what: format!(
+                        "instant {written} was archived before it was mirrored (the last mirrored instant is {last}); its commit metadata is gone, so its snapshot cannot be written"
+                    ),
+                });
+            }
+        }
+        Ok(newest.into_values().map(|(_, f)| f).collect())
+    }
+
     /// One change set per completed commit, delta commit, replace commit and rollback, in
-    /// timeline order, replaying the timeline from its start. Also returns notes for the
-    /// operator (e.g. why the Iceberg table is unpartitioned).
-    pub async fn change_sets(&self) -> Result<(Vec<ChangeSet>, Vec<String>)> {
+    /// timeline order, replaying the timeline from its start. `mirrored` names the instants
+    /// the target already holds (needed for rollbacks of instants Hudi has dropped from the
+    /// timeline, and for tables whose early instants are archived: the first change set
+    /// then carries the whole state at the oldest retained instant, unless earlier
+    /// instants are mirrored already). Also returns notes for the operator.
+    pub async fn change_sets(
+        &self,
+        mirrored: &BTreeSet<String>,
+    ) -> Result<(Vec<ChangeSet>, Vec<String>)> {
         let mut groups = FileGroups::default();
         let mut schema: Option<Schema> = None;
         let mut out = Vec::new();
         let mut notes = Vec::new();
+        let seed = self.archived_state(mirrored).await?;
+        if let (false, Some(first)) = (seed.is_empty(), self.first_data_instant()) {
+            notes.push(format!(
+                "early instants are archived: {} base files written before instant {} are taken from the file listing{}",
+                seed.len(),
+                first.requested,
+                if mirrored.is_empty() { "; the first snapshot holds the table as of that instant" } else { "" }
+            ));
+        }
+        groups.seed(seed.clone());
+        let mut unmirrored_seed = if mirrored.is_empty() {
+            seed
+        } else {
+            Vec::new()
+        };
         for instant in &self.timeline.completed {
+            if instant.action == "restore" {
+                return Err(self.instant_error(instant, "restore instants are not supported: sync a table restored by Hudi into a fresh Iceberg table"));
+            }
             let kind = kind(&instant.action).ok_or_else(|| {
                 self.instant_error(instant, format!("unknown action {:?}", instant.action))
             })?;
-            if instant.action == "restore" {
-                return Err(self.instant_error(instant, "restore instants are not supported"));
-            }
-            let (effect, data_change) = match kind {
+            let (mut effect, data_change) = match kind {
                 Kind::Skip => continue,
                 Kind::Commit => {
                     let json = read_instant(&self.store, instant).await?;
@@ -153,11 +246,17 @@ impl HudiSource {
                     let meta: RollbackMetadata = serde_json::from_value(json).map_err(|e| {
                         self.instant_error(instant, format!("not rollback metadata: {e}"))
                     })?;
+                    let rolled_back = meta.commits_rollback.clone().unwrap_or_default();
+                    let elsewhere = if rolled_back
+                        .iter()
+                        .any(|id| !groups.applied(id) && mirrored.contains(id))
+                    {
+                        meta.deleted_files()
+                    } else {
+                        Vec::new()
+                    };
                     (
-                        groups.apply_rollback(
-                            &instant.requested,
-                            &meta.commits_rollback.unwrap_or_default(),
-                        ),
+                        groups.apply_rollback(&instant.requested, &rolled_back, &elsewhere),
                         true,
                     )
                 }
@@ -194,6 +293,15 @@ impl HudiSource {
                     )
                 })?,
             };
+            if !unmirrored_seed.is_empty() {
+                // The first snapshot also holds what archived instants left live.
+                let (replaced, kept): (Vec<BaseFile>, Vec<BaseFile>) =
+                    std::mem::take(&mut unmirrored_seed)
+                        .into_iter()
+                        .partition(|f| effect.removed.contains(f));
+                effect.removed.retain(|f| !replaced.contains(f));
+                effect.added.splice(0..0, kept);
+            }
             let mut change = ChangeSet::new(commit, schema.clone(), spec.clone());
             change.data_change = data_change;
             self.fill(&mut change, effect, instant)?;

@@ -13,7 +13,7 @@
 //! | [`SyncError`] | errors of the engine and of the crates it drives |
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use xlake_hudi::{HudiError, HudiOptions, HudiSource};
 use xlake_iceberg::{Committed, IcebergError, IcebergTable};
@@ -50,15 +50,15 @@ pub enum SyncError {
         what: String,
     },
     /// The Iceberg snapshots do not follow the source's commits.
-    #[error("{table}: Iceberg snapshot {position} mirrors source commit {found}, but the source's commit at that position is {expected}; refusing to continue")]
+    #[error("{table}: source commit {found} (number {position} in the source's order) is mirrored but the earlier commit {expected} is not; refusing to continue")]
     Diverged {
         /// Table location.
         table: String,
-        /// 1-based position in the snapshot history.
+        /// 1-based position of `found` among the source's commits.
         position: usize,
-        /// The source commit at that position.
+        /// The earliest source commit not mirrored.
         expected: String,
-        /// What the snapshot records.
+        /// A later source commit that is mirrored.
         found: String,
     },
 }
@@ -115,8 +115,14 @@ pub async fn sync(
         return Err(SyncError::NotATable { table });
     }
     let source = HudiSource::open(store.clone(), options.hudi).await?;
-    let (changes, notes) = source.change_sets().await?;
     let target = IcebergTable::new(store).with_properties(options.properties.clone());
+    let mirrored: BTreeSet<String> = target
+        .synced_commits()
+        .await?
+        .into_iter()
+        .filter_map(|(_, m)| m.source_identifier)
+        .collect();
+    let (changes, notes) = source.change_sets(&mirrored).await?;
     let mut report = SyncReport {
         format: "HUDI".into(),
         source_commits: changes.len(),
@@ -149,24 +155,36 @@ pub async fn sync(
     Ok(report)
 }
 
-/// How many of `changes` the target already mirrors, checking they are mirrored in order.
+/// How many of `changes` the target already mirrors. They must be a prefix: a mirrored
+/// commit after an unmirrored one means the two histories diverged. Mirrored commits the
+/// source no longer lists (archived, or rolled back and removed by Hudi) are fine.
 async fn mirrored_prefix(
     target: &IcebergTable,
     table: &str,
     changes: &[ChangeSet],
 ) -> Result<usize, SyncError> {
-    let synced = target.synced_commits().await?;
-    for (i, (_, meta)) in synced.iter().enumerate() {
-        let found = meta.source_identifier.clone().unwrap_or_default();
-        let expected = changes.get(i).map(|c| c.commit.id.clone());
-        if expected.as_deref() != Some(found.as_str()) {
-            return Err(SyncError::Diverged {
-                table: table.to_string(),
-                position: i + 1,
-                expected: expected.unwrap_or_else(|| "(none: the source has fewer commits)".into()),
-                found,
-            });
-        }
+    let mirrored: BTreeSet<String> = target
+        .synced_commits()
+        .await?
+        .into_iter()
+        .filter_map(|(_, m)| m.source_identifier)
+        .collect();
+    let done = changes
+        .iter()
+        .take_while(|c| mirrored.contains(&c.commit.id))
+        .count();
+    if let Some((i, later)) = changes
+        .iter()
+        .enumerate()
+        .skip(done)
+        .find(|(_, c)| mirrored.contains(&c.commit.id))
+    {
+        return Err(SyncError::Diverged {
+            table: table.to_string(),
+            position: i + 1,
+            expected: changes[done].commit.id.clone(),
+            found: later.commit.id.clone(),
+        });
     }
-    Ok(synced.len())
+    Ok(done)
 }
