@@ -1,4 +1,5 @@
-"""Fixtures: the foundation table written by xlake, and one Spark session for the run."""
+"""Fixtures: the foundation table written by xlake, one Spark session for the run, and the
+three Iceberg readers (made on first use)."""
 import glob
 import json
 import os
@@ -45,3 +46,23 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def engines(request):
+    """engines(name) -> the reader for "pyiceberg", "duckdb" or "spark", made once per run."""
+    from readers import DuckDB, PyIceberg, Spark
+
+    made = {}
+
+    def get(name):
+        if name not in made:
+            if name == "pyiceberg":
+                made[name] = PyIceberg()
+            elif name == "duckdb":
+                made[name] = DuckDB()
+            else:
+                made[name] = Spark(request.getfixturevalue("spark"))
+        return made[name]
+
+    return get

@@ -8,6 +8,8 @@ import datetime as dt
 import json
 import pathlib
 
+ENGINES = ["pyiceberg", "duckdb", "spark"]
+
 
 def current_metadata_path(table):
     hint = (pathlib.Path(table) / "metadata" / "version-hint.text").read_text()
@@ -22,6 +24,13 @@ def zoned_columns(table):
             if f["type"] == "timestamptz":
                 names.add(f["name"])
     return names
+
+
+def snapshot_for(snapshots, source_id):
+    """The one snapshot whose XTABLE_METADATA names source commit `source_id`."""
+    found = [s for s in snapshots if json.loads(s["summary"]["XTABLE_METADATA"])["sourceIdentifier"] == source_id]
+    assert len(found) == 1, f"source commit {source_id}: {len(found)} snapshots"
+    return found[0]
 
 
 class PyIceberg:
@@ -47,8 +56,9 @@ class PyIceberg:
             )
         return out
 
-    def rows_at_snapshot(self, table, snapshot_id):
-        return self._table(table).scan(snapshot_id=snapshot_id).to_arrow().to_pylist()
+    def rows_at_snapshot(self, table, snapshot_id, drop=()):
+        rows = self._table(table).scan(snapshot_id=snapshot_id).to_arrow().to_pylist()
+        return [{k: v for k, v in r.items() if k not in drop} for r in rows]
 
     def rows_as_of(self, table, timestamp_ms):
         t = self._table(table)
@@ -80,8 +90,9 @@ class DuckDB:
     def _rows(self, sql, params):
         return self.con.execute(sql, params).fetch_arrow_table().to_pylist()
 
-    def rows_at_snapshot(self, table, snapshot_id):
-        return self._rows(f"SELECT * FROM iceberg_scan(?, snapshot_from_id => {int(snapshot_id)})", [table])
+    def rows_at_snapshot(self, table, snapshot_id, drop=()):
+        rows = self._rows(f"SELECT * FROM iceberg_scan(?, snapshot_from_id => {int(snapshot_id)})", [table])
+        return [{k: v for k, v in r.items() if k not in drop} for r in rows]
 
     def rows_as_of(self, table, timestamp_ms):
         ts = dt.datetime.fromtimestamp(timestamp_ms / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
@@ -106,9 +117,9 @@ class Spark:
             for r in rows
         ]
 
-    def rows_at_snapshot(self, table, snapshot_id):
+    def rows_at_snapshot(self, table, snapshot_id, drop=()):
         df = self.spark.read.format("iceberg").option("snapshot-id", str(snapshot_id)).load(table)
-        return [r.asDict(recursive=True) for r in df.collect()]
+        return [r.asDict(recursive=True) for r in df.drop(*drop).collect()]
 
     def rows_as_of(self, table, timestamp_ms):
         df = self.spark.read.format("iceberg").option("as-of-timestamp", str(timestamp_ms)).load(table)

@@ -37,7 +37,8 @@ def normalize(value):
 
 
 def canonical_rows(rows, columns, zoned_columns=()):
-    """Project engine rows onto `columns`, normalise, and sort by the first column."""
+    """Project engine rows onto `columns`, normalise, and sort by the first column (ties,
+    such as rows sharing a Hudi commit time, by the whole row)."""
     out = []
     for row in rows:
         r = {}
@@ -47,7 +48,7 @@ def canonical_rows(rows, columns, zoned_columns=()):
                 v += "+00:00"  # Spark hands timestamptz to Python as naive UTC (TZ=UTC)
             r[c] = v
         out.append(r)
-    return sorted(out, key=lambda r: json.dumps(r[columns[0]], sort_keys=True))
+    return sorted(out, key=lambda r: (json.dumps(r[columns[0]], sort_keys=True), json.dumps(r, sort_keys=True)))
 
 
 def expected_rows(commit):

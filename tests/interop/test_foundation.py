@@ -1,37 +1,10 @@
 """The foundation table, read by pyiceberg, DuckDB and Spark: at every source commit (by
 snapshot id and by timestamp) each engine returns exactly the expected rows, and the
 snapshot list carries one snapshot per source commit at the source commit's time."""
-import json
-
 import pytest
 
-from readers import DuckDB, PyIceberg, Spark, zoned_columns
+from readers import ENGINES, PyIceberg, snapshot_for, zoned_columns
 from rows import canonical_rows, expected_rows
-
-ENGINES = ["pyiceberg", "duckdb", "spark"]
-
-
-@pytest.fixture(scope="module")
-def engines(request):
-    made = {}
-
-    def get(name):
-        if name not in made:
-            if name == "pyiceberg":
-                made[name] = PyIceberg()
-            elif name == "duckdb":
-                made[name] = DuckDB()
-            else:
-                made[name] = Spark(request.getfixturevalue("spark"))
-        return made[name]
-
-    return get
-
-
-def snapshot_for(snapshots, source_id):
-    found = [s for s in snapshots if json.loads(s["summary"]["XTABLE_METADATA"])["sourceIdentifier"] == source_id]
-    assert len(found) == 1, f"source commit {source_id}: {len(found)} snapshots"
-    return found[0]
 
 
 @pytest.mark.parametrize("engine", ENGINES)

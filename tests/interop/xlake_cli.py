@@ -1,0 +1,18 @@
+"""Run the xlake command line: `cargo run --quiet --` from the project root, or the binary
+named by XLAKE_BIN (a prebuilt one, for CI)."""
+import os
+import pathlib
+import subprocess
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def xlake(*args):
+    binary = os.environ.get("XLAKE_BIN")
+    command = [binary] if binary else ["cargo", "run", "--quiet", "--"]
+    return subprocess.run([*command, *map(str, args)], cwd=ROOT, capture_output=True, text=True)
+
+
+def sync(table, flags=()):
+    """`xlake sync <table> <flags...>`; the CompletedProcess, stdout and stderr captured."""
+    return xlake("sync", table, *flags)
