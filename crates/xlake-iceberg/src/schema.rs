@@ -39,34 +39,61 @@ struct Assigner {
     next_id: i32,
     /// True when the table already exists: new columns must then be optional.
     evolving: bool,
+    /// Other names of fields in data files, by field id.
+    aliases: HashMap<i32, Vec<String>>,
+}
+
+/// Names a field has in data files besides its own, by field id (for the name mapping).
+pub type Aliases = HashMap<i32, Vec<String>>;
+
+fn max_explicit_id(fields: &[Field]) -> i32 {
+    fields
+        .iter()
+        .map(|f| {
+            let nested = match &f.data_type {
+                DataType::Primitive(_) => 0,
+                DataType::Struct(children) => max_explicit_id(children),
+                DataType::List(e) => max_explicit_id(std::slice::from_ref(e)),
+                DataType::Map { key, value } => {
+                    max_explicit_id(&[(**key).clone(), (**value).clone()])
+                }
+            };
+            f.id.unwrap_or(0).max(nested)
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// Convert `schema` to an Iceberg schema with id `schema_id`, keeping the ids of `current`
-/// (the table's schema, if any) and starting new ids above `last_column_id`.
+/// (the table's schema, if any), using ids the source assigned (Delta column mapping), and
+/// starting other new ids above `last_column_id` and every source id. Also returns the
+/// fields' other names in data files.
 pub fn to_iceberg_schema(
     schema: &Schema,
     current: Option<&IcebergSchema>,
     last_column_id: i32,
     schema_id: i32,
-) -> Result<IcebergSchema, SchemaProblem> {
+) -> Result<(IcebergSchema, Aliases), SchemaProblem> {
     let mut known = HashMap::new();
     if let Some(current) = current {
         collect_known(current.as_struct().fields(), "", &mut known);
     }
     let mut assigner = Assigner {
         known,
-        next_id: last_column_id.max(0) + 1,
+        next_id: last_column_id.max(max_explicit_id(&schema.fields)).max(0) + 1,
         evolving: current.is_some(),
+        aliases: HashMap::new(),
     };
     let fields = assigner.struct_fields(&schema.fields, "")?;
-    IcebergSchema::builder()
+    let schema = IcebergSchema::builder()
         .with_schema_id(schema_id)
         .with_fields(fields)
         .build()
         .map_err(|e| SchemaProblem {
             column: String::new(),
             reason: e.to_string(),
-        })
+        })?;
+    Ok((schema, assigner.aliases))
 }
 
 fn join(prefix: &str, name: &str) -> String {
@@ -124,12 +151,18 @@ fn promotes(from: &IcebergPrimitive, to: &IcebergPrimitive) -> bool {
 }
 
 impl Assigner {
-    fn id_for(&mut self, path: &str) -> i32 {
-        if let Some(k) = self.known.get(path) {
-            return k.id;
+    fn id_for(&mut self, path: &str, field: &Field) -> i32 {
+        let id = match (self.known.get(path), field.id) {
+            (Some(k), _) => k.id,
+            (None, Some(explicit)) => explicit,
+            (None, None) => {
+                self.next_id += 1;
+                self.next_id - 1
+            }
+        };
+        if !field.aliases.is_empty() {
+            self.aliases.insert(id, field.aliases.clone());
         }
-        let id = self.next_id;
-        self.next_id += 1;
         id
     }
 
@@ -158,7 +191,7 @@ impl Assigner {
                         reason: "duplicate column name".into(),
                     });
                 }
-                Ok(self.id_for(&path))
+                Ok(self.id_for(&path, f))
             })
             .collect::<Result<_, _>>()?;
         fields
@@ -211,7 +244,7 @@ impl Assigner {
                     return Err(problem("changes from a non-list type to a list".into()));
                 }
                 let element_path = join(path, "element");
-                let id = self.id_for(&element_path);
+                let id = self.id_for(&element_path, element);
                 let required = self.required(&element_path, element.nullable);
                 let ty = self.convert_type(&element.data_type, &element_path)?;
                 Ok(Type::List(ListType::new(Arc::new(
@@ -223,10 +256,10 @@ impl Assigner {
                     return Err(problem("changes from a non-map type to a map".into()));
                 }
                 let key_path = join(path, "key");
-                let key_id = self.id_for(&key_path);
+                let key_id = self.id_for(&key_path, key);
                 let key_ty = self.convert_type(&key.data_type, &key_path)?;
                 let value_path = join(path, "value");
-                let value_id = self.id_for(&value_path);
+                let value_id = self.id_for(&value_path, value);
                 let value_required = self.required(&value_path, value.nullable);
                 let value_ty = self.convert_type(&value.data_type, &value_path)?;
                 Ok(Type::Map(MapType::new(
@@ -242,33 +275,36 @@ impl Assigner {
     }
 }
 
-/// The name mapping (`schema.name-mapping.default`) of a schema. List elements are also
-/// known as `array` (two-level lists of Hudi 0.x and old Spark) and `item` (Arrow writers).
-pub fn name_mapping(schema: &IcebergSchema) -> NameMapping {
+/// The name mapping (`schema.name-mapping.default`) of a schema, with each field's
+/// `aliases` as further names. List elements are also known as `array` (two-level lists of
+/// Hudi 0.x and old Spark) and `item` (Arrow writers).
+pub fn name_mapping(schema: &IcebergSchema, aliases: &Aliases) -> NameMapping {
     NameMapping::new(
         schema
             .as_struct()
             .fields()
             .iter()
-            .map(|f| mapped(f, vec![f.name.clone()]))
+            .map(|f| mapped(f, vec![f.name.clone()], aliases))
             .collect(),
     )
 }
 
-fn mapped(field: &NestedField, names: Vec<String>) -> MappedField {
+fn mapped(field: &NestedField, mut names: Vec<String>, aliases: &Aliases) -> MappedField {
+    names.extend(aliases.get(&field.id).into_iter().flatten().cloned());
     let children = match field.field_type.as_ref() {
         Type::Struct(s) => s
             .fields()
             .iter()
-            .map(|f| mapped(f, vec![f.name.clone()]))
+            .map(|f| mapped(f, vec![f.name.clone()], aliases))
             .collect(),
         Type::List(l) => vec![mapped(
             &l.element_field,
             vec!["element".into(), "array".into(), "item".into()],
+            aliases,
         )],
         Type::Map(m) => vec![
-            mapped(&m.key_field, vec!["key".into()]),
-            mapped(&m.value_field, vec!["value".into()]),
+            mapped(&m.key_field, vec!["key".into()], aliases),
+            mapped(&m.value_field, vec!["value".into()], aliases),
         ],
         Type::Primitive(_) => Vec::new(),
     };
@@ -306,7 +342,7 @@ mod tests {
 
     #[test]
     fn ids_match_iceberg_rust_reassignment_for_new_tables() {
-        let ours = to_iceberg_schema(&nested_schema(), None, 0, 0).unwrap();
+        let ours = to_iceberg_schema(&nested_schema(), None, 0, 0).unwrap().0;
         let theirs = iceberg::spec::TableMetadataBuilder::new(
             ours.clone(),
             iceberg::spec::UnboundPartitionSpec::builder().build(),
@@ -326,14 +362,16 @@ mod tests {
 
     #[test]
     fn ids_are_stable_and_never_reused() {
-        let v1 = to_iceberg_schema(&nested_schema(), None, 0, 0).unwrap();
+        let v1 = to_iceberg_schema(&nested_schema(), None, 0, 0).unwrap().0;
         // Drop `s`, add `z`: `z` takes 9, not 2 or 3.
         let mut evolved = nested_schema();
         evolved.fields.remove(1);
         evolved
             .fields
             .push(Field::required("z", PrimitiveType::Date));
-        let v2 = to_iceberg_schema(&evolved, Some(&v1), v1.highest_field_id(), 1).unwrap();
+        let v2 = to_iceberg_schema(&evolved, Some(&v1), v1.highest_field_id(), 1)
+            .unwrap()
+            .0;
         assert_eq!(v2.field_by_name("id").unwrap().id, 1);
         assert_eq!(
             v2.field_by_name("m.value").unwrap().id,
@@ -355,14 +393,16 @@ mod tests {
             0,
             0,
         )
-        .unwrap();
+        .unwrap()
+        .0;
         let wider = to_iceberg_schema(
             &Schema::new(vec![Field::optional("a", PrimitiveType::Long)]),
             Some(&v1),
             1,
             1,
         )
-        .unwrap();
+        .unwrap()
+        .0;
         assert_eq!(
             *wider.field_by_name("a").unwrap().field_type,
             Type::Primitive(IcebergPrimitive::Long)
@@ -373,7 +413,8 @@ mod tests {
             1,
             2,
         )
-        .unwrap();
+        .unwrap()
+        .0;
         assert_eq!(
             *back.field_by_name("a").unwrap().field_type,
             Type::Primitive(IcebergPrimitive::Long)
@@ -389,9 +430,29 @@ mod tests {
     }
 
     #[test]
+    fn source_ids_are_kept_and_aliases_mapped() {
+        let mut a = Field::optional("a", PrimitiveType::Long);
+        a.id = Some(7);
+        a.aliases = vec!["col-1234".into()];
+        let b = Field::optional("b", PrimitiveType::String);
+        let (schema, aliases) = to_iceberg_schema(&Schema::new(vec![a, b]), None, 0, 0).unwrap();
+        assert_eq!(schema.field_by_name("a").unwrap().id, 7);
+        assert_eq!(
+            schema.field_by_name("b").unwrap().id,
+            8,
+            "new ids start above source ids"
+        );
+        let json = serde_json::to_string(&name_mapping(&schema, &aliases)).unwrap();
+        assert!(
+            json.contains(r#"{"field-id":7,"names":["a","col-1234"]}"#),
+            "{json}"
+        );
+    }
+
+    #[test]
     fn name_mapping_lists_element_and_array() {
-        let s = to_iceberg_schema(&nested_schema(), None, 0, 0).unwrap();
-        let json = serde_json::to_string(&name_mapping(&s)).unwrap();
+        let s = to_iceberg_schema(&nested_schema(), None, 0, 0).unwrap().0;
+        let json = serde_json::to_string(&name_mapping(&s, &Aliases::new())).unwrap();
         assert!(json.contains(r#"{"field-id":1,"names":["id"]}"#), "{json}");
         assert!(
             json.contains(r#""names":["element","array","item"]"#),

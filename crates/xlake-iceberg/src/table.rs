@@ -12,9 +12,9 @@ use std::collections::{HashMap, HashSet};
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use iceberg::spec::{
-    DataContentType, DataFile as IcebergDataFile, DataFileBuilder, DataFileFormat, FormatVersion,
-    ManifestFile, Operation, PartitionSpec as IcebergSpec, Schema as IcebergSchema, SchemaRef,
-    Snapshot, SnapshotReference, SnapshotRetention, SortOrder, Struct, Summary, TableMetadata,
+    DataContentType, DataFile as IcebergDataFile, DataFileBuilder, DataFileFormat, ManifestFile,
+    Operation, PartitionSpec as IcebergSpec, Schema as IcebergSchema, SchemaRef, Snapshot,
+    SnapshotReference, SnapshotRetention, SortOrder, Struct, Summary, TableMetadata,
     TableMetadataBuilder, Type, UnboundPartitionSpec, DEFAULT_SCHEMA_NAME_MAPPING, MAIN_BRANCH,
 };
 use xlake_model::{ChangeSet, DataFile, FileFormat};
@@ -245,7 +245,7 @@ impl IcebergTable {
         let next_schema_id = current.map_or(0, |m| {
             m.schemas_iter().map(|s| s.schema_id()).max().unwrap_or(0) + 1
         });
-        let converted = to_iceberg_schema(
+        let (converted, aliases) = to_iceberg_schema(
             &change.schema,
             current_schema.as_deref(),
             current.map_or(0, |m| m.last_column_id()),
@@ -260,7 +260,7 @@ impl IcebergTable {
         let mut properties = self.properties.clone();
         properties.insert(
             DEFAULT_SCHEMA_NAME_MAPPING.into(),
-            json(&name_mapping(&converted)),
+            json(&name_mapping(&converted, &aliases)),
         );
 
         // The same builder twice: staged without a snapshot first, to learn the bound spec
@@ -535,15 +535,8 @@ impl IcebergTable {
     ) -> Result<TableMetadataBuilder> {
         let err = self.spec_error("apply schema and partition spec");
         let Some(loaded) = loaded else {
-            return TableMetadataBuilder::new(
-                schema.clone(),
-                unbound.clone(),
-                SortOrder::unsorted_order(),
-                self.store.location().to_string(),
-                FormatVersion::V2,
-                properties.clone(),
-            )
-            .map_err(err);
+            let empty = self.empty_metadata(schema, unbound, properties)?;
+            return Ok(TableMetadataBuilder::new_from_metadata(empty, None));
         };
         let previous = self.store.absolute(&metadata_file(loaded.version));
         let mut builder =
@@ -563,6 +556,45 @@ impl IcebergTable {
             builder = builder.set_properties(properties.clone()).map_err(&err)?;
         }
         Ok(builder)
+    }
+
+    /// Metadata of a new table with no snapshot, holding `schema` with its ids as they are
+    /// (iceberg-rust's `TableMetadataBuilder::new` would renumber them, losing ids a source
+    /// assigned, such as Delta column mapping ids that data files carry).
+    fn empty_metadata(
+        &self,
+        schema: &IcebergSchema,
+        unbound: &UnboundPartitionSpec,
+        properties: &HashMap<String, String>,
+    ) -> Result<TableMetadata> {
+        let err = self.spec_error("create table metadata");
+        let spec = IcebergSpec::builder(schema.clone())
+            .with_spec_id(0)
+            .add_unbound_fields(unbound.fields().iter().cloned())
+            .and_then(|b| b.build())
+            .map_err(&err)?;
+        let value = serde_json::json!({
+            "format-version": 2,
+            "table-uuid": uuid::Uuid::new_v4().to_string(),
+            "location": self.store.location(),
+            "last-sequence-number": 0,
+            "last-updated-ms": 0,
+            "last-column-id": schema.highest_field_id(),
+            "current-schema-id": schema.schema_id(),
+            "schemas": [schema],
+            "default-spec-id": 0,
+            "partition-specs": [spec],
+            "last-partition-id": spec.fields().iter().map(|f| f.field_id).max().unwrap_or(999),
+            "default-sort-order-id": 0,
+            "sort-orders": [SortOrder::unsorted_order()],
+            "properties": properties,
+            "snapshots": [],
+            "snapshot-log": [],
+            "metadata-log": [],
+            "refs": {},
+        });
+        serde_json::from_value(value)
+            .map_err(|e| self.corrupt(METADATA_DIR, format!("new table metadata: {e}")))
     }
 
     /// Iceberg data files for the change set's added files.

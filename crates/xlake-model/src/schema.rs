@@ -84,6 +84,8 @@ pub struct Field {
     pub id: Option<i32>,
     /// Column comment.
     pub doc: Option<String>,
+    /// Other names the column has inside data files (Delta column mapping's physical name).
+    pub aliases: Vec<String>,
 }
 
 impl Field {
@@ -95,6 +97,7 @@ impl Field {
             nullable,
             id: None,
             doc: None,
+            aliases: Vec::new(),
         }
     }
 
