@@ -63,6 +63,8 @@ pub struct Entry {
     pub path: String,
     /// Size in bytes.
     pub size: u64,
+    /// Last modification time, ms since the epoch.
+    pub modified_ms: i64,
 }
 
 /// A table root on some object store.
@@ -286,6 +288,7 @@ impl TableStore {
                     meta.location.filename().unwrap_or_default()
                 ),
                 size: meta.size,
+                modified_ms: meta.last_modified.timestamp_millis(),
             })
             .collect();
         entries.sort_by(|a, b| a.path.cmp(&b.path));
@@ -308,6 +311,7 @@ impl TableStore {
                     .trim_start_matches('/')
                     .to_string(),
                 size: meta.size,
+                modified_ms: meta.last_modified.timestamp_millis(),
             })
             .collect();
         entries.sort_by(|a, b| a.path.cmp(&b.path));
@@ -356,13 +360,9 @@ mod tests {
         assert_eq!(store.size("a/b.txt").await.unwrap(), Some(1));
         assert_eq!(store.size("a/missing").await.unwrap(), None);
         let listed = store.list_dir("a").await.unwrap();
-        assert_eq!(
-            listed,
-            vec![Entry {
-                path: "a/b.txt".into(),
-                size: 1
-            }]
-        );
+        assert_eq!(listed.len(), 1);
+        assert_eq!((listed[0].path.as_str(), listed[0].size), ("a/b.txt", 1));
+        assert!(listed[0].modified_ms > 0);
         assert_eq!(store.list_recursive("").await.unwrap().len(), 1);
         assert!(matches!(
             store.get("a/missing").await,

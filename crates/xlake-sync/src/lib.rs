@@ -11,10 +11,15 @@
 //! | [`SyncOptions`] | operator choices (merge-on-read opt-in, Iceberg table properties) |
 //! | [`Mirrored`] | one snapshot written, as reported while syncing |
 //! | [`SyncError`] | errors of the engine and of the crates it drives |
+//!
+//! A commit the target has no snapshot for is pending, unless it is older than the oldest
+//! commit a snapshot records (those were mirrored, then expired). Pending commits are
+//! written in source order; a writer that loses a race re-plans from the target's state.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 use std::collections::{BTreeSet, HashMap};
 
+use xlake_delta::{DeltaError, DeltaSource};
 use xlake_hudi::{HudiError, HudiOptions, HudiSource};
 use xlake_iceberg::{Committed, IcebergError, IcebergTable};
 use xlake_model::ChangeSet;
@@ -32,6 +37,9 @@ pub enum SyncError {
     /// The Hudi source failed.
     #[error(transparent)]
     Hudi(#[from] HudiError),
+    /// The Delta source failed.
+    #[error(transparent)]
+    Delta(#[from] DeltaError),
     /// The Iceberg target failed.
     #[error(transparent)]
     Iceberg(#[from] IcebergError),
@@ -40,26 +48,6 @@ pub enum SyncError {
     NotATable {
         /// Table location.
         table: String,
-    },
-    /// The format is recognised but not mirrored yet.
-    #[error("{table}: {what}")]
-    Unsupported {
-        /// Table location.
-        table: String,
-        /// What.
-        what: String,
-    },
-    /// The Iceberg snapshots do not follow the source's commits.
-    #[error("{table}: source commit {found} (number {position} in the source's order) is mirrored but the earlier commit {expected} is not; refusing to continue")]
-    Diverged {
-        /// Table location.
-        table: String,
-        /// 1-based position of `found` among the source's commits.
-        position: usize,
-        /// The earliest source commit not mirrored.
-        expected: String,
-        /// A later source commit that is mirrored.
-        found: String,
     },
 }
 
@@ -96,6 +84,42 @@ pub struct SyncReport {
     pub notes: Vec<String>,
 }
 
+/// A source of either format.
+enum Source {
+    Hudi(HudiSource),
+    Delta(DeltaSource),
+}
+
+impl Source {
+    async fn open(
+        store: TableStore,
+        options: &SyncOptions,
+    ) -> Result<(Self, &'static str), SyncError> {
+        if store.size(".hoodie/hoodie.properties").await?.is_some() {
+            return Ok((
+                Self::Hudi(HudiSource::open(store, options.hudi).await?),
+                "HUDI",
+            ));
+        }
+        if !store.list_dir("_delta_log").await?.is_empty() {
+            return Ok((Self::Delta(DeltaSource::open(store).await?), "DELTA"));
+        }
+        Err(SyncError::NotATable {
+            table: store.location().to_string(),
+        })
+    }
+
+    async fn change_sets(
+        &self,
+        mirrored: &BTreeSet<String>,
+    ) -> Result<(Vec<ChangeSet>, Vec<String>), SyncError> {
+        Ok(match self {
+            Self::Hudi(s) => s.change_sets(mirrored).await?,
+            Self::Delta(s) => s.change_sets(mirrored).await?,
+        })
+    }
+}
+
 /// Mirror every pending completed commit of the table at `location`; `progress` is called
 /// after each snapshot is committed.
 pub async fn sync(
@@ -105,86 +129,98 @@ pub async fn sync(
 ) -> Result<SyncReport, SyncError> {
     let store = TableStore::open(location)?;
     let table = store.location().to_string();
-    if store.size(".hoodie/hoodie.properties").await?.is_none() {
-        if !store.list_dir("_delta_log").await?.is_empty() {
-            return Err(SyncError::Unsupported {
-                table,
-                what: "Delta tables are not mirrored yet".into(),
-            });
-        }
-        return Err(SyncError::NotATable { table });
-    }
-    let source = HudiSource::open(store.clone(), options.hudi).await?;
-    let target = IcebergTable::new(store).with_properties(options.properties.clone());
-    let mirrored: BTreeSet<String> = target
-        .synced_commits()
-        .await?
-        .into_iter()
-        .filter_map(|(_, m)| m.source_identifier)
-        .collect();
-    let (changes, notes) = source.change_sets(&mirrored).await?;
+    let target = IcebergTable::new(store.clone()).with_properties(options.properties.clone());
+    let (source, format) = Source::open(store, options).await?;
     let mut report = SyncReport {
-        format: "HUDI".into(),
-        source_commits: changes.len(),
-        notes,
+        format: format.into(),
         ..Default::default()
     };
     let mut retries = 0;
-    loop {
-        let done = mirrored_prefix(&target, &table, &changes).await?;
+    'plan: loop {
+        let mirrored: BTreeSet<String> = target
+            .synced_commits()
+            .await?
+            .into_iter()
+            .filter_map(|(_, m)| m.source_identifier)
+            .collect();
+        let (changes, notes) = source.change_sets(&mirrored).await?;
+        let pending = pending(&changes, &mirrored);
         if report.written.is_empty() {
-            report.already_mirrored = done;
+            report.source_commits = changes.len();
+            report.already_mirrored = changes.len() - pending.len();
+            report.notes = notes;
         }
-        let Some(next) = changes.get(done) else { break };
-        match target.commit(next).await {
-            Ok(committed) => {
-                let m = Mirrored {
-                    change: next.clone(),
-                    committed,
-                };
-                progress(&m);
-                report.written.push(m);
+        for next in pending {
+            match target.commit(next).await {
+                Ok(committed) => {
+                    let m = Mirrored {
+                        change: next.clone(),
+                        committed,
+                    };
+                    progress(&m);
+                    report.written.push(m);
+                }
+                Err(IcebergError::CommitConflict { .. }) if retries < MAX_CONFLICT_RETRIES => {
+                    retries += 1;
+                    tracing::warn!(table = %table, commit = %next.commit.id, "lost a commit race; re-planning");
+                    continue 'plan;
+                }
+                Err(e) => return Err(e.into()),
             }
-            Err(IcebergError::CommitConflict { .. }) if retries < MAX_CONFLICT_RETRIES => {
-                retries += 1;
-                tracing::warn!(table = %table, commit = %next.commit.id, "lost a commit race; re-planning");
-            }
-            Err(e) => return Err(e.into()),
         }
+        return Ok(report);
     }
-    Ok(report)
 }
 
-/// How many of `changes` the target already mirrors. They must be a prefix: a mirrored
-/// commit after an unmirrored one means the two histories diverged. Mirrored commits the
-/// source no longer lists (archived, or rolled back and removed by Hudi) are fine.
-async fn mirrored_prefix(
-    target: &IcebergTable,
-    table: &str,
-    changes: &[ChangeSet],
-) -> Result<usize, SyncError> {
-    let mirrored: BTreeSet<String> = target
-        .synced_commits()
-        .await?
-        .into_iter()
-        .filter_map(|(_, m)| m.source_identifier)
-        .collect();
-    let done = changes
-        .iter()
-        .take_while(|c| mirrored.contains(&c.commit.id))
-        .count();
-    if let Some((i, later)) = changes
+/// The change sets still to mirror, in source order: those whose commit no snapshot
+/// records, except commits older (in source order) than the oldest one a snapshot still
+/// records, which were mirrored and then expired. A commit that completes late (Hudi table
+/// version 6 orders by requested time) is still mirrored after newer ones.
+fn pending<'a>(changes: &'a [ChangeSet], mirrored: &BTreeSet<String>) -> Vec<&'a ChangeSet> {
+    let oldest = changes.iter().position(|c| mirrored.contains(&c.commit.id));
+    changes
         .iter()
         .enumerate()
-        .skip(done)
-        .find(|(_, c)| mirrored.contains(&c.commit.id))
-    {
-        return Err(SyncError::Diverged {
-            table: table.to_string(),
-            position: i + 1,
-            expected: changes[done].commit.id.clone(),
-            found: later.commit.id.clone(),
-        });
+        .filter(|(i, c)| !mirrored.contains(&c.commit.id) && oldest.is_none_or(|o| *i > o))
+        .map(|(_, c)| c)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xlake_model::{PartitionSpec, Schema, SourceCommit, SourceFormat};
+
+    fn changes(ids: &[&str]) -> Vec<ChangeSet> {
+        ids.iter()
+            .map(|id| {
+                let commit = SourceCommit {
+                    format: SourceFormat::Hudi,
+                    id: id.to_string(),
+                    action: "commit".into(),
+                    requested_ms: None,
+                    commit_time_ms: 0,
+                };
+                ChangeSet::new(commit, Schema::default(), PartitionSpec::unpartitioned())
+            })
+            .collect()
     }
-    Ok(done)
+
+    fn ids(p: Vec<&ChangeSet>) -> Vec<&str> {
+        p.into_iter().map(|c| c.commit.id.as_str()).collect()
+    }
+
+    #[test]
+    fn pending_skips_mirrored_and_expired_but_not_late_completions() {
+        let all = changes(&["1", "2", "3", "4", "5"]);
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        assert_eq!(ids(pending(&all, &set(&[]))), ["1", "2", "3", "4", "5"]);
+        assert_eq!(ids(pending(&all, &set(&["1", "2"]))), ["3", "4", "5"]);
+        // 1 and 2 expired from the Iceberg metadata.
+        assert_eq!(ids(pending(&all, &set(&["3"]))), ["4", "5"]);
+        // 3 completed after 4 was mirrored (v6 requested-time order).
+        assert_eq!(ids(pending(&all, &set(&["1", "2", "4"]))), ["3", "5"]);
+        // Mirrored commits the source no longer lists are fine.
+        assert_eq!(ids(pending(&all, &set(&["0", "1"]))), ["2", "3", "4", "5"]);
+    }
 }

@@ -1,0 +1,55 @@
+//! The one error type of the Delta source.
+
+use xlake_storage::StorageError;
+
+/// Why a Delta table cannot be read. Each variant names the table and, where there is one,
+/// the version and the file.
+#[derive(Debug, thiserror::Error)]
+pub enum DeltaError {
+    /// Reading storage failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// A log file cannot be understood.
+    #[error("{table}: version {version} ({file}): {reason}")]
+    Log {
+        /// Table location.
+        table: String,
+        /// Delta version.
+        version: u64,
+        /// The log file.
+        file: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The log is incomplete: versions are missing with no checkpoint covering them.
+    #[error("{table}: _delta_log: {reason}")]
+    Incomplete {
+        /// Table location.
+        table: String,
+        /// What is missing.
+        reason: String,
+    },
+    /// The table uses something xlake does not mirror.
+    #[error("{table}: version {version}: {what}")]
+    Unsupported {
+        /// Table location.
+        table: String,
+        /// Delta version.
+        version: u64,
+        /// What.
+        what: String,
+    },
+    /// deltalake-core failed reading a checkpoint.
+    #[error("{table}: checkpoint at version {version}: {reason}")]
+    Checkpoint {
+        /// Table location.
+        table: String,
+        /// Checkpoint version.
+        version: u64,
+        /// The library's message.
+        reason: String,
+    },
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = DeltaError> = std::result::Result<T, E>;

@@ -1,0 +1,27 @@
+//! # xlake-delta: the Delta source
+//!
+//! Reads `_delta_log/` and turns every version into one neutral
+//! [`ChangeSet`](xlake_model::ChangeSet): each commit file is read once; when early commits
+//! are gone, deltalake-core reads the oldest usable checkpoint (classic, multi-part or V2
+//! with sidecars) and its state becomes the first change set. It knows nothing of Iceberg.
+//!
+//! | module | Delta noun |
+//! |---|---|
+//! | [`log`] | the log folder: commit files, checkpoints, where a replay starts |
+//! | [`action`] | add, remove, metaData, protocol and commitInfo actions of a commit |
+//! | [`schema`] | `schemaString` to the neutral schema, column mapping ids and physical names |
+//! | [`values`] | partition values and JSON statistics to typed values |
+//! | [`source`] | [`DeltaSource`]: the change sets of a table |
+//!
+//! Deletion vectors are refused, never dropped, until position deletes are written.
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod action;
+pub mod error;
+pub mod log;
+pub mod schema;
+pub mod source;
+pub mod values;
+
+pub use error::{DeltaError, Result};
+pub use source::DeltaSource;

@@ -1,0 +1,146 @@
+//! `_delta_log/`: which versions exist, as commit files and checkpoints, and where a
+//! replay must start.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use xlake_storage::TableStore;
+
+use crate::error::{DeltaError, Result};
+
+/// Log folder.
+pub const LOG_DIR: &str = "_delta_log";
+
+/// What the log folder holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogListing {
+    /// Commit files: version to (path, modification time ms).
+    pub commits: BTreeMap<u64, (String, i64)>,
+    /// Versions with a complete checkpoint (classic, multi-part or V2).
+    pub checkpoints: BTreeSet<u64>,
+}
+
+fn version_of(name: &str) -> Option<u64> {
+    let digits = name.get(..20)?;
+    digits
+        .bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+impl LogListing {
+    /// List `_delta_log/`.
+    pub async fn load(store: &TableStore) -> Result<Self> {
+        let mut listing = Self::default();
+        let mut parts: BTreeMap<(u64, u32), BTreeSet<u32>> = BTreeMap::new();
+        for entry in store.list_dir(LOG_DIR).await? {
+            let name = entry
+                .path
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            let Some(version) = version_of(&name) else {
+                continue;
+            };
+            let rest = &name[20..];
+            if rest == ".json" {
+                listing
+                    .commits
+                    .insert(version, (entry.path.clone(), entry.modified_ms));
+            } else if rest == ".checkpoint.parquet" {
+                listing.checkpoints.insert(version);
+            } else if let Some(tail) = rest.strip_prefix(".checkpoint.") {
+                // Multi-part `.checkpoint.<i>.<n>.parquet` or V2 `.checkpoint.<uuid>.(json|parquet)`.
+                let pieces: Vec<&str> = tail.split('.').collect();
+                match pieces.as_slice() {
+                    [i, n, "parquet"] if i.len() == 10 && n.len() == 10 => {
+                        if let (Ok(i), Ok(n)) = (i.parse::<u32>(), n.parse::<u32>()) {
+                            parts.entry((version, n)).or_default().insert(i);
+                        }
+                    }
+                    [_uuid, "json" | "parquet"] => {
+                        listing.checkpoints.insert(version);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for ((version, n), have) in parts {
+            if have.len() as u32 == n {
+                listing.checkpoints.insert(version);
+            }
+        }
+        Ok(listing)
+    }
+
+    /// The newest version.
+    pub fn latest(&self) -> Option<u64> {
+        self.commits
+            .keys()
+            .next_back()
+            .copied()
+            .max(self.checkpoints.iter().next_back().copied())
+    }
+
+    /// Where a replay starts: `(version, from_checkpoint)`. Version 0 from its commit file
+    /// when every commit exists; else the oldest checkpoint after which every commit exists.
+    pub fn start(&self, table: &str) -> Result<Option<(u64, bool)>> {
+        let Some(latest) = self.latest() else {
+            return Ok(None);
+        };
+        let complete_after = |v: u64| (v + 1..=latest).all(|c| self.commits.contains_key(&c));
+        if self.commits.contains_key(&0) && complete_after(0) {
+            return Ok(Some((0, false)));
+        }
+        if let Some(&c) = self.checkpoints.iter().find(|&&c| complete_after(c)) {
+            return Ok(Some((c, true)));
+        }
+        let missing = (0..=latest)
+            .find(|v| !self.commits.contains_key(v))
+            .unwrap_or(0);
+        Err(DeltaError::Incomplete {
+            table: table.to_string(),
+            reason: format!("commit {missing:020}.json is missing and no checkpoint covers it"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(commits: &[u64], checkpoints: &[u64]) -> LogListing {
+        LogListing {
+            commits: commits.iter().map(|&v| (v, (format!("{v}"), 0))).collect(),
+            checkpoints: checkpoints.iter().copied().collect(),
+        }
+    }
+
+    #[test]
+    fn starts_at_zero_or_the_oldest_usable_checkpoint() {
+        assert_eq!(
+            listing(&[0, 1, 2], &[]).start("t").unwrap(),
+            Some((0, false))
+        );
+        assert_eq!(
+            listing(&[5, 6, 7, 10, 11], &[5, 10]).start("t").unwrap(),
+            Some((10, true))
+        );
+        assert_eq!(
+            listing(&[5, 6, 7, 8, 9, 10], &[5, 10]).start("t").unwrap(),
+            Some((5, true))
+        );
+        assert!(listing(&[0, 2], &[])
+            .start("t")
+            .unwrap_err()
+            .to_string()
+            .contains("00000000000000000001.json"));
+        assert_eq!(listing(&[], &[]).start("t").unwrap(), None);
+        assert_eq!(
+            version_of("00000000000000000010.checkpoint.parquet"),
+            Some(10)
+        );
+        assert_eq!(version_of("_last_checkpoint"), None);
+    }
+}

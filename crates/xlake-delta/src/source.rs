@@ -1,0 +1,383 @@
+//! [`DeltaSource`]: every version of a Delta table as a neutral change set.
+
+use std::collections::{BTreeSet, HashMap};
+
+use deltalake_core::kernel::scalars::ScalarExt;
+use xlake_model::{ChangeSet, DataFile, PartitionField, PartitionSpec, SourceCommit, SourceFormat};
+use xlake_storage::TableStore;
+
+use crate::action::{parse_commit, Add, MetaData, Protocol};
+use crate::error::{DeltaError, Result};
+use crate::log::LogListing;
+use crate::schema::{parse_schema, TableSchema};
+use crate::values::{parse_stats, partition_value};
+
+/// Reader features whose tables xlake mirrors exactly.
+const SUPPORTED_READER_FEATURES: [&str; 6] = [
+    "columnMapping",
+    "timestampNtz",
+    "v2Checkpoint",
+    "vacuumProtocolCheck",
+    "typeWidening",
+    // Refused per file below until position deletes are written: never silently dropped.
+    "deletionVectors",
+];
+
+/// A Delta table opened for reading.
+#[derive(Debug)]
+pub struct DeltaSource {
+    store: TableStore,
+    log: LogListing,
+}
+
+/// Schema, spec and column mapping in force at a version.
+struct State {
+    metadata: MetaData,
+    protocol: Protocol,
+    table: TableSchema,
+    spec: PartitionSpec,
+}
+
+impl DeltaSource {
+    /// Open the table: list `_delta_log/`.
+    pub async fn open(store: TableStore) -> Result<Self> {
+        let log = LogListing::load(&store).await?;
+        Ok(Self { store, log })
+    }
+
+    fn table(&self) -> String {
+        self.store.location().to_string()
+    }
+
+    fn state(&self, version: u64, metadata: MetaData, protocol: Protocol) -> Result<State> {
+        let unsupported = |what: String| DeltaError::Unsupported {
+            table: self.table(),
+            version,
+            what,
+        };
+        for feature in protocol.reader_features.iter().flatten() {
+            if !SUPPORTED_READER_FEATURES.contains(&feature.as_str()) {
+                return Err(unsupported(format!(
+                    "reader feature {feature} is not supported"
+                )));
+            }
+        }
+        let mapped = matches!(
+            metadata.property("delta.columnMapping.mode"),
+            Some("name" | "id")
+        );
+        let table = parse_schema(&metadata.schema_string, mapped, &metadata.partition_columns)
+            .map_err(unsupported)?;
+        let spec = PartitionSpec::new(
+            metadata
+                .partition_columns
+                .iter()
+                .map(PartitionField::identity)
+                .collect(),
+        );
+        Ok(State {
+            metadata,
+            protocol,
+            table,
+            spec,
+        })
+    }
+
+    /// One change set per version, in order, each commit file read once. When early
+    /// commits are gone the replay starts at a checkpoint, whose whole state is the first
+    /// change set; that is refused if the target mirrors versions before it but not it
+    /// (the versions between can no longer be told apart). `mirrored` names the versions
+    /// the target holds.
+    pub async fn change_sets(
+        &self,
+        mirrored: &BTreeSet<String>,
+    ) -> Result<(Vec<ChangeSet>, Vec<String>)> {
+        let mut out = Vec::new();
+        let mut notes = Vec::new();
+        let Some((start, from_checkpoint)) = self.log.start(&self.table())? else {
+            return Ok((out, notes));
+        };
+        let mut state: Option<State> = None;
+        let mut first = start;
+        if from_checkpoint {
+            let newest_mirrored = mirrored.iter().filter_map(|v| v.parse::<u64>().ok()).max();
+            if newest_mirrored.is_some_and(|m| m < start) {
+                return Err(DeltaError::Incomplete {
+                    table: self.table(),
+                    reason: format!(
+                        "versions after {} up to {start} were removed from the log before they were mirrored",
+                        newest_mirrored.unwrap_or_default()
+                    ),
+                });
+            }
+            let (s, change) = self.checkpoint_state(start).await?;
+            notes.push(format!("commits before version {start} are gone from the log; the first snapshot holds the checkpoint's state at version {start}"));
+            state = Some(s);
+            out.push(change);
+            first = start + 1;
+        }
+        let latest = self.log.latest().unwrap_or(start);
+        for version in first..=latest {
+            let (path, modified) =
+                self.log
+                    .commits
+                    .get(&version)
+                    .cloned()
+                    .ok_or_else(|| DeltaError::Incomplete {
+                        table: self.table(),
+                        reason: format!("commit {version:020}.json is missing"),
+                    })?;
+            let log_error = |reason: String| DeltaError::Log {
+                table: self.table(),
+                version,
+                file: self.store.absolute(&path),
+                reason,
+            };
+            let bytes = self.store.get(&path).await?;
+            let text = std::str::from_utf8(&bytes).map_err(|_| log_error("not UTF-8".into()))?;
+            let commit = parse_commit(text).map_err(log_error)?;
+            if commit.metadata.is_some() || commit.protocol.is_some() {
+                let metadata = commit
+                    .metadata
+                    .clone()
+                    .or_else(|| state.as_ref().map(|s| s.metadata.clone()))
+                    .ok_or_else(|| log_error("no metaData action before this version".into()))?;
+                let protocol = commit
+                    .protocol
+                    .clone()
+                    .or_else(|| state.as_ref().map(|s| s.protocol.clone()))
+                    .unwrap_or_default();
+                state = Some(self.state(version, metadata, protocol)?);
+            }
+            let s = state
+                .as_ref()
+                .ok_or_else(|| log_error("no metaData action before this version".into()))?;
+            let time = commit
+                .info
+                .as_ref()
+                .and_then(|i| i.in_commit_timestamp.or(i.timestamp))
+                .unwrap_or(modified);
+            let action = commit
+                .info
+                .as_ref()
+                .and_then(|i| i.operation.clone())
+                .unwrap_or_else(|| "commit".into());
+            let mut change = ChangeSet::new(
+                self.commit(version, action, time),
+                s.table.schema.clone(),
+                s.spec.clone(),
+            );
+            for add in &commit.adds {
+                change
+                    .added
+                    .push(self.data_file(version, s, add).map_err(&log_error)?);
+            }
+            change.removed = commit
+                .removes
+                .iter()
+                .map(|r| local_path(&r.path))
+                .collect::<std::result::Result<_, _>>()
+                .map_err(&log_error)?;
+            let touched = commit
+                .adds
+                .iter()
+                .map(|a| a.data_change)
+                .chain(commit.removes.iter().map(|r| r.data_change));
+            change.data_change = touched.clone().count() == 0 || touched.into_iter().any(|d| d);
+            out.push(change);
+        }
+        Ok((out, notes))
+    }
+
+    fn commit(&self, version: u64, action: String, time: i64) -> SourceCommit {
+        SourceCommit {
+            format: SourceFormat::Delta,
+            id: version.to_string(),
+            action,
+            requested_ms: None,
+            commit_time_ms: time,
+        }
+    }
+
+    fn data_file(
+        &self,
+        version: u64,
+        s: &State,
+        add: &Add,
+    ) -> std::result::Result<DataFile, String> {
+        if add.deletion_vector.is_some() {
+            return Err(format!(
+                "{} carries a deletion vector; xlake does not write Iceberg position deletes yet and refuses rather than show deleted rows (version {version})",
+                add.path
+            ));
+        }
+        let path = local_path(&add.path)?;
+        let (records, stats) = match &add.stats {
+            Some(text) if !text.is_empty() => {
+                parse_stats(text, &s.table).map_err(|e| format!("{}: {e}", add.path))?
+            }
+            _ => (None, Default::default()),
+        };
+        let by_logical: HashMap<&str, Option<&str>> = add
+            .partition_values
+            .iter()
+            .map(|(k, v)| (s.table.logical_path(k), v.as_deref()))
+            .collect();
+        let partition = s
+            .spec
+            .fields
+            .iter()
+            .map(|f| {
+                let ty = s.table.schema.primitive_at(&f.source).ok_or_else(|| {
+                    format!("partition column {} is not a primitive column", f.source)
+                })?;
+                let text = by_logical.get(f.source.as_str()).copied().flatten();
+                partition_value(text, ty).map_err(|e| format!("{}: {e}", add.path))
+            })
+            .collect::<std::result::Result<Vec<_>, String>>()?;
+        let mut file = DataFile::parquet(
+            path,
+            u64::try_from(add.size).map_err(|_| "negative size")?,
+            records,
+        )
+        .with_partition(partition);
+        file.column_stats = stats;
+        Ok(file)
+    }
+
+    /// The state at a checkpoint version, read with deltalake-core: schema, protocol, and
+    /// one change set adding every live file.
+    async fn checkpoint_state(&self, version: u64) -> Result<(State, ChangeSet)> {
+        let fail = |reason: String| DeltaError::Checkpoint {
+            table: self.table(),
+            version,
+            reason,
+        };
+        let url = table_url(self.store.location()).map_err(&fail)?;
+        let table = deltalake_core::DeltaTableBuilder::from_url(url)
+            .map_err(|e| fail(e.to_string()))?
+            .with_version(version as i64)
+            .load()
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+        let snapshot = table.snapshot().map_err(|e| fail(e.to_string()))?;
+        let metadata: MetaData = serde_json::to_value(snapshot.metadata())
+            .and_then(serde_json::from_value)
+            .map_err(|e| fail(format!("metadata: {e}")))?;
+        let protocol: Protocol = serde_json::to_value(snapshot.protocol())
+            .and_then(serde_json::from_value)
+            .map_err(|e| fail(format!("protocol: {e}")))?;
+        let state = self.state(version, metadata, protocol)?;
+        let time = match self.log.commits.get(&version) {
+            Some((path, modified)) => {
+                let bytes = self.store.get(path).await?;
+                let info = parse_commit(&String::from_utf8_lossy(&bytes))
+                    .ok()
+                    .and_then(|c| c.info);
+                info.and_then(|i| i.in_commit_timestamp.or(i.timestamp))
+                    .unwrap_or(*modified)
+            }
+            None => snapshot.version_timestamp(version as i64).unwrap_or(0),
+        };
+        let mut change = ChangeSet::new(
+            self.commit(version, "CHECKPOINT".into(), time),
+            state.table.schema.clone(),
+            state.spec.clone(),
+        );
+        for file in snapshot.log_data() {
+            let partition_values: HashMap<String, Option<String>> = file
+                .partition_values()
+                .map(|data| {
+                    data.fields()
+                        .iter()
+                        .zip(data.values())
+                        .map(|(k, v)| (k.name().to_string(), (!v.is_null()).then(|| v.serialize())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let add = Add {
+                path: file.path().to_string(),
+                partition_values,
+                size: file.size(),
+                data_change: true,
+                stats: file.stats(),
+                deletion_vector: file
+                    .deletion_vector_descriptor()
+                    .map(|_| serde_json::Value::Bool(true)),
+            };
+            change
+                .added
+                .push(self.data_file(version, &state, &add).map_err(fail)?);
+        }
+        Ok((state, change))
+    }
+}
+
+/// The table's location as a URL for deltalake-core.
+fn table_url(location: &str) -> std::result::Result<url::Url, String> {
+    if location.contains("://") {
+        url::Url::parse(location).map_err(|e| e.to_string())
+    } else {
+        url::Url::from_directory_path(location)
+            .map_err(|_| format!("{location} is not an absolute path"))
+    }
+}
+
+/// A Delta file path as xlake-storage takes it: percent-decoded; `file:` URIs become
+/// absolute local paths; other URIs stay as they are.
+fn local_path(path: &str) -> std::result::Result<String, String> {
+    if let Some(rest) = path.strip_prefix("file:") {
+        let decoded = url::Url::parse(path)
+            .ok()
+            .and_then(|u| u.to_file_path().ok());
+        return decoded
+            .map(|p| p.to_string_lossy().into_owned())
+            .or_else(|| Some(format!("/{}", rest.trim_start_matches('/'))))
+            .ok_or_else(|| format!("bad file URI {path}"));
+    }
+    if path.contains("://") {
+        return Ok(path.to_string());
+    }
+    percent_decode(path)
+}
+
+fn percent_decode(s: &str) -> std::result::Result<String, String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s
+                .get(i + 1..i + 3)
+                .ok_or_else(|| format!("{s}: truncated %-escape"))?;
+            out.push(u8::from_str_radix(hex, 16).map_err(|_| format!("{s}: bad %-escape"))?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("{s}: not UTF-8 after %-decoding"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_decoded_like_on_disk() {
+        assert_eq!(
+            local_path("x=A%2FA/part-0.parquet").unwrap(),
+            "x=A/A/part-0.parquet"
+        );
+        assert_eq!(local_path("x=B%20B/p.parquet").unwrap(), "x=B B/p.parquet");
+        assert_eq!(
+            local_path("file:///tmp/t/a.parquet").unwrap(),
+            "/tmp/t/a.parquet"
+        );
+        assert_eq!(
+            local_path("s3://b/t/a.parquet").unwrap(),
+            "s3://b/t/a.parquet"
+        );
+    }
+}
