@@ -197,14 +197,6 @@ async fn bad_instants_name_table_instant_and_file_and_change_nothing() {
     );
     std::fs::remove_file(root.join(".hoodie/timeline").join(&name)).unwrap();
 
-    // A restore.
-    let name = later_instant(&root, "restore", b"{}");
-    let err = sync(location, &SyncOptions::default(), |_| {})
-        .await
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("restore"), "{err}");
-    std::fs::remove_file(root.join(".hoodie/timeline").join(&name)).unwrap();
     assert_eq!(metadata_snapshot(&root), before);
 
     // Garbled or missing hoodie.properties.

@@ -192,6 +192,113 @@ async fn a_rollback_of_a_mirrored_instant_restores_the_files_before_it() {
     );
 }
 
+/// The restore schema's fields that matter: per rolled-back instant, its rollback metadata.
+fn restore_schema() -> String {
+    let rollback = ROLLBACK_SCHEMA.replace("\"namespace\":\"org.apache.hudi.avro.model\",", "");
+    format!(
+        r#"{{"type":"record","name":"HoodieRestoreMetadata","namespace":"org.apache.hudi.avro.model","fields":[
+  {{"name":"startRestoreTime","type":"string"}},
+  {{"name":"timeTakenInMillis","type":"long"}},
+  {{"name":"instantsToRollback","type":{{"type":"array","items":"string"}}}},
+  {{"name":"hoodieRestoreMetadata","type":{{"type":"map","values":{{"type":"array","items":{rollback}}}}}}}]}}"#
+    )
+}
+
+#[tokio::test]
+async fn a_restore_undoes_every_mirrored_instant_after_the_savepoint() {
+    let (_dir, root) = extract(TABLE);
+    sync_ok(&root).await;
+    let instants = data_instants(&root);
+    let want = live_files_by_commit(&root);
+    let keep = &instants[instants.len() - 3].0;
+    let undone: Vec<String> = instants[instants.len() - 2..]
+        .iter()
+        .map(|(r, _)| r.clone())
+        .collect();
+    // Hudi restores by rolling back each later instant: their files and timeline files go.
+    let mut per_instant = Vec::new();
+    let mut before = want[keep].clone();
+    for id in &undone {
+        let written: Vec<String> = want[id].difference(&before).cloned().collect();
+        before = want[id].clone();
+        per_instant.push((id.clone(), written));
+    }
+    let mut entries = Vec::new();
+    for (id, written) in &per_instant {
+        for f in written {
+            std::fs::remove_file(root.join(f)).unwrap();
+        }
+        for f in instant_files(&root, id) {
+            std::fs::remove_file(f).unwrap();
+        }
+        let mut partitions: std::collections::BTreeMap<String, Vec<Value>> = Default::default();
+        for f in written {
+            let (partition, _) = f.rsplit_once('/').unwrap_or(("", f));
+            partitions
+                .entry(partition.to_string())
+                .or_default()
+                .push(Value::String(format!(
+                    "file:{}/{f}",
+                    root.to_str().unwrap()
+                )));
+        }
+        let rollback = Value::Record(vec![
+            (
+                "startRollbackTime".into(),
+                Value::String("29990101000000000".into()),
+            ),
+            ("timeTakenInMillis".into(), Value::Long(1)),
+            ("totalFilesDeleted".into(), Value::Int(written.len() as i32)),
+            (
+                "commitsRollback".into(),
+                Value::Array(vec![Value::String(id.clone())]),
+            ),
+            (
+                "partitionMetadata".into(),
+                Value::Map(
+                    partitions
+                        .into_iter()
+                        .map(|(p, files)| {
+                            let meta = Value::Record(vec![
+                                ("partitionPath".into(), Value::String(p.clone())),
+                                ("successDeleteFiles".into(), Value::Array(files)),
+                                ("failedDeleteFiles".into(), Value::Array(vec![])),
+                            ]);
+                            (p, meta)
+                        })
+                        .collect(),
+                ),
+            ),
+            ("version".into(), Value::Union(0, Box::new(Value::Int(1)))),
+        ]);
+        entries.push((id.clone(), Value::Array(vec![rollback])));
+    }
+    let body = avro_file(&restore_schema(), |r| {
+        r.put("startRestoreTime", "29990101000000000");
+        r.put("timeTakenInMillis", 5i64);
+        r.put(
+            "instantsToRollback",
+            Value::Array(undone.iter().cloned().map(Value::String).collect()),
+        );
+        r.put(
+            "hoodieRestoreMetadata",
+            Value::Map(entries.into_iter().collect()),
+        );
+    });
+    std::fs::write(
+        root.join(".hoodie/timeline/29990101000000000_29990101000000001.restore"),
+        body,
+    )
+    .unwrap();
+    let report = sync_ok(&root).await;
+    assert_eq!(report.written.len(), 1, "one snapshot for the restore");
+    assert_eq!(
+        live_files_by_commit(&root)["29990101000000000"],
+        want[keep],
+        "the state at the savepoint"
+    );
+}
+
 #[tokio::test]
 async fn clean_and_savepoint_instants_get_no_snapshot() {
     let (_a, reference) = extract(TABLE);

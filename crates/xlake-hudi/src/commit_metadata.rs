@@ -63,37 +63,35 @@ impl CommitMetadata {
     }
 }
 
-/// `HoodieRollbackMetadata`: which instants a rollback undid and which files it deleted.
+/// `HoodieRollbackMetadata`: which instants a rollback undid.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct RollbackMetadata {
     /// Requested times of the rolled-back instants.
     pub commits_rollback: Option<Vec<String>>,
-    /// Per partition path, what the rollback did there.
-    pub partition_metadata: Option<HashMap<String, Option<PartitionRollback>>>,
 }
 
-/// `HoodieRollbackPartitionMetadata`.
+/// `HoodieRestoreMetadata`: which instants a restore rolled back.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct PartitionRollback {
-    /// Files deleted (full locations).
-    pub success_delete_files: Option<Vec<String>>,
+pub struct RestoreMetadata {
+    /// Requested times of the rolled-back instants.
+    pub instants_to_rollback: Option<Vec<String>>,
+    /// Per rolled-back instant, the rollbacks that undid it.
+    pub hoodie_restore_metadata: Option<HashMap<String, serde_json::Value>>,
 }
 
-impl RollbackMetadata {
-    /// Deleted files as (partition path, file name).
-    pub fn deleted_files(&self) -> Vec<(String, String)> {
-        self.partition_metadata
-            .iter()
-            .flat_map(|m| m.iter())
-            .flat_map(|(partition, meta)| {
-                meta.iter()
-                    .flat_map(|m| m.success_delete_files.iter().flatten())
-                    .filter_map(move |f| {
-                        Some((partition.clone(), f.rsplit('/').next()?.to_string()))
-                    })
-            })
-            .collect()
+impl RestoreMetadata {
+    /// Every instant the restore rolled back.
+    pub fn rolled_back(&self) -> Vec<String> {
+        let mut instants: Vec<String> = self.instants_to_rollback.clone().unwrap_or_default();
+        instants.extend(
+            self.hoodie_restore_metadata
+                .iter()
+                .flat_map(|m| m.keys().cloned()),
+        );
+        instants.sort();
+        instants.dedup();
+        instants
     }
 }

@@ -1,7 +1,7 @@
 //! File groups and their base files: the live files of the table as each completed instant
-//! takes effect, and what each instant changed (so a rollback can undo it).
+//! takes effect.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use crate::commit_metadata::CommitMetadata;
 
@@ -27,11 +27,10 @@ pub struct Effect {
     pub removed: Vec<BaseFile>,
 }
 
-/// The live base files, one per file group, and the effect of every instant applied.
+/// The live base files, one per file group.
 #[derive(Debug, Default)]
 pub struct FileGroups {
     live: BTreeMap<(String, String), BaseFile>,
-    effects: HashMap<String, Effect>,
 }
 
 /// The parts of a base file name `<fileId>_<writeToken>_<instantTime>.parquet`:
@@ -58,7 +57,6 @@ impl FileGroups {
     /// `skip_logs` (read-optimized view of a merge-on-read table) and refused otherwise.
     pub fn apply_commit(
         &mut self,
-        instant: &str,
         meta: &CommitMetadata,
         skip_logs: bool,
     ) -> Result<Effect, String> {
@@ -107,7 +105,6 @@ impl FileGroups {
                 effect.removed.push(old);
             }
         }
-        self.effects.insert(instant.to_string(), effect.clone());
         Ok(effect)
     }
 
@@ -119,65 +116,9 @@ impl FileGroups {
         }
     }
 
-    /// Whether an instant's effect was applied in this replay.
-    pub fn applied(&self, instant: &str) -> bool {
-        self.effects.contains_key(instant)
-    }
-
-    /// Undo the instants a rollback names, where they were applied: their files leave,
-    /// the files they replaced come back. `mirrored_elsewhere` lists (partition, file name)
-    /// of files the rollback deleted for instants this replay never saw but the target
-    /// mirrors (Hudi removes a rolled-back instant from the timeline): those leave, and the
-    /// live base file of each of their groups comes back. Anything else changes nothing.
-    pub fn apply_rollback(
-        &mut self,
-        instant: &str,
-        rolled_back: &[String],
-        mirrored_elsewhere: &[(String, String)],
-    ) -> Effect {
-        let mut effect = Effect::default();
-        for (partition, name) in mirrored_elsewhere {
-            let Some((file_id, _)) = parse_base_file_name(name) else {
-                continue;
-            };
-            let path = if partition.is_empty() {
-                name.clone()
-            } else {
-                format!("{partition}/{name}")
-            };
-            effect.removed.push(BaseFile {
-                path,
-                partition: partition.clone(),
-                file_id: file_id.to_string(),
-                size: 0,
-            });
-            if let Some(live) = self.live.get(&(partition.clone(), file_id.to_string())) {
-                if !effect.added.contains(live) {
-                    effect.added.push(live.clone());
-                }
-            }
-        }
-        for id in rolled_back {
-            let Some(undo) = self.effects.remove(id) else {
-                continue;
-            };
-            for f in undo.added {
-                let key = (f.partition.clone(), f.file_id.clone());
-                if self.live.get(&key).is_some_and(|live| live.path == f.path) {
-                    self.live.remove(&key);
-                    effect.removed.push(f);
-                }
-            }
-            for f in undo.removed {
-                let key = (f.partition.clone(), f.file_id.clone());
-                if let std::collections::btree_map::Entry::Vacant(slot) = self.live.entry(key) {
-                    slot.insert(f.clone());
-                    effect.added.push(f);
-                }
-            }
-        }
-        self.effects.insert(instant.to_string(), effect.clone());
-        effect
+    /// The live base files.
+    pub fn live(&self) -> impl Iterator<Item = &BaseFile> {
+        self.live.values()
     }
 
     /// Number of live base files.
@@ -193,6 +134,8 @@ impl FileGroups {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
     use crate::commit_metadata::WriteStat;
 
@@ -225,69 +168,23 @@ mod tests {
         let mut g = FileGroups::default();
         let e1 = g
             .apply_commit(
-                "1",
                 &meta(&[("a", "p/a_1.parquet"), ("b", "p/b_1.parquet")], &[]),
                 false,
             )
             .unwrap();
         assert_eq!(paths(&e1.added), ["p/a_1.parquet", "p/b_1.parquet"]);
         let e2 = g
-            .apply_commit("2", &meta(&[("a", "p/a_2.parquet")], &[]), false)
+            .apply_commit(&meta(&[("a", "p/a_2.parquet")], &[]), false)
             .unwrap();
         assert_eq!(
             (paths(&e2.added), paths(&e2.removed)),
             (vec!["p/a_2.parquet"], vec!["p/a_1.parquet"])
         );
         let e3 = g
-            .apply_commit("3", &meta(&[("c", "p/c_3.parquet")], &["a", "b"]), false)
+            .apply_commit(&meta(&[("c", "p/c_3.parquet")], &["a", "b"]), false)
             .unwrap();
         assert_eq!(paths(&e3.removed), ["p/a_2.parquet", "p/b_1.parquet"]);
         assert_eq!(g.len(), 1);
-    }
-
-    #[test]
-    fn rollback_undoes_applied_instants_only() {
-        let mut g = FileGroups::default();
-        g.apply_commit("1", &meta(&[("a", "p/a_1.parquet")], &[]), false)
-            .unwrap();
-        g.apply_commit("2", &meta(&[("a", "p/a_2.parquet")], &[]), false)
-            .unwrap();
-        let undo = g.apply_rollback("3", &["2".into(), "never".into()], &[]);
-        assert_eq!(
-            (paths(&undo.added), paths(&undo.removed)),
-            (vec!["p/a_1.parquet"], vec!["p/a_2.parquet"])
-        );
-        assert_eq!(
-            g.apply_rollback("4", &["never".into()], &[]),
-            Effect::default()
-        );
-        // A mirrored instant Hudi already dropped from the timeline: its file leaves, the
-        // group's live file comes back.
-        let undo = g.apply_rollback(
-            "5",
-            &["gone".into()],
-            &[("p".into(), "a_0-1-2_20240101000000000.parquet".into())],
-        );
-        assert_eq!(
-            paths(&undo.removed),
-            ["p/a_0-1-2_20240101000000000.parquet"]
-        );
-        assert_eq!(paths(&undo.added), ["p/a_1.parquet"]);
-    }
-
-    #[test]
-    fn base_file_names() {
-        assert_eq!(
-            parse_base_file_name(
-                "859bcb77-dfd4-4b44-9ead-ed0ba8abe35a-0_0-38-83_20260307135705338.parquet"
-            ),
-            Some((
-                "859bcb77-dfd4-4b44-9ead-ed0ba8abe35a-0",
-                "20260307135705338"
-            ))
-        );
-        assert_eq!(parse_base_file_name("x.parquet"), None);
-        assert_eq!(parse_base_file_name(".a_1.log.1_0-1-1"), None);
     }
 
     #[test]
@@ -295,9 +192,9 @@ mod tests {
         let mut g = FileGroups::default();
         let logs = meta(&[("a", "p/.a_1.log.1_0-1-1")], &[]);
         assert!(g
-            .apply_commit("1", &logs, false)
+            .apply_commit(&logs, false)
             .unwrap_err()
             .contains("log file"));
-        assert_eq!(g.apply_commit("1", &logs, true).unwrap(), Effect::default());
+        assert_eq!(g.apply_commit(&logs, true).unwrap(), Effect::default());
     }
 }

@@ -69,10 +69,15 @@ impl Instant {
 }
 
 /// Milliseconds since the epoch of an instant time (`yyyyMMddHHmmss[SSS]`), read as UTC.
+/// Second-precision times stand for the end of their second (`999` ms), as in Hudi.
 pub fn instant_millis(time: &str) -> Option<i64> {
     let digits = |r: std::ops::Range<usize>| time.get(r)?.parse::<u32>().ok();
     let date = chrono::NaiveDate::from_ymd_opt(digits(0..4)? as i32, digits(4..6)?, digits(6..8)?)?;
-    let millis = if time.len() >= 17 { digits(14..17)? } else { 0 };
+    let millis = if time.len() >= 17 {
+        digits(14..17)?
+    } else {
+        999
+    };
     let t = date.and_hms_milli_opt(digits(8..10)?, digits(10..12)?, digits(12..14)?, millis)?;
     Some(t.and_utc().timestamp_millis())
 }
@@ -120,7 +125,7 @@ mod tests {
     #[test]
     fn instant_times_are_utc_millis() {
         assert_eq!(instant_millis("20240418173551906"), Some(1_713_461_751_906));
-        assert_eq!(instant_millis("20240418173551"), Some(1_713_461_751_000));
+        assert_eq!(instant_millis("20240418173551"), Some(1_713_461_751_999));
         assert_eq!(instant_millis("2024041817355x906"), None);
         assert_eq!(instant_millis("20241318173551906"), None);
     }

@@ -6,6 +6,8 @@ use crate::properties::{KeyGenerator, TableConfig};
 
 /// Hudi's name for a null partition value.
 pub const HIVE_DEFAULT_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
+/// The null partition value of old Hudi versions (Hudi's own parser still reads it as null).
+pub const LEGACY_DEFAULT_PARTITION: &str = "default";
 
 /// The Iceberg partition spec for a table, and a note when the table is written
 /// unpartitioned although Hudi partitions it.
@@ -51,7 +53,12 @@ pub fn partition_values(
     if spec.is_unpartitioned() {
         return Ok(Vec::new());
     }
-    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    // One field: the whole path is its value, slashes included (`americas/united_states`).
+    let parts: Vec<&str> = if spec.fields.len() == 1 {
+        vec![path.trim_matches('/')]
+    } else {
+        path.split('/').filter(|p| !p.is_empty()).collect()
+    };
     if parts.len() != spec.fields.len() {
         return Err(format!(
             "partition path {path:?} has {} segments, the table has {} partition fields",
@@ -82,7 +89,7 @@ pub fn partition_values(
             } else {
                 raw.to_string()
             };
-            if raw == HIVE_DEFAULT_PARTITION {
+            if raw == HIVE_DEFAULT_PARTITION || raw == LEGACY_DEFAULT_PARTITION {
                 return Ok(None);
             }
             let ty = schema
@@ -181,6 +188,12 @@ mod tests {
         assert!(partition_values("shortField=10/byteField=1", &hive, &spec, &schema).is_err());
 
         let plain = config("hoodie.table.version=8\nhoodie.table.partition.fields=region\nhoodie.table.keygenerator.type=SIMPLE\nhoodie.datasource.write.partitionpath.urlencode=true");
+        let (one, _) = partition_spec(&plain, &schema);
+        assert_eq!(
+            partition_values("americas/united_states", &plain, &one, &schema).unwrap(),
+            vec![Some(Value::String("americas/united_states".into()))],
+            "a single field takes the whole path"
+        );
         let (spec, _) = partition_spec(&plain, &schema);
         assert_eq!(
             partition_values("a%2Fb%20c", &plain, &spec, &schema).unwrap(),

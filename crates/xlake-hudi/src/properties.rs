@@ -43,6 +43,12 @@ pub struct TableConfig {
     pub meta_fields: bool,
     /// `hoodie.table.create.schema`, an Avro schema, if recorded.
     pub create_schema: Option<String>,
+    /// Folder of the active timeline, relative to the table root.
+    pub timeline_dir: String,
+    /// Folder of archived instants, relative to the table root.
+    pub archive_dir: String,
+    /// `hoodie.bootstrap.base.path`: the table was bootstrapped from existing files.
+    pub bootstrapped: bool,
 }
 
 /// Parse Java properties text (`key=value`, `#` comments, `\` escapes).
@@ -138,6 +144,29 @@ impl TableConfig {
             url_encoded: flag("hoodie.datasource.write.partitionpath.urlencode", false),
             meta_fields: flag("hoodie.populate.meta.fields", true),
             create_schema: get("hoodie.table.create.schema").map(String::from),
+            timeline_dir: if version >= 8 {
+                format!(
+                    ".hoodie/{}",
+                    get("hoodie.timeline.path").unwrap_or("timeline")
+                )
+            } else {
+                ".hoodie".into()
+            },
+            archive_dir: if version >= 8 {
+                format!(
+                    ".hoodie/{}/{}",
+                    get("hoodie.timeline.path").unwrap_or("timeline"),
+                    get("hoodie.timeline.history.path").unwrap_or("history")
+                )
+            } else {
+                format!(
+                    ".hoodie/{}",
+                    get("hoodie.archivelog.folder")
+                        .filter(|f| !f.is_empty())
+                        .unwrap_or("archived")
+                )
+            },
+            bootstrapped: get("hoodie.bootstrap.base.path").is_some_and(|p| !p.is_empty()),
         })
     }
 }

@@ -1,12 +1,12 @@
 //! [`HudiSource`]: a Hudi table's completed instants as neutral change sets.
 
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
 use xlake_model::{ChangeSet, DataFile, Schema, SourceCommit, SourceFormat};
 use xlake_storage::{StorageError, TableStore};
 
-use crate::commit_metadata::{CommitMetadata, RollbackMetadata};
+use crate::commit_metadata::{CommitMetadata, RestoreMetadata, RollbackMetadata};
 use crate::error::{HudiError, Result};
-use std::collections::{BTreeMap, BTreeSet, HashSet};
-
 use crate::file_group::{parse_base_file_name, BaseFile, Effect, FileGroups};
 use crate::instant::{instant_millis, Instant};
 use crate::partition_path::{partition_spec, partition_values};
@@ -31,14 +31,20 @@ enum Kind {
     Commit,
     /// Undo of earlier instants.
     Rollback,
+    /// Undo of every instant after a savepoint.
+    Restore,
     /// No live file changes, no snapshot (clean, savepoint, indexing, …).
     Skip,
 }
+
+/// The actions that write data files (Hudi's write timeline).
+const WRITE_ACTIONS: [&str; 3] = ["commit", "deltacommit", "replacecommit"];
 
 fn kind(action: &str) -> Option<Kind> {
     Some(match action {
         "commit" | "deltacommit" | "replacecommit" => Kind::Commit,
         "rollback" => Kind::Rollback,
+        "restore" => Kind::Restore,
         "clean" | "savepoint" | "indexing" | "schemacommit" | "compaction" | "logcompaction"
         | "clustering" => Kind::Skip,
         _ => return None,
@@ -84,7 +90,28 @@ impl HudiSource {
                 what: "merge-on-read (MOR) table: Iceberg engines cannot read Hudi log files. Pass --mor-read-optimized to mirror its base files only (the read-optimized view; log changes appear after compaction)".into(),
             });
         }
-        let timeline = Timeline::load(&store, config.version).await?;
+        if config.bootstrapped {
+            return Err(HudiError::Unsupported {
+                table: store.location().to_string(),
+                what: "bootstrapped table (hoodie.bootstrap.base.path is set): its skeleton files hold only the _hoodie_* columns, so they cannot be mirrored".into(),
+            });
+        }
+        let timeline = Timeline::load(&store, &config.timeline_dir).await?;
+        if let Some(i) = timeline
+            .completed
+            .iter()
+            .chain(&timeline.pending)
+            .find(|i| i.requested.starts_with("0000000000000"))
+        {
+            return Err(HudiError::Unsupported {
+                table: store.location().to_string(),
+                what: format!(
+                    "bootstrap instant {} ({}): bootstrapped tables cannot be mirrored",
+                    i.requested,
+                    store.absolute(&i.file)
+                ),
+            });
+        }
         Ok(Self {
             store,
             config,
@@ -117,35 +144,42 @@ impl HudiSource {
         }
     }
 
-    /// The first completed instant that gets a snapshot.
-    fn first_data_instant(&self) -> Option<&Instant> {
-        self.timeline
+    /// When early instants are archived: the base files live before the active timeline,
+    /// found by listing. That is the newest base file of each file group written by an
+    /// instant older than every write instant on the active timeline (in any state) and not
+    /// itself on it, as Hudi's own file system view decides. Empty when nothing is archived.
+    async fn archived_state(&self, mirrored: &BTreeSet<String>) -> Result<Vec<BaseFile>> {
+        let on_timeline: HashSet<&str> = self
+            .timeline
             .completed
             .iter()
-            .find(|i| matches!(kind(&i.action), Some(Kind::Commit | Kind::Rollback)))
-    }
-
-    /// When early instants are archived: the base files live just before the oldest
-    /// retained instant, found by listing (the newest base file of each file group written
-    /// by an instant older than it and not pending). Empty when nothing is archived.
-    async fn archived_state(&self, mirrored: &BTreeSet<String>) -> Result<Vec<BaseFile>> {
-        let archive = if self.config.version >= 8 {
-            ".hoodie/timeline/history"
-        } else {
-            ".hoodie/archived"
-        };
-        let Some(first) = self.first_data_instant() else {
-            return Ok(Vec::new());
-        };
-        if self.store.list_recursive(archive).await?.is_empty() {
-            return Ok(Vec::new());
-        }
-        let pending: HashSet<&str> = self
-            .timeline
-            .pending
-            .iter()
+            .chain(&self.timeline.pending)
             .map(|i| i.requested.as_str())
             .collect();
+        let Some(cutoff) = self
+            .timeline
+            .completed
+            .iter()
+            .chain(&self.timeline.pending)
+            .filter(|i| {
+                WRITE_ACTIONS.contains(&i.action.as_str())
+                    || i.action == "inflight"
+                    || i.action == "compaction"
+                    || i.action == "clustering"
+            })
+            .map(|i| i.requested.as_str())
+            .min()
+        else {
+            return Ok(Vec::new());
+        };
+        if self
+            .store
+            .list_recursive(&self.config.archive_dir)
+            .await?
+            .is_empty()
+        {
+            return Ok(Vec::new());
+        }
         let mut newest: BTreeMap<(String, String), (String, BaseFile)> = BTreeMap::new();
         for entry in self.store.list_recursive("").await? {
             if entry.path.split('/').any(|part| part.starts_with('.'))
@@ -160,7 +194,7 @@ impl HudiSource {
             let Some((file_id, written)) = parse_base_file_name(name) else {
                 continue;
             };
-            if written >= first.requested.as_str() || pending.contains(written) {
+            if written >= cutoff || on_timeline.contains(written) {
                 continue;
             }
             let file = BaseFile {
@@ -202,14 +236,24 @@ impl HudiSource {
         let mut out = Vec::new();
         let mut notes = Vec::new();
         let seed = self.archived_state(mirrored).await?;
-        if let (false, Some(first)) = (seed.is_empty(), self.first_data_instant()) {
+        if !seed.is_empty() {
             notes.push(format!(
-                "early instants are archived: {} base files written before instant {} are taken from the file listing{}",
+                "early instants are archived: {} base files they left live are taken from the file listing{}",
                 seed.len(),
-                first.requested,
-                if mirrored.is_empty() { "; the first snapshot holds the table as of that instant" } else { "" }
+                if mirrored.is_empty() { "; the first snapshot holds the table as of the oldest retained instant" } else { "" }
             ));
         }
+        let completed: HashSet<&str> = self
+            .timeline
+            .completed
+            .iter()
+            .map(|i| i.requested.as_str())
+            .collect();
+        // Instants rolled back after being mirrored: Hudi removed them from the timeline.
+        let dropped = |ids: &[String]| {
+            ids.iter()
+                .any(|id| !completed.contains(id.as_str()) && mirrored.contains(id))
+        };
         groups.seed(seed.clone());
         let mut unmirrored_seed = if mirrored.is_empty() {
             seed
@@ -217,12 +261,13 @@ impl HudiSource {
             Vec::new()
         };
         for instant in &self.timeline.completed {
-            if instant.action == "restore" {
-                return Err(self.instant_error(instant, "restore instants are not supported: sync a table restored by Hudi into a fresh Iceberg table"));
-            }
             let kind = kind(&instant.action).ok_or_else(|| {
                 self.instant_error(instant, format!("unknown action {:?}", instant.action))
             })?;
+            // A rollback or restore of instants Iceberg mirrors but the timeline no longer
+            // holds: their effect is unknown file by file, so the snapshot is given as the
+            // whole replayed state (the state before them) and the target takes the difference.
+            let mut full_state = false;
             let (mut effect, data_change) = match kind {
                 Kind::Skip => continue,
                 Kind::Commit => {
@@ -237,28 +282,29 @@ impl HudiSource {
                         );
                     }
                     let effect = groups
-                        .apply_commit(&instant.requested, &meta, self.options.mor_read_optimized)
+                        .apply_commit(&meta, self.options.mor_read_optimized)
                         .map_err(|e| self.instant_error(instant, e))?;
-                    (effect, meta.operation_type.as_deref() != Some("CLUSTER"))
+                    // Clustering rewrites rows as they are, except that on a merge-on-read
+                    // table it also merges log records into the read-optimized view.
+                    let rewrite_only = meta.operation_type.as_deref() == Some("CLUSTER")
+                        && self.config.table_type == TableType::CopyOnWrite;
+                    (effect, !rewrite_only)
                 }
                 Kind::Rollback => {
                     let json = read_instant(&self.store, instant).await?;
                     let meta: RollbackMetadata = serde_json::from_value(json).map_err(|e| {
                         self.instant_error(instant, format!("not rollback metadata: {e}"))
                     })?;
-                    let rolled_back = meta.commits_rollback.clone().unwrap_or_default();
-                    let elsewhere = if rolled_back
-                        .iter()
-                        .any(|id| !groups.applied(id) && mirrored.contains(id))
-                    {
-                        meta.deleted_files()
-                    } else {
-                        Vec::new()
-                    };
-                    (
-                        groups.apply_rollback(&instant.requested, &rolled_back, &elsewhere),
-                        true,
-                    )
+                    full_state = dropped(&meta.commits_rollback.unwrap_or_default());
+                    (Effect::default(), true)
+                }
+                Kind::Restore => {
+                    let json = read_instant(&self.store, instant).await?;
+                    let meta: RestoreMetadata = serde_json::from_value(json).map_err(|e| {
+                        self.instant_error(instant, format!("not restore metadata: {e}"))
+                    })?;
+                    full_state = dropped(&meta.rolled_back());
+                    (Effect::default(), true)
                 }
             };
             if schema.is_none() {
@@ -293,7 +339,9 @@ impl HudiSource {
                     )
                 })?,
             };
+            let mut data_change = data_change;
             if !unmirrored_seed.is_empty() {
+                data_change = true;
                 // The first snapshot also holds what archived instants left live.
                 let (replaced, kept): (Vec<BaseFile>, Vec<BaseFile>) =
                     std::mem::take(&mut unmirrored_seed)
@@ -302,7 +350,14 @@ impl HudiSource {
                 effect.removed.retain(|f| !replaced.contains(f));
                 effect.added.splice(0..0, kept);
             }
+            if full_state {
+                effect = Effect {
+                    added: groups.live().cloned().collect(),
+                    removed: Vec::new(),
+                };
+            }
             let mut change = ChangeSet::new(commit, schema.clone(), spec.clone());
+            change.full_state = full_state;
             change.data_change = data_change;
             self.fill(&mut change, effect, instant)?;
             if self.config.table_type == TableType::MergeOnRead {

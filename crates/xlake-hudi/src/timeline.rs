@@ -21,19 +21,9 @@ pub struct Timeline {
     pub pending: Vec<Instant>,
 }
 
-/// Folder holding the timeline for a table version.
-pub fn timeline_dir(version: u32) -> &'static str {
-    if version >= 8 {
-        ".hoodie/timeline"
-    } else {
-        ".hoodie"
-    }
-}
-
 impl Timeline {
-    /// List the timeline of a table of this version.
-    pub async fn load(store: &TableStore, version: u32) -> Result<Self> {
-        let dir = timeline_dir(version);
+    /// List the timeline in `dir` (`.hoodie` for table version 6, `.hoodie/timeline` after).
+    pub async fn load(store: &TableStore, dir: &str) -> Result<Self> {
         let mut all: Vec<Instant> = store
             .list_dir(dir)
             .await?

@@ -232,6 +232,13 @@ impl IcebergTable {
         }
         let loaded = self.load().await?;
         let current = loaded.as_ref().map(|l| &l.metadata);
+        let resolved;
+        let change = if change.full_state {
+            resolved = self.as_difference(change, current).await?;
+            &resolved
+        } else {
+            change
+        };
         let not_representable =
             |p: crate::schema::SchemaProblem| IcebergError::SchemaNotRepresentable {
                 table: self.table(),
@@ -522,6 +529,46 @@ impl IcebergTable {
             snapshot_id,
             timestamp_ms,
         })
+    }
+
+    /// A full-state change set as the difference from the current snapshot's live files.
+    async fn as_difference(
+        &self,
+        change: &ChangeSet,
+        current: Option<&TableMetadata>,
+    ) -> Result<ChangeSet> {
+        let mut live: HashSet<String> = HashSet::new();
+        if let Some(snapshot) = current.and_then(|m| m.current_snapshot()) {
+            let manifests = read_manifest_list(&self.store, snapshot.manifest_list())
+                .await
+                .map_err(|e| self.corrupt(snapshot.manifest_list(), e))?;
+            for mf in manifests
+                .iter()
+                .filter(|m| m.content == iceberg::spec::ManifestContentType::Data)
+            {
+                let entries = read_entries(&self.store, mf)
+                    .await
+                    .map_err(|e| self.corrupt(&mf.manifest_path, e))?;
+                live.extend(
+                    entries
+                        .iter()
+                        .filter(|e| e.is_alive())
+                        .map(|e| e.file_path().to_string()),
+                );
+            }
+        }
+        let wanted: HashSet<String> = change
+            .added
+            .iter()
+            .map(|f| self.store.absolute(&f.path))
+            .collect();
+        let mut diff = change.clone();
+        diff.full_state = false;
+        diff.added
+            .retain(|f| !live.contains(&self.store.absolute(&f.path)));
+        diff.removed = live.into_iter().filter(|p| !wanted.contains(p)).collect();
+        diff.removed.sort();
+        Ok(diff)
     }
 
     /// A builder holding the schema, spec and properties of this commit (no snapshot yet).

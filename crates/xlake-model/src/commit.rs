@@ -64,6 +64,10 @@ pub struct ChangeSet {
     pub data_change: bool,
     /// Extra entries for the snapshot summary, e.g. which view of the source is mirrored.
     pub notes: BTreeMap<String, String>,
+    /// When true, `added` lists every live file after this commit and `removed` is unused:
+    /// the target works out the difference from what it holds. For commits whose effect
+    /// the source cannot name file by file (a rollback of an instant no longer logged).
+    pub full_state: bool,
 }
 
 impl ChangeSet {
@@ -78,6 +82,7 @@ impl ChangeSet {
             added_deletes: Vec::new(),
             data_change: true,
             notes: BTreeMap::new(),
+            full_state: false,
         }
     }
 }
