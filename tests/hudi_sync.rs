@@ -219,16 +219,17 @@ async fn bad_instants_name_table_instant_and_file_and_change_nothing() {
 }
 
 #[tokio::test]
-async fn a_missing_data_file_stops_at_its_instant() {
+async fn a_missing_live_data_file_stops_at_its_instant() {
     let (_dir, root) = extract("sample_table_cow_v9_txns_simple_nometa");
     let instants = data_instants(&root);
-    // Remove a base file written by the 5th data instant.
+    let last = instants.len() - 1;
+    // Remove a base file written by the last data instant: it is live, so it must exist.
     let victim = walk(&root)
         .into_iter()
         .find(|p| {
             p.to_str()
                 .unwrap()
-                .ends_with(&format!("_{}.parquet", instants[4].0))
+                .ends_with(&format!("_{}.parquet", instants[last].0))
         })
         .unwrap();
     std::fs::remove_file(&victim).unwrap();
@@ -238,18 +239,49 @@ async fn a_missing_data_file_stops_at_its_instant() {
         .to_string();
     let file = victim.file_name().unwrap().to_str().unwrap();
     assert!(
-        err.contains(file) && err.contains("does not exist") && err.contains(&instants[4].0),
+        err.contains(file) && err.contains("does not exist") && err.contains(&instants[last].0),
         "{err}"
     );
     assert_eq!(
         mirrored(&root).await.len(),
-        4,
-        "the four earlier instants are mirrored, no more"
+        last,
+        "the earlier instants are mirrored, no more"
     );
     assert_eq!(
         std::fs::read_to_string(root.join("metadata/version-hint.text")).unwrap(),
-        "4"
+        last.to_string()
     );
+}
+
+#[tokio::test]
+async fn cleaned_files_of_history_do_not_block_a_first_sync() {
+    let (_dir, root) = extract("sample_table_cow_v9_txns_simple_nometa");
+    let instants = data_instants(&root);
+    // A cleaner deleted the base files the first instant wrote (all replaced since).
+    let cleaned: Vec<_> = walk(&root)
+        .into_iter()
+        .filter(|p| {
+            p.to_str()
+                .unwrap()
+                .ends_with(&format!("_{}.parquet", instants[0].0))
+        })
+        .collect();
+    assert!(!cleaned.is_empty());
+    for f in &cleaned {
+        std::fs::remove_file(f).unwrap();
+    }
+    let report = sync(root.to_str().unwrap(), &SyncOptions::default(), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.written.len(), instants.len());
+    // The first snapshot still counts its rows, from the commit metadata.
+    let table = IcebergTable::new(TableStore::open(root.to_str().unwrap()).unwrap());
+    let metadata = table.load().await.unwrap().unwrap().metadata;
+    let first = metadata
+        .snapshots()
+        .find(|s| s.sequence_number() == 1)
+        .unwrap();
+    assert_eq!(first.summary().additional_properties["total-records"], "8");
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {

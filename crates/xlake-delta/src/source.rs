@@ -186,6 +186,7 @@ impl DeltaSource {
             change.data_change = touched.clone().count() == 0 || touched.into_iter().any(|d| d);
             out.push(change);
         }
+        DataFile::mark_removed_later(&mut out);
         Ok((out, notes))
     }
 

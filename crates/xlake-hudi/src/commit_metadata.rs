@@ -16,6 +16,8 @@ pub struct WriteStat {
     pub partition_path: Option<String>,
     /// Bytes.
     pub file_size_in_bytes: Option<u64>,
+    /// Records written to the file: for a base file, all its rows.
+    pub num_writes: Option<u64>,
 }
 
 /// `HoodieCommitMetadata` / `HoodieReplaceCommitMetadata`.

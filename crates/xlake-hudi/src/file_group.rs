@@ -16,6 +16,8 @@ pub struct BaseFile {
     pub file_id: String,
     /// Bytes.
     pub size: u64,
+    /// Rows, when the commit metadata records them.
+    pub records: Option<u64>,
 }
 
 /// What one instant did to the live base files.
@@ -89,6 +91,7 @@ impl FileGroups {
                 partition: partition.clone(),
                 file_id: file_id.clone(),
                 size,
+                records: stat.num_writes,
             };
             match self.live.insert((partition, file_id), file.clone()) {
                 Some(old) if old.path == file.path => continue,
@@ -147,6 +150,7 @@ mod tests {
                 path: Some(path.to_string()),
                 partition_path: Some("p".into()),
                 file_size_in_bytes: Some(10),
+                num_writes: Some(1),
             })
             .collect();
         CommitMetadata {

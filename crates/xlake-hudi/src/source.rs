@@ -202,6 +202,7 @@ impl HudiSource {
                 partition: partition.to_string(),
                 file_id: file_id.to_string(),
                 size: entry.size,
+                records: None,
             };
             let key = (partition.to_string(), file_id.to_string());
             if newest.get(&key).is_none_or(|(w, _)| w.as_str() < written) {
@@ -367,6 +368,7 @@ impl HudiSource {
             }
             out.push(change);
         }
+        DataFile::mark_removed_later(&mut out);
         Ok((out, notes))
     }
 
@@ -381,7 +383,7 @@ impl HudiSource {
             .map_err(|e| self.instant_error(instant, format!("{}: {e}", f.path)))?;
             change
                 .added
-                .push(DataFile::parquet(f.path, f.size, None).with_partition(values));
+                .push(DataFile::parquet(f.path, f.size, f.records).with_partition(values));
         }
         change.removed = effect.removed.into_iter().map(|f| f.path).collect();
         Ok(())

@@ -676,8 +676,12 @@ impl IcebergTable {
             path: location.clone(),
             reason,
         };
-        if self.verify_files {
+        // A file a later source commit removes may be gone already (cleaned, vacuumed): it
+        // is only history, described by what the source recorded.
+        let mut gone = false;
+        if self.verify_files || file.removed_later {
             match self.store.size(&file.path).await? {
+                None if file.removed_later => gone = true,
                 None => return Err(invalid("does not exist".into())),
                 Some(n) if n != file.size_bytes => {
                     return Err(invalid(format!(
@@ -690,7 +694,14 @@ impl IcebergTable {
         }
         let mut record_count = file.record_count;
         let mut column_stats = file.column_stats.clone();
-        if file.format == FileFormat::Parquet && (record_count.is_none() || column_stats.is_empty())
+        if gone && record_count.is_none() {
+            return Err(invalid(
+                "is gone from storage (removed by a later source commit and cleaned) and the source records no row count for it".into(),
+            ));
+        }
+        if !gone
+            && file.format == FileFormat::Parquet
+            && (record_count.is_none() || column_stats.is_empty())
         {
             let meta = read_footer(&self.store, &file.path, file.size_bytes)
                 .await

@@ -1,6 +1,6 @@
 //! Files a commit adds or removes, with what is known about their contents.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use crate::Value;
 
@@ -47,6 +47,10 @@ pub struct DataFile {
     /// Stats keyed by the leaf column's dotted path. Empty means "unknown": the target may
     /// read them from the file footer.
     pub column_stats: BTreeMap<String, ColumnStats>,
+    /// The source removes this file again in a later commit, so it may already be deleted
+    /// from storage (Hudi clean, Delta vacuum): its absence is then not an error, and the
+    /// snapshot that adds it is only history.
+    pub removed_later: bool,
 }
 
 impl DataFile {
@@ -59,6 +63,26 @@ impl DataFile {
             record_count,
             partition: Vec::new(),
             column_stats: BTreeMap::new(),
+            removed_later: false,
+        }
+    }
+
+    /// Mark, in change sets given in order, every added file that a later change set
+    /// removes (by name, or by leaving it out of a full state).
+    pub fn mark_removed_later(changes: &mut [crate::ChangeSet]) {
+        let mut removed_after: HashSet<String> = HashSet::new();
+        let mut nearest_full_state: Option<HashSet<String>> = None;
+        for change in changes.iter_mut().rev() {
+            for file in &mut change.added {
+                file.removed_later = removed_after.contains(&file.path)
+                    || nearest_full_state
+                        .as_ref()
+                        .is_some_and(|live| !live.contains(&file.path));
+            }
+            if change.full_state {
+                nearest_full_state = Some(change.added.iter().map(|f| f.path.clone()).collect());
+            }
+            removed_after.extend(change.removed.iter().cloned());
         }
     }
 
@@ -80,4 +104,46 @@ pub struct DeleteFile {
     pub record_count: u64,
     /// The data files whose rows it deletes.
     pub data_files: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ChangeSet, PartitionSpec, Schema, SourceCommit, SourceFormat};
+
+    fn change(id: &str, added: &[&str], removed: &[&str], full_state: bool) -> ChangeSet {
+        let commit = SourceCommit {
+            format: SourceFormat::Delta,
+            id: id.into(),
+            action: "WRITE".into(),
+            requested_ms: None,
+            commit_time_ms: 0,
+        };
+        let mut c = ChangeSet::new(commit, Schema::default(), PartitionSpec::unpartitioned());
+        c.added = added
+            .iter()
+            .map(|p| DataFile::parquet(*p, 1, None))
+            .collect();
+        c.removed = removed.iter().map(|p| p.to_string()).collect();
+        c.full_state = full_state;
+        c
+    }
+
+    #[test]
+    fn files_removed_by_later_commits_are_marked() {
+        let mut changes = vec![
+            change("0", &["a", "b", "c"], &[], false),
+            change("1", &["d"], &["a"], false),
+            change("2", &["c", "d"], &[], true),
+        ];
+        DataFile::mark_removed_later(&mut changes);
+        let marks: Vec<Vec<bool>> = changes
+            .iter()
+            .map(|c| c.added.iter().map(|f| f.removed_later).collect())
+            .collect();
+        assert_eq!(
+            marks,
+            vec![vec![true, true, false], vec![false], vec![false, false]]
+        );
+    }
 }
