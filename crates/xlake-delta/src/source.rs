@@ -3,7 +3,9 @@
 use std::collections::{BTreeSet, HashMap};
 
 use deltalake_core::kernel::scalars::ScalarExt;
-use xlake_model::{ChangeSet, DataFile, PartitionField, PartitionSpec, SourceCommit, SourceFormat};
+use xlake_model::{
+    ChangeSet, DataFile, PartitionField, PartitionSpec, Replay, SourceCommit, SourceFormat,
+};
 use xlake_storage::TableStore;
 
 use crate::action::{parse_commit, Add, MetaData, Protocol};
@@ -88,14 +90,15 @@ impl DeltaSource {
     /// change set; that is refused if the target mirrors versions before it but not it
     /// (the versions between can no longer be told apart). `mirrored` names the versions
     /// the target holds.
-    pub async fn change_sets(
-        &self,
-        mirrored: &BTreeSet<String>,
-    ) -> Result<(Vec<ChangeSet>, Vec<String>)> {
+    pub async fn change_sets(&self, mirrored: &BTreeSet<String>) -> Result<Replay<DeltaError>> {
         let mut out = Vec::new();
         let mut notes = Vec::new();
         let Some((start, from_checkpoint)) = self.log.start(&self.table())? else {
-            return Ok((out, notes));
+            return Ok(Replay {
+                changes: out,
+                notes,
+                stopped: None,
+            });
         };
         let mut state: Option<State> = None;
         let mut first = start;
@@ -117,77 +120,86 @@ impl DeltaSource {
             first = start + 1;
         }
         let latest = self.log.latest().unwrap_or(start);
-        for version in first..=latest {
-            let (path, modified) =
-                self.log
-                    .commits
-                    .get(&version)
-                    .cloned()
-                    .ok_or_else(|| DeltaError::Incomplete {
-                        table: self.table(),
-                        reason: format!("commit {version:020}.json is missing"),
+        let replay: Result<()> = async {
+            for version in first..=latest {
+                let (path, modified) =
+                    self.log.commits.get(&version).cloned().ok_or_else(|| {
+                        DeltaError::Incomplete {
+                            table: self.table(),
+                            reason: format!("commit {version:020}.json is missing"),
+                        }
                     })?;
-            let log_error = |reason: String| DeltaError::Log {
-                table: self.table(),
-                version,
-                file: self.store.absolute(&path),
-                reason,
-            };
-            let bytes = self.store.get(&path).await?;
-            let text = std::str::from_utf8(&bytes).map_err(|_| log_error("not UTF-8".into()))?;
-            let commit = parse_commit(text).map_err(log_error)?;
-            if commit.metadata.is_some() || commit.protocol.is_some() {
-                let metadata = commit
-                    .metadata
-                    .clone()
-                    .or_else(|| state.as_ref().map(|s| s.metadata.clone()))
+                let log_error = |reason: String| DeltaError::Log {
+                    table: self.table(),
+                    version,
+                    file: self.store.absolute(&path),
+                    reason,
+                };
+                let bytes = self.store.get(&path).await?;
+                let text =
+                    std::str::from_utf8(&bytes).map_err(|_| log_error("not UTF-8".into()))?;
+                let commit = parse_commit(text).map_err(log_error)?;
+                if commit.metadata.is_some() || commit.protocol.is_some() {
+                    let metadata = commit
+                        .metadata
+                        .clone()
+                        .or_else(|| state.as_ref().map(|s| s.metadata.clone()))
+                        .ok_or_else(|| {
+                            log_error("no metaData action before this version".into())
+                        })?;
+                    let protocol = commit
+                        .protocol
+                        .clone()
+                        .or_else(|| state.as_ref().map(|s| s.protocol.clone()))
+                        .unwrap_or_default();
+                    state = Some(self.state(version, metadata, protocol)?);
+                }
+                let s = state
+                    .as_ref()
                     .ok_or_else(|| log_error("no metaData action before this version".into()))?;
-                let protocol = commit
-                    .protocol
-                    .clone()
-                    .or_else(|| state.as_ref().map(|s| s.protocol.clone()))
-                    .unwrap_or_default();
-                state = Some(self.state(version, metadata, protocol)?);
+                let time = commit
+                    .info
+                    .as_ref()
+                    .and_then(|i| i.in_commit_timestamp.or(i.timestamp))
+                    .unwrap_or(modified);
+                let action = commit
+                    .info
+                    .as_ref()
+                    .and_then(|i| i.operation.clone())
+                    .unwrap_or_else(|| "commit".into());
+                let mut change = ChangeSet::new(
+                    self.commit(version, action, time),
+                    s.table.schema.clone(),
+                    s.spec.clone(),
+                );
+                for add in &commit.adds {
+                    change
+                        .added
+                        .push(self.data_file(version, s, add).map_err(&log_error)?);
+                }
+                change.removed = commit
+                    .removes
+                    .iter()
+                    .map(|r| local_path(&r.path))
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(&log_error)?;
+                let touched = commit
+                    .adds
+                    .iter()
+                    .map(|a| a.data_change)
+                    .chain(commit.removes.iter().map(|r| r.data_change));
+                change.data_change = touched.clone().count() == 0 || touched.into_iter().any(|d| d);
+                out.push(change);
             }
-            let s = state
-                .as_ref()
-                .ok_or_else(|| log_error("no metaData action before this version".into()))?;
-            let time = commit
-                .info
-                .as_ref()
-                .and_then(|i| i.in_commit_timestamp.or(i.timestamp))
-                .unwrap_or(modified);
-            let action = commit
-                .info
-                .as_ref()
-                .and_then(|i| i.operation.clone())
-                .unwrap_or_else(|| "commit".into());
-            let mut change = ChangeSet::new(
-                self.commit(version, action, time),
-                s.table.schema.clone(),
-                s.spec.clone(),
-            );
-            for add in &commit.adds {
-                change
-                    .added
-                    .push(self.data_file(version, s, add).map_err(&log_error)?);
-            }
-            change.removed = commit
-                .removes
-                .iter()
-                .map(|r| local_path(&r.path))
-                .collect::<std::result::Result<_, _>>()
-                .map_err(&log_error)?;
-            let touched = commit
-                .adds
-                .iter()
-                .map(|a| a.data_change)
-                .chain(commit.removes.iter().map(|r| r.data_change));
-            change.data_change = touched.clone().count() == 0 || touched.into_iter().any(|d| d);
-            out.push(change);
+            Ok(())
         }
+        .await;
         DataFile::mark_removed_later(&mut out);
-        Ok((out, notes))
+        Ok(Replay {
+            changes: out,
+            notes,
+            stopped: replay.err(),
+        })
     }
 
     fn commit(&self, version: u64, action: String, time: i64) -> SourceCommit {
@@ -269,19 +281,26 @@ impl DeltaSource {
             .and_then(serde_json::from_value)
             .map_err(|e| fail(format!("protocol: {e}")))?;
         let state = self.state(version, metadata, protocol)?;
-        let time = match self.log.commits.get(&version) {
+        let (time, action) = match self.log.commits.get(&version) {
             Some((path, modified)) => {
                 let bytes = self.store.get(path).await?;
                 let info = parse_commit(&String::from_utf8_lossy(&bytes))
                     .ok()
                     .and_then(|c| c.info);
-                info.and_then(|i| i.in_commit_timestamp.or(i.timestamp))
-                    .unwrap_or(*modified)
+                let time = info
+                    .as_ref()
+                    .and_then(|i| i.in_commit_timestamp.or(i.timestamp))
+                    .unwrap_or(*modified);
+                (time, info.and_then(|i| i.operation))
             }
-            None => snapshot.version_timestamp(version as i64).unwrap_or(0),
+            None => (
+                snapshot.version_timestamp(version as i64).unwrap_or(0),
+                None,
+            ),
         };
+        let action = action.unwrap_or_else(|| "CHECKPOINT".into());
         let mut change = ChangeSet::new(
-            self.commit(version, "CHECKPOINT".into(), time),
+            self.commit(version, action, time),
             state.table.schema.clone(),
             state.spec.clone(),
         );

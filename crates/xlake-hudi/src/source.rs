@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use xlake_model::{ChangeSet, DataFile, Schema, SourceCommit, SourceFormat};
+use xlake_model::{ChangeSet, DataFile, Replay, Schema, SourceCommit, SourceFormat};
 use xlake_storage::{StorageError, TableStore};
 
 use crate::commit_metadata::{CommitMetadata, RestoreMetadata, RollbackMetadata};
@@ -228,10 +228,7 @@ impl HudiSource {
     /// timeline, and for tables whose early instants are archived: the first change set
     /// then carries the whole state at the oldest retained instant, unless earlier
     /// instants are mirrored already). Also returns notes for the operator.
-    pub async fn change_sets(
-        &self,
-        mirrored: &BTreeSet<String>,
-    ) -> Result<(Vec<ChangeSet>, Vec<String>)> {
+    pub async fn change_sets(&self, mirrored: &BTreeSet<String>) -> Result<Replay<HudiError>> {
         let mut groups = FileGroups::default();
         let mut schema: Option<Schema> = None;
         let mut out = Vec::new();
@@ -261,115 +258,123 @@ impl HudiSource {
         } else {
             Vec::new()
         };
-        for instant in &self.timeline.completed {
-            let kind = kind(&instant.action).ok_or_else(|| {
-                self.instant_error(instant, format!("unknown action {:?}", instant.action))
-            })?;
-            // A rollback or restore of instants Iceberg mirrors but the timeline no longer
-            // holds: their effect is unknown file by file, so the snapshot is given as the
-            // whole replayed state (the state before them) and the target takes the difference.
-            let mut full_state = false;
-            let (mut effect, data_change) = match kind {
-                Kind::Skip => continue,
-                Kind::Commit => {
-                    let json = read_instant(&self.store, instant).await?;
-                    let meta: CommitMetadata = serde_json::from_value(json).map_err(|e| {
-                        self.instant_error(instant, format!("not commit metadata: {e}"))
-                    })?;
-                    if let Some(text) = meta.schema() {
+        let replay: Result<()> = async {
+            for instant in &self.timeline.completed {
+                let kind = kind(&instant.action).ok_or_else(|| {
+                    self.instant_error(instant, format!("unknown action {:?}", instant.action))
+                })?;
+                // A rollback or restore of instants Iceberg mirrors but the timeline no longer
+                // holds: their effect is unknown file by file, so the snapshot is given as the
+                // whole replayed state (the state before them) and the target takes the difference.
+                let mut full_state = false;
+                let (mut effect, data_change) = match kind {
+                    Kind::Skip => continue,
+                    Kind::Commit => {
+                        let json = read_instant(&self.store, instant).await?;
+                        let meta: CommitMetadata = serde_json::from_value(json).map_err(|e| {
+                            self.instant_error(instant, format!("not commit metadata: {e}"))
+                        })?;
+                        if let Some(text) = meta.schema() {
+                            schema = Some(
+                                avro_to_schema(text, self.config.meta_fields)
+                                    .map_err(|e| self.instant_error(instant, e))?,
+                            );
+                        }
+                        let effect = groups
+                            .apply_commit(&meta, self.options.mor_read_optimized)
+                            .map_err(|e| self.instant_error(instant, e))?;
+                        // Clustering rewrites rows as they are, except that on a merge-on-read
+                        // table it also merges log records into the read-optimized view.
+                        let rewrite_only = meta.operation_type.as_deref() == Some("CLUSTER")
+                            && self.config.table_type == TableType::CopyOnWrite;
+                        (effect, !rewrite_only)
+                    }
+                    Kind::Rollback => {
+                        let json = read_instant(&self.store, instant).await?;
+                        let meta: RollbackMetadata = serde_json::from_value(json).map_err(|e| {
+                            self.instant_error(instant, format!("not rollback metadata: {e}"))
+                        })?;
+                        full_state = dropped(&meta.commits_rollback.unwrap_or_default());
+                        (Effect::default(), true)
+                    }
+                    Kind::Restore => {
+                        let json = read_instant(&self.store, instant).await?;
+                        let meta: RestoreMetadata = serde_json::from_value(json).map_err(|e| {
+                            self.instant_error(instant, format!("not restore metadata: {e}"))
+                        })?;
+                        full_state = dropped(&meta.rolled_back());
+                        (Effect::default(), true)
+                    }
+                };
+                if schema.is_none() {
+                    if let Some(text) = &self.config.create_schema {
                         schema = Some(
                             avro_to_schema(text, self.config.meta_fields)
                                 .map_err(|e| self.instant_error(instant, e))?,
                         );
                     }
-                    let effect = groups
-                        .apply_commit(&meta, self.options.mor_read_optimized)
-                        .map_err(|e| self.instant_error(instant, e))?;
-                    // Clustering rewrites rows as they are, except that on a merge-on-read
-                    // table it also merges log records into the read-optimized view.
-                    let rewrite_only = meta.operation_type.as_deref() == Some("CLUSTER")
-                        && self.config.table_type == TableType::CopyOnWrite;
-                    (effect, !rewrite_only)
                 }
-                Kind::Rollback => {
-                    let json = read_instant(&self.store, instant).await?;
-                    let meta: RollbackMetadata = serde_json::from_value(json).map_err(|e| {
-                        self.instant_error(instant, format!("not rollback metadata: {e}"))
-                    })?;
-                    full_state = dropped(&meta.commits_rollback.unwrap_or_default());
-                    (Effect::default(), true)
-                }
-                Kind::Restore => {
-                    let json = read_instant(&self.store, instant).await?;
-                    let meta: RestoreMetadata = serde_json::from_value(json).map_err(|e| {
-                        self.instant_error(instant, format!("not restore metadata: {e}"))
-                    })?;
-                    full_state = dropped(&meta.rolled_back());
-                    (Effect::default(), true)
-                }
-            };
-            if schema.is_none() {
-                if let Some(text) = &self.config.create_schema {
-                    schema = Some(
-                        avro_to_schema(text, self.config.meta_fields)
-                            .map_err(|e| self.instant_error(instant, e))?,
-                    );
-                }
-            }
-            let schema = schema.clone().ok_or_else(|| {
-                self.instant_error(
-                    instant,
-                    "no schema: neither the commit nor hoodie.properties records one",
-                )
-            })?;
-            let (spec, note) = partition_spec(&self.config, &schema);
-            if let Some(note) = note {
-                if !notes.contains(&note) {
-                    notes.push(note);
-                }
-            }
-            let commit = SourceCommit {
-                format: SourceFormat::Hudi,
-                id: instant.requested.clone(),
-                action: instant.action.clone(),
-                requested_ms: instant_millis(&instant.requested),
-                commit_time_ms: instant_millis(instant.commit_time()).ok_or_else(|| {
+                let schema = schema.clone().ok_or_else(|| {
                     self.instant_error(
                         instant,
-                        format!("unreadable instant time {}", instant.commit_time()),
+                        "no schema: neither the commit nor hoodie.properties records one",
                     )
-                })?,
-            };
-            let mut data_change = data_change;
-            if !unmirrored_seed.is_empty() {
-                data_change = true;
-                // The first snapshot also holds what archived instants left live.
-                let (replaced, kept): (Vec<BaseFile>, Vec<BaseFile>) =
-                    std::mem::take(&mut unmirrored_seed)
-                        .into_iter()
-                        .partition(|f| effect.removed.contains(f));
-                effect.removed.retain(|f| !replaced.contains(f));
-                effect.added.splice(0..0, kept);
-            }
-            if full_state {
-                effect = Effect {
-                    added: groups.live().cloned().collect(),
-                    removed: Vec::new(),
+                })?;
+                let (spec, note) = partition_spec(&self.config, &schema);
+                if let Some(note) = note {
+                    if !notes.contains(&note) {
+                        notes.push(note);
+                    }
+                }
+                let commit = SourceCommit {
+                    format: SourceFormat::Hudi,
+                    id: instant.requested.clone(),
+                    action: instant.action.clone(),
+                    requested_ms: instant_millis(&instant.requested),
+                    commit_time_ms: instant_millis(instant.commit_time()).ok_or_else(|| {
+                        self.instant_error(
+                            instant,
+                            format!("unreadable instant time {}", instant.commit_time()),
+                        )
+                    })?,
                 };
+                let mut data_change = data_change;
+                if !unmirrored_seed.is_empty() {
+                    data_change = true;
+                    // The first snapshot also holds what archived instants left live.
+                    let (replaced, kept): (Vec<BaseFile>, Vec<BaseFile>) =
+                        std::mem::take(&mut unmirrored_seed)
+                            .into_iter()
+                            .partition(|f| effect.removed.contains(f));
+                    effect.removed.retain(|f| !replaced.contains(f));
+                    effect.added.splice(0..0, kept);
+                }
+                if full_state {
+                    effect = Effect {
+                        added: groups.live().cloned().collect(),
+                        removed: Vec::new(),
+                    };
+                }
+                let mut change = ChangeSet::new(commit, schema.clone(), spec.clone());
+                change.full_state = full_state;
+                change.data_change = data_change;
+                self.fill(&mut change, effect, instant)?;
+                if self.config.table_type == TableType::MergeOnRead {
+                    change
+                        .notes
+                        .insert(VIEW_NOTE.into(), "read_optimized".into());
+                }
+                out.push(change);
             }
-            let mut change = ChangeSet::new(commit, schema.clone(), spec.clone());
-            change.full_state = full_state;
-            change.data_change = data_change;
-            self.fill(&mut change, effect, instant)?;
-            if self.config.table_type == TableType::MergeOnRead {
-                change
-                    .notes
-                    .insert(VIEW_NOTE.into(), "read_optimized".into());
-            }
-            out.push(change);
+            Ok(())
         }
+        .await;
         DataFile::mark_removed_later(&mut out);
-        Ok((out, notes))
+        Ok(Replay {
+            changes: out,
+            notes,
+            stopped: replay.err(),
+        })
     }
 
     fn fill(&self, change: &mut ChangeSet, effect: Effect, instant: &Instant) -> Result<()> {

@@ -87,6 +87,19 @@ impl ChangeSet {
     }
 }
 
+/// What a source's replay produced: the change sets up to the first commit it could not
+/// read, notes for the operator, and the error that stopped it, if any. The engine mirrors
+/// the change sets it has, then reports the error.
+#[derive(Debug)]
+pub struct Replay<E> {
+    /// Change sets in source order.
+    pub changes: Vec<ChangeSet>,
+    /// Notes for the operator.
+    pub notes: Vec<String>,
+    /// Why the replay stopped early.
+    pub stopped: Option<E>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,7 +22,7 @@ use std::collections::{BTreeSet, HashMap};
 use xlake_delta::{DeltaError, DeltaSource};
 use xlake_hudi::{HudiError, HudiOptions, HudiSource};
 use xlake_iceberg::{Committed, IcebergError, IcebergTable};
-use xlake_model::ChangeSet;
+use xlake_model::{ChangeSet, Replay};
 use xlake_storage::{StorageError, TableStore};
 
 /// How often a commit is re-planned after losing a race to another writer.
@@ -58,6 +58,9 @@ pub struct SyncOptions {
     pub hudi: HudiOptions,
     /// Iceberg table properties to set.
     pub properties: HashMap<String, String>,
+    /// Do not check that live data files exist with the recorded size (for a copy of a
+    /// table's log without its data; a missing file's row count must then be in the log).
+    pub skip_file_check: bool,
 }
 
 /// One snapshot written by a sync.
@@ -109,13 +112,21 @@ impl Source {
         })
     }
 
+    /// The source's change sets and notes, and the error that cut its replay short.
     async fn change_sets(
         &self,
         mirrored: &BTreeSet<String>,
-    ) -> Result<(Vec<ChangeSet>, Vec<String>), SyncError> {
+    ) -> Result<Replay<SyncError>, SyncError> {
+        fn lift<E: Into<SyncError>>(r: Replay<E>) -> Replay<SyncError> {
+            Replay {
+                changes: r.changes,
+                notes: r.notes,
+                stopped: r.stopped.map(Into::into),
+            }
+        }
         Ok(match self {
-            Self::Hudi(s) => s.change_sets(mirrored).await?,
-            Self::Delta(s) => s.change_sets(mirrored).await?,
+            Self::Hudi(s) => lift(s.change_sets(mirrored).await?),
+            Self::Delta(s) => lift(s.change_sets(mirrored).await?),
         })
     }
 }
@@ -129,7 +140,9 @@ pub async fn sync(
 ) -> Result<SyncReport, SyncError> {
     let store = TableStore::open(location)?;
     let table = store.location().to_string();
-    let target = IcebergTable::new(store.clone()).with_properties(options.properties.clone());
+    let target = IcebergTable::new(store.clone())
+        .with_properties(options.properties.clone())
+        .verify_files(!options.skip_file_check);
     let (source, format) = Source::open(store, options).await?;
     let mut report = SyncReport {
         format: format.into(),
@@ -143,7 +156,11 @@ pub async fn sync(
             .into_iter()
             .filter_map(|(_, m)| m.source_identifier)
             .collect();
-        let (changes, notes) = source.change_sets(&mirrored).await?;
+        let Replay {
+            changes,
+            notes,
+            stopped,
+        } = source.change_sets(&mirrored).await?;
         let pending = pending(&changes, &mirrored);
         if report.written.is_empty() {
             report.source_commits = changes.len();
@@ -168,7 +185,12 @@ pub async fn sync(
                 Err(e) => return Err(e.into()),
             }
         }
-        return Ok(report);
+        // The commits before the one the source could not read are mirrored; now say why
+        // the rest is not.
+        return match stopped {
+            Some(e) => Err(e),
+            None => Ok(report),
+        };
     }
 }
 
