@@ -21,6 +21,24 @@ fn transform(t: Transform) -> IcebergTransform {
     }
 }
 
+/// A partition field name that is a valid Avro name (manifests are Avro records whose
+/// fields are the partition fields), made as Iceberg Java's `makeCompatibleName` does:
+/// `Company Very Short` becomes `Company_x20Very_x20Short`.
+pub fn avro_safe(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_alphabetic() || c == '_' || (i > 0 && c.is_ascii_digit()) {
+            out.push(c);
+        } else if i == 0 && c.is_ascii_digit() {
+            out.push('_');
+            out.push(c);
+        } else {
+            out.push_str(&format!("_x{:X}", u32::from(c)));
+        }
+    }
+    out
+}
+
 /// The unbound Iceberg spec of a neutral spec, with source ids taken from `schema`.
 pub fn to_unbound_spec(
     spec: &PartitionSpec,
@@ -48,7 +66,7 @@ pub fn to_unbound_spec(
             ));
         }
         builder = builder
-            .add_partition_field(source.id, &field.name, t)
+            .add_partition_field(source.id, avro_safe(&field.name), t)
             .map_err(|e| problem(e.to_string()))?;
     }
     Ok(builder.build())
@@ -96,4 +114,17 @@ pub fn partition_tuple(
             Ok(Some(Literal::Primitive(datum.literal().clone())))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_names_become_avro_names() {
+        assert_eq!(avro_safe("Company Very Short"), "Company_x20Very_x20Short");
+        assert_eq!(avro_safe("1st"), "_1st");
+        assert_eq!(avro_safe("a.b-c"), "a_x2Eb_x2Dc");
+        assert_eq!(avro_safe("region"), "region");
+    }
 }

@@ -311,6 +311,53 @@ fn mapped(field: &NestedField, mut names: Vec<String>, aliases: &Aliases) -> Map
     MappedField::new(Some(field.id), names, children)
 }
 
+/// `current` plus every field of `previous` it lacks (matched by field id, recursively),
+/// with the names of both: a column dropped from the schema keeps its mapping, as older
+/// snapshots still read files that hold it.
+pub fn merge_mappings(current: &NameMapping, previous: &NameMapping) -> NameMapping {
+    let current: Vec<&MappedField> = current.fields().iter().collect();
+    let previous: Vec<&MappedField> = previous.fields().iter().collect();
+    NameMapping::new(merge_fields(&current, &previous))
+}
+
+fn merge_fields(current: &[&MappedField], previous: &[&MappedField]) -> Vec<MappedField> {
+    fn children(f: &MappedField) -> Vec<&MappedField> {
+        f.fields().iter().map(|c| c.as_ref()).collect()
+    }
+    let mut out: Vec<MappedField> = current
+        .iter()
+        .map(|c| {
+            match previous
+                .iter()
+                .find(|p| p.field_id().is_some() && p.field_id() == c.field_id())
+            {
+                None => (*c).clone(),
+                Some(old) => {
+                    let mut names = c.names().to_vec();
+                    names.extend(
+                        old.names()
+                            .iter()
+                            .filter(|n| !c.names().contains(n))
+                            .cloned(),
+                    );
+                    MappedField::new(
+                        c.field_id(),
+                        names,
+                        merge_fields(&children(c), &children(old)),
+                    )
+                }
+            }
+        })
+        .collect();
+    out.extend(
+        previous
+            .iter()
+            .filter(|old| !current.iter().any(|c| c.field_id() == old.field_id()))
+            .map(|old| (*old).clone()),
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,6 +492,34 @@ mod tests {
         let json = serde_json::to_string(&name_mapping(&schema, &aliases)).unwrap();
         assert!(
             json.contains(r#"{"field-id":7,"names":["a","col-1234"]}"#),
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn dropped_columns_stay_mapped() {
+        let v1 = to_iceberg_schema(&nested_schema(), None, 0, 0).unwrap().0;
+        let mut fewer = nested_schema();
+        fewer.fields.truncate(1);
+        let v2 = to_iceberg_schema(&fewer, Some(&v1), v1.highest_field_id(), 1)
+            .unwrap()
+            .0;
+        let merged = merge_mappings(
+            &name_mapping(&v2, &Aliases::new()),
+            &name_mapping(&v1, &Aliases::new()),
+        );
+        let json = serde_json::to_string(&merged).unwrap();
+        assert_eq!(merged.fields().len(), 4, "{json}");
+        assert!(
+            json.contains(r#""names":["element","array","item"]"#),
+            "{json}"
+        );
+        let ids: Vec<Option<i32>> = merged.fields().iter().map(|f| f.field_id()).collect();
+        assert_eq!(ids, [Some(1), Some(2), Some(3), Some(4)], "{json}");
+        assert!(
+            json.contains(
+                r#"{"field-id":4,"names":["m"],"fields":[{"field-id":7,"names":["key"]}"#
+            ),
             "{json}"
         );
     }

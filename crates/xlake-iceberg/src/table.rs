@@ -13,8 +13,8 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use iceberg::spec::{
     DataContentType, DataFile as IcebergDataFile, DataFileBuilder, DataFileFormat, ManifestFile,
-    Operation, PartitionSpec as IcebergSpec, Schema as IcebergSchema, SchemaRef, Snapshot,
-    SnapshotReference, SnapshotRetention, SortOrder, Struct, Summary, TableMetadata,
+    NameMapping, Operation, PartitionSpec as IcebergSpec, Schema as IcebergSchema, SchemaRef,
+    Snapshot, SnapshotReference, SnapshotRetention, SortOrder, Struct, Summary, TableMetadata,
     TableMetadataBuilder, Type, UnboundPartitionSpec, DEFAULT_SCHEMA_NAME_MAPPING, MAIN_BRANCH,
 };
 use xlake_model::{ChangeSet, DataFile, FileFormat};
@@ -24,7 +24,7 @@ use crate::error::{IcebergError, Result};
 use crate::footer::{footer_stats, read_footer};
 use crate::manifest::{read_entries, read_manifest_list, write_manifest, write_manifest_list};
 use crate::partition::{partition_tuple, same_fields, to_unbound_spec};
-use crate::schema::{name_mapping, to_iceberg_schema};
+use crate::schema::{merge_mappings, name_mapping, to_iceberg_schema};
 use crate::summary::{
     standard_summary, FileCounts, SyncMetadata, SOURCE_COMMIT_TIME, XTABLE_METADATA,
 };
@@ -265,10 +265,15 @@ impl IcebergTable {
         let unbound =
             to_unbound_spec(&change.partition_spec, &converted).map_err(not_representable)?;
         let mut properties = self.properties.clone();
-        properties.insert(
-            DEFAULT_SCHEMA_NAME_MAPPING.into(),
-            json(&name_mapping(&converted, &aliases)),
-        );
+        // Older snapshots still read through older schemas: keep their columns mapped.
+        let previous: Option<NameMapping> = current
+            .and_then(|m| m.properties().get(DEFAULT_SCHEMA_NAME_MAPPING))
+            .and_then(|text| serde_json::from_str(text).ok());
+        let mut mapping = name_mapping(&converted, &aliases);
+        if let Some(previous) = &previous {
+            mapping = merge_mappings(&mapping, previous);
+        }
+        properties.insert(DEFAULT_SCHEMA_NAME_MAPPING.into(), json(&mapping));
 
         // The same builder twice: staged without a snapshot first, to learn the bound spec
         // and schema ids the manifests need; then again with the snapshot.
