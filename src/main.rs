@@ -20,13 +20,16 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Mirror every pending completed commit of a Hudi table as Iceberg snapshots.
+    /// Mirror every pending completed commit of a Hudi or Delta table as Iceberg snapshots.
     Sync {
         /// Table root: a local path, or a URL with the `cloud` feature.
         table: String,
         /// Mirror a merge-on-read table's base files only (its read-optimized view).
         #[arg(long)]
         mor_read_optimized: bool,
+        /// Do not check that live data files exist (a copy of the log without the data).
+        #[arg(long)]
+        skip_file_check: bool,
     },
     /// List the Iceberg snapshots of a table and the source commit each one mirrors.
     Snapshots {
@@ -56,9 +59,11 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         Command::Sync {
             table,
             mor_read_optimized,
+            skip_file_check,
         } => {
             let options = SyncOptions {
                 hudi: HudiOptions { mor_read_optimized },
+                skip_file_check,
                 ..Default::default()
             };
             let report = sync(&table, &options, |m| {

@@ -71,6 +71,27 @@ impl LogListing {
                 listing.checkpoints.insert(version);
             }
         }
+        // `_last_checkpoint` names a checkpoint that must exist.
+        let pointer = format!("{LOG_DIR}/_last_checkpoint");
+        if store.size(&pointer).await?.is_some() {
+            let bytes = store.get(&pointer).await?;
+            let version = serde_json::from_slice::<serde_json::Value>(&bytes)
+                .ok()
+                .and_then(|v| v.get("version")?.as_u64())
+                .ok_or_else(|| DeltaError::Incomplete {
+                    table: store.location().to_string(),
+                    reason: format!("{}: not a checkpoint pointer", store.absolute(&pointer)),
+                })?;
+            if !listing.checkpoints.contains(&version) {
+                return Err(DeltaError::Incomplete {
+                    table: store.location().to_string(),
+                    reason: format!(
+                        "{} names the checkpoint of version {version}, which is missing or incomplete",
+                        store.absolute(&pointer)
+                    ),
+                });
+            }
+        }
         Ok(listing)
     }
 
