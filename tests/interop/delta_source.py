@@ -82,15 +82,6 @@ def commit_time_ms(table):
     return out
 
 
-def first_deletion_vector(table):
-    """(version, file path) of the first `add` carrying a deletion vector, else None."""
-    for v in sorted(commit_files(table)):
-        for a in actions(table, v):
-            if a.get("add", {}).get("deletionVector"):
-                return v, a["add"]["path"]
-    return None
-
-
 def latest_metadata(table):
     """The newest `metaData` action in the commit files."""
     for v in sorted(commit_files(table), reverse=True):

@@ -17,6 +17,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod action;
+pub mod deletion_vector;
 pub mod error;
 pub mod log;
 pub mod schema;

@@ -9,6 +9,7 @@ use xlake_model::{
 use xlake_storage::TableStore;
 
 use crate::action::{parse_commit, Add, MetaData, Protocol};
+use crate::deletion_vector::{self, Descriptor};
 use crate::error::{DeltaError, Result};
 use crate::log::LogListing;
 use crate::schema::{parse_schema, TableSchema};
@@ -21,7 +22,7 @@ const SUPPORTED_READER_FEATURES: [&str; 6] = [
     "v2Checkpoint",
     "vacuumProtocolCheck",
     "typeWidening",
-    // Refused per file below until position deletes are written: never silently dropped.
+    // Written as Iceberg position deletes.
     "deletionVectors",
 ];
 
@@ -175,7 +176,7 @@ impl DeltaSource {
                 for add in &commit.adds {
                     change
                         .added
-                        .push(self.data_file(version, s, add).map_err(&log_error)?);
+                        .push(self.data_file(s, add).await.map_err(&log_error)?);
                 }
                 change.removed = commit
                     .removes
@@ -212,18 +213,7 @@ impl DeltaSource {
         }
     }
 
-    fn data_file(
-        &self,
-        version: u64,
-        s: &State,
-        add: &Add,
-    ) -> std::result::Result<DataFile, String> {
-        if add.deletion_vector.is_some() {
-            return Err(format!(
-                "{} carries a deletion vector; xlake does not write Iceberg position deletes yet and refuses rather than show deleted rows (version {version})",
-                add.path
-            ));
-        }
+    async fn data_file(&self, s: &State, add: &Add) -> std::result::Result<DataFile, String> {
         let path = local_path(&add.path)?;
         let (records, stats) = match &add.stats {
             Some(text) if !text.is_empty() => {
@@ -255,6 +245,13 @@ impl DeltaSource {
         )
         .with_partition(partition);
         file.column_stats = stats;
+        if let Some(dv) = &add.deletion_vector {
+            let descriptor: Descriptor = serde_json::from_value(dv.clone())
+                .map_err(|e| format!("{}: deletion vector descriptor: {e}", add.path))?;
+            file.deleted_rows = deletion_vector::read(&self.store, &descriptor)
+                .await
+                .map_err(|e| format!("{}: deletion vector: {e}", add.path))?;
+        }
         Ok(file)
     }
 
@@ -323,11 +320,13 @@ impl DeltaSource {
                 stats: file.stats(),
                 deletion_vector: file
                     .deletion_vector_descriptor()
-                    .map(|_| serde_json::Value::Bool(true)),
+                    .map(serde_json::to_value)
+                    .transpose()
+                    .map_err(|e| fail(format!("deletion vector descriptor: {e}")))?,
             };
             change
                 .added
-                .push(self.data_file(version, &state, &add).map_err(fail)?);
+                .push(self.data_file(&state, &add).await.map_err(fail)?);
         }
         Ok((state, change))
     }

@@ -91,16 +91,6 @@ pub enum IcebergError {
         /// The version that was taken.
         version: u64,
     },
-    /// The change set uses something this target does not write yet.
-    #[error("{table}: source commit {commit}: {feature} is not supported yet")]
-    Unsupported {
-        /// Table location.
-        table: String,
-        /// Source commit id.
-        commit: String,
-        /// What is unsupported.
-        feature: String,
-    },
 }
 
 /// Result alias of this crate.

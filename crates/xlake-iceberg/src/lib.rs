@@ -10,6 +10,7 @@
 //! | [`schema`] | neutral schema to Iceberg schema with stable field ids; the name mapping |
 //! | [`partition`] | partition specs and partition tuples |
 //! | [`value`] | neutral values to Iceberg datums (bounds, partition values); bound truncation |
+//! | [`deletes`] | position-delete files for rows a source deleted (Delta deletion vectors) |
 //! | [`footer`] | record counts and column stats from Parquet footers, when the source has none |
 //! | [`summary`] | snapshot summary counters and `XTABLE_METADATA` ([`SyncMetadata`]) |
 //! | `manifest` | manifests and manifest lists via iceberg-rust's writers, persisted through [`xlake_storage`] |
@@ -19,6 +20,7 @@
 //! [`TableStore`](xlake_storage::TableStore), so the commit point is its put-if-absent.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod deletes;
 pub mod error;
 pub mod footer;
 mod manifest;

@@ -50,19 +50,24 @@ pub(crate) async fn read_manifest_list(
         .map_err(|e| format!("{location}: {e}"))
 }
 
-/// Write one data manifest at `location`, filled by `fill`.
+/// Write one manifest (of data files, or of delete files when `deletes`) at `location`,
+/// filled by `fill`.
 pub(crate) async fn write_manifest(
     store: &TableStore,
     location: &str,
     snapshot_id: i64,
-    schema: SchemaRef,
-    spec: PartitionSpec,
+    (schema, spec): (SchemaRef, PartitionSpec),
+    deletes: bool,
     fill: impl FnOnce(&mut ManifestWriter) -> iceberg::Result<()>,
 ) -> Result<ManifestFile, String> {
     let io = FileIO::new_with_memory();
     let output = io.new_output(location).map_err(|e| e.to_string())?;
-    let mut writer =
-        ManifestWriterBuilder::new(output, Some(snapshot_id), None, schema, spec).build_v2_data();
+    let builder = ManifestWriterBuilder::new(output, Some(snapshot_id), None, schema, spec);
+    let mut writer = if deletes {
+        builder.build_v2_deletes()
+    } else {
+        builder.build_v2_data()
+    };
     fill(&mut writer).map_err(|e| e.to_string())?;
     let manifest = writer
         .write_manifest_file()

@@ -82,6 +82,33 @@ impl FileCounts {
     }
 }
 
+/// What a snapshot adds and removes: data files, and position-delete files (whose records
+/// are deleted positions).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Data files added.
+    pub added: FileCounts,
+    /// Data files removed.
+    pub removed: FileCounts,
+    /// Position-delete files added.
+    pub added_deletes: FileCounts,
+    /// Position-delete files removed.
+    pub removed_deletes: FileCounts,
+}
+
+impl Counts {
+    /// Count one file: a delete file or a data file, added or removed.
+    pub fn count(&mut self, delete_file: bool, added: bool, records: u64, bytes: u64) {
+        let which = match (delete_file, added) {
+            (false, true) => &mut self.added,
+            (false, false) => &mut self.removed,
+            (true, true) => &mut self.added_deletes,
+            (true, false) => &mut self.removed_deletes,
+        };
+        which.add(records, bytes);
+    }
+}
+
 fn total(parent: Option<&HashMap<String, String>>, key: &str) -> u64 {
     parent
         .and_then(|p| p.get(key))
@@ -89,12 +116,11 @@ fn total(parent: Option<&HashMap<String, String>>, key: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// The standard summary properties of a snapshot that adds and removes these files, on
-/// top of its parent's totals.
+/// The standard summary properties of a snapshot with these changes, on top of its
+/// parent's totals.
 pub fn standard_summary(
     parent: Option<&HashMap<String, String>>,
-    added: FileCounts,
-    removed: FileCounts,
+    c: &Counts,
     changed_partitions: usize,
 ) -> HashMap<String, String> {
     let after = |key: &str, plus: u64, minus: u64| {
@@ -102,13 +128,42 @@ pub fn standard_summary(
             .saturating_sub(minus)
             .to_string()
     };
+    let (added, removed) = (c.added, c.removed);
+    let (added_deletes, removed_deletes) = (c.added_deletes, c.removed_deletes);
     HashMap::from([
         ("added-data-files".into(), added.files.to_string()),
         ("deleted-data-files".into(), removed.files.to_string()),
         ("added-records".into(), added.records.to_string()),
         ("deleted-records".into(), removed.records.to_string()),
-        ("added-files-size".into(), added.bytes.to_string()),
-        ("removed-files-size".into(), removed.bytes.to_string()),
+        (
+            "added-files-size".into(),
+            (added.bytes + added_deletes.bytes).to_string(),
+        ),
+        (
+            "removed-files-size".into(),
+            (removed.bytes + removed_deletes.bytes).to_string(),
+        ),
+        ("added-delete-files".into(), added_deletes.files.to_string()),
+        (
+            "added-position-delete-files".into(),
+            added_deletes.files.to_string(),
+        ),
+        (
+            "added-position-deletes".into(),
+            added_deletes.records.to_string(),
+        ),
+        (
+            "removed-delete-files".into(),
+            removed_deletes.files.to_string(),
+        ),
+        (
+            "removed-position-delete-files".into(),
+            removed_deletes.files.to_string(),
+        ),
+        (
+            "removed-position-deletes".into(),
+            removed_deletes.records.to_string(),
+        ),
         (
             "changed-partition-count".into(),
             changed_partitions.to_string(),
@@ -123,10 +178,28 @@ pub fn standard_summary(
         ),
         (
             "total-files-size".into(),
-            after("total-files-size", added.bytes, removed.bytes),
+            after(
+                "total-files-size",
+                added.bytes + added_deletes.bytes,
+                removed.bytes + removed_deletes.bytes,
+            ),
         ),
-        ("total-delete-files".into(), "0".into()),
-        ("total-position-deletes".into(), "0".into()),
+        (
+            "total-delete-files".into(),
+            after(
+                "total-delete-files",
+                added_deletes.files,
+                removed_deletes.files,
+            ),
+        ),
+        (
+            "total-position-deletes".into(),
+            after(
+                "total-position-deletes",
+                added_deletes.records,
+                removed_deletes.records,
+            ),
+        ),
         ("total-equality-deletes".into(), "0".into()),
     ])
 }
@@ -136,40 +209,52 @@ mod tests {
     use super::*;
     use xlake_model::SourceFormat;
 
+    fn files(files: u64, records: u64, bytes: u64) -> FileCounts {
+        FileCounts {
+            files,
+            records,
+            bytes,
+        }
+    }
+
     #[test]
     fn totals_carry_over_from_the_parent() {
-        let first = standard_summary(
-            None,
-            FileCounts {
-                files: 3,
-                records: 30,
-                bytes: 300,
-            },
-            FileCounts::default(),
-            2,
-        );
+        let first = Counts {
+            added: files(3, 30, 300),
+            ..Default::default()
+        };
+        let first = standard_summary(None, &first, 2);
         assert_eq!(first["total-data-files"], "3");
         assert_eq!(first["total-records"], "30");
         assert_eq!(first["changed-partition-count"], "2");
-        let second = standard_summary(
-            Some(&first),
-            FileCounts {
-                files: 1,
-                records: 5,
-                bytes: 50,
-            },
-            FileCounts {
-                files: 2,
-                records: 20,
-                bytes: 200,
-            },
-            1,
-        );
+        let second = Counts {
+            added: files(1, 5, 50),
+            removed: files(2, 20, 200),
+            ..Default::default()
+        };
+        let second = standard_summary(Some(&first), &second, 1);
         assert_eq!(second["total-data-files"], "2");
         assert_eq!(second["total-records"], "15");
         assert_eq!(second["total-files-size"], "150");
         assert_eq!(second["deleted-records"], "20");
         assert_eq!(second["added-files-size"], "50");
+        // A deletion vector rewritten: one delete file of 2 positions replaces one of 1.
+        let third = Counts {
+            added_deletes: files(1, 2, 10),
+            removed_deletes: files(1, 1, 8),
+            ..Default::default()
+        };
+        let mut with_deletes = second.clone();
+        with_deletes.insert("total-delete-files".into(), "1".into());
+        with_deletes.insert("total-position-deletes".into(), "1".into());
+        let third = standard_summary(Some(&with_deletes), &third, 1);
+        assert_eq!(third["total-delete-files"], "1");
+        assert_eq!(third["total-position-deletes"], "2");
+        assert_eq!(third["added-position-deletes"], "2");
+        assert_eq!(
+            third["total-records"], "15",
+            "data records are not reduced by deletes"
+        );
     }
 
     #[test]

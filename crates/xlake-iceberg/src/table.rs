@@ -12,22 +12,22 @@ use std::collections::{HashMap, HashSet};
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use iceberg::spec::{
-    DataContentType, DataFile as IcebergDataFile, DataFileBuilder, DataFileFormat, ManifestFile,
-    NameMapping, Operation, PartitionSpec as IcebergSpec, Schema as IcebergSchema, SchemaRef,
-    Snapshot, SnapshotReference, SnapshotRetention, SortOrder, Struct, Summary, TableMetadata,
-    TableMetadataBuilder, Type, UnboundPartitionSpec, DEFAULT_SCHEMA_NAME_MAPPING, MAIN_BRANCH,
+    DataContentType, DataFile as IcebergDataFile, DataFileBuilder, DataFileFormat,
+    ManifestContentType, ManifestEntry, ManifestFile, NameMapping, Operation,
+    PartitionSpec as IcebergSpec, Schema as IcebergSchema, SchemaRef, Snapshot, SnapshotReference,
+    SnapshotRetention, SortOrder, Struct, Summary, TableMetadata, TableMetadataBuilder, Type,
+    UnboundPartitionSpec, DEFAULT_SCHEMA_NAME_MAPPING, MAIN_BRANCH,
 };
 use xlake_model::{ChangeSet, DataFile, FileFormat};
 use xlake_storage::{PutOutcome, StorageError, TableStore};
 
+use crate::deletes::position_delete_file;
 use crate::error::{IcebergError, Result};
 use crate::footer::{footer_stats, read_footer};
 use crate::manifest::{read_entries, read_manifest_list, write_manifest, write_manifest_list};
 use crate::partition::{partition_tuple, same_fields, to_unbound_spec};
 use crate::schema::{merge_mappings, name_mapping, to_iceberg_schema};
-use crate::summary::{
-    standard_summary, FileCounts, SyncMetadata, SOURCE_COMMIT_TIME, XTABLE_METADATA,
-};
+use crate::summary::{standard_summary, Counts, SyncMetadata, SOURCE_COMMIT_TIME, XTABLE_METADATA};
 use crate::value::{to_datum, truncate_lower, truncate_upper};
 
 const METADATA_DIR: &str = "metadata";
@@ -223,13 +223,6 @@ impl IcebergTable {
     /// new `vN.metadata.json`).
     pub async fn commit(&self, change: &ChangeSet) -> Result<Committed> {
         let commit_id = change.commit.id.clone();
-        if !change.added_deletes.is_empty() {
-            return Err(IcebergError::Unsupported {
-                table: self.table(),
-                commit: commit_id,
-                feature: "position-delete files (deletion vectors)".into(),
-            });
-        }
         let loaded = self.load().await?;
         let current = loaded.as_ref().map(|l| &l.metadata);
         let resolved;
@@ -300,10 +293,11 @@ impl IcebergTable {
         let sequence_number = current.map_or(0, |m| m.last_sequence_number()) + 1;
         let parent = current.and_then(|m| m.current_snapshot()).cloned();
 
-        // Files added: checked, measured, and described in Iceberg's terms.
-        let added = self.added_files(change, &schema, &spec).await?;
+        // Files added: checked, measured, and described in Iceberg's terms; rows a source
+        // deleted from them become position-delete files.
+        let (added, added_deletes) = self.added_files(change, &schema, &spec).await?;
 
-        // Files removed: find the manifests holding them.
+        // Files removed: find the manifests holding them, and the delete files of them.
         let parent_manifests = match &parent {
             Some(p) => read_manifest_list(&self.store, p.manifest_list())
                 .await
@@ -315,6 +309,15 @@ impl IcebergTable {
             .iter()
             .map(|p| (self.store.absolute(p), false))
             .collect();
+        let removes = |e: &ManifestEntry, data: bool| {
+            if data {
+                to_remove.contains_key(e.file_path())
+            } else {
+                e.data_file()
+                    .referenced_data_file()
+                    .is_some_and(|r| to_remove.contains_key(&r))
+            }
+        };
         let mut kept: Vec<ManifestFile> = Vec::new();
         let mut rewrites = Vec::new();
         for mf in parent_manifests {
@@ -322,24 +325,30 @@ impl IcebergTable {
             if live == 0 {
                 continue;
             }
-            if to_remove.is_empty() || mf.content != iceberg::spec::ManifestContentType::Data {
+            if to_remove.is_empty() {
                 kept.push(mf);
                 continue;
             }
             let entries = read_entries(&self.store, &mf)
                 .await
                 .map_err(|e| self.corrupt(&mf.manifest_path, e))?;
-            let mut hit = false;
-            for e in entries.iter().filter(|e| e.is_alive()) {
-                if let Some(found) = to_remove.get_mut(e.file_path()) {
-                    *found = true;
-                    hit = true;
-                }
-            }
-            if hit {
-                rewrites.push((mf, entries));
-            } else {
+            let data = mf.content == ManifestContentType::Data;
+            let hits: Vec<String> = entries
+                .iter()
+                .filter(|e| e.is_alive() && removes(e, data))
+                .map(|e| e.file_path().to_string())
+                .collect();
+            if hits.is_empty() {
                 kept.push(mf);
+            } else {
+                rewrites.push((mf, entries, data, hits));
+            }
+        }
+        for (_, _, data, hits) in &rewrites {
+            for path in hits.iter().filter(|_| *data) {
+                if let Some(found) = to_remove.get_mut(path) {
+                    *found = true;
+                }
             }
         }
         if let Some((path, _)) = to_remove.iter().find(|(_, found)| !**found) {
@@ -350,7 +359,7 @@ impl IcebergTable {
             });
         }
 
-        // Write: the new manifest, rewritten manifests, the manifest list.
+        // Write: new manifests, rewritten manifests, the manifest list.
         let commit_uuid = uuid::Uuid::new_v4();
         let manifest_location = |n: usize| {
             self.store
@@ -366,13 +375,16 @@ impl IcebergTable {
             }
         };
         let mut manifests = Vec::new();
-        let mut added_counts = FileCounts::default();
-        let mut removed_counts = FileCounts::default();
+        let mut counts = Counts::default();
         let mut partitions: HashSet<(i32, String)> = HashSet::new();
         let adds_files = !added.is_empty();
-        if adds_files {
-            for f in &added {
-                added_counts.add(f.record_count(), f.file_size_in_bytes());
+        let adds_deletes = !added_deletes.is_empty();
+        for (files, deletes) in [(added, false), (added_deletes, true)] {
+            if files.is_empty() {
+                continue;
+            }
+            for f in &files {
+                counts.count(deletes, true, f.record_count(), f.file_size_in_bytes());
                 partitions.insert((spec.spec_id(), format!("{:?}", f.partition())));
             }
             let location = manifest_location(manifests.len());
@@ -380,47 +392,42 @@ impl IcebergTable {
                 &self.store,
                 &location,
                 snapshot_id,
-                schema.clone(),
-                (*spec).clone(),
-                |w| added.into_iter().try_for_each(|f| w.add_file(f, -1)),
+                (schema.clone(), (*spec).clone()),
+                deletes,
+                |w| files.into_iter().try_for_each(|f| w.add_file(f, -1)),
             )
             .await
             .map_err(write_failed(&location))?;
             manifests.push(mf);
         }
-        for (old, entries) in rewrites {
+        for (old, entries, data, hits) in rewrites {
             let old_spec = staged
                 .partition_spec_by_id(old.partition_spec_id)
                 .ok_or_else(|| self.corrupt(&old.manifest_path, "unknown partition spec id"))?;
             let location = manifest_location(manifests.len());
-            let mut removed_here = Vec::new();
             let live: Vec<_> = entries.into_iter().filter(|e| e.is_alive()).collect();
-            for e in &live {
-                if to_remove.contains_key(e.file_path()) {
-                    removed_here.push((
-                        e.record_count(),
-                        e.file_size_in_bytes(),
-                        format!("{:?}", e.data_file().partition()),
-                    ));
-                }
+            for e in live
+                .iter()
+                .filter(|e| hits.iter().any(|h| h == e.file_path()))
+            {
+                counts.count(!data, false, e.record_count(), e.file_size_in_bytes());
+                partitions.insert((
+                    old.partition_spec_id,
+                    format!("{:?}", e.data_file().partition()),
+                ));
             }
-            for (records, bytes, partition) in removed_here {
-                removed_counts.add(records, bytes);
-                partitions.insert((old.partition_spec_id, partition));
-            }
-            let removing = &to_remove;
             let mf = write_manifest(
                 &self.store,
                 &location,
                 snapshot_id,
-                schema.clone(),
-                (**old_spec).clone(),
+                (schema.clone(), (**old_spec).clone()),
+                !data,
                 |w| {
                     for e in live {
                         let seq = e.sequence_number().unwrap_or(0);
                         let file_seq = e.file_sequence_number;
                         let snapshot = e.snapshot_id().unwrap_or(0);
-                        if removing.contains_key(e.file_path()) {
+                        if hits.iter().any(|h| h == e.file_path()) {
                             w.add_delete_file(e.data_file, seq, file_seq)?;
                         } else {
                             w.add_existing_file(e.data_file, snapshot, seq, file_seq)?;
@@ -456,7 +463,7 @@ impl IcebergTable {
                 .max(m.last_updated_ms())
         });
         let timestamp_ms = change.commit.commit_time_ms.max(floor);
-        let operation = match (adds_files, !change.removed.is_empty()) {
+        let operation = match (adds_files, !change.removed.is_empty() || adds_deletes) {
             (false, false) => Operation::Append,
             _ if !change.data_change => Operation::Replace,
             (true, false) => Operation::Append,
@@ -465,8 +472,7 @@ impl IcebergTable {
         };
         let mut summary = standard_summary(
             parent.as_ref().map(|p| &p.summary().additional_properties),
-            added_counts,
-            removed_counts,
+            &counts,
             partitions.len(),
         );
         summary.insert(
@@ -655,15 +661,18 @@ impl IcebergTable {
         change: &ChangeSet,
         schema: &IcebergSchema,
         spec: &IcebergSpec,
-    ) -> Result<Vec<IcebergDataFile>> {
+    ) -> Result<(Vec<IcebergDataFile>, Vec<IcebergDataFile>)> {
         let partition_type = spec
             .partition_type(schema)
             .map_err(self.spec_error("partition type"))?;
-        futures::stream::iter(change.added.iter())
-            .map(|f| self.added_file(change, f, schema, spec, &partition_type))
-            .buffered(FILE_CHECK_CONCURRENCY)
-            .try_collect()
-            .await
+        let both: Vec<(IcebergDataFile, Option<IcebergDataFile>)> =
+            futures::stream::iter(change.added.iter())
+                .map(|f| self.added_file(change, f, schema, spec, &partition_type))
+                .buffered(FILE_CHECK_CONCURRENCY)
+                .try_collect()
+                .await?;
+        let (data, deletes): (Vec<_>, Vec<_>) = both.into_iter().unzip();
+        Ok((data, deletes.into_iter().flatten().collect()))
     }
 
     async fn added_file(
@@ -673,7 +682,7 @@ impl IcebergTable {
         schema: &IcebergSchema,
         spec: &IcebergSpec,
         partition_type: &iceberg::spec::StructType,
-    ) -> Result<IcebergDataFile> {
+    ) -> Result<(IcebergDataFile, Option<IcebergDataFile>)> {
         let location = self.store.absolute(&file.path);
         let invalid = |reason: String| IcebergError::InvalidDataFile {
             table: self.table(),
@@ -768,7 +777,7 @@ impl IcebergTable {
                 upper_bounds.insert(id, upper);
             }
         }
-        DataFileBuilder::default()
+        let data = DataFileBuilder::default()
             .content(DataContentType::Data)
             .file_path(location.clone())
             .file_format(match file.format {
@@ -776,7 +785,7 @@ impl IcebergTable {
                 FileFormat::Orc => DataFileFormat::Orc,
                 FileFormat::Avro => DataFileFormat::Avro,
             })
-            .partition(partition)
+            .partition(partition.clone())
             .partition_spec_id(spec.spec_id())
             .record_count(record_count)
             .file_size_in_bytes(file.size_bytes)
@@ -786,7 +795,35 @@ impl IcebergTable {
             .lower_bounds(lower_bounds)
             .upper_bounds(upper_bounds)
             .build()
-            .map_err(|e| invalid(e.to_string()))
+            .map_err(|e| invalid(e.to_string()))?;
+        if file.deleted_rows.is_empty() {
+            return Ok((data, None));
+        }
+        // The deleted rows, as a position-delete file beside the metadata.
+        if let Some(beyond) = file.deleted_rows.iter().find(|&&p| p >= record_count) {
+            return Err(invalid(format!(
+                "deletes row {beyond} of a file of {record_count} rows"
+            )));
+        }
+        let bytes = position_delete_file(&location, &file.deleted_rows).map_err(&invalid)?;
+        let delete_path = self.store.absolute(&format!(
+            "{METADATA_DIR}/{}-deletes.parquet",
+            uuid::Uuid::new_v4()
+        ));
+        let size = bytes.len() as u64;
+        self.store.put_if_absent(&delete_path, bytes).await?;
+        let deletes = DataFileBuilder::default()
+            .content(DataContentType::PositionDeletes)
+            .file_path(delete_path)
+            .file_format(DataFileFormat::Parquet)
+            .partition(partition)
+            .partition_spec_id(spec.spec_id())
+            .record_count(file.deleted_rows.len() as u64)
+            .file_size_in_bytes(size)
+            .referenced_data_file(Some(location.clone()))
+            .build()
+            .map_err(|e| invalid(e.to_string()))?;
+        Ok((data, Some(deletes)))
     }
 
     /// Delete metadata files that fell out of the metadata log, if the table asks for it.

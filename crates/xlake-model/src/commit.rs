@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::{DataFile, DeleteFile, PartitionSpec, Schema};
+use crate::{DataFile, PartitionSpec, Schema};
 
 /// The table format a commit was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,8 +58,6 @@ pub struct ChangeSet {
     pub added: Vec<DataFile>,
     /// Locations of data files removed (same form as [`DataFile::path`]).
     pub removed: Vec<String>,
-    /// Position-delete files added (deletion vectors).
-    pub added_deletes: Vec<DeleteFile>,
     /// False when files were only rewritten (compaction, clustering): the rows are the same.
     pub data_change: bool,
     /// Extra entries for the snapshot summary, e.g. which view of the source is mirrored.
@@ -79,7 +77,6 @@ impl ChangeSet {
             partition_spec,
             added: Vec::new(),
             removed: Vec::new(),
-            added_deletes: Vec::new(),
             data_change: true,
             notes: BTreeMap::new(),
             full_state: false,

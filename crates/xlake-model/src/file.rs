@@ -47,6 +47,9 @@ pub struct DataFile {
     /// Stats keyed by the leaf column's dotted path. Empty means "unknown": the target may
     /// read them from the file footer.
     pub column_stats: BTreeMap<String, ColumnStats>,
+    /// Positions (0-based row numbers, ascending) of the file's rows that are deleted, as a
+    /// Delta deletion vector records them. Empty: every row is live.
+    pub deleted_rows: Vec<u64>,
     /// The source removes this file again in a later commit, so it may already be deleted
     /// from storage (Hudi clean, Delta vacuum): its absence is then not an error, and the
     /// snapshot that adds it is only history.
@@ -63,6 +66,7 @@ impl DataFile {
             record_count,
             partition: Vec::new(),
             column_stats: BTreeMap::new(),
+            deleted_rows: Vec::new(),
             removed_later: false,
         }
     }
@@ -91,19 +95,6 @@ impl DataFile {
         self.partition = partition;
         self
     }
-}
-
-/// A file of deleted row positions (for deletion vectors), applying to some data files.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeleteFile {
-    /// Location, like [`DataFile::path`].
-    pub path: String,
-    /// Size in bytes.
-    pub size_bytes: u64,
-    /// Number of deleted positions.
-    pub record_count: u64,
-    /// The data files whose rows it deletes.
-    pub data_files: Vec<String>,
 }
 
 #[cfg(test)]

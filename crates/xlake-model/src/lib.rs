@@ -9,8 +9,8 @@
 //! | [`schema`] | [`Schema`], [`Field`], [`DataType`], [`PrimitiveType`]: columns, nesting, nullability |
 //! | [`partition`] | [`PartitionSpec`], [`PartitionField`], [`Transform`]: how files are grouped |
 //! | [`value`] | [`Value`]: one typed scalar (partition values, column bounds) |
-//! | [`file`] | [`DataFile`], [`ColumnStats`], [`DeleteFile`]: what a commit adds or removes |
-//! | [`commit`] | [`SourceCommit`], [`ChangeSet`]: one source commit and its effect |
+//! | [`file`] | [`DataFile`] (with deleted row positions), [`ColumnStats`]: what a commit adds or removes |
+//! | [`commit`] | [`SourceCommit`], [`ChangeSet`], [`Replay`]: source commits and their effect |
 //!
 //! The model holds data only; it does no I/O.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -22,7 +22,7 @@ pub mod schema;
 pub mod value;
 
 pub use commit::{ChangeSet, Replay, SourceCommit, SourceFormat};
-pub use file::{ColumnStats, DataFile, DeleteFile, FileFormat};
+pub use file::{ColumnStats, DataFile, FileFormat};
 pub use partition::{PartitionField, PartitionSpec, Transform};
 pub use schema::{DataType, Field, PrimitiveType, Schema, TimeUnit};
 pub use value::Value;
