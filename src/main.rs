@@ -82,12 +82,10 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             for note in &report.notes {
                 println!("note: {note}");
             }
-            println!(
-                "{table}: {} source commits, {} already mirrored, {} snapshots written",
-                report.source_commits,
-                report.already_mirrored,
-                report.written.len()
-            );
+            match report.written.len() {
+                0 => println!("{table}: up to date, nothing to mirror"),
+                n => println!("{table}: {n} snapshots written"),
+            }
         }
         Command::Snapshots { table } => {
             let iceberg = IcebergTable::new(TableStore::open(&table)?);

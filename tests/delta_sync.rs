@@ -187,6 +187,23 @@ async fn column_mapping_ids_become_field_ids_and_physical_names_are_mapped() {
     }
 }
 
+#[tokio::test]
+async fn an_incremental_sync_reads_only_the_new_commits() {
+    let (_dir, root) = extract("evolving_typed_partitions");
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    // History before the last checkpoint (version 11) is never read again: corrupt it.
+    write_commit(&root, 3, "not json at all");
+    write_commit(
+        &root,
+        12,
+        "{\"commitInfo\":{\"timestamp\":1900000000000,\"operation\":\"SET TBLPROPERTIES\"}}\n",
+    );
+    let report = sync_with(&root, &SyncOptions::default()).await.unwrap();
+    assert_eq!(report.written.len(), 1);
+    assert_eq!(report.written[0].change.commit.id, "12");
+    assert_eq!(mirrored(&root).await.last().map(String::as_str), Some("12"));
+}
+
 fn write_commit(root: &Path, version: u64, body: &str) {
     std::fs::write(root.join(format!("_delta_log/{version:020}.json")), body).unwrap();
 }

@@ -86,11 +86,11 @@ impl DeltaSource {
         })
     }
 
-    /// One change set per version, in order, each commit file read once. When early
-    /// commits are gone the replay starts at a checkpoint, whose whole state is the first
-    /// change set; that is refused if the target mirrors versions before it but not it
-    /// (the versions between can no longer be told apart). `mirrored` names the versions
-    /// the target holds.
+    /// One change set per version not yet mirrored, in order, each commit file read once.
+    /// `mirrored` names the versions the target holds: only versions after the newest of
+    /// them are read. On a first sync whose early commits are gone the replay starts at a
+    /// checkpoint, whose whole state is the first change set; that is refused if the target
+    /// mirrors versions before it but not it (those between can no longer be told apart).
     pub async fn change_sets(&self, mirrored: &BTreeSet<String>) -> Result<Replay<DeltaError>> {
         let mut out = Vec::new();
         let mut notes = Vec::new();
@@ -103,8 +103,17 @@ impl DeltaSource {
         };
         let mut state: Option<State> = None;
         let mut first = start;
-        if from_checkpoint {
-            let newest_mirrored = mirrored.iter().filter_map(|v| v.parse::<u64>().ok()).max();
+        let newest_mirrored = mirrored.iter().filter_map(|v| v.parse::<u64>().ok()).max();
+        let latest = self.log.latest().unwrap_or(start);
+        if let Some(m) = newest_mirrored.filter(|&m| m >= start) {
+            // Incremental: only the versions after the newest mirrored one are read; the
+            // schema in force there comes from deltalake-core (its checkpoint and the
+            // commits since), not from replaying the whole log.
+            if m < latest {
+                state = Some(self.snapshot_at(m).await?.0);
+            }
+            first = m + 1;
+        } else if from_checkpoint {
             if newest_mirrored.is_some_and(|m| m < start) {
                 return Err(DeltaError::Incomplete {
                     table: self.table(),
@@ -120,7 +129,6 @@ impl DeltaSource {
             out.push(change);
             first = start + 1;
         }
-        let latest = self.log.latest().unwrap_or(start);
         let replay: Result<()> = async {
             for version in first..=latest {
                 let (path, modified) =
@@ -255,9 +263,9 @@ impl DeltaSource {
         Ok(file)
     }
 
-    /// The state at a checkpoint version, read with deltalake-core: schema, protocol, and
-    /// one change set adding every live file.
-    async fn checkpoint_state(&self, version: u64) -> Result<(State, ChangeSet)> {
+    /// The table at `version` as deltalake-core loads it (from the newest checkpoint at or
+    /// before it, and the commits since), with the schema state in force there.
+    async fn snapshot_at(&self, version: u64) -> Result<(State, deltalake_core::DeltaTable)> {
         let fail = |reason: String| DeltaError::Checkpoint {
             table: self.table(),
             version,
@@ -278,6 +286,19 @@ impl DeltaSource {
             .and_then(serde_json::from_value)
             .map_err(|e| fail(format!("protocol: {e}")))?;
         let state = self.state(version, metadata, protocol)?;
+        Ok((state, table))
+    }
+
+    /// The state at a checkpoint version, read with deltalake-core: schema, protocol, and
+    /// one change set adding every live file.
+    async fn checkpoint_state(&self, version: u64) -> Result<(State, ChangeSet)> {
+        let fail = |reason: String| DeltaError::Checkpoint {
+            table: self.table(),
+            version,
+            reason,
+        };
+        let (state, table) = self.snapshot_at(version).await?;
+        let snapshot = table.snapshot().map_err(|e| fail(e.to_string()))?;
         let (time, action) = match self.log.commits.get(&version) {
             Some((path, modified)) => {
                 let bytes = self.store.get(path).await?;
