@@ -8,7 +8,7 @@ use xlake_hudi::HudiOptions;
 use xlake_iceberg::summary::iso_instant;
 use xlake_iceberg::{IcebergTable, SyncMetadata};
 use xlake_storage::TableStore;
-use xlake_sync::{sync, SyncOptions};
+use xlake_sync::{check, sync, CheckReport, SyncOptions};
 
 /// Make a Hudi or Delta table readable as Apache Iceberg, in place.
 #[derive(Parser)]
@@ -31,6 +31,22 @@ enum Command {
         #[arg(long)]
         skip_file_check: bool,
     },
+    /// Check that every completed source commit has exactly one Iceberg snapshot, in order.
+    /// Exit 0: consistent; 1: violations (missing, unknown, duplicated, out of order,
+    /// differing files); 2: could not check.
+    Check {
+        /// Table root.
+        table: String,
+        /// Also compare the current snapshot's live files with the source's.
+        #[arg(long)]
+        deep: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// The table is merge-on-read and mirrored read-optimized.
+        #[arg(long)]
+        mor_read_optimized: bool,
+    },
     /// List the Iceberg snapshots of a table and the source commit each one mirrors.
     Snapshots {
         /// Table root (the folder holding `metadata/`): a local path, or a URL with the
@@ -45,17 +61,46 @@ async fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
-    match run(Cli::parse()).await {
-        Ok(()) => ExitCode::SUCCESS,
+    let cli = Cli::parse();
+    // `check` keeps exit code 1 for violations; its errors mean "could not check".
+    let error_code = if matches!(cli.command, Command::Check { .. }) {
+        2
+    } else {
+        1
+    };
+    match run(cli).await {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("xlake: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(error_code)
         }
     }
 }
 
-async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     match cli.command {
+        Command::Check {
+            table,
+            deep,
+            json,
+            mor_read_optimized,
+        } => {
+            let options = SyncOptions {
+                hudi: HudiOptions { mor_read_optimized },
+                ..Default::default()
+            };
+            let report = check(&table, &options, deep).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print_check(&report);
+            }
+            return Ok(if report.consistent() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            });
+        }
         Command::Sync {
             table,
             mor_read_optimized,
@@ -91,7 +136,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             let iceberg = IcebergTable::new(TableStore::open(&table)?);
             let Some(loaded) = iceberg.load().await? else {
                 println!("{table}: no Iceberg metadata yet");
-                return Ok(());
+                return Ok(ExitCode::SUCCESS);
             };
             let mut snapshots: Vec<_> = loaded.metadata.snapshots().collect();
             snapshots.sort_by_key(|s| s.sequence_number());
@@ -124,5 +169,39 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_check(r: &CheckReport) {
+    let state = if r.consistent() {
+        "consistent"
+    } else {
+        "NOT CONSISTENT"
+    };
+    println!("{} ({}): {state}", r.table, r.format);
+    println!(
+        "  {} completed source commits, {} snapshots in the current ancestry, {} before mirroring began",
+        r.source_commits, r.snapshots, r.before_mirroring
+    );
+    println!("  lag: {} commits, {} ms", r.lag_commits, r.lag_ms);
+    for id in &r.missing {
+        println!(
+            "  missing: source commit {id} is completed in {} but missing from iceberg",
+            r.format.to_lowercase()
+        );
+    }
+    for u in &r.unknown {
+        println!("  unknown: snapshot {} records source commit {}, which the source no longer has as completed", u.snapshot_id, u.commit);
+    }
+    for id in &r.duplicates {
+        println!("  duplicate: source commit {id} is recorded by more than one snapshot");
+    }
+    for id in &r.out_of_order {
+        println!(
+            "  out of order: the snapshot of source commit {id} comes after that of a later commit"
+        );
+    }
+    for d in &r.file_differences {
+        println!("  file: {d}");
+    }
 }

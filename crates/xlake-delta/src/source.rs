@@ -4,7 +4,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use deltalake_core::kernel::scalars::ScalarExt;
 use xlake_model::{
-    ChangeSet, DataFile, PartitionField, PartitionSpec, Replay, SourceCommit, SourceFormat,
+    ChangeSet, CommitListing, DataFile, ListedCommit, PartitionField, PartitionSpec, Replay,
+    SourceCommit, SourceFormat,
 };
 use xlake_storage::TableStore;
 
@@ -46,6 +47,32 @@ impl DeltaSource {
     pub async fn open(store: TableStore) -> Result<Self> {
         let log = LogListing::load(&store).await?;
         Ok(Self { store, log })
+    }
+
+    /// The retained versions that each get a snapshot, from the log folder's names.
+    pub fn listing(&self) -> Result<CommitListing> {
+        let Some((start, _)) = self.log.start(&self.table())? else {
+            return Ok(CommitListing {
+                strictly_ordered: true,
+                ..Default::default()
+            });
+        };
+        let latest = self.log.latest().unwrap_or(start);
+        let commits = (start..=latest)
+            .map(|v| ListedCommit {
+                id: v.to_string(),
+                time_ms: self
+                    .log
+                    .commits
+                    .get(&v)
+                    .map_or(0, |(_, modified)| *modified),
+            })
+            .collect();
+        Ok(CommitListing {
+            commits,
+            retained_from: Some(start.to_string()),
+            strictly_ordered: true,
+        })
     }
 
     fn table(&self) -> String {

@@ -2,7 +2,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use xlake_model::{ChangeSet, DataFile, Replay, Schema, SourceCommit, SourceFormat};
+use xlake_model::{
+    ChangeSet, CommitListing, DataFile, ListedCommit, Replay, Schema, SourceCommit, SourceFormat,
+};
 use xlake_storage::{StorageError, TableStore};
 
 use crate::commit_metadata::{CommitMetadata, RestoreMetadata, RollbackMetadata};
@@ -123,6 +125,36 @@ impl HudiSource {
     /// The table's configuration.
     pub fn config(&self) -> &TableConfig {
         &self.config
+    }
+
+    /// The completed instants that each get a snapshot, from the timeline's file names.
+    pub fn listing(&self) -> CommitListing {
+        let commits = self
+            .timeline
+            .completed
+            .iter()
+            .filter(|i| {
+                matches!(
+                    kind(&i.action),
+                    Some(Kind::Commit | Kind::Rollback | Kind::Restore)
+                )
+            })
+            .map(|i| ListedCommit {
+                id: i.requested.clone(),
+                time_ms: instant_millis(i.commit_time()).unwrap_or(0),
+            })
+            .collect();
+        CommitListing {
+            commits,
+            retained_from: self
+                .timeline
+                .completed
+                .iter()
+                .chain(&self.timeline.pending)
+                .map(|i| i.requested.clone())
+                .min(),
+            strictly_ordered: self.config.version >= 8,
+        }
     }
 
     /// The table's timeline.

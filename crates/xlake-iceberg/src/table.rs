@@ -542,20 +542,19 @@ impl IcebergTable {
         })
     }
 
-    /// A full-state change set as the difference from the current snapshot's live files.
-    async fn as_difference(
+    /// The live data files of the current snapshot of `metadata`: location to row count.
+    async fn live_data_files(
         &self,
-        change: &ChangeSet,
-        current: Option<&TableMetadata>,
-    ) -> Result<ChangeSet> {
-        let mut live: HashSet<String> = HashSet::new();
-        if let Some(snapshot) = current.and_then(|m| m.current_snapshot()) {
+        metadata: Option<&TableMetadata>,
+    ) -> Result<HashMap<String, u64>> {
+        let mut live = HashMap::new();
+        if let Some(snapshot) = metadata.and_then(|m| m.current_snapshot()) {
             let manifests = read_manifest_list(&self.store, snapshot.manifest_list())
                 .await
                 .map_err(|e| self.corrupt(snapshot.manifest_list(), e))?;
             for mf in manifests
                 .iter()
-                .filter(|m| m.content == iceberg::spec::ManifestContentType::Data)
+                .filter(|m| m.content == ManifestContentType::Data)
             {
                 let entries = read_entries(&self.store, mf)
                     .await
@@ -564,10 +563,49 @@ impl IcebergTable {
                     entries
                         .iter()
                         .filter(|e| e.is_alive())
-                        .map(|e| e.file_path().to_string()),
+                        .map(|e| (e.file_path().to_string(), e.record_count())),
                 );
             }
         }
+        Ok(live)
+    }
+
+    /// The live data files of the current snapshot (location to row count), read from its
+    /// manifests.
+    pub async fn current_files(&self) -> Result<HashMap<String, u64>> {
+        let loaded = self.load().await?;
+        self.live_data_files(loaded.as_ref().map(|l| &l.metadata))
+            .await
+    }
+
+    /// The snapshots of the current ancestry, oldest first: (snapshot id, time, what it
+    /// mirrors).
+    pub async fn ancestry(&self) -> Result<Vec<(i64, i64, Option<SyncMetadata>)>> {
+        let Some(loaded) = self.load().await? else {
+            return Ok(Vec::new());
+        };
+        let m = &loaded.metadata;
+        let mut out = Vec::new();
+        let mut next = m.current_snapshot().map(|s| s.snapshot_id());
+        while let Some(s) = next.and_then(|id| m.snapshot_by_id(id)) {
+            out.push((
+                s.snapshot_id(),
+                s.timestamp_ms(),
+                SyncMetadata::from_summary(&s.summary().additional_properties),
+            ));
+            next = s.parent_snapshot_id();
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// A full-state change set as the difference from the current snapshot's live files.
+    async fn as_difference(
+        &self,
+        change: &ChangeSet,
+        current: Option<&TableMetadata>,
+    ) -> Result<ChangeSet> {
+        let live = self.live_data_files(current).await?;
         let wanted: HashSet<String> = change
             .added
             .iter()
@@ -576,8 +614,8 @@ impl IcebergTable {
         let mut diff = change.clone();
         diff.full_state = false;
         diff.added
-            .retain(|f| !live.contains(&self.store.absolute(&f.path)));
-        diff.removed = live.into_iter().filter(|p| !wanted.contains(p)).collect();
+            .retain(|f| !live.contains_key(&self.store.absolute(&f.path)));
+        diff.removed = live.into_keys().filter(|p| !wanted.contains(p)).collect();
         diff.removed.sort();
         Ok(diff)
     }

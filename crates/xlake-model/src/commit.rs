@@ -84,6 +84,28 @@ impl ChangeSet {
     }
 }
 
+/// A completed source commit as listed cheaply (from names, without reading it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedCommit {
+    /// The commit's identifier (as in [`SourceCommit::id`]).
+    pub id: String,
+    /// Its time, ms since the epoch, as well as the listing knows it.
+    pub time_ms: i64,
+}
+
+/// The completed commits a source holds, in order, for checking the mirror.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommitListing {
+    /// Commits that each must have one snapshot, in source order.
+    pub commits: Vec<ListedCommit>,
+    /// Commits before this id (in source order) are no longer listed because the source
+    /// dropped them normally (archived instants, a truncated log), not because they failed.
+    pub retained_from: Option<String>,
+    /// Whether snapshots must follow source order (false where a commit may complete after
+    /// newer ones were mirrored: Hudi table version 6).
+    pub strictly_ordered: bool,
+}
+
 /// What a source's replay produced: the change sets up to the first commit it could not
 /// read, notes for the operator, and the error that stopped it, if any. The engine mirrors
 /// the change sets it has, then reports the error.

@@ -21,7 +21,7 @@ pub mod partition;
 pub mod schema;
 pub mod value;
 
-pub use commit::{ChangeSet, Replay, SourceCommit, SourceFormat};
+pub use commit::{ChangeSet, CommitListing, ListedCommit, Replay, SourceCommit, SourceFormat};
 pub use file::{ColumnStats, DataFile, FileFormat};
 pub use partition::{PartitionField, PartitionSpec, Transform};
 pub use schema::{DataType, Field, PrimitiveType, Schema, TimeUnit};

@@ -10,12 +10,17 @@
 //! | [`sync`] | mirror every pending completed commit of one table |
 //! | [`SyncOptions`] | operator choices (merge-on-read opt-in, Iceberg table properties) |
 //! | [`Mirrored`] | one snapshot written, as reported while syncing |
+//! | [`check`](check::check) | the invariant checker: one snapshot per completed commit, in order |
 //! | [`SyncError`] | errors of the engine and of the crates it drives |
 //!
 //! A commit the target has no snapshot for is pending, unless it is older than the oldest
 //! commit a snapshot records (those were mirrored, then expired). Pending commits are
 //! written in source order; a writer that loses a race re-plans from the target's state.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod check;
+
+pub use check::{check, CheckReport};
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -88,7 +93,7 @@ pub struct SyncReport {
 }
 
 /// A source of either format.
-enum Source {
+pub(crate) enum Source {
     Hudi(HudiSource),
     Delta(DeltaSource),
 }

@@ -1,0 +1,228 @@
+//! The invariant checker: every completed source commit is recorded by exactly one
+//! snapshot of the current Iceberg ancestry, in order; `deep` also compares the live files.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::Serialize;
+use xlake_iceberg::IcebergTable;
+use xlake_model::CommitListing;
+use xlake_storage::{StorageError, TableStore};
+
+use crate::{Source, SyncError, SyncOptions};
+
+/// A snapshot naming a source commit the source does not hold as completed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnknownCommit {
+    /// The snapshot.
+    pub snapshot_id: i64,
+    /// The source commit it names.
+    pub commit: String,
+}
+
+/// What `check` found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CheckReport {
+    /// Table location.
+    pub table: String,
+    /// `HUDI` or `DELTA`.
+    pub format: String,
+    /// Completed source commits that must each have a snapshot.
+    pub source_commits: usize,
+    /// Snapshots in the current Iceberg ancestry.
+    pub snapshots: usize,
+    /// Source commits older than the first mirrored one: not violations.
+    pub before_mirroring: usize,
+    /// Completed in the source, recorded by no snapshot (after mirroring began).
+    pub missing: Vec<String>,
+    /// Snapshots naming a commit the source no longer has (e.g. rolled back since).
+    pub unknown: Vec<UnknownCommit>,
+    /// Source commits recorded by more than one snapshot.
+    pub duplicates: Vec<String>,
+    /// Source commits whose snapshot comes before that of an earlier commit.
+    pub out_of_order: Vec<String>,
+    /// Commits completed after the newest mirrored one.
+    pub lag_commits: usize,
+    /// Time from the newest mirrored commit to the newest completed one, ms.
+    pub lag_ms: i64,
+    /// With `deep`: how the current snapshot's live files differ from the source's.
+    pub file_differences: Vec<String>,
+}
+
+impl CheckReport {
+    /// True when nothing is wrong.
+    pub fn consistent(&self) -> bool {
+        self.missing.is_empty()
+            && self.unknown.is_empty()
+            && self.duplicates.is_empty()
+            && self.out_of_order.is_empty()
+            && self.file_differences.is_empty()
+    }
+}
+
+/// Order of two commit ids of one source: numeric for Delta versions, textual for Hudi
+/// instant times (which sort as text).
+fn before(a: &str, b: &str) -> bool {
+    match (a.parse::<u64>(), b.parse::<u64>()) {
+        (Ok(x), Ok(y)) if a.len() < 14 && b.len() < 14 => x < y,
+        _ => a < b,
+    }
+}
+
+/// Check the table at `location`. Errors mean "could not check" (exit 2), a report with
+/// violations means the mirror is wrong or behind (exit 1).
+pub async fn check(
+    location: &str,
+    options: &SyncOptions,
+    deep: bool,
+) -> Result<CheckReport, SyncError> {
+    let store = TableStore::open(location)?;
+    let table = IcebergTable::new(store.clone());
+    let loaded = table.load().await?;
+    if let Some(loaded) = &loaded {
+        // Readers other than Java read exactly the hint: it must name the current version.
+        let hint = store.get("metadata/version-hint.text").await.map_err(|e| match e {
+            StorageError::NotFound { location } => StorageError::InvalidLocation {
+                location,
+                reason: "version-hint.text is missing: pyiceberg and DuckDB cannot find the current metadata".into(),
+            },
+            other => other,
+        })?;
+        let hinted = String::from_utf8_lossy(&hint).to_string();
+        if hinted != loaded.version.to_string() {
+            return Err(StorageError::InvalidLocation {
+                location: store.absolute("metadata/version-hint.text"),
+                reason: format!("holds {hinted:?} but the current metadata is v{}: readers that trust the hint see a stale table", loaded.version),
+            }
+            .into());
+        }
+    }
+    let (source, format) = Source::open(store.clone(), options).await?;
+    let listing: CommitListing = match &source {
+        Source::Hudi(s) => s.listing(),
+        Source::Delta(s) => s.listing()?,
+    };
+    let ancestry = table.ancestry().await?;
+    let mut report = CheckReport {
+        table: store.location().to_string(),
+        format: format.into(),
+        source_commits: listing.commits.len(),
+        snapshots: ancestry.len(),
+        ..Default::default()
+    };
+
+    let position: HashMap<&str, usize> = listing
+        .commits
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.id.as_str(), i))
+        .collect();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut last_position: Option<usize> = None;
+    for (snapshot_id, _, sync) in &ancestry {
+        let Some(id) = sync.as_ref().and_then(|m| m.source_identifier.clone()) else {
+            continue;
+        };
+        *seen.entry(id.clone()).or_default() += 1;
+        match position.get(id.as_str()) {
+            Some(&p) => {
+                if listing.strictly_ordered && last_position.is_some_and(|l| p < l) {
+                    report.out_of_order.push(id.clone());
+                }
+                last_position = Some(last_position.map_or(p, |l| l.max(p)));
+            }
+            None => {
+                let dropped = listing
+                    .retained_from
+                    .as_deref()
+                    .is_some_and(|r| before(&id, r));
+                if !dropped {
+                    report.unknown.push(UnknownCommit {
+                        snapshot_id: *snapshot_id,
+                        commit: id,
+                    });
+                }
+            }
+        }
+    }
+    report.duplicates = seen
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(id, _)| id.clone())
+        .collect();
+    let mirrored: BTreeSet<&str> = seen.keys().map(String::as_str).collect();
+    let first = listing
+        .commits
+        .iter()
+        .position(|c| mirrored.contains(c.id.as_str()));
+    report.before_mirroring = first.unwrap_or(0);
+    report.missing = listing
+        .commits
+        .iter()
+        .skip(first.unwrap_or(0))
+        .filter(|c| !mirrored.contains(c.id.as_str()))
+        .map(|c| c.id.clone())
+        .collect();
+    let newest = listing
+        .commits
+        .iter()
+        .rposition(|c| mirrored.contains(c.id.as_str()));
+    report.lag_commits = listing.commits.len() - newest.map_or(0, |n| n + 1);
+    if let (Some(n), Some(last)) = (newest, listing.commits.last()) {
+        report.lag_ms = (last.time_ms - listing.commits[n].time_ms).max(0);
+    }
+    if deep {
+        report.file_differences = compare_files(&source, &table, &store, &mirrored).await?;
+    }
+    Ok(report)
+}
+
+/// Replay the source to the newest mirrored commit and compare its live files with the
+/// current snapshot's; names each differing file.
+async fn compare_files(
+    source: &Source,
+    table: &IcebergTable,
+    store: &TableStore,
+    mirrored: &BTreeSet<&str>,
+) -> Result<Vec<String>, SyncError> {
+    let replay = source.change_sets(&BTreeSet::new()).await?;
+    if let Some(e) = replay.stopped {
+        return Err(e);
+    }
+    let newest = replay
+        .changes
+        .iter()
+        .rposition(|c| mirrored.contains(c.commit.id.as_str()));
+    let mut live: BTreeMap<String, Option<u64>> = BTreeMap::new();
+    for change in replay.changes.iter().take(newest.map_or(0, |n| n + 1)) {
+        if change.full_state {
+            live.clear();
+        }
+        for path in &change.removed {
+            live.remove(&store.absolute(path));
+        }
+        for f in &change.added {
+            live.insert(store.absolute(&f.path), f.record_count);
+        }
+    }
+    let iceberg = table.current_files().await?;
+    let mut out = Vec::new();
+    for (path, records) in &live {
+        match iceberg.get(path) {
+            None => out.push(format!(
+                "{path}: live in the source, absent from the current snapshot"
+            )),
+            Some(n) if records.is_some_and(|r| r != *n) => out.push(format!(
+                "{path}: {} rows in the source, {n} in the current snapshot",
+                records.unwrap_or_default()
+            )),
+            Some(_) => {}
+        }
+    }
+    for path in iceberg.keys().filter(|p| !live.contains_key(*p)) {
+        out.push(format!(
+            "{path}: in the current snapshot, not live in the source"
+        ));
+    }
+    out.sort();
+    Ok(out)
+}
