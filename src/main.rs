@@ -8,7 +8,7 @@ use xlake_hudi::HudiOptions;
 use xlake_iceberg::summary::iso_instant;
 use xlake_iceberg::{IcebergTable, SyncMetadata};
 use xlake_storage::TableStore;
-use xlake_sync::{check, sync, CheckReport, SyncOptions};
+use xlake_sync::{check, mirror_commit, sync, CheckReport, Mirrored, SyncOptions};
 
 /// Make a Hudi or Delta table readable as Apache Iceberg, in place.
 #[derive(Parser)]
@@ -30,6 +30,21 @@ enum Command {
         /// Do not check that live data files exist (a copy of the log without the data).
         #[arg(long)]
         skip_file_check: bool,
+    },
+    /// In-commit mode, the last step of a write job: mirror everything pending up to this
+    /// commit; exit 0 only if the commit then has its Iceberg snapshot.
+    Commit {
+        /// Table root.
+        table: String,
+        /// Hudi: the instant (requested time) just written.
+        #[arg(long, conflicts_with = "version", required_unless_present = "version")]
+        instant: Option<String>,
+        /// Delta: the version just written.
+        #[arg(long)]
+        version: Option<u64>,
+        /// Mirror a merge-on-read table's base files only.
+        #[arg(long)]
+        mor_read_optimized: bool,
     },
     /// Check that every completed source commit has exactly one Iceberg snapshot, in order.
     /// Exit 0: consistent; 1: violations (missing, unknown, duplicated, out of order,
@@ -79,6 +94,24 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     match cli.command {
+        Command::Commit {
+            table,
+            instant,
+            version,
+            mor_read_optimized,
+        } => {
+            let options = SyncOptions {
+                hudi: HudiOptions { mor_read_optimized },
+                ..Default::default()
+            };
+            let commit =
+                instant.unwrap_or_else(|| version.map(|v| v.to_string()).unwrap_or_default());
+            let report = mirror_commit(&table, &options, &commit, print_mirrored).await?;
+            println!(
+                "{table}: source commit {commit} is mirrored ({} snapshots written)",
+                report.written.len()
+            );
+        }
         Command::Check {
             table,
             deep,
@@ -111,19 +144,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 skip_file_check,
                 ..Default::default()
             };
-            let report = sync(&table, &options, |m| {
-                println!(
-                    "{} {} {:<14} +{} -{} files -> snapshot {} (v{})",
-                    m.change.commit.format.as_str(),
-                    m.change.commit.id,
-                    m.change.commit.action,
-                    m.change.added.len(),
-                    m.change.removed.len(),
-                    m.committed.snapshot_id,
-                    m.committed.version
-                );
-            })
-            .await?;
+            let report = sync(&table, &options, print_mirrored).await?;
             for note in &report.notes {
                 println!("note: {note}");
             }
@@ -170,6 +191,20 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line per snapshot written.
+fn print_mirrored(m: &Mirrored) {
+    println!(
+        "{} {} {:<14} +{} -{} files -> snapshot {} (v{})",
+        m.change.commit.format.as_str(),
+        m.change.commit.id,
+        m.change.commit.action,
+        m.change.added.len(),
+        m.change.removed.len(),
+        m.committed.snapshot_id,
+        m.committed.version
+    );
 }
 
 fn print_check(r: &CheckReport) {

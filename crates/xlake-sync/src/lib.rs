@@ -54,6 +54,16 @@ pub enum SyncError {
         /// Table location.
         table: String,
     },
+    /// In-commit mode: the named commit is not (or cannot be) mirrored.
+    #[error("{table}: source commit {commit} is not mirrored: {reason}")]
+    NotMirrored {
+        /// Table location.
+        table: String,
+        /// The commit asked for.
+        commit: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Operator choices.
@@ -136,11 +146,74 @@ impl Source {
     }
 }
 
+/// In-commit mode, the last step of a write job: mirror every pending commit up to and
+/// including `commit` (a Hudi instant time or a Delta version) and succeed only if that
+/// commit then has its snapshot. A commit that is not completed, or that the source does
+/// not have, fails before anything is written.
+pub async fn mirror_commit(
+    location: &str,
+    options: &SyncOptions,
+    commit: &str,
+    progress: impl FnMut(&Mirrored),
+) -> Result<SyncReport, SyncError> {
+    let store = TableStore::open(location)?;
+    let table = store.location().to_string();
+    let not_mirrored = |reason: String| SyncError::NotMirrored {
+        table: table.clone(),
+        commit: commit.to_string(),
+        reason,
+    };
+    let (source, _) = Source::open(store.clone(), options).await?;
+    let listing = match &source {
+        Source::Hudi(s) => {
+            if let Some(i) = s.timeline().pending.iter().find(|i| i.requested == commit) {
+                return Err(not_mirrored(format!(
+                    "the instant is {:?}, not completed",
+                    i.state
+                )));
+            }
+            s.listing()
+        }
+        Source::Delta(s) => s.listing()?,
+    };
+    if !listing.commits.iter().any(|c| c.id == commit) {
+        let newest = listing
+            .commits
+            .last()
+            .map_or("none".to_string(), |c| c.id.clone());
+        return Err(not_mirrored(format!(
+            "the source has no such completed commit that gets a snapshot (newest: {newest})"
+        )));
+    }
+    let report = run(location, options, Some(commit), progress).await?;
+    let mirrored = IcebergTable::new(store)
+        .synced_commits()
+        .await?
+        .into_iter()
+        .any(|(_, m)| m.source_identifier.as_deref() == Some(commit));
+    if !mirrored {
+        return Err(not_mirrored(
+            "the sync finished without a snapshot for it".into(),
+        ));
+    }
+    Ok(report)
+}
+
 /// Mirror every pending completed commit of the table at `location`; `progress` is called
 /// after each snapshot is committed.
 pub async fn sync(
     location: &str,
     options: &SyncOptions,
+    progress: impl FnMut(&Mirrored),
+) -> Result<SyncReport, SyncError> {
+    run(location, options, None, progress).await
+}
+
+/// Mirror pending commits in order, stopping after `until` when given.
+async fn run(
+    location: &str,
+    options: &SyncOptions,
+    until: Option<&str>,
     mut progress: impl FnMut(&Mirrored),
 ) -> Result<SyncReport, SyncError> {
     let store = TableStore::open(location)?;
@@ -166,7 +239,10 @@ pub async fn sync(
             notes,
             stopped,
         } = source.change_sets(&mirrored).await?;
-        let pending = pending(&changes, &mirrored);
+        let mut pending = pending(&changes, &mirrored);
+        if let Some(last) = until.and_then(|u| pending.iter().position(|c| c.commit.id == u)) {
+            pending.truncate(last + 1);
+        }
         if report.written.is_empty() {
             report.source_commits = changes.len();
             report.already_mirrored = changes.len() - pending.len();
@@ -192,9 +268,11 @@ pub async fn sync(
         }
         // The commits before the one the source could not read are mirrored; now say why
         // the rest is not.
+        // (In-commit mode does not fail for a bad commit after the one it was asked for.)
+        let reached = until.is_some_and(|u| changes.iter().any(|c| c.commit.id == u));
         return match stopped {
-            Some(e) => Err(e),
-            None => Ok(report),
+            Some(e) if !reached => Err(e),
+            _ => Ok(report),
         };
     }
 }
