@@ -8,6 +8,7 @@ use xlake_hudi::HudiOptions;
 use xlake_iceberg::summary::iso_instant;
 use xlake_iceberg::{IcebergTable, SyncMetadata};
 use xlake_storage::TableStore;
+use xlake_sync::job::{run_once, JobConfig, TableResult};
 use xlake_sync::{check, mirror_commit, sync, CheckReport, Mirrored, SyncOptions};
 
 /// Make a Hudi or Delta table readable as Apache Iceberg, in place.
@@ -30,6 +31,20 @@ enum Command {
         /// Do not check that live data files exist (a copy of the log without the data).
         #[arg(long)]
         skip_file_check: bool,
+    },
+    /// The scheduled job: sync every table listed in a TOML config, a few at a time.
+    /// One table's failure never stops the others; each is reported.
+    Run {
+        /// Config file: `concurrency = N` and `[[tables]]` entries with `location` (and
+        /// optionally `mor_read_optimized`, `skip_file_check`).
+        #[arg(long)]
+        config: std::path::PathBuf,
+        /// One cycle; exit non-zero if any table failed.
+        #[arg(long, conflicts_with = "every", required_unless_present = "every")]
+        once: bool,
+        /// Repeat every interval (`30s`, `5m`, `1h`) until SIGTERM or Ctrl-C.
+        #[arg(long)]
+        every: Option<String>,
     },
     /// In-commit mode, the last step of a write job: mirror everything pending up to this
     /// commit; exit 0 only if the commit then has its Iceberg snapshot.
@@ -94,6 +109,42 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     match cli.command {
+        Command::Run {
+            config,
+            once,
+            every,
+        } => {
+            let text = std::fs::read_to_string(&config)
+                .map_err(|e| format!("{}: {e}", config.display()))?;
+            let config =
+                JobConfig::parse(&text).map_err(|e| format!("{}: {e}", config.display()))?;
+            let interval = every.as_deref().map(parse_interval).transpose()?;
+            let mut signals = StopSignals::install()?;
+            loop {
+                let results = run_once(&config, print_table_result).await;
+                let failed = results.iter().filter(|r| r.outcome.is_err()).count();
+                let written: usize = results
+                    .iter()
+                    .filter_map(|r| r.outcome.as_ref().ok())
+                    .map(|r| r.written.len())
+                    .sum();
+                println!(
+                    "{} tables: {} synced ({written} snapshots written), {failed} failed",
+                    results.len(),
+                    results.len() - failed
+                );
+                let Some(interval) = interval.filter(|_| !once) else {
+                    return Ok(if failed == 0 {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(1)
+                    });
+                };
+                if signals.within(interval).await {
+                    return Ok(ExitCode::SUCCESS);
+                }
+            }
+        }
         Command::Commit {
             table,
             instant,
@@ -191,6 +242,79 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line per table of a job cycle.
+fn print_table_result(r: &TableResult) {
+    match &r.outcome {
+        Ok(report) => println!(
+            "ok     {}: {} snapshots written",
+            r.location,
+            report.written.len()
+        ),
+        Err(e) => println!("FAILED {}: {e}", r.location),
+    }
+}
+
+/// `30s`, `5m`, `2h` as a duration.
+fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    let (number, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("interval {text:?}: expected e.g. 30s, 5m, 1h"))?;
+    let seconds = match unit {
+        "s" | "" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return Err(format!("interval {text:?}: unit must be s, m or h")),
+    };
+    Ok(std::time::Duration::from_secs(seconds))
+}
+
+/// SIGTERM and Ctrl-C, listened to from the job's start so that a signal arriving during
+/// a cycle is not lost (nor kills the process mid-commit).
+struct StopSignals {
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn install() -> std::io::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(Self {
+                terminate: signal(SignalKind::terminate())?,
+                interrupt: signal(SignalKind::interrupt())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Self {})
+    }
+
+    /// Sleep for `interval`; true if a stop signal came (or had come) first.
+    async fn within(&mut self, interval: std::time::Duration) -> bool {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => false,
+                _ = self.terminate.recv() => true,
+                _ = self.interrupt.recv() => true,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => false,
+                _ = tokio::signal::ctrl_c() => true,
+            }
+        }
+    }
 }
 
 /// One line per snapshot written.

@@ -11,6 +11,7 @@
 //! | [`SyncOptions`] | operator choices (merge-on-read opt-in, Iceberg table properties) |
 //! | [`Mirrored`] | one snapshot written, as reported while syncing |
 //! | [`check`](check::check) | the invariant checker: one snapshot per completed commit, in order |
+//! | [`job`] | the scheduled job over the tables of a config file |
 //! | [`SyncError`] | errors of the engine and of the crates it drives |
 //!
 //! A commit the target has no snapshot for is pending, unless it is older than the oldest
@@ -19,6 +20,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod check;
+pub mod job;
 
 pub use check::{check, CheckReport};
 
