@@ -192,14 +192,41 @@ impl IcebergTable {
         Ok(Some(LoadedTable { version, metadata }))
     }
 
+    /// Point `version-hint.text` at `version`, or at a newer version another writer made:
+    /// after each write, if a newer `vN` exists the hint is written again, so the last
+    /// writer of the hint always leaves the newest version (pyiceberg and DuckDB read
+    /// exactly the hint; a stale one shows them an old table).
+    async fn write_hint(&self, mut version: u64) -> Result<()> {
+        loop {
+            self.store
+                .put(VERSION_HINT, Bytes::from(version.to_string()))
+                .await?;
+            let mut newest = version;
+            while self.store.size(&metadata_file(newest + 1)).await?.is_some() {
+                newest += 1;
+            }
+            if newest == version {
+                return Ok(());
+            }
+            version = newest;
+        }
+    }
+
     /// The source commits mirrored so far: each snapshot's [`SyncMetadata`], oldest first.
     pub async fn synced_commits(&self) -> Result<Vec<(i64, SyncMetadata)>> {
+        Ok(self.head().await?.1)
+    }
+
+    /// The current snapshot id (what a plan is based on) and the source commits mirrored
+    /// so far, oldest first, from one read of the metadata.
+    pub async fn head(&self) -> Result<(Option<i64>, Vec<(i64, SyncMetadata)>)> {
         let Some(loaded) = self.load().await? else {
-            return Ok(Vec::new());
+            return Ok((None, Vec::new()));
         };
+        let head = loaded.metadata.current_snapshot().map(|s| s.snapshot_id());
         let mut snaps: Vec<_> = loaded.metadata.snapshots().collect();
         snaps.sort_by_key(|s| (s.sequence_number(), s.timestamp_ms()));
-        Ok(snaps
+        let synced = snaps
             .into_iter()
             .filter_map(|s| {
                 Some((
@@ -207,7 +234,8 @@ impl IcebergTable {
                     SyncMetadata::from_summary(&s.summary().additional_properties)?,
                 ))
             })
-            .collect())
+            .collect();
+        Ok((head, synced))
     }
 
     /// Commit each change set as its own snapshot, in order.
@@ -222,9 +250,36 @@ impl IcebergTable {
     /// Commit one change set as one snapshot (schema, spec and file changes together in one
     /// new `vN.metadata.json`).
     pub async fn commit(&self, change: &ChangeSet) -> Result<Committed> {
+        self.commit_inner(change, None).await
+    }
+
+    /// Commit one change set planned against the snapshot `parent` (`None`: an empty
+    /// table): if another writer has moved the table on since, nothing is written and the
+    /// result is [`IcebergError::CommitConflict`], so the caller re-plans (the change set
+    /// may already be mirrored, or rest on files that writer removed).
+    pub async fn commit_after(&self, change: &ChangeSet, parent: Option<i64>) -> Result<Committed> {
+        self.commit_inner(change, Some(parent)).await
+    }
+
+    async fn commit_inner(
+        &self,
+        change: &ChangeSet,
+        expected_parent: Option<Option<i64>>,
+    ) -> Result<Committed> {
         let commit_id = change.commit.id.clone();
         let loaded = self.load().await?;
         let current = loaded.as_ref().map(|l| &l.metadata);
+        if let Some(expected) = expected_parent {
+            let head = current
+                .and_then(|m| m.current_snapshot())
+                .map(|s| s.snapshot_id());
+            if head != expected {
+                return Err(IcebergError::CommitConflict {
+                    table: self.table(),
+                    version: loaded.as_ref().map_or(0, |l| l.version),
+                });
+            }
+        }
         let resolved;
         let change = if change.full_state {
             resolved = self.as_difference(change, current).await?;
@@ -279,8 +334,41 @@ impl IcebergTable {
                 &properties,
             )
         };
+        // The snapshot, at the source commit's time (never earlier than the previous one).
+        let floor = current.map_or(i64::MIN, |m| {
+            m.history()
+                .last()
+                .map_or(i64::MIN, |l| l.timestamp_ms)
+                .max(m.last_updated_ms())
+        });
+        let timestamp_ms = change.commit.commit_time_ms.max(floor);
+        let snapshot_id = fresh_snapshot_id(current);
+        let sequence_number = current.map_or(0, |m| m.last_sequence_number()) + 1;
+        let parent = current.and_then(|m| m.current_snapshot()).cloned();
+        let snapshot = |manifest_list: String, summary: Summary, schema_id: i32| {
+            Snapshot::builder()
+                .with_snapshot_id(snapshot_id)
+                .with_parent_snapshot_id(parent.as_ref().map(|p| p.snapshot_id()))
+                .with_sequence_number(sequence_number)
+                .with_timestamp_ms(timestamp_ms)
+                .with_manifest_list(manifest_list)
+                .with_summary(summary)
+                .with_schema_id(schema_id)
+                .build()
+        };
+        // Staged with a placeholder snapshot, so that its time (not the wall clock, which
+        // may lag a source's commit times) stamps the metadata as the real commit will.
+        let placeholder = Summary {
+            operation: Operation::Append,
+            additional_properties: HashMap::new(),
+        };
         let staged = builder()?
-            .build()
+            .add_snapshot(snapshot(
+                String::new(),
+                placeholder,
+                current.map_or(converted.schema_id(), |m| m.current_schema().schema_id()),
+            ))
+            .and_then(|b| b.build())
             .map_err(self.spec_error("apply schema and partition spec"))?
             .metadata;
         let schema: SchemaRef = staged.current_schema().clone();
@@ -288,10 +376,6 @@ impl IcebergTable {
             return Err(self.corrupt(METADATA_DIR, "schema ids were reassigned unexpectedly"));
         }
         let spec = staged.default_partition_spec().clone();
-
-        let snapshot_id = fresh_snapshot_id(current);
-        let sequence_number = current.map_or(0, |m| m.last_sequence_number()) + 1;
-        let parent = current.and_then(|m| m.current_snapshot()).cloned();
 
         // Files added: checked, measured, and described in Iceberg's terms; rows a source
         // deleted from them become position-delete files.
@@ -455,14 +539,6 @@ impl IcebergTable {
         .await
         .map_err(write_failed(&list_location))?;
 
-        // The snapshot, at the source commit's time (never earlier than the previous one).
-        let floor = current.map_or(i64::MIN, |m| {
-            m.history()
-                .last()
-                .map_or(i64::MIN, |l| l.timestamp_ms)
-                .max(m.last_updated_ms())
-        });
-        let timestamp_ms = change.commit.commit_time_ms.max(floor);
         let operation = match (adds_files, !change.removed.is_empty() || adds_deletes) {
             (false, false) => Operation::Append,
             _ if !change.data_change => Operation::Replace,
@@ -486,20 +562,12 @@ impl IcebergTable {
         for (key, value) in &change.notes {
             summary.entry(key.clone()).or_insert_with(|| value.clone());
         }
-        let snapshot = Snapshot::builder()
-            .with_snapshot_id(snapshot_id)
-            .with_parent_snapshot_id(parent.as_ref().map(|p| p.snapshot_id()))
-            .with_sequence_number(sequence_number)
-            .with_timestamp_ms(timestamp_ms)
-            .with_manifest_list(list_location)
-            .with_summary(Summary {
-                operation,
-                additional_properties: summary,
-            })
-            .with_schema_id(schema.schema_id())
-            .build();
+        let summary = Summary {
+            operation,
+            additional_properties: summary,
+        };
         let built = builder()?
-            .add_snapshot(snapshot)
+            .add_snapshot(snapshot(list_location, summary, schema.schema_id()))
             .and_then(|b| {
                 b.set_ref(
                     MAIN_BRANCH,
@@ -529,9 +597,7 @@ impl IcebergTable {
                 })
             }
         }
-        self.store
-            .put(VERSION_HINT, Bytes::from(version.to_string()))
-            .await?;
+        self.write_hint(version).await?;
         self.expire_metadata_files(&built.metadata, &built.expired_metadata_logs)
             .await;
         tracing::info!(table = %self.table(), commit = %change.commit.id, version, snapshot_id, "committed Iceberg snapshot");

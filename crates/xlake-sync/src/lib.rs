@@ -32,7 +32,8 @@ use xlake_iceberg::{Committed, IcebergError, IcebergTable};
 use xlake_model::{ChangeSet, Replay};
 use xlake_storage::{StorageError, TableStore};
 
-/// How often a commit is re-planned after losing a race to another writer.
+/// How often in a row a commit is re-planned after losing a race while no writer makes
+/// progress.
 const MAX_CONFLICT_RETRIES: usize = 5;
 
 /// Errors of a sync; the Iceberg metadata is left at its last good version.
@@ -228,11 +229,13 @@ async fn run(
         format: format.into(),
         ..Default::default()
     };
+    // Conflicts in a row with no progress by anyone; a lost race where another writer
+    // mirrored something is progress and resets the count.
     let mut retries = 0;
+    let mut last_seen = 0;
     'plan: loop {
-        let mirrored: BTreeSet<String> = target
-            .synced_commits()
-            .await?
+        let (mut head, synced) = target.head().await?;
+        let mirrored: BTreeSet<String> = synced
             .into_iter()
             .filter_map(|(_, m)| m.source_identifier)
             .collect();
@@ -241,6 +244,10 @@ async fn run(
             notes,
             stopped,
         } = source.change_sets(&mirrored).await?;
+        if mirrored.len() > last_seen {
+            retries = 0;
+            last_seen = mirrored.len();
+        }
         let mut pending = pending(&changes, &mirrored);
         if let Some(last) = until.and_then(|u| pending.iter().position(|c| c.commit.id == u)) {
             pending.truncate(last + 1);
@@ -251,8 +258,9 @@ async fn run(
             report.notes = notes;
         }
         for next in pending {
-            match target.commit(next).await {
+            match target.commit_after(next, head).await {
                 Ok(committed) => {
+                    head = Some(committed.snapshot_id);
                     let m = Mirrored {
                         change: next.clone(),
                         committed,
