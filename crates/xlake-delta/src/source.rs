@@ -17,12 +17,16 @@ use crate::schema::{parse_schema, TableSchema};
 use crate::values::{parse_stats, partition_value};
 
 /// Reader features whose tables xlake mirrors exactly.
-const SUPPORTED_READER_FEATURES: [&str; 6] = [
+const SUPPORTED_READER_FEATURES: [&str; 9] = [
     "columnMapping",
     "timestampNtz",
     "v2Checkpoint",
     "vacuumProtocolCheck",
     "typeWidening",
+    "typeWidening-preview",
+    // A variant column itself is refused by name when the schema is read.
+    "variantType",
+    "variantType-preview",
     // Written as Iceberg position deletes.
     "deletionVectors",
 ];

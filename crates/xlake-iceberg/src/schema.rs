@@ -36,6 +36,9 @@ struct Known {
 /// Assigns ids to a neutral schema given the table's current Iceberg schema.
 struct Assigner {
     known: HashMap<String, Known>,
+    /// Columns of older schemas, by path: a column that comes back under its old name
+    /// (a Delta RESTORE; no column mapping) takes its old id, so old files read through it.
+    dropped: HashMap<String, Known>,
     next_id: i32,
     /// True when the table already exists: new columns must then be optional.
     evolving: bool,
@@ -71,6 +74,7 @@ fn max_explicit_id(fields: &[Field]) -> i32 {
 pub fn to_iceberg_schema(
     schema: &Schema,
     current: Option<&IcebergSchema>,
+    older: &[&IcebergSchema],
     last_column_id: i32,
     schema_id: i32,
 ) -> Result<(IcebergSchema, Aliases), SchemaProblem> {
@@ -78,8 +82,13 @@ pub fn to_iceberg_schema(
     if let Some(current) = current {
         collect_known(current.as_struct().fields(), "", &mut known);
     }
+    let mut dropped = HashMap::new();
+    for s in older {
+        collect_known(s.as_struct().fields(), "", &mut dropped);
+    }
     let mut assigner = Assigner {
         known,
+        dropped,
         next_id: last_column_id.max(max_explicit_id(&schema.fields)).max(0) + 1,
         evolving: current.is_some(),
         aliases: HashMap::new(),
@@ -130,6 +139,20 @@ fn collect_field(f: &NestedField, path: &str, out: &mut HashMap<String, Known>) 
     }
 }
 
+/// Whether a column of an older schema can come back with this type under its old id:
+/// its files must read through the new type.
+fn reusable(old: &Type, new: &DataType) -> bool {
+    match (old, new) {
+        (Type::Primitive(o), DataType::Primitive(p)) => {
+            iceberg_primitive(p).is_ok_and(|n| promotes(o, &n))
+        }
+        (Type::Struct(_), DataType::Struct(_))
+        | (Type::List(_), DataType::List(_))
+        | (Type::Map(_), DataType::Map { .. }) => true,
+        _ => false,
+    }
+}
+
 /// Whether Iceberg can read values written as `from` through a column typed `to`.
 fn promotes(from: &IcebergPrimitive, to: &IcebergPrimitive) -> bool {
     match (from, to) {
@@ -152,10 +175,16 @@ fn promotes(from: &IcebergPrimitive, to: &IcebergPrimitive) -> bool {
 
 impl Assigner {
     fn id_for(&mut self, path: &str, field: &Field) -> i32 {
-        let id = match (self.known.get(path), field.id) {
-            (Some(k), _) => k.id,
-            (None, Some(explicit)) => explicit,
-            (None, None) => {
+        let returning = self
+            .dropped
+            .get(path)
+            .filter(|k| reusable(&k.ty, &field.data_type))
+            .map(|k| k.id);
+        let id = match (self.known.get(path), field.id, returning) {
+            (Some(k), _, _) => k.id,
+            (None, Some(explicit), _) => explicit,
+            (None, None, Some(old)) => old,
+            (None, None, None) => {
                 self.next_id += 1;
                 self.next_id - 1
             }
@@ -349,12 +378,27 @@ fn merge_fields(current: &[&MappedField], previous: &[&MappedField]) -> Vec<Mapp
             }
         })
         .collect();
-    out.extend(
-        previous
+    // A dropped field keeps only the names no current field uses: two ids under one name
+    // make readers pick one (pyiceberg, DuckDB) or refuse (Java).
+    let taken: Vec<&String> = current.iter().flat_map(|c| c.names()).collect();
+    for old in previous
+        .iter()
+        .filter(|old| !current.iter().any(|c| c.field_id() == old.field_id()))
+    {
+        let names: Vec<String> = old
+            .names()
             .iter()
-            .filter(|old| !current.iter().any(|c| c.field_id() == old.field_id()))
-            .map(|old| (*old).clone()),
-    );
+            .filter(|n| !taken.contains(n))
+            .cloned()
+            .collect();
+        if !names.is_empty() {
+            out.push(MappedField::new(
+                old.field_id(),
+                names,
+                merge_fields(&[], &children(old)),
+            ));
+        }
+    }
     out
 }
 
@@ -389,7 +433,9 @@ mod tests {
 
     #[test]
     fn ids_match_iceberg_rust_reassignment_for_new_tables() {
-        let ours = to_iceberg_schema(&nested_schema(), None, 0, 0).unwrap().0;
+        let ours = to_iceberg_schema(&nested_schema(), None, &[], 0, 0)
+            .unwrap()
+            .0;
         let theirs = iceberg::spec::TableMetadataBuilder::new(
             ours.clone(),
             iceberg::spec::UnboundPartitionSpec::builder().build(),
@@ -409,14 +455,16 @@ mod tests {
 
     #[test]
     fn ids_are_stable_and_never_reused() {
-        let v1 = to_iceberg_schema(&nested_schema(), None, 0, 0).unwrap().0;
+        let v1 = to_iceberg_schema(&nested_schema(), None, &[], 0, 0)
+            .unwrap()
+            .0;
         // Drop `s`, add `z`: `z` takes 9, not 2 or 3.
         let mut evolved = nested_schema();
         evolved.fields.remove(1);
         evolved
             .fields
             .push(Field::required("z", PrimitiveType::Date));
-        let v2 = to_iceberg_schema(&evolved, Some(&v1), v1.highest_field_id(), 1)
+        let v2 = to_iceberg_schema(&evolved, Some(&v1), &[], v1.highest_field_id(), 1)
             .unwrap()
             .0;
         assert_eq!(v2.field_by_name("id").unwrap().id, 1);
@@ -437,6 +485,7 @@ mod tests {
         let v1 = to_iceberg_schema(
             &Schema::new(vec![Field::optional("a", PrimitiveType::Int)]),
             None,
+            &[],
             0,
             0,
         )
@@ -445,6 +494,7 @@ mod tests {
         let wider = to_iceberg_schema(
             &Schema::new(vec![Field::optional("a", PrimitiveType::Long)]),
             Some(&v1),
+            &[],
             1,
             1,
         )
@@ -457,6 +507,7 @@ mod tests {
         let back = to_iceberg_schema(
             &Schema::new(vec![Field::optional("a", PrimitiveType::Int)]),
             Some(&wider),
+            &[],
             1,
             2,
         )
@@ -469,6 +520,7 @@ mod tests {
         let err = to_iceberg_schema(
             &Schema::new(vec![Field::optional("a", PrimitiveType::String)]),
             Some(&v1),
+            &[],
             1,
             1,
         )
@@ -482,7 +534,8 @@ mod tests {
         a.id = Some(7);
         a.aliases = vec!["col-1234".into()];
         let b = Field::optional("b", PrimitiveType::String);
-        let (schema, aliases) = to_iceberg_schema(&Schema::new(vec![a, b]), None, 0, 0).unwrap();
+        let (schema, aliases) =
+            to_iceberg_schema(&Schema::new(vec![a, b]), None, &[], 0, 0).unwrap();
         assert_eq!(schema.field_by_name("a").unwrap().id, 7);
         assert_eq!(
             schema.field_by_name("b").unwrap().id,
@@ -498,10 +551,12 @@ mod tests {
 
     #[test]
     fn dropped_columns_stay_mapped() {
-        let v1 = to_iceberg_schema(&nested_schema(), None, 0, 0).unwrap().0;
+        let v1 = to_iceberg_schema(&nested_schema(), None, &[], 0, 0)
+            .unwrap()
+            .0;
         let mut fewer = nested_schema();
         fewer.fields.truncate(1);
-        let v2 = to_iceberg_schema(&fewer, Some(&v1), v1.highest_field_id(), 1)
+        let v2 = to_iceberg_schema(&fewer, Some(&v1), &[], v1.highest_field_id(), 1)
             .unwrap()
             .0;
         let merged = merge_mappings(
@@ -525,8 +580,39 @@ mod tests {
     }
 
     #[test]
+    fn a_column_that_comes_back_keeps_its_old_id() {
+        let v1 = to_iceberg_schema(&nested_schema(), None, &[], 0, 0)
+            .unwrap()
+            .0;
+        let mut fewer = nested_schema();
+        fewer.fields.truncate(1);
+        let v2 = to_iceberg_schema(&fewer, Some(&v1), &[], v1.highest_field_id(), 1)
+            .unwrap()
+            .0;
+        // `l` (a list, id 3 with element 6) comes back; `z` is new.
+        let mut back = fewer.clone();
+        back.fields.push(nested_schema().fields[2].clone());
+        back.fields.push(Field::optional("z", PrimitiveType::Int));
+        let v3 = to_iceberg_schema(&back, Some(&v2), &[&v1], 8, 2).unwrap().0;
+        assert_eq!(v3.field_by_name("l").unwrap().id, 3);
+        assert_eq!(v3.field_by_name("l.element").unwrap().id, 6);
+        assert_eq!(v3.field_by_name("z").unwrap().id, 9);
+        // Back with a type old files cannot be read as: a new id.
+        let mut retyped = fewer;
+        retyped
+            .fields
+            .push(Field::optional("s", PrimitiveType::Long));
+        let v4 = to_iceberg_schema(&retyped, Some(&v2), &[&v1], 8, 2)
+            .unwrap()
+            .0;
+        assert_eq!(v4.field_by_name("s").unwrap().id, 9);
+    }
+
+    #[test]
     fn name_mapping_lists_element_and_array() {
-        let s = to_iceberg_schema(&nested_schema(), None, 0, 0).unwrap().0;
+        let s = to_iceberg_schema(&nested_schema(), None, &[], 0, 0)
+            .unwrap()
+            .0;
         let json = serde_json::to_string(&name_mapping(&s, &Aliases::new())).unwrap();
         assert!(json.contains(r#"{"field-id":1,"names":["id"]}"#), "{json}");
         assert!(

@@ -300,9 +300,19 @@ impl IcebergTable {
         let next_schema_id = current.map_or(0, |m| {
             m.schemas_iter().map(|s| s.schema_id()).max().unwrap_or(0) + 1
         });
+        let older: Vec<&IcebergSchema> = current.map_or(Vec::new(), |m| {
+            let mut all: Vec<&IcebergSchema> = m
+                .schemas_iter()
+                .filter(|s| s.schema_id() != m.current_schema_id())
+                .map(|s| s.as_ref())
+                .collect();
+            all.sort_by_key(|s| s.schema_id());
+            all
+        });
         let (converted, aliases) = to_iceberg_schema(
             &change.schema,
             current_schema.as_deref(),
+            &older,
             current.map_or(0, |m| m.last_column_id()),
             next_schema_id,
         )
