@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use xlake_hudi::HudiOptions;
+use xlake_iceberg::orphans::orphan_files;
 use xlake_iceberg::summary::iso_instant;
 use xlake_iceberg::{IcebergTable, SyncMetadata};
 use xlake_storage::TableStore;
@@ -77,6 +78,22 @@ enum Command {
         #[arg(long)]
         mor_read_optimized: bool,
     },
+    /// Delete orphan metadata files (left by lost races and crashes): files under
+    /// `metadata/` that no retained `vN.metadata.json` references. Never data files.
+    Cleanup {
+        /// Table root.
+        table: String,
+        /// Required: what to clean up (orphan metadata files).
+        #[arg(long, required = true)]
+        orphans: bool,
+        /// Only files older than this (`30s`, `5m`, `1h`): younger ones may belong to a
+        /// commit in progress.
+        #[arg(long, default_value = "1h")]
+        older_than: String,
+        /// List what would be deleted, delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// List the Iceberg snapshots of a table and the source commit each one mirrors.
     Snapshots {
         /// Table root (the folder holding `metadata/`): a local path, or a URL with the
@@ -109,6 +126,29 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     match cli.command {
+        Command::Cleanup {
+            table,
+            orphans: _,
+            older_than,
+            dry_run,
+        } => {
+            let store = TableStore::open(&table)?;
+            let age = parse_interval(&older_than)?;
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?;
+            let cutoff = i64::try_from(now.saturating_sub(age).as_millis())?;
+            let found = orphan_files(&store, cutoff).await?;
+            for path in &found {
+                if !dry_run {
+                    store.delete(path).await?;
+                }
+                println!(
+                    "{} {}",
+                    if dry_run { "would delete" } else { "deleted" },
+                    store.absolute(path)
+                );
+            }
+            println!("{table}: {} orphan metadata files", found.len());
+        }
         Command::Run {
             config,
             once,

@@ -13,6 +13,7 @@
 //! | [`deletes`] | position-delete files for rows a source deleted (Delta deletion vectors) |
 //! | [`footer`] | record counts and column stats from Parquet footers, when the source has none |
 //! | [`summary`] | snapshot summary counters and `XTABLE_METADATA` ([`SyncMetadata`]) |
+//! | [`orphans`] | metadata files no retained version references (for cleanup) |
 //! | `manifest` | manifests and manifest lists via iceberg-rust's writers, persisted through [`xlake_storage`] |
 //! | [`error`] | [`IcebergError`]: every failure names the table, commit and file |
 //!
@@ -24,6 +25,7 @@ pub mod deletes;
 pub mod error;
 pub mod footer;
 mod manifest;
+pub mod orphans;
 pub mod partition;
 pub mod schema;
 pub mod summary;
