@@ -78,6 +78,12 @@ enum Command {
         #[arg(long)]
         mor_read_optimized: bool,
     },
+    /// Expire the Iceberg snapshots that reference data files the source has deleted
+    /// (Hudi's cleaner, Delta's vacuum), so time travel never reaches a missing file.
+    Expire {
+        /// Table root.
+        table: String,
+    },
     /// Delete orphan metadata files (left by lost races and crashes): files under
     /// `metadata/` that no retained `vN.metadata.json` references. Never data files.
     Cleanup {
@@ -126,6 +132,15 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     match cli.command {
+        Command::Expire { table } => {
+            let expired = IcebergTable::new(TableStore::open(&table)?)
+                .expire_missing()
+                .await?;
+            for id in &expired {
+                println!("expired snapshot {id}");
+            }
+            println!("{table}: {} snapshots expired", expired.len());
+        }
         Command::Cleanup {
             table,
             orphans: _,

@@ -192,6 +192,97 @@ impl IcebergTable {
         Ok(Some(LoadedTable { version, metadata }))
     }
 
+    /// The commit point: create `metadata/v{version}.metadata.json` only if nobody else did,
+    /// then point the hint at it. Returns the version.
+    async fn publish(&self, version: u64, metadata: &TableMetadata) -> Result<u64> {
+        let body = serde_json::to_vec_pretty(metadata)
+            .map_err(|e| self.corrupt(&metadata_file(version), e))?;
+        match self
+            .store
+            .put_if_absent(&metadata_file(version), Bytes::from(body))
+            .await?
+        {
+            PutOutcome::Created => {}
+            PutOutcome::AlreadyExists => {
+                return Err(IcebergError::CommitConflict {
+                    table: self.table(),
+                    version,
+                })
+            }
+        }
+        self.write_hint(version).await?;
+        Ok(version)
+    }
+
+    /// Expire every snapshot but the current one that references a data file no longer in
+    /// storage (deleted by Hudi's cleaner or Delta's vacuum), so that time travel never
+    /// reaches a missing file. Returns the expired snapshot ids; writes a new version only
+    /// if there are any.
+    pub async fn expire_missing(&self) -> Result<Vec<i64>> {
+        let Some(loaded) = self.load().await? else {
+            return Ok(Vec::new());
+        };
+        let m = &loaded.metadata;
+        let current = m.current_snapshot().map(|s| s.snapshot_id());
+        let mut files_of: Vec<(i64, HashSet<String>)> = Vec::new();
+        let mut manifests: HashMap<String, Vec<String>> = HashMap::new();
+        for s in m.snapshots().filter(|s| Some(s.snapshot_id()) != current) {
+            let mut files = HashSet::new();
+            let list = read_manifest_list(&self.store, s.manifest_list())
+                .await
+                .map_err(|e| self.corrupt(s.manifest_list(), e))?;
+            for mf in list
+                .iter()
+                .filter(|mf| mf.content == ManifestContentType::Data)
+            {
+                if !manifests.contains_key(&mf.manifest_path) {
+                    let entries = read_entries(&self.store, mf)
+                        .await
+                        .map_err(|e| self.corrupt(&mf.manifest_path, e))?;
+                    let alive = entries
+                        .iter()
+                        .filter(|e| e.is_alive())
+                        .map(|e| e.file_path().to_string())
+                        .collect();
+                    manifests.insert(mf.manifest_path.clone(), alive);
+                }
+                files.extend(manifests[&mf.manifest_path].iter().cloned());
+            }
+            files_of.push((s.snapshot_id(), files));
+        }
+        let unique: HashSet<&String> = files_of.iter().flat_map(|(_, f)| f).collect();
+        let missing: HashSet<String> = futures::stream::iter(unique)
+            .map(|path| async move { (path, self.store.size(path).await) })
+            .buffer_unordered(FILE_CHECK_CONCURRENCY)
+            .filter_map(
+                |(path, size)| async move { matches!(size, Ok(None)).then(|| path.clone()) },
+            )
+            .collect()
+            .await;
+        let expired: Vec<i64> = files_of
+            .iter()
+            .filter(|(_, files)| files.iter().any(|f| missing.contains(f)))
+            .map(|(id, _)| *id)
+            .collect();
+        if expired.is_empty() {
+            return Ok(expired);
+        }
+        let previous = self.store.absolute(&metadata_file(loaded.version));
+        let built = TableMetadataBuilder::new_from_metadata(m.clone(), Some(previous))
+            .remove_snapshots(&expired)
+            .build()
+            .map_err(self.spec_error("expire snapshots"))?;
+        // Keep the table's time the source's (the builder stamps the wall clock), so later
+        // snapshots at source commit times stay in order.
+        let mut metadata =
+            serde_json::to_value(&built.metadata).map_err(|e| self.corrupt(METADATA_DIR, e))?;
+        metadata["last-updated-ms"] = serde_json::json!(m.last_updated_ms());
+        let metadata: TableMetadata =
+            serde_json::from_value(metadata).map_err(|e| self.corrupt(METADATA_DIR, e))?;
+        self.publish(loaded.version + 1, &metadata).await?;
+        Ok(expired)
+    }
+
     /// Point `version-hint.text` at `version`, or at a newer version another writer made:
     /// after each write, if a newer `vN` exists the hint is written again, so the last
     /// writer of the hint always leaves the newest version (pyiceberg and DuckDB read
@@ -590,24 +681,12 @@ impl IcebergTable {
             .and_then(|b| b.build())
             .map_err(self.spec_error("add snapshot"))?;
 
-        // Commit point: create v(N+1) only if nobody else did.
-        let version = loaded.as_ref().map_or(1, |l| l.version + 1);
-        let body = serde_json::to_vec_pretty(&built.metadata)
-            .map_err(|e| self.corrupt(&metadata_file(version), e))?;
-        match self
-            .store
-            .put_if_absent(&metadata_file(version), Bytes::from(body))
-            .await?
-        {
-            PutOutcome::Created => {}
-            PutOutcome::AlreadyExists => {
-                return Err(IcebergError::CommitConflict {
-                    table: self.table(),
-                    version,
-                })
-            }
-        }
-        self.write_hint(version).await?;
+        let version = self
+            .publish(
+                loaded.as_ref().map_or(1, |l| l.version + 1),
+                &built.metadata,
+            )
+            .await?;
         self.expire_metadata_files(&built.metadata, &built.expired_metadata_logs)
             .await;
         tracing::info!(table = %self.table(), commit = %change.commit.id, version, snapshot_id, "committed Iceberg snapshot");
