@@ -9,6 +9,7 @@ use xlake_iceberg::orphans::orphan_files;
 use xlake_iceberg::summary::iso_instant;
 use xlake_iceberg::{IcebergTable, SyncMetadata};
 use xlake_storage::TableStore;
+use xlake_sync::inspect::{inspect, InspectReport};
 use xlake_sync::job::{run_once, JobConfig, TableResult};
 use xlake_sync::{check, mirror_commit, sync, CheckReport, Mirrored, SyncOptions};
 
@@ -78,6 +79,18 @@ enum Command {
         #[arg(long)]
         mor_read_optimized: bool,
     },
+    /// The health report: side by side, the metadata each format keeps, and anything
+    /// mirrored in a degraded way.
+    Inspect {
+        /// Table root.
+        table: String,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// The table is merge-on-read and mirrored read-optimized.
+        #[arg(long)]
+        mor_read_optimized: bool,
+    },
     /// Expire the Iceberg snapshots that reference data files the source has deleted
     /// (Hudi's cleaner, Delta's vacuum), so time travel never reaches a missing file.
     Expire {
@@ -132,6 +145,22 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     match cli.command {
+        Command::Inspect {
+            table,
+            json,
+            mor_read_optimized,
+        } => {
+            let options = SyncOptions {
+                hudi: HudiOptions { mor_read_optimized },
+                ..Default::default()
+            };
+            let report = inspect(&table, &options).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print_inspect(&report);
+            }
+        }
         Command::Expire { table } => {
             let expired = IcebergTable::new(TableStore::open(&table)?)
                 .expire_missing()
@@ -384,6 +413,49 @@ fn print_mirrored(m: &Mirrored) {
         m.committed.snapshot_id,
         m.committed.version
     );
+}
+
+fn print_inspect(r: &InspectReport) {
+    println!("{}", r.table);
+    if let Some(d) = &r.delta {
+        println!(
+            "  delta:   _delta_log {} files, {} bytes; latest version {}; last checkpoint {}; {} versions since it",
+            d.log.files,
+            d.log.bytes,
+            d.latest_version.map_or("none".into(), |v| v.to_string()),
+            d.last_checkpoint.map_or("none".into(), |v| v.to_string()),
+            d.versions_since_checkpoint.unwrap_or(0)
+        );
+    }
+    if let Some(h) = &r.hudi {
+        println!(
+            "  hudi:    {}; .hoodie {} files, {} bytes; {} completed, {} pending, {} archived files; {} file groups, {} base files; metadata table {}",
+            h.table,
+            h.timeline.files,
+            h.timeline.bytes,
+            h.completed_instants,
+            h.pending_instants,
+            h.archived_files,
+            h.file_groups,
+            h.base_files,
+            if h.metadata_table { "on" } else { "off" }
+        );
+    }
+    let i = &r.iceberg;
+    println!(
+        "  iceberg: metadata/ {} files, {} bytes; v{} ({} bytes); {} snapshots; {} manifests in the current one; {} orphan files; partitioning [{}]",
+        i.metadata.files,
+        i.metadata.bytes,
+        i.version.unwrap_or(0),
+        i.current_metadata_bytes,
+        i.snapshots,
+        i.manifests,
+        i.orphan_files,
+        i.partitioning.join(", ")
+    );
+    for d in &r.degraded {
+        println!("  degraded: {d}");
+    }
 }
 
 fn print_check(r: &CheckReport) {

@@ -53,6 +53,11 @@ impl DeltaSource {
         Ok(Self { store, log })
     }
 
+    /// The log folder's listing.
+    pub fn log(&self) -> &LogListing {
+        &self.log
+    }
+
     /// The retained versions that each get a snapshot, from the log folder's names.
     pub fn listing(&self) -> Result<CommitListing> {
         let Some((start, _)) = self.log.start(&self.table())? else {

@@ -733,6 +733,20 @@ impl IcebergTable {
             .await
     }
 
+    /// Number of manifests of the current snapshot.
+    pub async fn current_manifests(&self) -> Result<usize> {
+        let Some(loaded) = self.load().await? else {
+            return Ok(0);
+        };
+        let Some(snapshot) = loaded.metadata.current_snapshot() else {
+            return Ok(0);
+        };
+        let list = read_manifest_list(&self.store, snapshot.manifest_list())
+            .await
+            .map_err(|e| self.corrupt(snapshot.manifest_list(), e))?;
+        Ok(list.len())
+    }
+
     /// The snapshots of the current ancestry, oldest first: (snapshot id, time, what it
     /// mirrors).
     pub async fn ancestry(&self) -> Result<Vec<(i64, i64, Option<SyncMetadata>)>> {

@@ -11,6 +11,7 @@
 //! | [`SyncOptions`] | operator choices (merge-on-read opt-in, Iceberg table properties) |
 //! | [`Mirrored`] | one snapshot written, as reported while syncing |
 //! | [`check`](check::check) | the invariant checker: one snapshot per completed commit, in order |
+//! | [`inspect`](inspect::inspect) | the health report: metadata each format keeps, degraded mirroring |
 //! | [`job`] | the scheduled job over the tables of a config file |
 //! | [`SyncError`] | errors of the engine and of the crates it drives |
 //!
@@ -20,6 +21,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod check;
+pub mod inspect;
 pub mod job;
 
 pub use check::{check, CheckReport};
