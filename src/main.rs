@@ -9,6 +9,7 @@ use xlake_iceberg::orphans::orphan_files;
 use xlake_iceberg::summary::iso_instant;
 use xlake_iceberg::{IcebergTable, SyncMetadata};
 use xlake_storage::TableStore;
+use xlake_sync::callback::serve;
 use xlake_sync::inspect::{inspect, InspectReport};
 use xlake_sync::job::{run_once, JobConfig, TableResult};
 use xlake_sync::{check, mirror_commit, sync, CheckReport, Mirrored, SyncOptions};
@@ -33,6 +34,17 @@ enum Command {
         /// Do not check that live data files exist (a copy of the log without the data).
         #[arg(long)]
         skip_file_check: bool,
+    },
+    /// In-commit mode over HTTP: answer Hudi's write-commit callback
+    /// (`hoodie.write.commit.callback.http.url`), mirroring each commit before answering
+    /// (200 when mirrored, 500 with the reason when not).
+    Serve {
+        /// Address to listen on, e.g. 127.0.0.1:8089 (port 0: any free port).
+        #[arg(long)]
+        listen: String,
+        /// Mirror merge-on-read tables' base files only.
+        #[arg(long)]
+        mor_read_optimized: bool,
     },
     /// The scheduled job: sync every table listed in a TOML config, a few at a time.
     /// One table's failure never stops the others; each is reported.
@@ -145,6 +157,18 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     match cli.command {
+        Command::Serve {
+            listen,
+            mor_read_optimized,
+        } => {
+            let listener = tokio::net::TcpListener::bind(&listen).await?;
+            println!("listening on {}", listener.local_addr()?);
+            let options = SyncOptions {
+                hudi: HudiOptions { mor_read_optimized },
+                ..Default::default()
+            };
+            serve(listener, options).await?;
+        }
         Command::Inspect {
             table,
             json,

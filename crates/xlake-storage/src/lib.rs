@@ -92,9 +92,15 @@ impl TableStore {
             Ok(url) if url.scheme() != "file" && url.scheme().len() > 1 => {
                 Self::open_remote(&url).map_err(invalid)
             }
-            _ => {
-                let fs_path = match trimmed.strip_prefix("file://") {
-                    Some(p) => std::path::PathBuf::from(p),
+            parsed => {
+                // `file:/x` (Hadoop style) and `file:///x` both name /x.
+                let fs_path = match parsed
+                    .ok()
+                    .filter(|u| u.scheme() == "file")
+                    .map(|u| u.to_file_path())
+                {
+                    Some(Ok(p)) => p,
+                    Some(Err(())) => return Err(invalid("not a local file URL".into())),
                     None => std::path::PathBuf::from(trimmed),
                 };
                 let abs = std::path::absolute(&fs_path).map_err(|e| invalid(e.to_string()))?;
@@ -368,6 +374,23 @@ mod tests {
             store.get("a/missing").await,
             Err(StorageError::NotFound { .. })
         ));
+    }
+
+    #[test]
+    fn file_urls_of_both_styles_name_local_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_str().unwrap();
+        for location in [
+            format!("file://{path}"),
+            format!("file:{path}"),
+            path.to_string(),
+        ] {
+            assert_eq!(
+                TableStore::open(&location).unwrap().location(),
+                path,
+                "{location}"
+            );
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! | [`sync`] | mirror every pending completed commit of one table |
 //! | [`SyncOptions`] | operator choices (merge-on-read opt-in, Iceberg table properties) |
 //! | [`Mirrored`] | one snapshot written, as reported while syncing |
+//! | [`callback`] | the HTTP endpoint for Hudi's write-commit callback (in-commit mode) |
 //! | [`check`](check::check) | the invariant checker: one snapshot per completed commit, in order |
 //! | [`inspect`](inspect::inspect) | the health report: metadata each format keeps, degraded mirroring |
 //! | [`job`] | the scheduled job over the tables of a config file |
@@ -20,6 +21,7 @@
 //! written in source order; a writer that loses a race re-plans from the target's state.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod callback;
 pub mod check;
 pub mod inspect;
 pub mod job;
