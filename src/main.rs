@@ -34,6 +34,9 @@ enum Command {
         /// Do not check that live data files exist (a copy of the log without the data).
         #[arg(long)]
         skip_file_check: bool,
+        /// On a first sync, write one snapshot of the current state, not the history.
+        #[arg(long)]
+        from_latest: bool,
     },
     /// In-commit mode over HTTP: answer Hudi's write-commit callback
     /// (`hoodie.write.commit.callback.http.url`), mirroring each commit before answering
@@ -297,10 +300,12 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             table,
             mor_read_optimized,
             skip_file_check,
+            from_latest,
         } => {
             let options = SyncOptions {
                 hudi: HudiOptions { mor_read_optimized },
                 skip_file_check,
+                from_latest,
                 ..Default::default()
             };
             let report = sync(&table, &options, print_mirrored).await?;

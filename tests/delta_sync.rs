@@ -204,6 +204,82 @@ async fn an_incremental_sync_reads_only_the_new_commits() {
     assert_eq!(mirrored(&root).await.last().map(String::as_str), Some("12"));
 }
 
+#[tokio::test]
+async fn from_latest_writes_one_snapshot_of_the_current_state() {
+    let (_dir, root) = extract("simple_table");
+    let options = SyncOptions {
+        from_latest: true,
+        ..Default::default()
+    };
+    let report = sync_with(&root, &options).await.unwrap();
+    assert_eq!(report.written.len(), 1);
+    assert_eq!(mirrored(&root).await, ["4"]);
+    let check = xlake_sync::check(root.to_str().unwrap(), &SyncOptions::default(), true)
+        .await
+        .unwrap();
+    assert!(
+        check.consistent() && check.before_mirroring == 4,
+        "{check:?}"
+    );
+    // Later syncs go on commit by commit.
+    write_commit(
+        &root,
+        5,
+        "{\"commitInfo\":{\"timestamp\":1900000000000,\"operation\":\"SET TBLPROPERTIES\"}}\n",
+    );
+    assert_eq!(sync_with(&root, &options).await.unwrap().written.len(), 1);
+}
+
+#[tokio::test]
+async fn a_log_truncated_past_the_last_mirrored_version_resumes_from_its_checkpoint() {
+    let (_dir, root) = extract("evolving_typed_partitions");
+    let log = root.join("_delta_log");
+    // Mirror versions 0-3 only.
+    let parked = root.join("parked");
+    std::fs::create_dir_all(&parked).unwrap();
+    let version = |name: &str| name.get(..20).and_then(|v| v.parse::<u64>().ok());
+    let later = |name: &str| {
+        version(name).is_some_and(|v| v > 3)
+            || name.contains("compacted")
+            || name == "_last_checkpoint"
+    };
+    for e in std::fs::read_dir(&log).unwrap() {
+        let p = e.unwrap().path();
+        if later(p.file_name().unwrap().to_str().unwrap()) {
+            std::fs::rename(&p, parked.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    for e in std::fs::read_dir(&parked).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::rename(&p, log.join(p.file_name().unwrap())).unwrap();
+    }
+    // Log retention removes everything before the checkpoint at 11.
+    for e in std::fs::read_dir(&log).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        if name != "_last_checkpoint"
+            && (name.contains("compacted") || version(&name).is_some_and(|v| v < 11))
+        {
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+    let report = sync_with(&root, &SyncOptions::default()).await.unwrap();
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("removed from the log before they were mirrored")),
+        "{:?}",
+        report.notes
+    );
+    assert_eq!(mirrored(&root).await, ["0", "1", "2", "3", "11"]);
+    let check = xlake_sync::check(root.to_str().unwrap(), &SyncOptions::default(), true)
+        .await
+        .unwrap();
+    assert!(check.consistent(), "{check:?}");
+}
+
 fn write_commit(root: &Path, version: u64, body: &str) {
     std::fs::write(root.join(format!("_delta_log/{version:020}.json")), body).unwrap();
 }

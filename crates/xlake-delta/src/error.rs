@@ -6,6 +6,9 @@ use xlake_storage::StorageError;
 /// the version and the file.
 #[derive(Debug, thiserror::Error)]
 pub enum DeltaError {
+    /// Commits not yet mirrored are gone from the source.
+    #[error(transparent)]
+    HistoryLost(#[from] HistoryLost),
     /// Reading storage failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
@@ -49,6 +52,17 @@ pub enum DeltaError {
         /// The library's message.
         reason: String,
     },
+}
+
+/// Commits after the last mirrored one are gone from the source (archived, truncated)
+/// before they were mirrored: they can no longer be mirrored one by one.
+#[derive(Debug, thiserror::Error)]
+#[error("{table}: {what}")]
+pub struct HistoryLost {
+    /// Table location.
+    pub table: String,
+    /// What is gone.
+    pub what: String,
 }
 
 /// Result alias of this crate.

@@ -11,7 +11,7 @@ use xlake_storage::TableStore;
 
 use crate::action::{parse_commit, Add, MetaData, Protocol};
 use crate::deletion_vector::{self, Descriptor};
-use crate::error::{DeltaError, Result};
+use crate::error::{DeltaError, HistoryLost, Result};
 use crate::log::LogListing;
 use crate::schema::{parse_schema, TableSchema};
 use crate::values::{parse_stats, partition_value};
@@ -151,13 +151,14 @@ impl DeltaSource {
             first = m + 1;
         } else if from_checkpoint {
             if newest_mirrored.is_some_and(|m| m < start) {
-                return Err(DeltaError::Incomplete {
+                return Err(HistoryLost {
                     table: self.table(),
-                    reason: format!(
+                    what: format!(
                         "versions after {} up to {start} were removed from the log before they were mirrored",
                         newest_mirrored.unwrap_or_default()
                     ),
-                });
+                }
+                .into());
             }
             let (s, change) = self.checkpoint_state(start).await?;
             notes.push(format!("commits before version {start} are gone from the log; the first snapshot holds the checkpoint's state at version {start}"));
@@ -370,7 +371,9 @@ impl DeltaSource {
                 })
                 .unwrap_or_default();
             let add = Add {
-                path: file.path().to_string(),
+                // deltalake-core decodes the path once already; data_file decodes the
+                // log's form, so give it back its one level of escaping.
+                path: file.path().replace('%', "%25"),
                 partition_values,
                 size: file.size(),
                 data_change: true,

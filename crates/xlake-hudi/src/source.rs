@@ -8,7 +8,7 @@ use xlake_model::{
 use xlake_storage::{StorageError, TableStore};
 
 use crate::commit_metadata::{CommitMetadata, RestoreMetadata, RollbackMetadata};
-use crate::error::{HudiError, Result};
+use crate::error::{HistoryLost, HudiError, Result};
 use crate::file_group::{parse_base_file_name, BaseFile, Effect, FileGroups};
 use crate::instant::{instant_millis, Instant};
 use crate::partition_path::{partition_spec, partition_values};
@@ -243,12 +243,13 @@ impl HudiSource {
         }
         if let Some(last) = mirrored.iter().next_back() {
             if let Some((written, _)) = newest.values().find(|(w, _)| w > last) {
-                return Err(HudiError::Unsupported {
+                return Err(HistoryLost {
                     table: self.store.location().to_string(),
                     what: format!(
                         "instant {written} was archived before it was mirrored (the last mirrored instant is {last}); its commit metadata is gone, so its snapshot cannot be written"
                     ),
-                });
+                }
+                .into());
             }
         }
         Ok(newest.into_values().map(|(_, f)| f).collect())

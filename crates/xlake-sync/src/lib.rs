@@ -80,6 +80,8 @@ pub struct SyncOptions {
     pub hudi: HudiOptions,
     /// Iceberg table properties to set.
     pub properties: HashMap<String, String>,
+    /// On a first sync, write one snapshot of the current state instead of the history.
+    pub from_latest: bool,
     /// Do not check that live data files exist with the recorded size (for a copy of a
     /// table's log without its data; a missing file's row count must then be in the log).
     pub skip_file_check: bool,
@@ -245,9 +247,28 @@ async fn run(
             .collect();
         let Replay {
             changes,
-            notes,
+            mut notes,
             stopped,
-        } = source.change_sets(&mirrored).await?;
+        } = match source.change_sets(&mirrored).await {
+            // First sync with --from-latest: one snapshot of the current state.
+            Ok(replay) if options.from_latest && mirrored.is_empty() => notes_push(
+                latest_state(replay),
+                "--from-latest: one snapshot holds the table as of its newest commit",
+            ),
+            Ok(replay) => replay,
+            // Commits after the last mirrored one are gone from the source (archived,
+            // truncated): the state at the oldest retained commit becomes one snapshot,
+            // taken as a difference from what Iceberg holds, then one per later commit.
+            Err(e) if !mirrored.is_empty() && history_lost(&e) => {
+                let mut replay = source.change_sets(&BTreeSet::new()).await?;
+                if let Some(first) = replay.changes.first_mut() {
+                    first.full_state = true;
+                }
+                notes_push(replay, &format!("{e}; the oldest retained commit's snapshot holds the table's state at that commit instead"))
+            }
+            Err(e) => return Err(e),
+        };
+        notes.dedup();
         if mirrored.len() > last_seen {
             retries = 0;
             last_seen = mirrored.len();
@@ -289,6 +310,59 @@ async fn run(
             _ => Ok(report),
         };
     }
+}
+
+/// A replay reduced to one full-state change set: the newest commit, holding every file
+/// live after it.
+fn latest_state(replay: Replay<SyncError>) -> Replay<SyncError> {
+    let mut live: std::collections::BTreeMap<String, xlake_model::DataFile> = Default::default();
+    for change in &replay.changes {
+        if change.full_state {
+            live.clear();
+        }
+        for path in &change.removed {
+            live.remove(path);
+        }
+        for file in &change.added {
+            live.insert(file.path.clone(), file.clone());
+        }
+    }
+    let changes = replay
+        .changes
+        .last()
+        .map(|last| {
+            let mut state = last.clone();
+            state.added = live
+                .into_values()
+                .map(|mut f| {
+                    f.removed_later = false;
+                    f
+                })
+                .collect();
+            state.removed.clear();
+            state.full_state = true;
+            state.data_change = true;
+            vec![state]
+        })
+        .unwrap_or_default();
+    Replay {
+        changes,
+        notes: replay.notes,
+        stopped: replay.stopped,
+    }
+}
+
+fn notes_push(mut replay: Replay<SyncError>, note: &str) -> Replay<SyncError> {
+    replay.notes.push(note.to_string());
+    replay
+}
+
+/// Whether a source error means the commits after the last mirrored one are gone.
+fn history_lost(e: &SyncError) -> bool {
+    matches!(
+        e,
+        SyncError::Delta(DeltaError::HistoryLost(_)) | SyncError::Hudi(HudiError::HistoryLost(_))
+    )
 }
 
 /// The change sets still to mirror, in source order: those whose commit no snapshot
