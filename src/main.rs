@@ -12,7 +12,7 @@ use xlake_storage::TableStore;
 use xlake_sync::callback::serve;
 use xlake_sync::inspect::{inspect, InspectReport};
 use xlake_sync::job::{run_once, JobConfig, TableResult};
-use xlake_sync::{check, mirror_commit, sync, CheckReport, Mirrored, SyncOptions};
+use xlake_sync::{check_with, mirror_commit, sync, CheckReport, Mirrored, SyncOptions};
 
 /// Make a Hudi or Delta table readable as Apache Iceberg, in place.
 #[derive(Parser)]
@@ -87,6 +87,9 @@ enum Command {
         /// Also compare the current snapshot's live files with the source's.
         #[arg(long)]
         deep: bool,
+        /// With --deep: compare every retained snapshot, not only the current one.
+        #[arg(long, requires = "deep")]
+        all: bool,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -277,6 +280,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Check {
             table,
             deep,
+            all,
             json,
             mor_read_optimized,
         } => {
@@ -284,7 +288,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 hudi: HudiOptions { mor_read_optimized },
                 ..Default::default()
             };
-            let report = check(&table, &options, deep).await?;
+            let report = check_with(&table, &options, deep, all).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {

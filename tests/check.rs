@@ -11,7 +11,7 @@ use common::hudi::{data_instants, extract as extract_hudi, instant_files};
 use xlake_hudi::{HudiOptions, HudiSource};
 use xlake_iceberg::IcebergTable;
 use xlake_storage::TableStore;
-use xlake_sync::{check, sync, SyncOptions};
+use xlake_sync::{check, check_with, sync, SyncOptions};
 
 fn options(mor: bool) -> SyncOptions {
     SyncOptions {
@@ -42,7 +42,7 @@ fn cli(args: &[&str]) -> (i32, String) {
 }
 
 #[tokio::test]
-async fn every_fixture_is_consistent_after_sync_deep() {
+async fn every_fixture_is_consistent_after_sync_deep_all() {
     let hudi = [
         ("sample_table_cow_v6_complexkeygen_hivestyle", false),
         (
@@ -58,7 +58,7 @@ async fn every_fixture_is_consistent_after_sync_deep() {
     for (name, mor) in hudi {
         let (_dir, root) = extract_hudi(name);
         sync_ok(&root, mor).await;
-        let report = check(root.to_str().unwrap(), &options(mor), true)
+        let report = check_with(root.to_str().unwrap(), &options(mor), true, true)
             .await
             .unwrap();
         assert!(report.consistent(), "{name}: {report:?}");
@@ -70,7 +70,7 @@ async fn every_fixture_is_consistent_after_sync_deep() {
     {
         let (_dir, root) = common::delta::extract(name);
         sync_ok(&root, false).await;
-        let report = check(root.to_str().unwrap(), &options(false), true)
+        let report = check_with(root.to_str().unwrap(), &options(false), true, true)
             .await
             .unwrap();
         assert!(report.consistent(), "{name}: {report:?}");

@@ -702,8 +702,18 @@ impl IcebergTable {
         &self,
         metadata: Option<&TableMetadata>,
     ) -> Result<HashMap<String, u64>> {
+        self.snapshot_files(
+            metadata
+                .and_then(|m| m.current_snapshot())
+                .map(|s| s.as_ref()),
+        )
+        .await
+    }
+
+    /// The live data files of a snapshot (location to row count).
+    async fn snapshot_files(&self, snapshot: Option<&Snapshot>) -> Result<HashMap<String, u64>> {
         let mut live = HashMap::new();
-        if let Some(snapshot) = metadata.and_then(|m| m.current_snapshot()) {
+        if let Some(snapshot) = snapshot {
             let manifests = read_manifest_list(&self.store, snapshot.manifest_list())
                 .await
                 .map_err(|e| self.corrupt(snapshot.manifest_list(), e))?;
@@ -723,6 +733,17 @@ impl IcebergTable {
             }
         }
         Ok(live)
+    }
+
+    /// The live data files of a retained snapshot (location to row count), if it exists.
+    pub async fn files_at(&self, snapshot_id: i64) -> Result<Option<HashMap<String, u64>>> {
+        let Some(loaded) = self.load().await? else {
+            return Ok(None);
+        };
+        match loaded.metadata.snapshot_by_id(snapshot_id) {
+            Some(s) => Ok(Some(self.snapshot_files(Some(s.as_ref())).await?)),
+            None => Ok(None),
+        }
     }
 
     /// The live data files of the current snapshot (location to row count), read from its

@@ -75,6 +75,17 @@ pub async fn check(
     options: &SyncOptions,
     deep: bool,
 ) -> Result<CheckReport, SyncError> {
+    check_with(location, options, deep, false).await
+}
+
+/// [`check`], and with `all` the deep comparison covers every retained snapshot of the
+/// current ancestry, not only the current one.
+pub async fn check_with(
+    location: &str,
+    options: &SyncOptions,
+    deep: bool,
+    all: bool,
+) -> Result<CheckReport, SyncError> {
     let store = TableStore::open(location)?;
     let table = IcebergTable::new(store.clone());
     let loaded = table.load().await?;
@@ -171,18 +182,24 @@ pub async fn check(
         report.lag_ms = (last.time_ms - listing.commits[n].time_ms).max(0);
     }
     if deep {
-        report.file_differences = compare_files(&source, &table, &store, &mirrored).await?;
+        let snapshot_of: HashMap<String, i64> = ancestry
+            .iter()
+            .filter_map(|(id, _, m)| Some((m.as_ref()?.source_identifier.clone()?, *id)))
+            .collect();
+        report.file_differences = compare_files(&source, &table, &store, &snapshot_of, all).await?;
     }
     Ok(report)
 }
 
-/// Replay the source to the newest mirrored commit and compare its live files with the
-/// current snapshot's; names each differing file.
+/// Replay the source and compare its live files after the newest mirrored commit with the
+/// current snapshot's, or (`all`) after every mirrored commit with that commit's snapshot;
+/// names each differing file.
 async fn compare_files(
     source: &Source,
     table: &IcebergTable,
     store: &TableStore,
-    mirrored: &BTreeSet<&str>,
+    snapshot_of: &HashMap<String, i64>,
+    all: bool,
 ) -> Result<Vec<String>, SyncError> {
     let replay = source.change_sets(&BTreeSet::new()).await?;
     if let Some(e) = replay.stopped {
@@ -191,9 +208,15 @@ async fn compare_files(
     let newest = replay
         .changes
         .iter()
-        .rposition(|c| mirrored.contains(c.commit.id.as_str()));
+        .rposition(|c| snapshot_of.contains_key(&c.commit.id));
     let mut live: BTreeMap<String, Option<u64>> = BTreeMap::new();
-    for change in replay.changes.iter().take(newest.map_or(0, |n| n + 1)) {
+    let mut out = Vec::new();
+    for (i, change) in replay
+        .changes
+        .iter()
+        .enumerate()
+        .take(newest.map_or(0, |n| n + 1))
+    {
         if change.full_state {
             live.clear();
         }
@@ -203,26 +226,33 @@ async fn compare_files(
         for f in &change.added {
             live.insert(store.absolute(&f.path), f.record_count);
         }
-    }
-    let iceberg = table.current_files().await?;
-    let mut out = Vec::new();
-    for (path, records) in &live {
-        match iceberg.get(path) {
-            None => out.push(format!(
-                "{path}: live in the source, absent from the current snapshot"
-            )),
-            Some(n) if records.is_some_and(|r| r != *n) => out.push(format!(
-                "{path}: {} rows in the source, {n} in the current snapshot",
-                records.unwrap_or_default()
-            )),
-            Some(_) => {}
+        let Some(&snapshot) = snapshot_of.get(&change.commit.id) else {
+            continue;
+        };
+        if !all && Some(i) != newest {
+            continue;
+        }
+        let Some(iceberg) = table.files_at(snapshot).await? else {
+            continue;
+        };
+        let at = format!("snapshot {snapshot} (source commit {})", change.commit.id);
+        for (path, records) in &live {
+            match iceberg.get(path) {
+                None => out.push(format!(
+                    "{at}: {path}: live in the source, absent from the snapshot"
+                )),
+                Some(n) if records.is_some_and(|r| r != *n) => out.push(format!(
+                    "{at}: {path}: {} rows in the source, {n} in the snapshot",
+                    records.unwrap_or_default()
+                )),
+                Some(_) => {}
+            }
+        }
+        for path in iceberg.keys().filter(|p| !live.contains_key(*p)) {
+            out.push(format!(
+                "{at}: {path}: in the snapshot, not live in the source"
+            ));
         }
     }
-    for path in iceberg.keys().filter(|p| !live.contains_key(*p)) {
-        out.push(format!(
-            "{path}: in the current snapshot, not live in the source"
-        ));
-    }
-    out.sort();
     Ok(out)
 }

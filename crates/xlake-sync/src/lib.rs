@@ -26,7 +26,7 @@ pub mod check;
 pub mod inspect;
 pub mod job;
 
-pub use check::{check, CheckReport};
+pub use check::{check, check_with, CheckReport};
 
 use std::collections::{BTreeSet, HashMap};
 
