@@ -169,10 +169,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         } => {
             let listener = tokio::net::TcpListener::bind(&listen).await?;
             println!("listening on {}", listener.local_addr()?);
-            let options = SyncOptions {
-                hudi: HudiOptions { mor_read_optimized },
-                ..Default::default()
-            };
+            let options = read_optimized(mor_read_optimized);
             serve(listener, options).await?;
         }
         Command::Inspect {
@@ -180,10 +177,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             json,
             mor_read_optimized,
         } => {
-            let options = SyncOptions {
-                hudi: HudiOptions { mor_read_optimized },
-                ..Default::default()
-            };
+            let options = read_optimized(mor_read_optimized);
             let report = inspect(&table, &options).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -265,10 +259,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             version,
             mor_read_optimized,
         } => {
-            let options = SyncOptions {
-                hudi: HudiOptions { mor_read_optimized },
-                ..Default::default()
-            };
+            let options = read_optimized(mor_read_optimized);
             let commit =
                 instant.unwrap_or_else(|| version.map(|v| v.to_string()).unwrap_or_default());
             let report = mirror_commit(&table, &options, &commit, print_mirrored).await?;
@@ -284,10 +275,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             json,
             mor_read_optimized,
         } => {
-            let options = SyncOptions {
-                hudi: HudiOptions { mor_read_optimized },
-                ..Default::default()
-            };
+            let options = read_optimized(mor_read_optimized);
             let report = check_with(&table, &options, deep, all).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -359,6 +347,14 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Sync options with nothing but the merge-on-read choice set.
+fn read_optimized(mor_read_optimized: bool) -> SyncOptions {
+    SyncOptions {
+        hudi: HudiOptions { mor_read_optimized },
+        ..Default::default()
+    }
 }
 
 /// One line per table of a job cycle.

@@ -5,7 +5,6 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
 
 use common::hudi::{data_instants, extract as extract_hudi, instant_files};
 use xlake_hudi::{HudiOptions, HudiSource};
@@ -26,19 +25,6 @@ async fn sync_ok(root: &Path, mor: bool) {
     sync(root.to_str().unwrap(), &options(mor), |_| {})
         .await
         .unwrap();
-}
-
-fn cli(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_xlake"))
-        .args(args)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
 }
 
 #[tokio::test]
@@ -98,7 +84,7 @@ async fn an_unmirrored_hudi_commit_is_named_until_synced() {
         .unwrap();
     }
     let location = root.to_str().unwrap();
-    let (code, text) = cli(&["check", location]);
+    let (code, text) = common::xlake(&["check", location]);
     assert_eq!(code, 1, "{text}");
     assert!(
         text.contains(&format!(
@@ -113,7 +99,7 @@ async fn an_unmirrored_hudi_commit_is_named_until_synced() {
     );
     assert!(report.lag_ms > 0);
     sync_ok(&root, false).await;
-    assert_eq!(cli(&["check", location]).0, 0);
+    assert_eq!(common::xlake(&["check", location]).0, 0);
 }
 
 #[tokio::test]
@@ -130,7 +116,7 @@ async fn a_mirrored_commit_rolled_back_by_hudi_is_flagged() {
         .unwrap();
     assert_eq!(report.unknown.len(), 1, "{report:?}");
     assert_eq!(report.unknown[0].commit, last);
-    let (code, text) = cli(&["check", root.to_str().unwrap(), "--json"]);
+    let (code, text) = common::xlake(&["check", root.to_str().unwrap(), "--json"]);
     assert_eq!(code, 1);
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(json["unknown"][0]["commit"], last.as_str());
@@ -191,20 +177,20 @@ async fn unreadable_iceberg_metadata_means_could_not_check() {
     let location = root.to_str().unwrap();
     let hint = root.join("metadata/version-hint.text");
     std::fs::write(&hint, "3").unwrap();
-    let (code, text) = cli(&["check", location]);
+    let (code, text) = common::xlake(&["check", location]);
     assert_eq!(code, 2, "{text}");
     assert!(
         text.contains("version-hint.text") && text.contains("stale"),
         "{text}"
     );
     std::fs::remove_file(&hint).unwrap();
-    let (code, text) = cli(&["check", location]);
+    let (code, text) = common::xlake(&["check", location]);
     assert!(
         code == 2 && text.contains("version-hint.text is missing"),
         "{text}"
     );
     std::fs::write(&hint, "5").unwrap();
     std::fs::remove_file(root.join("metadata/v5.metadata.json")).unwrap();
-    let (code, text) = cli(&["check", location]);
+    let (code, text) = common::xlake(&["check", location]);
     assert!(code == 2 && text.contains("v5.metadata.json"), "{text}");
 }

@@ -3,22 +3,7 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::hudi::{data_instants, extract as extract_hudi};
-
-fn xlake(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_xlake"))
-        .args(args)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
-}
 
 fn snapshot_count(root: &std::path::Path) -> usize {
     let hint = std::fs::read_to_string(root.join("metadata/version-hint.text")).unwrap();
@@ -33,15 +18,15 @@ fn snapshot_count(root: &std::path::Path) -> usize {
 fn mirrors_up_to_the_named_commit_and_no_further() {
     let (_dir, root) = common::delta::extract("simple_table");
     let t = root.to_str().unwrap();
-    let (code, text) = xlake(&["commit", t, "--version", "2"]);
+    let (code, text) = common::xlake(&["commit", t, "--version", "2"]);
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("source commit 2 is mirrored"), "{text}");
     assert_eq!(snapshot_count(&root), 3, "versions 0, 1, 2");
-    let (code, text) = xlake(&["commit", t, "--version", "4"]);
+    let (code, text) = common::xlake(&["commit", t, "--version", "4"]);
     assert_eq!(code, 0, "{text}");
     assert_eq!(snapshot_count(&root), 5);
     // Already mirrored: still success, nothing written.
-    assert_eq!(xlake(&["commit", t, "--version", "3"]).0, 0);
+    assert_eq!(common::xlake(&["commit", t, "--version", "3"]).0, 0);
     assert_eq!(snapshot_count(&root), 5);
 }
 
@@ -60,7 +45,7 @@ fn an_inflight_or_unknown_commit_fails_with_the_reason() {
         })
         .unwrap();
     std::fs::remove_file(completed).unwrap();
-    let (code, text) = xlake(&["commit", t, "--instant", &last]);
+    let (code, text) = common::xlake(&["commit", t, "--instant", &last]);
     assert_ne!(code, 0);
     assert!(
         text.contains(&last) && text.contains("not completed"),
@@ -70,7 +55,7 @@ fn an_inflight_or_unknown_commit_fails_with_the_reason() {
         !root.join("metadata").exists(),
         "nothing written for a commit that is not done"
     );
-    let (code, text) = xlake(&["commit", t, "--instant", "20990101000000000"]);
+    let (code, text) = common::xlake(&["commit", t, "--instant", "20990101000000000"]);
     assert_ne!(code, 0);
     assert!(text.contains("no such completed commit"), "{text}");
 }

@@ -421,22 +421,10 @@ fn local_path(path: &str) -> std::result::Result<String, String> {
 }
 
 fn percent_decode(s: &str) -> std::result::Result<String, String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s
-                .get(i + 1..i + 3)
-                .ok_or_else(|| format!("{s}: truncated %-escape"))?;
-            out.push(u8::from_str_radix(hex, 16).map_err(|_| format!("{s}: bad %-escape"))?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| format!("{s}: not UTF-8 after %-decoding"))
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .map(|d| d.into_owned())
+        .map_err(|_| format!("{s}: not UTF-8 after %-decoding"))
 }
 
 #[cfg(test)]

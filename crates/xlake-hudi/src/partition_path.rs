@@ -102,21 +102,11 @@ pub fn partition_values(
         .collect()
 }
 
-fn percent_decode(s: &str) -> Result<String, String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3).ok_or("truncated %-escape")?;
-            out.push(u8::from_str_radix(hex, 16).map_err(|_| format!("bad %-escape %{hex}"))?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| "not UTF-8 after %-decoding".into())
+fn percent_decode(s: &str) -> std::result::Result<String, String> {
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .map(|d| d.into_owned())
+        .map_err(|_| format!("{s}: not UTF-8 after %-decoding"))
 }
 
 /// Parse the text of a partition value as a column of type `ty`.
