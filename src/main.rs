@@ -90,6 +90,10 @@ enum Command {
         /// With --deep: compare every retained snapshot, not only the current one.
         #[arg(long, requires = "deep")]
         all: bool,
+        /// Newest commits that may be unmirrored without a violation (a scheduled job
+        /// between runs); they are still reported as lag.
+        #[arg(long, default_value_t = 0)]
+        allowed_lag: usize,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -272,6 +276,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             table,
             deep,
             all,
+            allowed_lag,
             json,
             mor_read_optimized,
         } => {
@@ -280,9 +285,9 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
-                print_check(&report);
+                print_check(&report, allowed_lag);
             }
-            return Ok(if report.consistent() {
+            return Ok(if report.consistent_within(allowed_lag) {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)
@@ -487,8 +492,8 @@ fn print_inspect(r: &InspectReport) {
     }
 }
 
-fn print_check(r: &CheckReport) {
-    let state = if r.consistent() {
+fn print_check(r: &CheckReport, allowed_lag: usize) {
+    let state = if r.consistent_within(allowed_lag) {
         "consistent"
     } else {
         "NOT CONSISTENT"

@@ -98,6 +98,11 @@ async fn an_unmirrored_hudi_commit_is_named_until_synced() {
         (vec![last.clone()], 1)
     );
     assert!(report.lag_ms > 0);
+    assert_eq!(
+        common::xlake(&["check", location, "--allowed-lag", "1"]).0,
+        0,
+        "a tail within the allowed lag"
+    );
     sync_ok(&root, false).await;
     assert_eq!(common::xlake(&["check", location]).0, 0);
 }

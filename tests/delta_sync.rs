@@ -333,3 +333,29 @@ async fn bad_logs_name_table_version_and_file_and_change_nothing() {
     );
     assert_eq!(metadata_snapshot(&root), before);
 }
+
+#[tokio::test]
+async fn an_add_of_a_live_path_replaces_it_without_a_remove() {
+    let (_dir, root) = extract("partitioned_3commits");
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    // ANALYZE ... COMPUTE STATISTICS re-adds a live file (dataChange false), no remove.
+    let log = std::fs::read_to_string(root.join("_delta_log/00000000000000000002.json")).unwrap();
+    let add = log
+        .lines()
+        .find(|l| l.contains("\"add\""))
+        .unwrap()
+        .replace("\"dataChange\":true", "\"dataChange\":false");
+    write_commit(&root, 3, &format!("{{\"commitInfo\":{{\"timestamp\":1900000000000,\"operation\":\"COMPUTE STATS\"}}}}\n{add}\n"));
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    let before = summary_of(&root, "2").await;
+    let after = summary_of(&root, "3").await;
+    assert_eq!(
+        after["total-records"], before["total-records"],
+        "the file counts once"
+    );
+    assert_eq!(after["total-data-files"], before["total-data-files"]);
+    let check = xlake_sync::check_with(root.to_str().unwrap(), &SyncOptions::default(), true, true)
+        .await
+        .unwrap();
+    assert!(check.consistent(), "{check:?}");
+}

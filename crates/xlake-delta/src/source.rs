@@ -1,6 +1,6 @@
 //! [`DeltaSource`]: every version of a Delta table as a neutral change set.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use deltalake_core::kernel::scalars::ScalarExt;
 use xlake_model::{
@@ -138,6 +138,7 @@ impl DeltaSource {
             });
         };
         let mut state: Option<State> = None;
+        let mut live: HashSet<String> = HashSet::new();
         let mut first = start;
         let newest_mirrored = mirrored.iter().filter_map(|v| v.parse::<u64>().ok()).max();
         let latest = self.log.latest().unwrap_or(start);
@@ -146,7 +147,13 @@ impl DeltaSource {
             // schema in force there comes from deltalake-core (its checkpoint and the
             // commits since), not from replaying the whole log.
             if m < latest {
-                state = Some(self.snapshot_at(m).await?.0);
+                let (s, table) = self.snapshot_at(m).await?;
+                live = live_paths(&table).map_err(|reason| DeltaError::Checkpoint {
+                    table: self.table(),
+                    version: m,
+                    reason,
+                })?;
+                state = Some(s);
             }
             first = m + 1;
         } else if from_checkpoint {
@@ -161,6 +168,7 @@ impl DeltaSource {
                 .into());
             }
             let (s, change) = self.checkpoint_state(start).await?;
+            live = change.added.iter().map(|f| f.path.clone()).collect();
             notes.push(format!("commits before version {start} are gone from the log; the first snapshot holds the checkpoint's state at version {start}"));
             state = Some(s);
             out.push(change);
@@ -229,6 +237,17 @@ impl DeltaSource {
                     .map(|r| local_path(&r.path))
                     .collect::<std::result::Result<_, _>>()
                     .map_err(&log_error)?;
+                // An add of a path already live replaces it, with or without a remove
+                // (statistics recomputation, row-tracking backfill, a new deletion vector).
+                for f in &change.added {
+                    if live.contains(&f.path) && !change.removed.contains(&f.path) {
+                        change.removed.push(f.path.clone());
+                    }
+                }
+                for p in &change.removed {
+                    live.remove(p);
+                }
+                live.extend(change.added.iter().map(|f| f.path.clone()));
                 let touched = commit
                     .adds
                     .iter()
@@ -390,6 +409,16 @@ impl DeltaSource {
         }
         Ok((state, change))
     }
+}
+
+/// The live file paths of a table loaded by deltalake-core, as `data_file` names them.
+fn live_paths(table: &deltalake_core::DeltaTable) -> std::result::Result<HashSet<String>, String> {
+    let snapshot = table.snapshot().map_err(|e| e.to_string())?;
+    snapshot
+        .log_data()
+        .into_iter()
+        .map(|f| local_path(&f.path().replace('%', "%25")))
+        .collect()
 }
 
 /// The table's location as a URL for deltalake-core.

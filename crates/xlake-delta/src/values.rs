@@ -30,10 +30,13 @@ fn date_days(text: &str) -> Option<i32> {
     i32::try_from((d - chrono::NaiveDate::default()).num_days()).ok()
 }
 
-/// A partition value as Delta writes it in `partitionValues` (`None`: null).
+/// A partition value as Delta writes it in `partitionValues` (`None` and `""`: null).
+/// Timestamps without a zone are read as UTC; the protocol says the writer's zone, which
+/// the log does not record (Spark writers should run with a UTC session zone).
 pub fn partition_value(text: Option<&str>, ty: &PrimitiveType) -> Result<Option<Value>, String> {
     let Some(text) = text else { return Ok(None) };
-    if text.is_empty() && *ty != PrimitiveType::String {
+    // The protocol: "An empty string for any type translates to a null partition value."
+    if text.is_empty() {
         return Ok(None);
     }
     let bad = || format!("partition value {text:?} is not a valid {ty:?}");

@@ -27,6 +27,7 @@ pub struct SchemaProblem {
 }
 
 /// An existing column: its id, type and whether it is required.
+#[derive(Clone)]
 struct Known {
     id: i32,
     ty: Type,
@@ -36,6 +37,10 @@ struct Known {
 /// Assigns ids to a neutral schema given the table's current Iceberg schema.
 struct Assigner {
     known: HashMap<String, Known>,
+    /// The current schema's fields by id (a source id may move to a new path: a rename).
+    by_id: HashMap<i32, Known>,
+    /// The id each path of the new schema got.
+    resolved: HashMap<String, i32>,
     /// Columns of older schemas, by path: a column that comes back under its old name
     /// (a Delta RESTORE; no column mapping) takes its old id, so old files read through it.
     dropped: HashMap<String, Known>,
@@ -44,6 +49,21 @@ struct Assigner {
     evolving: bool,
     /// Other names of fields in data files, by field id.
     aliases: HashMap<i32, Vec<String>>,
+}
+
+/// Ids xlake assigns in a schema whose columns carry source ids start here: Delta column
+/// mapping numbers new columns from its own counter (`delta.columnMapping.maxColumnId`) and
+/// gives list elements and map keys and values no id, so ours must stay out of its way.
+pub const OWN_ID_BASE_WITH_SOURCE_IDS: i32 = 1_000_000_000;
+
+fn next_free_id(schema: &Schema, last_column_id: i32) -> i32 {
+    let explicit = max_explicit_id(&schema.fields);
+    let above = last_column_id.max(explicit).max(0) + 1;
+    if explicit > 0 {
+        above.max(OWN_ID_BASE_WITH_SOURCE_IDS)
+    } else {
+        above
+    }
 }
 
 /// Names a field has in data files besides its own, by field id (for the name mapping).
@@ -86,10 +106,13 @@ pub fn to_iceberg_schema(
     for s in older {
         collect_known(s.as_struct().fields(), "", &mut dropped);
     }
+    let by_id = known.values().map(|k| (k.id, k.clone())).collect();
     let mut assigner = Assigner {
         known,
+        by_id,
+        resolved: HashMap::new(),
         dropped,
-        next_id: last_column_id.max(max_explicit_id(&schema.fields)).max(0) + 1,
+        next_id: next_free_id(schema, last_column_id),
         evolving: current.is_some(),
         aliases: HashMap::new(),
     };
@@ -180,15 +203,17 @@ impl Assigner {
             .get(path)
             .filter(|k| reusable(&k.ty, &field.data_type))
             .map(|k| k.id);
-        let id = match (self.known.get(path), field.id, returning) {
-            (Some(k), _, _) => k.id,
-            (None, Some(explicit), _) => explicit,
+        // A source's own id (column mapping) wins: a renamed column keeps it.
+        let id = match (field.id, self.known.get(path), returning) {
+            (Some(explicit), _, _) => explicit,
+            (None, Some(k), _) => k.id,
             (None, None, Some(old)) => old,
             (None, None, None) => {
                 self.next_id += 1;
                 self.next_id - 1
             }
         };
+        self.resolved.insert(path.to_string(), id);
         if !field.aliases.is_empty() {
             self.aliases.insert(id, field.aliases.clone());
         }
@@ -197,8 +222,13 @@ impl Assigner {
 
     /// Required only if the source says so and the column is not new to an existing table
     /// (Iceberg cannot add a required column) nor was optional before.
+    /// The current schema's field that the new field at `path` continues, if any.
+    fn existing(&self, path: &str) -> Option<&Known> {
+        self.resolved.get(path).and_then(|id| self.by_id.get(id))
+    }
+
     fn required(&self, path: &str, nullable: bool) -> bool {
-        match self.known.get(path) {
+        match self.existing(path) {
             Some(k) => k.required && !nullable,
             None => !self.evolving && !nullable,
         }
@@ -244,7 +274,8 @@ impl Assigner {
             column: path.to_string(),
             reason,
         };
-        let existing = self.known.get(path).map(|k| &k.ty);
+        let existing = self.existing(path).map(|k| k.ty.clone());
+        let existing = existing.as_ref();
         match ty {
             DataType::Primitive(p) => {
                 let new = iceberg_primitive(p).map_err(problem)?;
@@ -362,11 +393,18 @@ fn merge_fields(current: &[&MappedField], previous: &[&MappedField]) -> Vec<Mapp
             {
                 None => (*c).clone(),
                 Some(old) => {
+                    // An old name another current field now holds stays with that field
+                    // only (a rename, then a new column under the old name).
+                    let held_elsewhere = |n: &String| {
+                        current
+                            .iter()
+                            .any(|o| o.field_id() != c.field_id() && o.names().contains(n))
+                    };
                     let mut names = c.names().to_vec();
                     names.extend(
                         old.names()
                             .iter()
-                            .filter(|n| !c.names().contains(n))
+                            .filter(|n| !c.names().contains(n) && !held_elsewhere(n))
                             .cloned(),
                     );
                     MappedField::new(
@@ -539,8 +577,8 @@ mod tests {
         assert_eq!(schema.field_by_name("a").unwrap().id, 7);
         assert_eq!(
             schema.field_by_name("b").unwrap().id,
-            8,
-            "new ids start above source ids"
+            OWN_ID_BASE_WITH_SOURCE_IDS,
+            "our ids stay clear of the ids the source hands out next"
         );
         let json = serde_json::to_string(&name_mapping(&schema, &aliases)).unwrap();
         assert!(
@@ -606,6 +644,30 @@ mod tests {
             .unwrap()
             .0;
         assert_eq!(v4.field_by_name("s").unwrap().id, 9);
+    }
+
+    #[test]
+    fn a_renamed_column_gives_up_its_old_name_to_a_new_column() {
+        let b = Field::optional("a", PrimitiveType::Long);
+        let v1 = to_iceberg_schema(&Schema::new(vec![b]), None, &[], 0, 0)
+            .unwrap()
+            .0;
+        let first = name_mapping(&v1, &Aliases::new());
+        // Renamed a -> b (same id by column mapping), then a new column a.
+        let mut renamed = Field::optional("b", PrimitiveType::Long);
+        renamed.id = Some(1);
+        let mut new_a = Field::optional("a", PrimitiveType::Long);
+        new_a.id = Some(2);
+        let v2 = to_iceberg_schema(&Schema::new(vec![renamed, new_a]), Some(&v1), &[], 1, 1)
+            .unwrap()
+            .0;
+        let json =
+            serde_json::to_string(&merge_mappings(&name_mapping(&v2, &Aliases::new()), &first))
+                .unwrap();
+        assert_eq!(
+            json,
+            r#"[{"field-id":1,"names":["b"]},{"field-id":2,"names":["a"]}]"#
+        );
     }
 
     #[test]

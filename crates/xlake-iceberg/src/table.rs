@@ -33,6 +33,8 @@ use crate::value::{to_datum, truncate_lower, truncate_upper};
 const METADATA_DIR: &str = "metadata";
 /// Table property: delete metadata files that fall out of the metadata log.
 pub const DELETE_AFTER_COMMIT: &str = "write.metadata.delete-after-commit.enabled";
+/// Table property: the metrics mode engines assume for columns without their own.
+pub const METRICS_MODE_DEFAULT: &str = "write.metadata.metrics.default";
 /// Table property: how many previous metadata files the metadata log keeps.
 pub const PREVIOUS_VERSIONS_MAX: &str = "write.metadata.previous-versions-max";
 const VERSION_HINT: &str = "metadata/version-hint.text";
@@ -195,6 +197,20 @@ impl IcebergTable {
     /// The commit point: create `metadata/v{version}.metadata.json` only if nobody else did,
     /// then point the hint at it. Returns the version.
     async fn publish(&self, version: u64, metadata: &TableMetadata) -> Result<u64> {
+        // The version this one follows must still be there: if metadata retention deleted
+        // it meanwhile, a put-if-absent could succeed beside the real history.
+        if version > 1
+            && self
+                .store
+                .size(&metadata_file(version - 1))
+                .await?
+                .is_none()
+        {
+            return Err(IcebergError::CommitConflict {
+                table: self.table(),
+                version,
+            });
+        }
         let body = serde_json::to_vec_pretty(metadata)
             .map_err(|e| self.corrupt(&metadata_file(version), e))?;
         match self
@@ -259,10 +275,25 @@ impl IcebergTable {
             )
             .collect()
             .await;
-        let expired: Vec<i64> = files_of
+        // Expire up to the newest snapshot that needs a missing file, so that the retained
+        // snapshots stay one unbroken history.
+        let needs: HashSet<i64> = files_of
             .iter()
             .filter(|(_, files)| files.iter().any(|f| missing.contains(f)))
             .map(|(id, _)| *id)
+            .collect();
+        let newest_needing = m
+            .snapshots()
+            .filter(|s| needs.contains(&s.snapshot_id()))
+            .map(|s| s.sequence_number())
+            .max();
+        let expired: Vec<i64> = m
+            .snapshots()
+            .filter(|s| {
+                Some(s.snapshot_id()) != current
+                    && newest_needing.is_some_and(|n| s.sequence_number() <= n)
+            })
+            .map(|s| s.snapshot_id())
             .collect();
         if expired.is_empty() {
             return Ok(expired);
@@ -414,6 +445,12 @@ impl IcebergTable {
         let unbound =
             to_unbound_spec(&change.partition_spec, &converted).map_err(not_representable)?;
         let mut properties = self.properties.clone();
+        // Bounds xlake writes are safe for pruning but not always exact (Delta truncates
+        // timestamps, footers are rescaled, strings cut): engines must not answer MIN/MAX
+        // from them, which Iceberg Spark does unless the metrics mode says counts.
+        properties
+            .entry(METRICS_MODE_DEFAULT.to_string())
+            .or_insert_with(|| "counts".to_string());
         // Older snapshots still read through older schemas: keep their columns mapped.
         let previous: Option<NameMapping> = current
             .and_then(|m| m.properties().get(DEFAULT_SCHEMA_NAME_MAPPING))
@@ -605,7 +642,10 @@ impl IcebergTable {
                 &self.store,
                 &location,
                 snapshot_id,
-                (schema.clone(), (**old_spec).clone()),
+                (
+                    schema_holding(&staged, old_spec, &schema),
+                    (**old_spec).clone(),
+                ),
                 !data,
                 |w| {
                     for e in live {
@@ -712,7 +752,13 @@ impl IcebergTable {
 
     /// The live data files of a snapshot (location to row count).
     async fn snapshot_files(&self, snapshot: Option<&Snapshot>) -> Result<HashMap<String, u64>> {
-        let mut live = HashMap::new();
+        Ok(self.snapshot_entries(snapshot).await?.into_iter().collect())
+    }
+
+    /// The live data file entries of a snapshot (location, row count); a location listed
+    /// twice appears twice.
+    async fn snapshot_entries(&self, snapshot: Option<&Snapshot>) -> Result<Vec<(String, u64)>> {
+        let mut live = Vec::new();
         if let Some(snapshot) = snapshot {
             let manifests = read_manifest_list(&self.store, snapshot.manifest_list())
                 .await
@@ -735,13 +781,14 @@ impl IcebergTable {
         Ok(live)
     }
 
-    /// The live data files of a retained snapshot (location to row count), if it exists.
-    pub async fn files_at(&self, snapshot_id: i64) -> Result<Option<HashMap<String, u64>>> {
+    /// The live data file entries of a retained snapshot (location, row count), if it
+    /// exists; a location listed twice (a broken table) appears twice.
+    pub async fn files_at(&self, snapshot_id: i64) -> Result<Option<Vec<(String, u64)>>> {
         let Some(loaded) = self.load().await? else {
             return Ok(None);
         };
         match loaded.metadata.snapshot_by_id(snapshot_id) {
-            Some(s) => Ok(Some(self.snapshot_files(Some(s.as_ref())).await?)),
+            Some(s) => Ok(Some(self.snapshot_entries(Some(s.as_ref())).await?)),
             None => Ok(None),
         }
     }
@@ -1074,6 +1121,26 @@ impl IcebergTable {
             }
         }
     }
+}
+
+/// The newest schema that still has every source column of `spec` (a manifest of an old
+/// spec whose partition column was dropped since is rewritten with the schema it had).
+fn schema_holding(metadata: &TableMetadata, spec: &IcebergSpec, current: &SchemaRef) -> SchemaRef {
+    let holds = |s: &SchemaRef| {
+        spec.fields()
+            .iter()
+            .all(|f| s.field_by_id(f.source_id).is_some())
+    };
+    if holds(current) {
+        return current.clone();
+    }
+    let mut schemas: Vec<&SchemaRef> = metadata.schemas_iter().collect();
+    schemas.sort_by_key(|s| std::cmp::Reverse(s.schema_id()));
+    schemas
+        .into_iter()
+        .find(|s| holds(s))
+        .cloned()
+        .unwrap_or_else(|| current.clone())
 }
 
 fn json<T: serde::Serialize>(value: &T) -> String {

@@ -274,8 +274,15 @@ async fn run(
             last_seen = mirrored.len();
         }
         let mut pending = pending(&changes, &mirrored);
-        if let Some(last) = until.and_then(|u| pending.iter().position(|c| c.commit.id == u)) {
-            pending.truncate(last + 1);
+        match until {
+            // In-commit mode for a commit already mirrored: nothing further to do.
+            Some(u) if mirrored.contains(u) => pending.clear(),
+            Some(u) => {
+                if let Some(last) = pending.iter().position(|c| c.commit.id == u) {
+                    pending.truncate(last + 1);
+                }
+            }
+            None => {}
         }
         if report.written.is_empty() {
             report.source_commits = changes.len();
@@ -304,7 +311,8 @@ async fn run(
         // The commits before the one the source could not read are mirrored; now say why
         // the rest is not.
         // (In-commit mode does not fail for a bad commit after the one it was asked for.)
-        let reached = until.is_some_and(|u| changes.iter().any(|c| c.commit.id == u));
+        let reached =
+            until.is_some_and(|u| mirrored.contains(u) || changes.iter().any(|c| c.commit.id == u));
         return match stopped {
             Some(e) if !reached => Err(e),
             _ => Ok(report),
