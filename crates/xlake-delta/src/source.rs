@@ -385,7 +385,7 @@ impl DeltaSource {
                     data.fields()
                         .iter()
                         .zip(data.values())
-                        .map(|(k, v)| (k.name().to_string(), (!v.is_null()).then(|| v.serialize())))
+                        .map(|(k, v)| (k.name().to_string(), partition_text(v)))
                         .collect()
                 })
                 .unwrap_or_default();
@@ -408,6 +408,30 @@ impl DeltaSource {
                 .push(self.data_file(&state, &add).await.map_err(fail)?);
         }
         Ok((state, change))
+    }
+}
+
+/// A checkpoint's typed partition value as the text a commit's `partitionValues` holds
+/// (deltalake-core's own `serialize` writes negative decimals and binary values in forms
+/// no commit uses).
+fn partition_text(v: &delta_kernel::expressions::Scalar) -> Option<String> {
+    use delta_kernel::expressions::Scalar;
+    match v {
+        v if v.is_null() => None,
+        Scalar::Decimal(d) => {
+            let scale = u32::from(d.ty().scale());
+            let bits = d.bits();
+            let pow = 10i128.pow(scale);
+            let (int, frac) = (bits / pow, (bits % pow).unsigned_abs());
+            let sign = if bits < 0 && int == 0 { "-" } else { "" };
+            Some(if scale == 0 {
+                int.to_string()
+            } else {
+                format!("{sign}{int}.{frac:0width$}", width = scale as usize)
+            })
+        }
+        Scalar::Binary(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+        other => Some(other.serialize()),
     }
 }
 
@@ -459,6 +483,25 @@ fn percent_decode(s: &str) -> std::result::Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn checkpoint_partition_values_read_like_commit_ones() {
+        use delta_kernel::expressions::{DecimalData, Scalar};
+        use delta_kernel::schema::DecimalType;
+        let dec = |bits: i128| {
+            Scalar::Decimal(
+                DecimalData::try_new(bits, DecimalType::try_new(10, 2).unwrap()).unwrap(),
+            )
+        };
+        assert_eq!(partition_text(&dec(-150)).as_deref(), Some("-1.50"));
+        assert_eq!(partition_text(&dec(-5)).as_deref(), Some("-0.05"));
+        assert_eq!(partition_text(&dec(12345)).as_deref(), Some("123.45"));
+        assert_eq!(
+            partition_text(&Scalar::Binary(b"ab".to_vec())).as_deref(),
+            Some("ab")
+        );
+        assert_eq!(partition_text(&Scalar::Integer(7)).as_deref(), Some("7"));
+    }
 
     #[test]
     fn paths_are_decoded_like_on_disk() {
