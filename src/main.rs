@@ -18,8 +18,20 @@ use xlake_sync::{check_with, mirror_commit, sync, CheckReport, Mirrored, SyncOpt
 #[derive(Parser)]
 #[command(version, about)]
 struct Cli {
+    /// Log format on stderr (logs are filtered with RUST_LOG, e.g. RUST_LOG=info).
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+/// How logs are written.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -145,11 +157,14 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().init(),
+    }
     // `check` keeps exit code 1 for violations; its errors mean "could not check".
     let error_code = if matches!(cli.command, Command::Check { .. }) {
         2
