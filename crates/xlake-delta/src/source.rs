@@ -259,12 +259,7 @@ impl DeltaSource {
             Ok(())
         }
         .await;
-        DataFile::mark_removed_later(&mut out);
-        Ok(Replay {
-            changes: out,
-            notes,
-            stopped: replay.err(),
-        })
+        Ok(Replay::new(out, notes, replay.err()))
     }
 
     fn commit(&self, version: u64, action: String, time: i64) -> SourceCommit {

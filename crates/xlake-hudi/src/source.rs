@@ -402,12 +402,7 @@ impl HudiSource {
             Ok(())
         }
         .await;
-        DataFile::mark_removed_later(&mut out);
-        Ok(Replay {
-            changes: out,
-            notes,
-            stopped: replay.err(),
-        })
+        Ok(Replay::new(out, notes, replay.err()))
     }
 
     fn fill(&self, change: &mut ChangeSet, effect: Effect, instant: &Instant) -> Result<()> {

@@ -119,6 +119,19 @@ pub struct Replay<E> {
     pub stopped: Option<E>,
 }
 
+impl<E> Replay<E> {
+    /// The replay of `changes` (in source order): marks every added file a later change
+    /// set removes, as [`DataFile::mark_removed_later`] does.
+    pub fn new(mut changes: Vec<ChangeSet>, notes: Vec<String>, stopped: Option<E>) -> Self {
+        DataFile::mark_removed_later(&mut changes);
+        Self {
+            changes,
+            notes,
+            stopped,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
