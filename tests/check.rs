@@ -199,3 +199,30 @@ async fn unreadable_iceberg_metadata_means_could_not_check() {
     let (code, text) = common::xlake(&["check", location]);
     assert!(code == 2 && text.contains("v5.metadata.json"), "{text}");
 }
+
+#[tokio::test]
+async fn a_file_listed_twice_is_named_by_deep() {
+    let (_dir, root) = extract_hudi("sample_table_cow_v9_txns_simple_nometa");
+    let location = root.to_str().unwrap();
+    let store = TableStore::open(location).unwrap();
+    let replay = HudiSource::open(store.clone(), HudiOptions::default())
+        .await
+        .unwrap()
+        .change_sets(&BTreeSet::new())
+        .await
+        .unwrap();
+    let mut changes = replay.changes;
+    // A faulty writer lists one added file twice: its rows would count twice.
+    let last = changes.last_mut().unwrap();
+    let twice = last.added[0].clone();
+    last.added.push(twice.clone());
+    IcebergTable::new(store).commit_all(&changes).await.unwrap();
+    let report = check_with(location, &options(false), true, false)
+        .await
+        .unwrap();
+    assert_eq!(report.file_differences.len(), 1, "{report:?}");
+    assert!(
+        report.file_differences[0].contains(&twice.path)
+            && report.file_differences[0].contains("more than once")
+    );
+}

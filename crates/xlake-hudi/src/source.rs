@@ -162,11 +162,6 @@ impl HudiSource {
         &self.timeline
     }
 
-    /// The table's storage.
-    pub fn store(&self) -> &TableStore {
-        &self.store
-    }
-
     fn instant_error(&self, instant: &Instant, reason: impl ToString) -> HudiError {
         HudiError::Instant {
             table: self.store.location().to_string(),

@@ -97,11 +97,6 @@ impl IcebergTable {
         self
     }
 
-    /// The table's storage.
-    pub fn store(&self) -> &TableStore {
-        &self.store
-    }
-
     fn table(&self) -> String {
         self.store.location().to_string()
     }
@@ -783,22 +778,15 @@ impl IcebergTable {
 
     /// The live data file entries of a retained snapshot (location, row count), if it
     /// exists; a location listed twice (a broken table) appears twice.
-    pub async fn files_at(&self, snapshot_id: i64) -> Result<Option<Vec<(String, u64)>>> {
-        let Some(loaded) = self.load().await? else {
-            return Ok(None);
-        };
-        match loaded.metadata.snapshot_by_id(snapshot_id) {
+    pub async fn files_at(
+        &self,
+        metadata: &TableMetadata,
+        snapshot_id: i64,
+    ) -> Result<Option<Vec<(String, u64)>>> {
+        match metadata.snapshot_by_id(snapshot_id) {
             Some(s) => Ok(Some(self.snapshot_entries(Some(s.as_ref())).await?)),
             None => Ok(None),
         }
-    }
-
-    /// The live data files of the current snapshot (location to row count), read from its
-    /// manifests.
-    pub async fn current_files(&self) -> Result<HashMap<String, u64>> {
-        let loaded = self.load().await?;
-        self.live_data_files(loaded.as_ref().map(|l| &l.metadata))
-            .await
     }
 
     /// Number of manifests of the current snapshot.
@@ -818,22 +806,10 @@ impl IcebergTable {
     /// The snapshots of the current ancestry, oldest first: (snapshot id, time, what it
     /// mirrors).
     pub async fn ancestry(&self) -> Result<Vec<(i64, i64, Option<SyncMetadata>)>> {
-        let Some(loaded) = self.load().await? else {
-            return Ok(Vec::new());
-        };
-        let m = &loaded.metadata;
-        let mut out = Vec::new();
-        let mut next = m.current_snapshot().map(|s| s.snapshot_id());
-        while let Some(s) = next.and_then(|id| m.snapshot_by_id(id)) {
-            out.push((
-                s.snapshot_id(),
-                s.timestamp_ms(),
-                SyncMetadata::from_summary(&s.summary().additional_properties),
-            ));
-            next = s.parent_snapshot_id();
-        }
-        out.reverse();
-        Ok(out)
+        Ok(self
+            .load()
+            .await?
+            .map_or(Vec::new(), |l| ancestry_of(&l.metadata)))
     }
 
     /// A full-state change set as the difference from the current snapshot's live files.
@@ -1141,6 +1117,23 @@ fn schema_holding(metadata: &TableMetadata, spec: &IcebergSpec, current: &Schema
         .find(|s| holds(s))
         .cloned()
         .unwrap_or_else(|| current.clone())
+}
+
+/// The snapshots of the current ancestry of `m`, oldest first: (snapshot id, time, what it
+/// mirrors).
+pub fn ancestry_of(m: &TableMetadata) -> Vec<(i64, i64, Option<SyncMetadata>)> {
+    let mut out = Vec::new();
+    let mut next = m.current_snapshot().map(|s| s.snapshot_id());
+    while let Some(s) = next.and_then(|id| m.snapshot_by_id(id)) {
+        out.push((
+            s.snapshot_id(),
+            s.timestamp_ms(),
+            SyncMetadata::from_summary(&s.summary().additional_properties),
+        ));
+        next = s.parent_snapshot_id();
+    }
+    out.reverse();
+    out
 }
 
 fn json<T: serde::Serialize>(value: &T) -> String {

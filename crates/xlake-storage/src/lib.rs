@@ -139,16 +139,6 @@ impl TableStore {
         ))
     }
 
-    /// A store over an explicit backend (tests, in-memory stores, custom clients).
-    pub fn with_backend(store: Arc<dyn ObjectStore>, root: &str, location: &str) -> Self {
-        Self {
-            store,
-            root: Path::from(root),
-            location: location.trim_end_matches('/').to_string(),
-            origin: String::new(),
-        }
-    }
-
     /// The table root as written into metadata: an absolute local path or a URL.
     pub fn location(&self) -> &str {
         &self.location

@@ -4,7 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
-use xlake_iceberg::IcebergTable;
+use xlake_iceberg::table::ancestry_of;
+use xlake_iceberg::{IcebergTable, LoadedTable};
 use xlake_model::CommitListing;
 use xlake_storage::{StorageError, TableStore};
 
@@ -121,7 +122,9 @@ pub async fn check_with(
         Source::Hudi(s) => s.listing(),
         Source::Delta(s) => s.listing()?,
     };
-    let ancestry = table.ancestry().await?;
+    let ancestry = loaded
+        .as_ref()
+        .map_or(Vec::new(), |l| ancestry_of(&l.metadata));
     let mut report = CheckReport {
         table: store.location().to_string(),
         format: format.into(),
@@ -195,7 +198,8 @@ pub async fn check_with(
             .iter()
             .filter_map(|(id, _, m)| Some((m.as_ref()?.source_identifier.clone()?, *id)))
             .collect();
-        report.file_differences = compare_files(&source, &table, &store, &snapshot_of, all).await?;
+        report.file_differences =
+            compare_files(&source, &table, loaded.as_ref(), &store, &snapshot_of, all).await?;
     }
     Ok(report)
 }
@@ -206,6 +210,7 @@ pub async fn check_with(
 async fn compare_files(
     source: &Source,
     table: &IcebergTable,
+    loaded: Option<&LoadedTable>,
     store: &TableStore,
     snapshot_of: &HashMap<String, i64>,
     all: bool,
@@ -241,7 +246,10 @@ async fn compare_files(
         if !all && Some(i) != newest {
             continue;
         }
-        let Some(entries) = table.files_at(snapshot).await? else {
+        let Some(entries) = (match loaded {
+            Some(l) => table.files_at(&l.metadata, snapshot).await?,
+            None => None,
+        }) else {
             continue;
         };
         let at = format!("snapshot {snapshot} (source commit {})", change.commit.id);
