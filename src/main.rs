@@ -1,18 +1,21 @@
 //! `xlake`: command-line entry point. Argument parsing and printing only; every behaviour
 //! lives in the library crates under `crates/`.
 
+mod progress;
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use progress::Progress;
 use xlake_hudi::HudiOptions;
 use xlake_iceberg::orphans::orphan_files;
 use xlake_iceberg::summary::iso_instant;
-use xlake_iceberg::{IcebergTable, SyncMetadata};
+use xlake_iceberg::{IcebergTable, Retention, SyncMetadata};
 use xlake_storage::TableStore;
 use xlake_sync::callback::serve;
 use xlake_sync::inspect::{inspect, InspectReport};
-use xlake_sync::job::{run_once, JobConfig, TableResult};
-use xlake_sync::{check_with, mirror_commit, sync, CheckReport, Mirrored, SyncOptions};
+use xlake_sync::job::{parse_duration, run_once, JobConfig, TableResult};
+use xlake_sync::{check_with, mirror_commit, open_store, sync, CheckReport, Mirrored, SyncOptions};
 
 /// Make a Hudi or Delta table readable as Apache Iceberg, in place.
 #[derive(Parser)]
@@ -49,6 +52,10 @@ enum Command {
         /// On a first sync, write one snapshot of the current state, not the history.
         #[arg(long)]
         from_latest: bool,
+        /// Only this process ever writes the table's Iceberg metadata: accept a store
+        /// without put-if-absent (conditional writes), whose commits are then not atomic.
+        #[arg(long)]
+        single_writer: bool,
     },
     /// In-commit mode over HTTP: answer Hudi's write-commit callback
     /// (`hoodie.write.commit.callback.http.url`), mirroring each commit before answering
@@ -60,12 +67,17 @@ enum Command {
         /// Mirror merge-on-read tables' base files only.
         #[arg(long)]
         mor_read_optimized: bool,
+        /// Only this process ever writes the table's Iceberg metadata: accept a store
+        /// without put-if-absent (conditional writes), whose commits are then not atomic.
+        #[arg(long)]
+        single_writer: bool,
     },
     /// The scheduled job: sync every table listed in a TOML config, a few at a time.
     /// One table's failure never stops the others; each is reported.
     Run {
-        /// Config file: `concurrency = N` and `[[tables]]` entries with `location` (and
-        /// optionally `mor_read_optimized`, `skip_file_check`).
+        /// Config file: `concurrency = N` and `[[tables]]` entries with `location` and
+        /// optionally `mor_read_optimized`, `skip_file_check`, `single_writer`, `expire`
+        /// (default true), `keep_snapshots`, `max_snapshot_age` (see the README).
         #[arg(long)]
         config: std::path::PathBuf,
         /// One cycle; exit non-zero if any table failed.
@@ -89,6 +101,10 @@ enum Command {
         /// Mirror a merge-on-read table's base files only.
         #[arg(long)]
         mor_read_optimized: bool,
+        /// Only this process ever writes the table's Iceberg metadata: accept a store
+        /// without put-if-absent (conditional writes), whose commits are then not atomic.
+        #[arg(long)]
+        single_writer: bool,
     },
     /// Check that every completed source commit has exactly one Iceberg snapshot, in order.
     /// Exit 0: consistent; 1: violations (missing, unknown, duplicated, out of order,
@@ -126,10 +142,21 @@ enum Command {
         mor_read_optimized: bool,
     },
     /// Expire the Iceberg snapshots that reference data files the source has deleted
-    /// (Hudi's cleaner, Delta's vacuum), so time travel never reaches a missing file.
+    /// (Hudi's cleaner, Delta's vacuum), so time travel never reaches a missing file, and
+    /// those beyond the limits given; always the oldest ones, never the current one.
     Expire {
         /// Table root.
         table: String,
+        /// Keep at most this many snapshots.
+        #[arg(long)]
+        keep_snapshots: Option<usize>,
+        /// Expire snapshots whose source commit is older than this (`12h`, `7d`).
+        #[arg(long)]
+        max_snapshot_age: Option<String>,
+        /// Only this process ever writes the table's Iceberg metadata: accept a store
+        /// without put-if-absent (conditional writes), whose commits are then not atomic.
+        #[arg(long)]
+        single_writer: bool,
     },
     /// Delete orphan metadata files (left by lost races and crashes): files under
     /// `metadata/` that no retained `vN.metadata.json` references. Never data files.
@@ -185,10 +212,14 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Serve {
             listen,
             mor_read_optimized,
+            single_writer,
         } => {
             let listener = tokio::net::TcpListener::bind(&listen).await?;
             println!("listening on {}", listener.local_addr()?);
-            let options = read_optimized(mor_read_optimized);
+            let options = SyncOptions {
+                single_writer,
+                ..read_optimized(mor_read_optimized)
+            };
             serve(listener, options).await?;
         }
         Command::Inspect {
@@ -204,14 +235,37 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 print_inspect(&report);
             }
         }
-        Command::Expire { table } => {
-            let expired = IcebergTable::new(TableStore::open(&table)?)
-                .expire_missing()
+        Command::Expire {
+            table,
+            keep_snapshots,
+            max_snapshot_age,
+            single_writer,
+        } => {
+            let max_age = max_snapshot_age
+                .as_deref()
+                .map(parse_duration)
+                .transpose()?;
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?;
+            let retention = Retention {
+                keep_snapshots,
+                max_age_ms: max_age.map(|a| i64::try_from(a.as_millis())).transpose()?,
+                now_ms: i64::try_from(now.as_millis())?,
+            };
+            let options = SyncOptions {
+                single_writer,
+                ..Default::default()
+            };
+            let expired = IcebergTable::new(open_store(&table, &options)?)
+                .expire(&retention)
                 .await?;
-            for id in &expired {
+            for id in &expired.snapshots {
                 println!("expired snapshot {id}");
             }
-            println!("{table}: {} snapshots expired", expired.len());
+            println!(
+                "{table}: {} snapshots expired, {} metadata files deleted",
+                expired.snapshots.len(),
+                expired.deleted_files.len()
+            );
         }
         Command::Cleanup {
             table,
@@ -220,7 +274,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             dry_run,
         } => {
             let store = TableStore::open(&table)?;
-            let age = parse_interval(&older_than)?;
+            let age = parse_duration(&older_than)?;
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?;
             let cutoff = i64::try_from(now.saturating_sub(age).as_millis())?;
             let found = orphan_files(&store, cutoff).await?;
@@ -245,7 +299,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 .map_err(|e| format!("{}: {e}", config.display()))?;
             let config =
                 JobConfig::parse(&text).map_err(|e| format!("{}: {e}", config.display()))?;
-            let interval = every.as_deref().map(parse_interval).transpose()?;
+            let interval = every.as_deref().map(parse_duration).transpose()?;
             let mut signals = StopSignals::install()?;
             loop {
                 let results = run_once(&config, print_table_result).await;
@@ -277,11 +331,19 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             instant,
             version,
             mor_read_optimized,
+            single_writer,
         } => {
-            let options = read_optimized(mor_read_optimized);
+            let options = SyncOptions {
+                single_writer,
+                ..read_optimized(mor_read_optimized)
+            };
             let commit =
                 instant.unwrap_or_else(|| version.map(|v| v.to_string()).unwrap_or_default());
-            let report = mirror_commit(&table, &options, &commit, print_mirrored).await?;
+            let mut progress = Progress::new();
+            let report = mirror_commit(&table, &options, &commit, |m| {
+                progress.snapshot(&mirrored_line(m), m.remaining)
+            })
+            .await?;
             println!(
                 "{table}: source commit {commit} is mirrored ({} snapshots written)",
                 report.written.len()
@@ -313,14 +375,20 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             mor_read_optimized,
             skip_file_check,
             from_latest,
+            single_writer,
         } => {
             let options = SyncOptions {
                 hudi: HudiOptions { mor_read_optimized },
                 skip_file_check,
                 from_latest,
+                single_writer,
                 ..Default::default()
             };
-            let report = sync(&table, &options, print_mirrored).await?;
+            let mut progress = Progress::new();
+            let report = sync(&table, &options, |m| {
+                progress.snapshot(&mirrored_line(m), m.remaining)
+            })
+            .await?;
             for note in &report.notes {
                 println!("note: {note}");
             }
@@ -381,30 +449,19 @@ fn read_optimized(mor_read_optimized: bool) -> SyncOptions {
 fn print_table_result(r: &TableResult) {
     match &r.outcome {
         Ok(report) => println!(
-            "ok     {}: {} snapshots written",
+            "ok     {}: {} snapshots written{}",
             r.location,
-            report.written.len()
+            report.written.len(),
+            r.expired
+                .as_ref()
+                .filter(|e| !e.snapshots.is_empty())
+                .map_or(String::new(), |e| format!(
+                    ", {} expired",
+                    e.snapshots.len()
+                ))
         ),
         Err(e) => println!("FAILED {}: {e}", r.location),
     }
-}
-
-/// `30s`, `5m`, `2h` as a duration.
-fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
-    let (number, unit) = text.split_at(
-        text.find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(text.len()),
-    );
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("interval {text:?}: expected e.g. 30s, 5m, 1h"))?;
-    let seconds = match unit {
-        "s" | "" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        _ => return Err(format!("interval {text:?}: unit must be s, m or h")),
-    };
-    Ok(std::time::Duration::from_secs(seconds))
 }
 
 /// SIGTERM and Ctrl-C, listened to from the job's start so that a signal arriving during
@@ -450,9 +507,9 @@ impl StopSignals {
     }
 }
 
-/// One line per snapshot written.
-fn print_mirrored(m: &Mirrored) {
-    println!(
+/// The line of one snapshot written.
+fn mirrored_line(m: &Mirrored) -> String {
+    format!(
         "{} {} {:<14} +{} -{} files -> snapshot {} (v{})",
         m.change.commit.format.as_str(),
         m.change.commit.id,
@@ -461,7 +518,7 @@ fn print_mirrored(m: &Mirrored) {
         m.change.removed.len(),
         m.committed.snapshot_id,
         m.committed.version
-    );
+    )
 }
 
 fn print_inspect(r: &InspectReport) {

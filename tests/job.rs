@@ -82,3 +82,30 @@ fn a_repeating_job_stops_on_sigterm() {
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+#[test]
+fn the_job_expires_snapshots_as_each_table_asks() {
+    let (_a, kept) = common::delta::extract("partitioned_3commits");
+    let (_b, limited) = common::delta::extract("partitioned_3commits");
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        config.path(),
+        format!(
+            "[[tables]]\nlocation = \"{}\"\n[[tables]]\nlocation = \"{}\"\nkeep_snapshots = 1\n",
+            kept.display(),
+            limited.display()
+        ),
+    )
+    .unwrap();
+    let (code, out) =
+        common::xlake(&["run", "--config", config.path().to_str().unwrap(), "--once"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("3 snapshots written, 2 expired"), "{out}");
+    let snapshots = |root: &std::path::Path| {
+        common::xlake(&["snapshots", root.to_str().unwrap()])
+            .1
+            .matches("DELTA ")
+            .count()
+    };
+    assert_eq!((snapshots(&kept), snapshots(&limited)), (3, 1));
+}

@@ -10,6 +10,7 @@
 //! | [`schema`] | neutral schema to Iceberg schema with stable field ids; the name mapping |
 //! | [`partition`] | partition specs and partition tuples |
 //! | [`value`] | neutral values to Iceberg datums (bounds, partition values); bound truncation |
+//! | [`expire`] | snapshot expiry in step with the source's cleaner or vacuum, plus count and age limits |
 //! | [`deletes`] | position-delete files for rows a source deleted (Delta deletion vectors) |
 //! | [`footer`] | record counts and column stats from Parquet footers, when the source has none |
 //! | [`summary`] | snapshot summary counters and `XTABLE_METADATA` ([`SyncMetadata`]) |
@@ -23,6 +24,7 @@
 
 pub mod deletes;
 pub mod error;
+pub mod expire;
 pub mod footer;
 mod manifest;
 pub mod orphans;
@@ -33,5 +35,6 @@ pub mod table;
 pub mod value;
 
 pub use error::{IcebergError, Result};
+pub use expire::{Expired, Retention};
 pub use summary::{SyncMetadata, XTABLE_METADATA};
 pub use table::{Committed, IcebergTable, LoadedTable};

@@ -30,7 +30,7 @@ use crate::schema::{merge_mappings, name_mapping, to_iceberg_schema};
 use crate::summary::{standard_summary, Counts, SyncMetadata, SOURCE_COMMIT_TIME, XTABLE_METADATA};
 use crate::value::{to_datum, truncate_lower, truncate_upper};
 
-const METADATA_DIR: &str = "metadata";
+pub(crate) const METADATA_DIR: &str = "metadata";
 /// Table property: delete metadata files that fall out of the metadata log.
 pub const DELETE_AFTER_COMMIT: &str = "write.metadata.delete-after-commit.enabled";
 /// Table property: the metrics mode engines assume for columns without their own.
@@ -39,7 +39,7 @@ pub const METRICS_MODE_DEFAULT: &str = "write.metadata.metrics.default";
 pub const PREVIOUS_VERSIONS_MAX: &str = "write.metadata.previous-versions-max";
 const VERSION_HINT: &str = "metadata/version-hint.text";
 /// How many data files have their existence checked (and footers read) at once.
-const FILE_CHECK_CONCURRENCY: usize = 16;
+pub(crate) const FILE_CHECK_CONCURRENCY: usize = 16;
 
 /// Relative path of `vN.metadata.json`.
 pub fn metadata_file(version: u64) -> String {
@@ -69,7 +69,7 @@ pub struct Committed {
 /// The Iceberg side of one table, rooted where the source table lives.
 #[derive(Debug, Clone)]
 pub struct IcebergTable {
-    store: TableStore,
+    pub(crate) store: TableStore,
     properties: HashMap<String, String>,
     verify_files: bool,
 }
@@ -97,11 +97,11 @@ impl IcebergTable {
         self
     }
 
-    fn table(&self) -> String {
+    pub(crate) fn table(&self) -> String {
         self.store.location().to_string()
     }
 
-    fn corrupt(&self, file: &str, reason: impl ToString) -> IcebergError {
+    pub(crate) fn corrupt(&self, file: &str, reason: impl ToString) -> IcebergError {
         IcebergError::CorruptMetadata {
             table: self.table(),
             file: self.store.absolute(file),
@@ -109,7 +109,7 @@ impl IcebergTable {
         }
     }
 
-    fn spec_error(&self, context: &str) -> impl Fn(iceberg::Error) -> IcebergError + '_ {
+    pub(crate) fn spec_error(&self, context: &str) -> impl Fn(iceberg::Error) -> IcebergError + '_ {
         let context = context.to_string();
         move |source| IcebergError::Spec {
             table: self.table(),
@@ -191,7 +191,7 @@ impl IcebergTable {
 
     /// The commit point: create `metadata/v{version}.metadata.json` only if nobody else did,
     /// then point the hint at it. Returns the version.
-    async fn publish(&self, version: u64, metadata: &TableMetadata) -> Result<u64> {
+    pub(crate) async fn publish(&self, version: u64, metadata: &TableMetadata) -> Result<u64> {
         // The version this one follows must still be there: if metadata retention deleted
         // it meanwhile, a put-if-absent could succeed beside the real history.
         if version > 1
@@ -223,90 +223,6 @@ impl IcebergTable {
         }
         self.write_hint(version).await?;
         Ok(version)
-    }
-
-    /// Expire every snapshot but the current one that references a data file no longer in
-    /// storage (deleted by Hudi's cleaner or Delta's vacuum), so that time travel never
-    /// reaches a missing file. Returns the expired snapshot ids; writes a new version only
-    /// if there are any.
-    pub async fn expire_missing(&self) -> Result<Vec<i64>> {
-        let Some(loaded) = self.load().await? else {
-            return Ok(Vec::new());
-        };
-        let m = &loaded.metadata;
-        let current = m.current_snapshot().map(|s| s.snapshot_id());
-        let mut files_of: Vec<(i64, HashSet<String>)> = Vec::new();
-        let mut manifests: HashMap<String, Vec<String>> = HashMap::new();
-        for s in m.snapshots().filter(|s| Some(s.snapshot_id()) != current) {
-            let mut files = HashSet::new();
-            let list = read_manifest_list(&self.store, s.manifest_list())
-                .await
-                .map_err(|e| self.corrupt(s.manifest_list(), e))?;
-            for mf in list
-                .iter()
-                .filter(|mf| mf.content == ManifestContentType::Data)
-            {
-                if !manifests.contains_key(&mf.manifest_path) {
-                    let entries = read_entries(&self.store, mf)
-                        .await
-                        .map_err(|e| self.corrupt(&mf.manifest_path, e))?;
-                    let alive = entries
-                        .iter()
-                        .filter(|e| e.is_alive())
-                        .map(|e| e.file_path().to_string())
-                        .collect();
-                    manifests.insert(mf.manifest_path.clone(), alive);
-                }
-                files.extend(manifests[&mf.manifest_path].iter().cloned());
-            }
-            files_of.push((s.snapshot_id(), files));
-        }
-        let unique: HashSet<&String> = files_of.iter().flat_map(|(_, f)| f).collect();
-        let missing: HashSet<String> = futures::stream::iter(unique)
-            .map(|path| async move { (path, self.store.size(path).await) })
-            .buffer_unordered(FILE_CHECK_CONCURRENCY)
-            .filter_map(
-                |(path, size)| async move { matches!(size, Ok(None)).then(|| path.clone()) },
-            )
-            .collect()
-            .await;
-        // Expire up to the newest snapshot that needs a missing file, so that the retained
-        // snapshots stay one unbroken history.
-        let needs: HashSet<i64> = files_of
-            .iter()
-            .filter(|(_, files)| files.iter().any(|f| missing.contains(f)))
-            .map(|(id, _)| *id)
-            .collect();
-        let newest_needing = m
-            .snapshots()
-            .filter(|s| needs.contains(&s.snapshot_id()))
-            .map(|s| s.sequence_number())
-            .max();
-        let expired: Vec<i64> = m
-            .snapshots()
-            .filter(|s| {
-                Some(s.snapshot_id()) != current
-                    && newest_needing.is_some_and(|n| s.sequence_number() <= n)
-            })
-            .map(|s| s.snapshot_id())
-            .collect();
-        if expired.is_empty() {
-            return Ok(expired);
-        }
-        let previous = self.store.absolute(&metadata_file(loaded.version));
-        let built = TableMetadataBuilder::new_from_metadata(m.clone(), Some(previous))
-            .remove_snapshots(&expired)
-            .build()
-            .map_err(self.spec_error("expire snapshots"))?;
-        // Keep the table's time the source's (the builder stamps the wall clock), so later
-        // snapshots at source commit times stay in order.
-        let mut metadata =
-            serde_json::to_value(&built.metadata).map_err(|e| self.corrupt(METADATA_DIR, e))?;
-        metadata["last-updated-ms"] = serde_json::json!(m.last_updated_ms());
-        let metadata: TableMetadata =
-            serde_json::from_value(metadata).map_err(|e| self.corrupt(METADATA_DIR, e))?;
-        self.publish(loaded.version + 1, &metadata).await?;
-        Ok(expired)
     }
 
     /// Point `version-hint.text` at `version`, or at a newer version another writer made:
@@ -384,6 +300,9 @@ impl IcebergTable {
         expected_parent: Option<Option<i64>>,
     ) -> Result<Committed> {
         let commit_id = change.commit.id.clone();
+        // Before anything is written: the commit is atomic only on a store whose
+        // put-if-absent works (or with one writer, by the operator's word).
+        self.store.verify_put_if_absent().await?;
         let loaded = self.load().await?;
         let current = loaded.as_ref().map(|l| &l.metadata);
         if let Some(expected) = expected_parent {

@@ -8,7 +8,12 @@
 //! Paths given to a [`TableStore`] are either relative to the table root or absolute
 //! locations inside the same store. [`TableStore::put_if_absent`] is the primitive that
 //! makes commits atomic: it never overwrites.
+//!
+//! [`faults`] wraps any backend to fail, delay or half-complete chosen requests, for
+//! tests and failure drills.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod faults;
 
 use std::sync::Arc;
 
@@ -35,6 +40,15 @@ pub enum StorageError {
     NotFound {
         /// Full location.
         location: String,
+    },
+    /// The store cannot write an object only if it is absent, so commits could not be
+    /// atomic.
+    #[error("{location}: this store does not support put-if-absent (conditional writes), which xlake's atomic commit relies on; {reason}. If exactly one xlake process ever writes this table, pass --single-writer")]
+    NoPutIfAbsent {
+        /// Full location of the write that needed it.
+        location: String,
+        /// What showed it.
+        reason: String,
     },
     /// Any other failure of the backend.
     #[error("{location}: {source}")]
@@ -77,6 +91,13 @@ pub struct TableStore {
     location: String,
     /// `scheme://authority` for remote stores, empty for local disk.
     origin: String,
+    /// The operator vouches that no other process writes the table: put-if-absent may
+    /// fall back to a check followed by a plain write.
+    single_writer: bool,
+    /// Local disk, whose put-if-absent (a hard link) is known to be atomic.
+    known_atomic: bool,
+    /// Outcome of the put-if-absent probe, made once per store (other stores only).
+    probed: Arc<tokio::sync::OnceCell<Result<(), String>>>,
 }
 
 impl TableStore {
@@ -111,6 +132,9 @@ impl TableStore {
                     root,
                     location,
                     origin: String::new(),
+                    single_writer: false,
+                    known_atomic: true,
+                    probed: Arc::default(),
                 })
             }
         }
@@ -123,12 +147,7 @@ impl TableStore {
             object_store::parse_url_opts(url, options).map_err(|e| e.to_string())?;
         let origin = format!("{}://{}", url.scheme(), url.authority());
         let location = format!("{origin}/{root}");
-        Ok(Self {
-            store: Arc::from(store),
-            root,
-            location,
-            origin,
-        })
+        Ok(Self::from_store(Arc::from(store), root, location, origin))
     }
 
     #[cfg(not(feature = "cloud"))]
@@ -137,6 +156,65 @@ impl TableStore {
             "scheme {}:// needs xlake built with the `cloud` feature",
             url.scheme()
         ))
+    }
+
+    /// A table root on a store built by the caller (a custom or wrapped backend):
+    /// `root` inside the store, `location` as written into metadata, `origin` the
+    /// `scheme://authority` prefix of remote locations (empty for local disk).
+    pub fn from_store(
+        store: Arc<dyn ObjectStore>,
+        root: Path,
+        location: String,
+        origin: String,
+    ) -> Self {
+        Self {
+            store,
+            root,
+            location,
+            origin,
+            single_writer: false,
+            known_atomic: false,
+            probed: Arc::default(),
+        }
+    }
+
+    /// Declare that exactly one process writes this table, so a store without
+    /// put-if-absent is accepted: the write becomes a check followed by a plain write.
+    pub fn with_single_writer(mut self, single_writer: bool) -> Self {
+        self.single_writer = single_writer;
+        self
+    }
+
+    /// Make sure put-if-absent works before the first commit writes anything: a store
+    /// other than local disk is probed once (some lack it; some S3-compatible servers
+    /// ignore `If-None-Match` and overwrite). With [`Self::with_single_writer`] nothing
+    /// is probed.
+    pub async fn verify_put_if_absent(&self) -> Result<(), StorageError> {
+        if self.single_writer || self.known_atomic {
+            return Ok(());
+        }
+        let probe = format!("metadata/.xlake-probe-{}", uuid::Uuid::new_v4());
+        let outcome = self
+            .probed
+            .get_or_init(|| async {
+                let first = self.put_if_absent(&probe, Bytes::from_static(b"1")).await;
+                let second = self.put_if_absent(&probe, Bytes::from_static(b"2")).await;
+                let _ = self.delete(&probe).await;
+                match (first, second) {
+                    (Ok(PutOutcome::Created), Ok(PutOutcome::AlreadyExists)) => Ok(()),
+                    (Ok(_), Ok(_)) => {
+                        Err("a second conditional write of the same object succeeded".to_string())
+                    }
+                    (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
+                }
+            })
+            .await;
+        outcome
+            .clone()
+            .map_err(|reason| StorageError::NoPutIfAbsent {
+                location: self.absolute(&probe),
+                reason,
+            })
     }
 
     /// The table root as written into metadata: an absolute local path or a URL.
@@ -250,9 +328,29 @@ impl TableStore {
     ) -> Result<PutOutcome, StorageError> {
         let p = self.object_path(path)?;
         let opts = PutOptions::from(PutMode::Create);
-        match self.store.put_opts(&p, PutPayload::from(bytes), opts).await {
+        match self
+            .store
+            .put_opts(&p, PutPayload::from(bytes.clone()), opts)
+            .await
+        {
             Ok(_) => Ok(PutOutcome::Created),
             Err(object_store::Error::AlreadyExists { .. }) => Ok(PutOutcome::AlreadyExists),
+            Err(
+                e
+                @ (object_store::Error::NotImplemented | object_store::Error::NotSupported { .. }),
+            ) => {
+                if !self.single_writer {
+                    return Err(StorageError::NoPutIfAbsent {
+                        location: self.absolute(path),
+                        reason: e.to_string(),
+                    });
+                }
+                if self.size(path).await?.is_some() {
+                    return Ok(PutOutcome::AlreadyExists);
+                }
+                self.put(path, bytes).await?;
+                Ok(PutOutcome::Created)
+            }
             Err(e) => Err(self.backend_error(path, e)),
         }
     }
@@ -381,6 +479,69 @@ mod tests {
                 "{location}"
             );
         }
+    }
+
+    /// A store over `dir` through a [`faults::FaultyStore`], named as a remote location
+    /// when `remote` (so the put-if-absent probe runs).
+    fn drill(dir: &std::path::Path, mode: faults::PutIfAbsent, remote: bool) -> TableStore {
+        let inner = Arc::new(LocalFileSystem::new());
+        let store = Arc::new(faults::FaultyStore::new(inner).put_if_absent(mode));
+        let root = Path::from_filesystem_path(dir).unwrap();
+        let (location, origin) = if remote {
+            (format!("drill://t/{root}"), "drill://t".to_string())
+        } else {
+            (dir.to_str().unwrap().to_string(), String::new())
+        };
+        TableStore::from_store(store, root, location, origin)
+    }
+
+    #[tokio::test]
+    async fn a_store_without_put_if_absent_is_refused_unless_single_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = drill(dir.path(), faults::PutIfAbsent::Unsupported, false);
+        let err = store
+            .put_if_absent("metadata/v1.metadata.json", Bytes::from_static(b"one"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StorageError::NoPutIfAbsent { .. }), "{err}");
+        assert!(err.to_string().contains("--single-writer"), "{err}");
+        assert_eq!(store.size("metadata/v1.metadata.json").await.unwrap(), None);
+
+        let single = store.with_single_writer(true);
+        let put = |b: &'static [u8]| {
+            let single = single.clone();
+            async move {
+                single
+                    .put_if_absent("metadata/v1.metadata.json", Bytes::from_static(b))
+                    .await
+                    .unwrap()
+            }
+        };
+        assert_eq!(put(b"one").await, PutOutcome::Created);
+        assert_eq!(put(b"two").await, PutOutcome::AlreadyExists);
+        assert_eq!(
+            &single.get("metadata/v1.metadata.json").await.unwrap()[..],
+            b"one"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_store_that_ignores_put_if_absent_fails_the_probe() {
+        let dir = tempfile::tempdir().unwrap();
+        let honest = drill(dir.path(), faults::PutIfAbsent::Honoured, true);
+        honest.verify_put_if_absent().await.unwrap();
+        let liar = drill(dir.path(), faults::PutIfAbsent::Ignored, true);
+        let err = liar.verify_put_if_absent().await.unwrap_err();
+        assert!(
+            err.to_string().contains("second conditional write"),
+            "{err}"
+        );
+        // The probe leaves nothing behind, and single-writer skips it.
+        assert!(liar.list_recursive("").await.unwrap().is_empty());
+        liar.with_single_writer(true)
+            .verify_put_if_absent()
+            .await
+            .unwrap();
     }
 
     #[test]

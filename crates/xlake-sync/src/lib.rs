@@ -7,7 +7,7 @@
 //!
 //! | item | what it does |
 //! |---|---|
-//! | [`sync`] | mirror every pending completed commit of one table |
+//! | [`sync`], [`sync_store`] | mirror every pending completed commit of one table |
 //! | [`SyncOptions`] | operator choices (merge-on-read opt-in, Iceberg table properties) |
 //! | [`Mirrored`] | one snapshot written, as reported while syncing |
 //! | [`callback`] | the HTTP endpoint for Hudi's write-commit callback (in-commit mode) |
@@ -85,6 +85,14 @@ pub struct SyncOptions {
     /// Do not check that live data files exist with the recorded size (for a copy of a
     /// table's log without its data; a missing file's row count must then be in the log).
     pub skip_file_check: bool,
+    /// The operator vouches that only this process writes the table's Iceberg metadata:
+    /// a store without put-if-absent is then accepted.
+    pub single_writer: bool,
+}
+
+/// Open the table root at `location` as `options` say.
+pub fn open_store(location: &str, options: &SyncOptions) -> Result<TableStore, SyncError> {
+    Ok(TableStore::open(location)?.with_single_writer(options.single_writer))
 }
 
 /// One snapshot written by a sync.
@@ -94,6 +102,8 @@ pub struct Mirrored {
     pub change: ChangeSet,
     /// What the target wrote.
     pub committed: Committed,
+    /// Commits still to mirror after this one, as planned now (for progress display).
+    pub remaining: usize,
 }
 
 /// The result of a sync.
@@ -165,7 +175,7 @@ pub async fn mirror_commit(
     commit: &str,
     progress: impl FnMut(&Mirrored),
 ) -> Result<SyncReport, SyncError> {
-    let store = TableStore::open(location)?;
+    let store = open_store(location, options)?;
     let table = store.location().to_string();
     let not_mirrored = |reason: String| SyncError::NotMirrored {
         table: table.clone(),
@@ -194,7 +204,7 @@ pub async fn mirror_commit(
             "the source has no such completed commit that gets a snapshot (newest: {newest})"
         )));
     }
-    let report = run(location, options, Some(commit), progress).await?;
+    let report = run(store.clone(), options, Some(commit), progress).await?;
     let mirrored = IcebergTable::new(store)
         .synced_commits()
         .await?
@@ -215,17 +225,25 @@ pub async fn sync(
     options: &SyncOptions,
     progress: impl FnMut(&Mirrored),
 ) -> Result<SyncReport, SyncError> {
-    run(location, options, None, progress).await
+    run(open_store(location, options)?, options, None, progress).await
+}
+
+/// [`sync`] on a table root the caller opened (a custom or wrapped store).
+pub async fn sync_store(
+    store: TableStore,
+    options: &SyncOptions,
+    progress: impl FnMut(&Mirrored),
+) -> Result<SyncReport, SyncError> {
+    run(store, options, None, progress).await
 }
 
 /// Mirror pending commits in order, stopping after `until` when given.
 async fn run(
-    location: &str,
+    store: TableStore,
     options: &SyncOptions,
     until: Option<&str>,
     mut progress: impl FnMut(&Mirrored),
 ) -> Result<SyncReport, SyncError> {
-    let store = TableStore::open(location)?;
     let table = store.location().to_string();
     let target = IcebergTable::new(store.clone())
         .with_properties(options.properties.clone())
@@ -289,13 +307,15 @@ async fn run(
             report.already_mirrored = changes.len() - pending.len();
             report.notes = notes;
         }
-        for next in pending {
+        let planned = pending.len();
+        for (i, next) in pending.into_iter().enumerate() {
             match target.commit_after(next, head).await {
                 Ok(committed) => {
                     head = Some(committed.snapshot_id);
                     let m = Mirrored {
                         change: next.clone(),
                         committed,
+                        remaining: planned - i - 1,
                     };
                     progress(&m);
                     report.written.push(m);

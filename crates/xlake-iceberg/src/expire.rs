@@ -1,0 +1,195 @@
+//! Snapshot expiry in step with the source's retention: snapshots that read data files
+//! Hudi's cleaner or Delta's vacuum deleted go, so Iceberg time travel never reaches a
+//! missing file; optional count and age limits on top. Always a prefix of history, never
+//! the current snapshot, so the retained snapshots stay one unbroken line and the sync's
+//! rule (commits older than the oldest mirrored one were mirrored and expired) holds.
+
+use std::collections::{HashMap, HashSet};
+
+use futures::StreamExt;
+use iceberg::spec::{
+    ManifestContentType, ManifestEntry, ManifestFile, SnapshotRef, TableMetadata,
+    TableMetadataBuilder,
+};
+
+use crate::error::Result;
+use crate::manifest::{read_entries, read_manifest_list};
+use crate::table::{metadata_file, IcebergTable, FILE_CHECK_CONCURRENCY, METADATA_DIR};
+
+/// Limits on top of the files the source deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Retention {
+    /// Keep at most this many snapshots (the newest).
+    pub keep_snapshots: Option<usize>,
+    /// Expire snapshots whose (source commit) time is older than this, in ms before
+    /// `now_ms`.
+    pub max_age_ms: Option<i64>,
+    /// The present, ms since the epoch.
+    pub now_ms: i64,
+}
+
+/// What an expiry did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Expired {
+    /// The snapshots removed, oldest first.
+    pub snapshots: Vec<i64>,
+    /// Metadata files deleted with them (manifest lists, manifests, delete files).
+    pub deleted_files: Vec<String>,
+    /// The metadata version written (0 when nothing expired).
+    pub version: u64,
+}
+
+impl IcebergTable {
+    /// Expire snapshots, always as a prefix of history and never the current one: every
+    /// snapshot up to the newest that references a data file no longer in storage
+    /// (deleted by Hudi's cleaner or Delta's vacuum), so time travel never reaches a
+    /// missing file, and those `retention` asks to drop. Writes a new version only if
+    /// anything expires, then deletes the manifest lists, manifests and delete files that
+    /// no retained snapshot references (metadata files only, never data files).
+    pub async fn expire(&self, retention: &Retention) -> Result<Expired> {
+        self.store.verify_put_if_absent().await?;
+        let Some(loaded) = self.load().await? else {
+            return Ok(Expired::default());
+        };
+        let m = &loaded.metadata;
+        let current = m.current_snapshot().map(|s| s.snapshot_id());
+        let mut by_age: Vec<&SnapshotRef> = m.snapshots().collect();
+        by_age.sort_by_key(|s| s.sequence_number());
+        let mut lists: HashMap<i64, Vec<ManifestFile>> = HashMap::new();
+        let mut manifests: HashMap<String, Vec<ManifestEntry>> = HashMap::new();
+        for s in &by_age {
+            let list = read_manifest_list(&self.store, s.manifest_list())
+                .await
+                .map_err(|e| self.corrupt(s.manifest_list(), e))?;
+            for mf in &list {
+                if !manifests.contains_key(&mf.manifest_path) {
+                    let entries = read_entries(&self.store, mf)
+                        .await
+                        .map_err(|e| self.corrupt(&mf.manifest_path, e))?;
+                    manifests.insert(mf.manifest_path.clone(), entries);
+                }
+            }
+            lists.insert(s.snapshot_id(), list);
+        }
+        let data_files = |id: i64| -> HashSet<&str> {
+            lists[&id]
+                .iter()
+                .filter(|mf| mf.content == ManifestContentType::Data)
+                .flat_map(|mf| manifests[&mf.manifest_path].iter())
+                .filter(|e| e.is_alive())
+                .map(|e| e.file_path())
+                .collect()
+        };
+        // Files the current snapshot reads exist (the sync checks them); only files that
+        // older snapshots alone still read can have been cleaned or vacuumed.
+        let live = current.map(data_files).unwrap_or_default();
+        let older: Vec<(i64, HashSet<&str>)> = by_age
+            .iter()
+            .filter(|s| Some(s.snapshot_id()) != current)
+            .map(|s| (s.snapshot_id(), data_files(s.snapshot_id())))
+            .collect();
+        let candidates: HashSet<&str> = older
+            .iter()
+            .flat_map(|(_, f)| f.iter().copied())
+            .filter(|f| !live.contains(f))
+            .collect();
+        let missing: HashSet<&str> = futures::stream::iter(candidates)
+            .map(|path| async move { (path, self.store.size(path).await) })
+            .buffer_unordered(FILE_CHECK_CONCURRENCY)
+            .filter_map(|(path, size)| async move { matches!(size, Ok(None)).then_some(path) })
+            .collect()
+            .await;
+        let needs_missing: HashSet<i64> = older
+            .iter()
+            .filter(|(_, files)| files.iter().any(|f| missing.contains(f)))
+            .map(|(id, _)| *id)
+            .collect();
+        // Position in age order of the newest snapshot to expire, by any rule.
+        let cut = by_age
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| {
+                needs_missing.contains(&s.snapshot_id())
+                    || retention
+                        .keep_snapshots
+                        .is_some_and(|keep| by_age.len() - i > keep)
+                    || retention
+                        .max_age_ms
+                        .is_some_and(|age| s.timestamp_ms() < retention.now_ms - age)
+            })
+            .map(|(i, _)| i)
+            .max();
+        let expired: Vec<i64> = by_age
+            .iter()
+            .take(cut.map_or(0, |c| c + 1))
+            .map(|s| s.snapshot_id())
+            .filter(|id| Some(*id) != current)
+            .collect();
+        if expired.is_empty() {
+            return Ok(Expired::default());
+        }
+        let previous = self.store.absolute(&metadata_file(loaded.version));
+        let built = TableMetadataBuilder::new_from_metadata(m.clone(), Some(previous))
+            .remove_snapshots(&expired)
+            .build()
+            .map_err(self.spec_error("expire snapshots"))?;
+        // Keep the table's time the source's (the builder stamps the wall clock), so later
+        // snapshots at source commit times stay in order.
+        let mut metadata =
+            serde_json::to_value(&built.metadata).map_err(|e| self.corrupt(METADATA_DIR, e))?;
+        metadata["last-updated-ms"] = serde_json::json!(m.last_updated_ms());
+        let metadata: TableMetadata =
+            serde_json::from_value(metadata).map_err(|e| self.corrupt(METADATA_DIR, e))?;
+        let version = self.publish(loaded.version + 1, &metadata).await?;
+        // The files only expired snapshots referenced. Older vN.metadata.json files still
+        // name them, as after Iceberg's own expiry; `cleanup --orphans` never needs them.
+        let mut referenced: HashSet<&str> = HashSet::new();
+        for s in by_age
+            .iter()
+            .filter(|s| !expired.contains(&s.snapshot_id()))
+        {
+            referenced.insert(s.manifest_list());
+            for mf in &lists[&s.snapshot_id()] {
+                referenced.insert(&mf.manifest_path);
+                if mf.content == ManifestContentType::Deletes {
+                    referenced.extend(manifests[&mf.manifest_path].iter().map(|e| e.file_path()));
+                }
+            }
+        }
+        let mut unreferenced: Vec<String> = Vec::new();
+        for id in &expired {
+            let s = m.snapshot_by_id(*id);
+            unreferenced.extend(s.map(|s| s.manifest_list().to_string()));
+            for mf in &lists[id] {
+                unreferenced.push(mf.manifest_path.clone());
+                if mf.content == ManifestContentType::Deletes {
+                    unreferenced.extend(
+                        manifests[&mf.manifest_path]
+                            .iter()
+                            .map(|e| e.file_path().to_string()),
+                    );
+                }
+            }
+        }
+        let metadata_dir = format!("{}/", self.store.absolute(METADATA_DIR));
+        unreferenced.retain(|f| !referenced.contains(f.as_str()));
+        unreferenced.retain(|f| self.store.absolute(f).starts_with(&metadata_dir));
+        unreferenced.sort();
+        unreferenced.dedup();
+        let mut deleted = Vec::new();
+        for file in unreferenced {
+            // The expiry is committed; a file left behind is an orphan, not an error.
+            match self.store.delete(&file).await {
+                Ok(()) => deleted.push(file),
+                Err(e) => {
+                    tracing::warn!(table = %self.table(), file = %file, error = %e, "could not delete the file of an expired snapshot")
+                }
+            }
+        }
+        Ok(Expired {
+            snapshots: expired,
+            deleted_files: deleted,
+            version,
+        })
+    }
+}
