@@ -10,7 +10,7 @@ use common::hudi::{data_instants, extract as extract_hudi, instant_files};
 use xlake_hudi::{HudiOptions, HudiSource};
 use xlake_iceberg::IcebergTable;
 use xlake_storage::TableStore;
-use xlake_sync::{check, check_with, sync, SyncOptions};
+use xlake_sync::{check, check_with, mirror_commit, sync, SyncOptions};
 
 fn options(mor: bool) -> SyncOptions {
     SyncOptions {
@@ -178,8 +178,13 @@ async fn a_snapshot_with_the_wrong_files_is_caught_by_deep() {
 #[tokio::test]
 async fn unreadable_iceberg_metadata_means_could_not_check() {
     let (_dir, root) = common::delta::extract("simple_table");
-    sync_ok(&root, false).await;
     let location = root.to_str().unwrap();
+    // One metadata version per commit, as in-commit mode writes them.
+    for version in common::delta::commit_versions(&root) {
+        mirror_commit(location, &options(false), &version.to_string(), |_| {})
+            .await
+            .unwrap();
+    }
     let hint = root.join("metadata/version-hint.text");
     std::fs::write(&hint, "3").unwrap();
     let (code, text) = common::xlake(&["check", location]);

@@ -66,6 +66,24 @@ pub struct Committed {
     pub timestamp_ms: i64,
 }
 
+/// What a batch commit did: the snapshots published (all in one version), and the error
+/// that ended the batch early, if any.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// One per change set committed, in order.
+    pub committed: Vec<Committed>,
+    /// Why the rest was not committed.
+    pub error: Option<IcebergError>,
+}
+
+/// A version being built in memory: the published version it starts from (until the
+/// first snapshot is staged) and the metadata so far.
+struct Draft<'a> {
+    base: Option<&'a LoadedTable>,
+    metadata: Option<TableMetadata>,
+    expired_logs: Vec<iceberg::spec::MetadataLog>,
+}
+
 /// The Iceberg side of one table, rooted where the source table lives.
 #[derive(Debug, Clone)]
 pub struct IcebergTable {
@@ -283,7 +301,13 @@ impl IcebergTable {
     /// Commit one change set as one snapshot (schema, spec and file changes together in one
     /// new `vN.metadata.json`).
     pub async fn commit(&self, change: &ChangeSet) -> Result<Committed> {
-        self.commit_inner(change, None).await
+        let batch = self.commit_batch(&[change], None).await;
+        match batch.error {
+            Some(e) => Err(e),
+            None => batch.committed.into_iter().next().ok_or_else(|| {
+                self.corrupt(METADATA_DIR, "a commit of one change set wrote nothing")
+            }),
+        }
     }
 
     /// Commit one change set planned against the snapshot `parent` (`None`: an empty
@@ -291,23 +315,91 @@ impl IcebergTable {
     /// result is [`IcebergError::CommitConflict`], so the caller re-plans (the change set
     /// may already be mirrored, or rest on files that writer removed).
     pub async fn commit_after(&self, change: &ChangeSet, parent: Option<i64>) -> Result<Committed> {
-        self.commit_inner(change, Some(parent)).await
+        let batch = self.commit_batch(&[change], Some(parent)).await;
+        match batch.error {
+            Some(e) => Err(e),
+            None => batch.committed.into_iter().next().ok_or_else(|| {
+                self.corrupt(METADATA_DIR, "a commit of one change set wrote nothing")
+            }),
+        }
     }
 
-    async fn commit_inner(
+    /// Commit change sets planned against `parent` as consecutive snapshots, one per
+    /// change set, published together in one new `vN.metadata.json` (a backfill writes
+    /// one metadata file per batch instead of per commit, since each holds every
+    /// snapshot). Conflicts are as for [`Self::commit_after`]. A change set that cannot be
+    /// committed ends the batch: the ones before it are published, and its error returned
+    /// beside them.
+    pub async fn commit_batch_after(&self, changes: &[&ChangeSet], parent: Option<i64>) -> Batch {
+        self.commit_batch(changes, Some(parent)).await
+    }
+
+    async fn commit_batch(
         &self,
-        change: &ChangeSet,
+        changes: &[&ChangeSet],
         expected_parent: Option<Option<i64>>,
-    ) -> Result<Committed> {
-        let commit_id = change.commit.id.clone();
-        // Before anything is written: the commit is atomic only on a store whose
-        // put-if-absent works (or with one writer, by the operator's word).
+    ) -> Batch {
+        let mut batch = Batch::default();
+        let loaded = match self.prepare(expected_parent).await {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                batch.error = Some(e);
+                return batch;
+            }
+        };
+        let mut draft = Draft {
+            base: loaded.as_ref(),
+            metadata: loaded.as_ref().map(|l| l.metadata.clone()),
+            expired_logs: Vec::new(),
+        };
+        let mut staged = Vec::new();
+        for change in changes {
+            match self.stage(change, &mut draft).await {
+                Ok(snapshot) => staged.push((change.commit.id.clone(), snapshot)),
+                Err(e) => {
+                    batch.error = Some(e);
+                    break;
+                }
+            }
+        }
+        let Some(metadata) = draft.metadata.filter(|_| !staged.is_empty()) else {
+            return batch;
+        };
+        let version = match self
+            .publish(loaded.as_ref().map_or(1, |l| l.version + 1), &metadata)
+            .await
+        {
+            Ok(version) => version,
+            Err(e) => {
+                // Nothing is committed: the error of publishing wins over a later one.
+                batch.error = Some(e);
+                return batch;
+            }
+        };
+        self.expire_metadata_files(&metadata, &draft.expired_logs)
+            .await;
+        for (commit, (snapshot_id, timestamp_ms)) in staged {
+            tracing::info!(table = %self.table(), commit = %commit, version, snapshot_id, "committed Iceberg snapshot");
+            batch.committed.push(Committed {
+                version,
+                snapshot_id,
+                timestamp_ms,
+            });
+        }
+        batch
+    }
+
+    /// Before anything is written: the store must be able to commit atomically, and the
+    /// table must still be at `expected_parent` (when given).
+    async fn prepare(&self, expected_parent: Option<Option<i64>>) -> Result<Option<LoadedTable>> {
+        // Atomic only on a store whose put-if-absent works (or with one writer, by the
+        // operator's word).
         self.store.verify_put_if_absent().await?;
         let loaded = self.load().await?;
-        let current = loaded.as_ref().map(|l| &l.metadata);
         if let Some(expected) = expected_parent {
-            let head = current
-                .and_then(|m| m.current_snapshot())
+            let head = loaded
+                .as_ref()
+                .and_then(|l| l.metadata.current_snapshot())
                 .map(|s| s.snapshot_id());
             if head != expected {
                 return Err(IcebergError::CommitConflict {
@@ -316,6 +408,14 @@ impl IcebergTable {
                 });
             }
         }
+        Ok(loaded)
+    }
+
+    /// Write the manifests and manifest list of one change set as a snapshot on top of
+    /// `draft`, and add it to the draft's metadata. Returns the snapshot id and time.
+    async fn stage(&self, change: &ChangeSet, draft: &mut Draft<'_>) -> Result<(i64, i64)> {
+        let commit_id = change.commit.id.clone();
+        let current = draft.metadata.as_ref();
         let resolved;
         let change = if change.full_state {
             resolved = self.as_difference(change, current).await?;
@@ -377,15 +477,8 @@ impl IcebergTable {
 
         // The same builder twice: staged without a snapshot first, to learn the bound spec
         // and schema ids the manifests need; then again with the snapshot.
-        let builder = || {
-            self.base_builder(
-                loaded.as_ref(),
-                &converted,
-                schema_changed,
-                &unbound,
-                &properties,
-            )
-        };
+        let builder =
+            || self.base_builder(draft, &converted, schema_changed, &unbound, &properties);
         // The snapshot, at the source commit's time (never earlier than the previous one).
         let floor = current.map_or(i64::MIN, |m| {
             m.history()
@@ -635,20 +728,10 @@ impl IcebergTable {
             .and_then(|b| b.build())
             .map_err(self.spec_error("add snapshot"))?;
 
-        let version = self
-            .publish(
-                loaded.as_ref().map_or(1, |l| l.version + 1),
-                &built.metadata,
-            )
-            .await?;
-        self.expire_metadata_files(&built.metadata, &built.expired_metadata_logs)
-            .await;
-        tracing::info!(table = %self.table(), commit = %change.commit.id, version, snapshot_id, "committed Iceberg snapshot");
-        Ok(Committed {
-            version,
-            snapshot_id,
-            timestamp_ms,
-        })
+        draft.expired_logs.extend(built.expired_metadata_logs);
+        draft.metadata = Some(built.metadata);
+        draft.base = None;
+        Ok((snapshot_id, timestamp_ms))
     }
 
     /// The live data files of the current snapshot of `metadata`: location to row count.
@@ -755,31 +838,33 @@ impl IcebergTable {
     /// A builder holding the schema, spec and properties of this commit (no snapshot yet).
     fn base_builder(
         &self,
-        loaded: Option<&LoadedTable>,
+        draft: &Draft<'_>,
         schema: &IcebergSchema,
         schema_changed: bool,
         unbound: &UnboundPartitionSpec,
         properties: &HashMap<String, String>,
     ) -> Result<TableMetadataBuilder> {
         let err = self.spec_error("apply schema and partition spec");
-        let Some(loaded) = loaded else {
+        let Some(metadata) = &draft.metadata else {
             let empty = self.empty_metadata(schema, unbound, properties)?;
             return Ok(TableMetadataBuilder::new_from_metadata(empty, None));
         };
-        let previous = self.store.absolute(&metadata_file(loaded.version));
-        let mut builder =
-            TableMetadataBuilder::new_from_metadata(loaded.metadata.clone(), Some(previous));
+        // Only the published version a draft starts from enters the metadata log.
+        let previous = draft
+            .base
+            .map(|l| self.store.absolute(&metadata_file(l.version)));
+        let mut builder = TableMetadataBuilder::new_from_metadata(metadata.clone(), previous);
         if schema_changed {
             builder = builder.add_current_schema(schema.clone()).map_err(&err)?;
         }
-        if !same_fields(loaded.metadata.default_partition_spec(), unbound) {
+        if !same_fields(metadata.default_partition_spec(), unbound) {
             builder = builder
                 .add_default_partition_spec(unbound.clone())
                 .map_err(&err)?;
         }
         let stale = properties
             .iter()
-            .any(|(k, v)| loaded.metadata.properties().get(k) != Some(v));
+            .any(|(k, v)| metadata.properties().get(k) != Some(v));
         if stale {
             builder = builder.set_properties(properties.clone()).map_err(&err)?;
         }

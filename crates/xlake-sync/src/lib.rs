@@ -40,6 +40,11 @@ use xlake_storage::{StorageError, TableStore};
 /// progress.
 const MAX_CONFLICT_RETRIES: usize = 5;
 
+/// Snapshots published together in one metadata version during a backfill. Every
+/// `vN.metadata.json` holds every snapshot, so one version per commit would make a
+/// backfill's writes grow with the square of its length.
+const BATCH_SIZE: usize = 100;
+
 /// Errors of a sync; the Iceberg metadata is left at its last good version.
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
@@ -307,25 +312,28 @@ async fn run(
             report.already_mirrored = changes.len() - pending.len();
             report.notes = notes;
         }
-        let planned = pending.len();
-        for (i, next) in pending.into_iter().enumerate() {
-            match target.commit_after(next, head).await {
-                Ok(committed) => {
-                    head = Some(committed.snapshot_id);
-                    let m = Mirrored {
-                        change: next.clone(),
-                        committed,
-                        remaining: planned - i - 1,
-                    };
-                    progress(&m);
-                    report.written.push(m);
-                }
-                Err(IcebergError::CommitConflict { .. }) if retries < MAX_CONFLICT_RETRIES => {
+        let mut remaining = pending.len();
+        for chunk in pending.chunks(BATCH_SIZE) {
+            let batch = target.commit_batch_after(chunk, head).await;
+            for (committed, change) in batch.committed.into_iter().zip(chunk.iter()) {
+                head = Some(committed.snapshot_id);
+                remaining -= 1;
+                let m = Mirrored {
+                    change: (*change).clone(),
+                    committed,
+                    remaining,
+                };
+                progress(&m);
+                report.written.push(m);
+            }
+            match batch.error {
+                None => {}
+                Some(IcebergError::CommitConflict { .. }) if retries < MAX_CONFLICT_RETRIES => {
                     retries += 1;
-                    tracing::warn!(table = %table, commit = %next.commit.id, "lost a commit race; re-planning");
+                    tracing::warn!(table = %table, "lost a commit race; re-planning");
                     continue 'plan;
                 }
-                Err(e) => return Err(e.into()),
+                Some(e) => return Err(e.into()),
             }
         }
         // The commits before the one the source could not read are mirrored; now say why
