@@ -7,10 +7,14 @@ import subprocess
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def xlake(*args):
+def command():
+    """The command line that runs xlake, before its arguments."""
     binary = os.environ.get("XLAKE_BIN")
-    command = [binary] if binary else ["cargo", "run", "--quiet", "--"]
-    return subprocess.run([*command, *map(str, args)], cwd=ROOT, capture_output=True, text=True)
+    return [binary] if binary else ["cargo", "run", "--quiet", "--"]
+
+
+def xlake(*args):
+    return subprocess.run([*command(), *map(str, args)], cwd=ROOT, capture_output=True, text=True)
 
 
 def sync(table, flags=()):
