@@ -511,11 +511,11 @@ impl StopSignals {
 fn mirrored_line(m: &Mirrored) -> String {
     format!(
         "{} {} {:<14} +{} -{} files -> snapshot {} (v{})",
-        m.change.commit.format.as_str(),
-        m.change.commit.id,
-        m.change.commit.action,
-        m.change.added.len(),
-        m.change.removed.len(),
+        m.commit.format.as_str(),
+        m.commit.id,
+        m.commit.action,
+        m.added,
+        m.removed,
         m.committed.snapshot_id,
         m.committed.version
     )

@@ -138,22 +138,24 @@ impl DeltaSource {
             });
         };
         let mut state: Option<State> = None;
+        // Live paths, for telling an add of a path already live. Exact from the start of
+        // a full replay; in an incremental one only the paths added since, until a commit
+        // needs the whole set (see `BaseLive`).
         let mut live: HashSet<String> = HashSet::new();
+        let mut base = BaseLive::Loaded;
         let mut first = start;
         let newest_mirrored = mirrored.iter().filter_map(|v| v.parse::<u64>().ok()).max();
         let latest = self.log.latest().unwrap_or(start);
         if let Some(m) = newest_mirrored.filter(|&m| m >= start) {
             // Incremental: only the versions after the newest mirrored one are read; the
             // schema in force there comes from deltalake-core (its checkpoint and the
-            // commits since), not from replaying the whole log.
+            // commits since, without the file list), not from replaying the whole log.
             if m < latest {
-                let (s, table) = self.snapshot_at(m).await?;
-                live = live_paths(&table).map_err(|reason| DeltaError::Checkpoint {
-                    table: self.table(),
+                state = Some(self.schema_at(m).await?);
+                base = BaseLive::NotLoaded {
                     version: m,
-                    reason,
-                })?;
-                state = Some(s);
+                    removed: HashSet::new(),
+                };
             }
             first = m + 1;
         } else if from_checkpoint {
@@ -239,13 +241,22 @@ impl DeltaSource {
                     .map_err(&log_error)?;
                 // An add of a path already live replaces it, with or without a remove
                 // (statistics recomputation, row-tracking backfill, a new deletion vector).
-                for f in &change.added {
-                    if live.contains(&f.path) && !change.removed.contains(&f.path) {
+                for (f, add) in change.added.iter().zip(&commit.adds) {
+                    if change.removed.contains(&f.path) || live.contains(&f.path) {
+                        continue;
+                    }
+                    // Only a file that changes no data (dataChange=false) can re-add a
+                    // path live before this replay: writers give new data new files.
+                    if !add.data_change {
+                        base.load_into(&mut live, self).await?;
+                    }
+                    if live.contains(&f.path) {
                         change.removed.push(f.path.clone());
                     }
                 }
                 for p in &change.removed {
                     live.remove(p);
+                    base.removed(p);
                 }
                 live.extend(change.added.iter().map(|f| f.path.clone()));
                 let touched = commit
@@ -303,7 +314,7 @@ impl DeltaSource {
             records,
         )
         .with_partition(partition);
-        file.column_stats = stats;
+        file.column_stats = stats.into_iter().collect();
         if let Some(dv) = &add.deletion_vector {
             let descriptor: Descriptor = serde_json::from_value(dv.clone())
                 .map_err(|e| format!("{}: deletion vector descriptor: {e}", add.path))?;
@@ -315,20 +326,26 @@ impl DeltaSource {
     }
 
     /// The table at `version` as deltalake-core loads it (from the newest checkpoint at or
-    /// before it, and the commits since), with the schema state in force there.
-    async fn snapshot_at(&self, version: u64) -> Result<(State, deltalake_core::DeltaTable)> {
+    /// before it, and the commits since), with the schema state in force there; with its
+    /// file list only if `files`.
+    async fn snapshot_at(
+        &self,
+        version: u64,
+        files: bool,
+    ) -> Result<(State, deltalake_core::DeltaTable)> {
         let fail = |reason: String| DeltaError::Checkpoint {
             table: self.table(),
             version,
             reason,
         };
         let url = table_url(self.store.location()).map_err(&fail)?;
-        let table = deltalake_core::DeltaTableBuilder::from_url(url)
+        let mut builder = deltalake_core::DeltaTableBuilder::from_url(url)
             .map_err(|e| fail(e.to_string()))?
-            .with_version(version as i64)
-            .load()
-            .await
-            .map_err(|e| fail(e.to_string()))?;
+            .with_version(version as i64);
+        if !files {
+            builder = builder.without_files();
+        }
+        let table = builder.load().await.map_err(|e| fail(e.to_string()))?;
         let snapshot = table.snapshot().map_err(|e| fail(e.to_string()))?;
         let metadata: MetaData = serde_json::to_value(snapshot.metadata())
             .and_then(serde_json::from_value)
@@ -340,6 +357,21 @@ impl DeltaSource {
         Ok((state, table))
     }
 
+    /// The schema state in force at `version`, without reading its file list.
+    async fn schema_at(&self, version: u64) -> Result<State> {
+        Ok(self.snapshot_at(version, false).await?.0)
+    }
+
+    /// The live file paths at `version`, as `data_file` names them.
+    async fn live_paths_at(&self, version: u64) -> Result<HashSet<String>> {
+        let (_, table) = self.snapshot_at(version, true).await?;
+        live_paths(&table).map_err(|reason| DeltaError::Checkpoint {
+            table: self.table(),
+            version,
+            reason,
+        })
+    }
+
     /// The state at a checkpoint version, read with deltalake-core: schema, protocol, and
     /// one change set adding every live file.
     async fn checkpoint_state(&self, version: u64) -> Result<(State, ChangeSet)> {
@@ -348,7 +380,7 @@ impl DeltaSource {
             version,
             reason,
         };
-        let (state, table) = self.snapshot_at(version).await?;
+        let (state, table) = self.snapshot_at(version, true).await?;
         let snapshot = table.snapshot().map_err(|e| fail(e.to_string()))?;
         let (time, action) = match self.log.commits.get(&version) {
             Some((path, modified)) => {
@@ -427,6 +459,38 @@ fn partition_text(v: &delta_kernel::expressions::Scalar) -> Option<String> {
         }
         Scalar::Binary(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
         other => Some(other.serialize()),
+    }
+}
+
+/// The live paths at the version an incremental replay starts after: read (from
+/// deltalake-core's checkpoint and the commits since) only when a commit needs them, since
+/// that costs as much as the table is large.
+enum BaseLive {
+    /// Merged into the replay's live set (or a full replay, which needs no base).
+    Loaded,
+    /// Not read yet; the paths the replay has removed since.
+    NotLoaded {
+        version: u64,
+        removed: HashSet<String>,
+    },
+}
+
+impl BaseLive {
+    /// Note a path removed during the replay.
+    fn removed(&mut self, path: &str) {
+        if let Self::NotLoaded { removed, .. } = self {
+            removed.insert(path.to_string());
+        }
+    }
+
+    /// Merge the base's live paths, less those removed since, into `live`.
+    async fn load_into(&mut self, live: &mut HashSet<String>, source: &DeltaSource) -> Result<()> {
+        if let Self::NotLoaded { version, removed } = self {
+            let base = source.live_paths_at(*version).await?;
+            live.extend(base.into_iter().filter(|p| !removed.contains(p)));
+            *self = Self::Loaded;
+        }
+        Ok(())
     }
 }
 

@@ -5,6 +5,7 @@ use iceberg::io::FileIO;
 use iceberg::spec::{
     FormatVersion, Manifest, ManifestEntry, ManifestFile, ManifestList, ManifestListWriter,
     ManifestStatus, ManifestWriter, ManifestWriterBuilder, PartitionSpec, SchemaRef,
+    UNASSIGNED_SEQUENCE_NUMBER,
 };
 use xlake_storage::TableStore;
 
@@ -77,7 +78,9 @@ pub(crate) async fn write_manifest(
     Ok(manifest)
 }
 
-/// Write the manifest list of a snapshot at `location`.
+/// Write the manifest list of a snapshot at `location`. Returns the manifests as the
+/// list holds them: the new ones with the snapshot's sequence number, as the writer
+/// assigns it (so the next commit of a batch need not read the list back).
 pub(crate) async fn write_manifest_list(
     store: &TableStore,
     location: &str,
@@ -85,15 +88,27 @@ pub(crate) async fn write_manifest_list(
     parent: Option<i64>,
     sequence_number: i64,
     manifests: Vec<ManifestFile>,
-) -> Result<(), String> {
+) -> Result<Vec<ManifestFile>, String> {
     let io = FileIO::new_with_memory();
     let output = io.new_output(location).map_err(|e| e.to_string())?;
     let mut writer = ManifestListWriter::v2(output, snapshot_id, parent, sequence_number);
     writer
-        .add_manifests(manifests.into_iter())
+        .add_manifests(manifests.clone().into_iter())
         .map_err(|e| e.to_string())?;
     writer.close().await.map_err(|e| e.to_string())?;
-    persist(store, &io, location).await
+    persist(store, &io, location).await?;
+    Ok(manifests
+        .into_iter()
+        .map(|mut m| {
+            if m.sequence_number == UNASSIGNED_SEQUENCE_NUMBER {
+                m.sequence_number = sequence_number;
+            }
+            if m.min_sequence_number == UNASSIGNED_SEQUENCE_NUMBER {
+                m.min_sequence_number = sequence_number;
+            }
+            m
+        })
+        .collect())
 }
 
 async fn persist(store: &TableStore, io: &FileIO, location: &str) -> Result<(), String> {

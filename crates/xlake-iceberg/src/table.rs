@@ -8,6 +8,7 @@
 //! has changed; a writer that loses the race gets [`IcebergError::CommitConflict`].
 
 use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
@@ -82,6 +83,8 @@ struct Draft<'a> {
     base: Option<&'a LoadedTable>,
     metadata: Option<TableMetadata>,
     expired_logs: Vec<iceberg::spec::MetadataLog>,
+    /// The manifest list staged last, as written (the next snapshot's parent list).
+    last_list: Option<(String, Vec<ManifestFile>)>,
 }
 
 /// The Iceberg side of one table, rooted where the source table lives.
@@ -90,6 +93,11 @@ pub struct IcebergTable {
     pub(crate) store: TableStore,
     properties: HashMap<String, String>,
     verify_files: bool,
+    /// Per manifest read or written by this process, the paths its live entries are
+    /// about (data file paths; for delete manifests, the data files deleted from), so a
+    /// backfill that removes files reads each manifest once, not once per commit.
+    /// Manifests are immutable once written, so entries never go stale.
+    live_paths: Arc<Mutex<HashMap<String, Arc<HashSet<String>>>>>,
 }
 
 impl IcebergTable {
@@ -99,6 +107,7 @@ impl IcebergTable {
             store,
             properties: HashMap::new(),
             verify_files: true,
+            live_paths: Arc::default(),
         }
     }
 
@@ -351,6 +360,7 @@ impl IcebergTable {
             base: loaded.as_ref(),
             metadata: loaded.as_ref().map(|l| l.metadata.clone()),
             expired_logs: Vec::new(),
+            last_list: None,
         };
         let mut staged = Vec::new();
         for change in changes {
@@ -415,6 +425,7 @@ impl IcebergTable {
     /// `draft`, and add it to the draft's metadata. Returns the snapshot id and time.
     async fn stage(&self, change: &ChangeSet, draft: &mut Draft<'_>) -> Result<(i64, i64)> {
         let commit_id = change.commit.id.clone();
+        let last_list = draft.last_list.take();
         let current = draft.metadata.as_ref();
         let resolved;
         let change = if change.full_state {
@@ -527,11 +538,12 @@ impl IcebergTable {
         let (added, added_deletes) = self.added_files(change, &schema, &spec).await?;
 
         // Files removed: find the manifests holding them, and the delete files of them.
-        let parent_manifests = match &parent {
-            Some(p) => read_manifest_list(&self.store, p.manifest_list())
+        let parent_manifests = match (&parent, last_list) {
+            (Some(p), Some((list, manifests))) if list == p.manifest_list() => manifests,
+            (Some(p), _) => read_manifest_list(&self.store, p.manifest_list())
                 .await
                 .map_err(|e| self.corrupt(p.manifest_list(), e))?,
-            None => Vec::new(),
+            (None, _) => Vec::new(),
         };
         let mut to_remove: HashMap<String, bool> = change
             .removed
@@ -558,20 +570,39 @@ impl IcebergTable {
                 kept.push(mf);
                 continue;
             }
-            let entries = read_entries(&self.store, &mf)
-                .await
-                .map_err(|e| self.corrupt(&mf.manifest_path, e))?;
             let data = mf.content == ManifestContentType::Data;
+            let (paths, mut entries) = match self.cached_paths(&mf.manifest_path) {
+                Some(paths) => (paths, None),
+                None => {
+                    let entries = read_entries(&self.store, &mf)
+                        .await
+                        .map_err(|e| self.corrupt(&mf.manifest_path, e))?;
+                    let paths = self.cache_paths(
+                        &mf.manifest_path,
+                        entries
+                            .iter()
+                            .filter(|e| e.is_alive())
+                            .map(|e| e.data_file()),
+                    );
+                    (paths, Some(entries))
+                }
+            };
+            if !paths.iter().any(|p| to_remove.contains_key(p)) {
+                kept.push(mf);
+                continue;
+            }
+            let entries = match entries.take() {
+                Some(entries) => entries,
+                None => read_entries(&self.store, &mf)
+                    .await
+                    .map_err(|e| self.corrupt(&mf.manifest_path, e))?,
+            };
             let hits: Vec<String> = entries
                 .iter()
                 .filter(|e| e.is_alive() && removes(e, data))
                 .map(|e| e.file_path().to_string())
                 .collect();
-            if hits.is_empty() {
-                kept.push(mf);
-            } else {
-                rewrites.push((mf, entries, data, hits));
-            }
+            rewrites.push((mf, entries, data, hits));
         }
         for (_, _, data, hits) in &rewrites {
             for path in hits.iter().filter(|_| *data) {
@@ -617,6 +648,7 @@ impl IcebergTable {
                 partitions.insert((spec.spec_id(), format!("{:?}", f.partition())));
             }
             let location = manifest_location(manifests.len());
+            self.cache_paths(&location, files.iter());
             let mf = write_manifest(
                 &self.store,
                 &location,
@@ -635,10 +667,14 @@ impl IcebergTable {
                 .ok_or_else(|| self.corrupt(&old.manifest_path, "unknown partition spec id"))?;
             let location = manifest_location(manifests.len());
             let live: Vec<_> = entries.into_iter().filter(|e| e.is_alive()).collect();
-            for e in live
-                .iter()
-                .filter(|e| hits.iter().any(|h| h == e.file_path()))
-            {
+            let hits: HashSet<String> = hits.into_iter().collect();
+            self.cache_paths(
+                &location,
+                live.iter()
+                    .filter(|e| !hits.contains(e.file_path()))
+                    .map(|e| e.data_file()),
+            );
+            for e in live.iter().filter(|e| hits.contains(e.file_path())) {
                 counts.count(!data, false, e.record_count(), e.file_size_in_bytes());
                 partitions.insert((
                     old.partition_spec_id,
@@ -659,7 +695,7 @@ impl IcebergTable {
                         let seq = e.sequence_number().unwrap_or(0);
                         let file_seq = e.file_sequence_number;
                         let snapshot = e.snapshot_id().unwrap_or(0);
-                        if hits.iter().any(|h| h == e.file_path()) {
+                        if hits.contains(e.file_path()) {
                             w.add_delete_file(e.data_file, seq, file_seq)?;
                         } else {
                             w.add_existing_file(e.data_file, snapshot, seq, file_seq)?;
@@ -676,7 +712,7 @@ impl IcebergTable {
         let list_location = self.store.absolute(&format!(
             "{METADATA_DIR}/snap-{snapshot_id}-1-{commit_uuid}.avro"
         ));
-        write_manifest_list(
+        let listed = write_manifest_list(
             &self.store,
             &list_location,
             snapshot_id,
@@ -715,7 +751,7 @@ impl IcebergTable {
             additional_properties: summary,
         };
         let built = builder()?
-            .add_snapshot(snapshot(list_location, summary, schema.schema_id()))
+            .add_snapshot(snapshot(list_location.clone(), summary, schema.schema_id()))
             .and_then(|b| {
                 b.set_ref(
                     MAIN_BRANCH,
@@ -731,7 +767,34 @@ impl IcebergTable {
         draft.expired_logs.extend(built.expired_metadata_logs);
         draft.metadata = Some(built.metadata);
         draft.base = None;
+        draft.last_list = Some((list_location, listed));
         Ok((snapshot_id, timestamp_ms))
+    }
+
+    /// The paths a manifest's live entries are about, if this process has seen it.
+    fn cached_paths(&self, manifest: &str) -> Option<Arc<HashSet<String>>> {
+        self.live_paths.lock().ok()?.get(manifest).cloned()
+    }
+
+    /// Remember the paths the live `files` of a manifest are about: a data file's own
+    /// path, a delete file's data file.
+    fn cache_paths<'a>(
+        &self,
+        manifest: &str,
+        files: impl Iterator<Item = &'a IcebergDataFile>,
+    ) -> Arc<HashSet<String>> {
+        let paths: Arc<HashSet<String>> = Arc::new(
+            files
+                .filter_map(|f| match f.content_type() {
+                    DataContentType::Data => Some(f.file_path().to_string()),
+                    _ => f.referenced_data_file(),
+                })
+                .collect(),
+        );
+        if let Ok(mut cache) = self.live_paths.lock() {
+            cache.insert(manifest.to_string(), paths.clone());
+        }
+        paths
     }
 
     /// The live data files of the current snapshot of `metadata`: location to row count.
@@ -986,7 +1049,7 @@ impl IcebergTable {
             }
             record_count = Some(footer.record_count);
             if column_stats.is_empty() {
-                column_stats = footer.columns;
+                column_stats = footer.columns.into_iter().collect();
             }
         }
         let record_count = record_count.ok_or_else(|| {

@@ -1,6 +1,6 @@
 //! Files a commit adds or removes, with what is known about their contents.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use crate::Value;
 
@@ -44,9 +44,10 @@ pub struct DataFile {
     pub record_count: Option<u64>,
     /// One value per partition field, in the spec's order, after the transform.
     pub partition: Vec<Option<Value>>,
-    /// Stats keyed by the leaf column's dotted path. Empty means "unknown": the target may
-    /// read them from the file footer.
-    pub column_stats: BTreeMap<String, ColumnStats>,
+    /// Stats per leaf column, by dotted path, one entry per column. Empty means
+    /// "unknown": the target may read them from the file footer. (A list, not a map: a
+    /// backfill holds millions of these, and a small BTreeMap costs a 1.5 KB node.)
+    pub column_stats: Vec<(String, ColumnStats)>,
     /// Positions (0-based row numbers, ascending) of the file's rows that are deleted, as a
     /// Delta deletion vector records them. Empty: every row is live.
     pub deleted_rows: Vec<u64>,
@@ -65,7 +66,7 @@ impl DataFile {
             size_bytes,
             record_count,
             partition: Vec::new(),
-            column_stats: BTreeMap::new(),
+            column_stats: Vec::new(),
             deleted_rows: Vec::new(),
             removed_later: false,
         }

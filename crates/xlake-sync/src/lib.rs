@@ -33,7 +33,7 @@ use std::collections::{BTreeSet, HashMap};
 use xlake_delta::{DeltaError, DeltaSource};
 use xlake_hudi::{HudiError, HudiOptions, HudiSource};
 use xlake_iceberg::{Committed, IcebergError, IcebergTable};
-use xlake_model::{ChangeSet, Replay};
+use xlake_model::{ChangeSet, Replay, SourceCommit};
 use xlake_storage::{StorageError, TableStore};
 
 /// How often in a row a commit is re-planned after losing a race while no writer makes
@@ -100,11 +100,16 @@ pub fn open_store(location: &str, options: &SyncOptions) -> Result<TableStore, S
     Ok(TableStore::open(location)?.with_single_writer(options.single_writer))
 }
 
-/// One snapshot written by a sync.
+/// One snapshot written by a sync (what it mirrors, not the file lists, which a long
+/// backfill could not keep in memory).
 #[derive(Debug, Clone)]
 pub struct Mirrored {
     /// The source commit.
-    pub change: ChangeSet,
+    pub commit: SourceCommit,
+    /// Data files the commit added.
+    pub added: usize,
+    /// Data files the commit removed.
+    pub removed: usize,
     /// What the target wrote.
     pub committed: Committed,
     /// Commits still to mirror after this one, as planned now (for progress display).
@@ -319,7 +324,9 @@ async fn run(
                 head = Some(committed.snapshot_id);
                 remaining -= 1;
                 let m = Mirrored {
-                    change: (*change).clone(),
+                    commit: change.commit.clone(),
+                    added: change.added.len(),
+                    removed: change.removed.len(),
                     committed,
                     remaining,
                 };

@@ -1,0 +1,125 @@
+"""Generate a Delta table at scale, deterministically: C commits of F files each, with
+per-file stats, a checkpoint every 100 versions (written by delta-rs), partitioned by a
+`day` string over 100 values.
+
+Translation reads metadata only, so the data files are hard links to a few real Parquet
+files of the same size (ext4 allows 65,000 links per inode; one inode per 10,000 links).
+
+    python benches/gen_delta.py <dir> --commits C --files F [--rewrite-every K]
+
+`--rewrite-every K`: every K-th commit also removes F files added earlier (an upsert's
+rewrite), so the log has removes and the live file count stays below C*F.
+"""
+import argparse
+import json
+import os
+import pathlib
+import random
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable
+
+LINKS_PER_FILE = 10_000
+SCHEMA = {
+    "type": "struct",
+    "fields": [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "value", "type": "double", "nullable": True, "metadata": {}},
+        {"name": "day", "type": "string", "nullable": True, "metadata": {}},
+    ],
+}
+ROWS = 100
+T0 = 1_700_000_000_000
+
+
+def real_file(root, n):
+    """The n-th real Parquet file (id, value; `day` lives in the path)."""
+    path = root / "_bench_src" / f"src-{n}.parquet"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ids = list(range(ROWS))
+        pq.write_table(pa.table({"id": ids, "value": [i * 0.5 for i in ids]}), path)
+    return path
+
+
+def generate(root, commits, files, rewrite_every=0, seed=7):
+    rng = random.Random(seed)
+    root = pathlib.Path(root)
+    log = root / "_delta_log"
+    log.mkdir(parents=True, exist_ok=True)
+    live = []
+    made = 0
+    for version in range(commits):
+        actions = []
+        ts = T0 + version * 60_000
+        if version == 0:
+            actions.append({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}})
+            actions.append({"metaData": {
+                "id": "bench-0000-0000", "format": {"provider": "parquet", "options": {}},
+                "schemaString": json.dumps(SCHEMA), "partitionColumns": ["day"],
+                "configuration": {}, "createdTime": T0}})
+        removes = []
+        if rewrite_every and version and version % rewrite_every == 0 and len(live) >= files:
+            for _ in range(files):
+                removes.append(live.pop(rng.randrange(len(live))))
+        for path, _ in removes:
+            actions.append({"remove": {"path": path, "deletionTimestamp": ts, "dataChange": True}})
+        for _ in range(files):
+            day = f"2024-01-{rng.randrange(1, 101):03d}"
+            rel = f"day={day}/part-{made:08d}.parquet"
+            src = real_file(root, made // LINKS_PER_FILE)
+            dest = root / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.link(src, dest)
+            made += 1
+            lo = rng.randrange(1_000_000)
+            stats = {"numRecords": ROWS, "minValues": {"id": lo, "value": lo * 0.5},
+                     "maxValues": {"id": lo + ROWS, "value": (lo + ROWS) * 0.5},
+                     "nullCount": {"id": 0, "value": 0}}
+            actions.append({"add": {"path": rel, "partitionValues": {"day": day},
+                                    "size": src.stat().st_size, "modificationTime": ts,
+                                    "dataChange": True, "stats": json.dumps(stats)}})
+            live.append((rel, day))
+        op = "MERGE" if removes else "WRITE"
+        actions.append({"commitInfo": {"timestamp": ts, "operation": op}})
+        with open(log / f"{version:020d}.json", "w") as f:
+            f.write("\n".join(json.dumps(a) for a in actions) + "\n")
+        if version % 100 == 99:
+            DeltaTable(str(root)).create_checkpoint()
+    return len(live)
+
+
+def append_commit(root, files, seed):
+    """One more commit of `files` new files on an existing generated table; its version."""
+    root = pathlib.Path(root)
+    versions = sorted(int(p.stem) for p in (root / "_delta_log").glob("*.json"))
+    version = versions[-1] + 1
+    rng = random.Random(seed)
+    actions = []
+    ts = T0 + version * 60_000
+    for i in range(files):
+        day = f"2024-01-{rng.randrange(1, 101):03d}"
+        rel = f"day={day}/part-inc-{version:08d}-{i}.parquet"
+        src = real_file(root, 0)
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.link(src, root / rel)
+        stats = {"numRecords": ROWS, "minValues": {"id": 0}, "maxValues": {"id": ROWS},
+                 "nullCount": {"id": 0}}
+        actions.append({"add": {"path": rel, "partitionValues": {"day": day},
+                                "size": src.stat().st_size, "modificationTime": ts,
+                                "dataChange": True, "stats": json.dumps(stats)}})
+    actions.append({"commitInfo": {"timestamp": ts, "operation": "WRITE"}})
+    with open(root / "_delta_log" / f"{version:020d}.json", "w") as f:
+        f.write("\n".join(json.dumps(a) for a in actions) + "\n")
+    return version
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("dir")
+    p.add_argument("--commits", type=int, required=True)
+    p.add_argument("--files", type=int, required=True)
+    p.add_argument("--rewrite-every", type=int, default=0)
+    a = p.parse_args()
+    print(generate(a.dir, a.commits, a.files, a.rewrite_every), "live files")

@@ -1,0 +1,197 @@
+"""Whole-process benchmarks of xlake against a pyiceberg baseline, printed as a table.
+
+    python benches/run.py [--quick] [--workdir DIR] [--skip-1m]
+
+Builds `xlake` in release mode (or runs XLAKE_BIN), generates Delta tables with
+gen_delta.py (cached in the work dir), and measures, each figure the median of several
+runs in this one process so ratios compare like with like:
+
+- full backfill of 1,000 commits x 10 files (every 10th commit rewrites 10 files):
+  commits/s, files/s, peak RSS, metadata bytes per commit; the same with pyiceberg;
+- one incremental commit of 10 files (`xlake commit --version`) on tables of 1k, 100k and
+  1M live files, with 1,000 and then 10 retained snapshots; the same with pyiceberg on
+  the 10k-file table;
+- `xlake check` and `xlake check --deep` on 10,000 commits.
+
+--quick shrinks every shape by 10 (a smoke run of the script itself).
+"""
+import argparse
+import os
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import gen_delta
+import pyiceberg_baseline
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RUNS = 5
+TIME = os.path.exists("/usr/bin/time")
+
+
+def binary():
+    if os.environ.get("XLAKE_BIN"):
+        return os.environ["XLAKE_BIN"]
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "xlake"], cwd=ROOT,
+                   check=True)
+    return str(ROOT / "target" / "release" / "xlake")
+
+
+def measure(*args):
+    """Run xlake; (wall seconds, peak RSS in MiB). Fails loudly on a non-zero exit.
+
+    The peak comes from GNU time when present: a child forked from this (large) Python
+    process inherits its peak in `ru_maxrss`, one forked from `time` does not."""
+    with tempfile.NamedTemporaryFile("r") as peak:
+        timer = ["/usr/bin/time", "-f", "%M", "-o", peak.name] if TIME else []
+        start = time.perf_counter()
+        proc = subprocess.run([*timer, BIN, *map(str, args)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            sys.exit(f"xlake {' '.join(map(str, args))} failed ({proc.returncode}): "
+                     f"{proc.stderr.decode()}")
+        rss = int(peak.read().strip() or 0) / 1024 if TIME else float("nan")
+    return wall, rss
+
+
+def table(workdir, name, commits, files, rewrite_every=0):
+    """A generated Delta table, made once per shape."""
+    path = workdir / name
+    done = path / "_generated"
+    if not done.exists():
+        shutil.rmtree(path, ignore_errors=True)
+        t = time.perf_counter()
+        live = gen_delta.generate(path, commits, files, rewrite_every)
+        done.write_text(str(live))
+        print(f"  generated {name}: {commits} commits, {live} live files "
+              f"({time.perf_counter() - t:.0f} s)", flush=True)
+    return path
+
+
+def dir_bytes(path):
+    return sum(p.stat().st_size for p in pathlib.Path(path).rglob("*") if p.is_file())
+
+
+def backfill(path, runs):
+    """Median wall time and max RSS of a full `xlake sync`, from no metadata each time."""
+    walls, rss = [], []
+    for _ in range(runs):
+        shutil.rmtree(path / "metadata", ignore_errors=True)
+        w, r = measure("sync", path)
+        walls.append(w)
+        rss.append(r)
+    return statistics.median(walls), max(rss)
+
+
+def incremental(path, runs, seed):
+    """Median wall time and max RSS of `xlake commit --version v` for new 10-file commits."""
+    walls, rss = [], []
+    for i in range(runs):
+        version = gen_delta.append_commit(path, 10, seed + i)
+        w, r = measure("commit", path, "--version", version)
+        walls.append(w)
+        rss.append(r)
+    return statistics.median(walls), max(rss)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--skip-1m", action="store_true", help="leave out the 1M-file table")
+    p.add_argument("--workdir", default="/tmp/xlake-bench")
+    a = p.parse_args()
+    scale = 10 if a.quick else 1
+    workdir = pathlib.Path(a.workdir) / ("quick" if a.quick else "full")
+    workdir.mkdir(parents=True, exist_ok=True)
+    global BIN
+    BIN = binary()
+    rows = []
+
+    def row(what, value, note=""):
+        rows.append((what, value, note))
+        print(f"  {what}: {value} {note}", flush=True)
+
+    # 1. Backfill, xlake and pyiceberg.
+    commits = 1000 // scale
+    t = table(workdir, f"backfill_{commits}x10", commits, 10, rewrite_every=10)
+    wall, rss = backfill(t, 3)
+    files = commits * 10
+    row(f"backfill {commits} commits x 10 files: xlake", f"{wall:.2f} s",
+        f"({commits / wall:.0f} commits/s, {files / wall:.0f} files/s, peak {rss:.0f} MiB)")
+    row("metadata written per commit", f"{dir_bytes(t / 'metadata') / commits / 1024:.1f} KiB")
+    changes = pyiceberg_baseline.delta_commits(t)
+    shutil.rmtree(workdir / "pyiceberg", ignore_errors=True)
+    mirror = pyiceberg_baseline.Mirror(t, workdir / "pyiceberg")
+    start = time.perf_counter()
+    for c in changes:
+        mirror.commit(*c)
+    py_wall = time.perf_counter() - start
+    row(f"backfill {commits} commits x 10 files: pyiceberg", f"{py_wall:.2f} s",
+        f"({commits / py_wall:.1f} commits/s; one run, in-process)")
+    row("backfill ratio pyiceberg / xlake", f"{py_wall / wall:.0f}x", "(target >= 30x)")
+    # pyiceberg's incremental commit on its own table of the same shape.
+    py_inc = []
+    for i in range(RUNS):
+        version = gen_delta.append_commit(t, 10, 100 + i)
+        (c,) = pyiceberg_baseline.delta_commits(t, first=version)
+        start = time.perf_counter()
+        mirror.commit(*c)
+        py_inc.append(time.perf_counter() - start)
+    # xlake on the same table, after the same appended commits.
+    measure("sync", t)
+    x_inc, _ = incremental(t, RUNS, 200)
+    py_med = statistics.median(py_inc)
+    row(f"one commit of 10 files on {files // 1000}k files, {commits} snapshots: xlake",
+        f"{x_inc * 1000:.0f} ms", "(whole process)")
+    row("  the same with pyiceberg", f"{py_med * 1000:.0f} ms",
+        f"(in-process, no interpreter start; ratio {py_med / x_inc:.1f}x)")
+
+    # 2. Incremental commits at 1k, 100k, 1M live files.
+    shapes = [(1000 // scale, 1, "1k"), (1000 // scale, 100, "100k")]
+    if not a.skip_1m:
+        shapes.append((1000 // scale, 1000, "1M"))
+    # Labels name the full-scale sizes; --quick tables are ten times smaller.
+    results = {}
+    for commits, per, label in shapes:
+        t = table(workdir, f"live_{commits}x{per}", commits, per)
+        shutil.rmtree(t / "metadata", ignore_errors=True)
+        wall, rss = measure("sync", t)
+        row(f"backfill {commits} commits x {per} files", f"{wall:.2f} s",
+            f"({commits * per / wall:.0f} files/s, peak {rss:.0f} MiB)")
+        for snapshots in (commits, 10):
+            if snapshots == 10:
+                measure("expire", t, "--keep-snapshots", 10)
+            inc, rss = incremental(t, RUNS, 300)
+            results[(label, snapshots)] = inc
+            row(f"one commit of 10 files, {label} live files, {snapshots} snapshots",
+                f"{inc * 1000:.0f} ms", f"(peak {rss:.0f} MiB)")
+    big = results.get(("100k", 1000 // scale))
+    small = results.get(("1k", 1000 // scale))
+    if big and small:
+        row("100k / 1k ratio at 1,000 snapshots", f"{big / small:.2f}x",
+            "(target <= 1.5x; 100k median target < 50 ms)")
+
+    # 3. check on 10,000 commits.
+    commits = 10_000 // scale
+    t = table(workdir, f"check_{commits}x1", commits, 1)
+    shutil.rmtree(t / "metadata", ignore_errors=True)
+    wall, rss = measure("sync", t)
+    row(f"backfill {commits} commits x 1 file", f"{wall:.2f} s",
+        f"({commits / wall:.0f} commits/s, peak {rss:.0f} MiB)")
+    for flags in ([], ["--deep"]):
+        walls = [measure("check", t, *flags)[0] for _ in range(3)]
+        row(f"check {' '.join(flags)} on {commits} commits".replace("  ", " "),
+            f"{statistics.median(walls):.2f} s", "(target < 5 s)")
+
+    print("\n| figure | value | note |\n|---|---|---|")
+    for what, value, note in rows:
+        print(f"| {what} | {value} | {note} |")
+
+
+if __name__ == "__main__":
+    main()
