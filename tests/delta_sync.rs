@@ -355,3 +355,57 @@ async fn an_add_of_a_live_path_replaces_it_without_a_remove() {
         .unwrap();
     assert!(check.consistent(), "{check:?}");
 }
+
+#[tokio::test]
+async fn many_small_commits_merge_manifests_and_keep_every_file() {
+    let (_dir, root) = extract("partitioned_3commits");
+    let location = root.to_str().unwrap();
+    // 150 more commits of one file each (copies of a real file); every 10th also removes
+    // a file an earlier one added, so removals meet merged manifests.
+    let v0 = std::fs::read_to_string(root.join("_delta_log/00000000000000000000.json")).unwrap();
+    let add: serde_json::Value = v0
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v.get("add").is_some())
+        .unwrap()["add"]
+        .clone();
+    let source = add["path"].as_str().unwrap().to_string();
+    let dir = Path::new(&source).parent().unwrap();
+    for v in 3..153u64 {
+        let path = dir.join(format!("part-merge-{v}.parquet"));
+        std::fs::copy(root.join(&source), root.join(&path)).unwrap();
+        let mut new = add.clone();
+        new["path"] = path.to_str().unwrap().into();
+        let mut body = format!(
+            "{{\"commitInfo\":{{\"timestamp\":{},\"operation\":\"WRITE\"}}}}\n{}\n",
+            1_800_000_000_000u64 + v * 1000,
+            serde_json::json!({ "add": new })
+        );
+        if v % 10 == 0 {
+            let gone = dir.join(format!("part-merge-{}.parquet", v - 7));
+            body.push_str(&format!(
+                "{}\n",
+                serde_json::json!({"remove": {"path": gone, "dataChange": true}})
+            ));
+        }
+        write_commit(&root, v, &body);
+    }
+    // Two processes' worth: merging across a batch boundary and a fresh start.
+    xlake_sync::mirror_commit(location, &SyncOptions::default(), "80", |_| {})
+        .await
+        .unwrap();
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    assert_eq!(mirrored(&root).await.len(), 153);
+    let report = xlake_sync::inspect::inspect(location, &SyncOptions::default())
+        .await
+        .unwrap();
+    assert!(
+        report.iceberg.manifests < xlake_iceberg::merge::MIN_COUNT_TO_MERGE,
+        "{} manifests in the current snapshot",
+        report.iceberg.manifests
+    );
+    let check = xlake_sync::check_with(location, &SyncOptions::default(), true, true)
+        .await
+        .unwrap();
+    assert!(check.consistent(), "{check:?}");
+}

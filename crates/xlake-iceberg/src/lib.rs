@@ -15,6 +15,7 @@
 //! | [`footer`] | record counts and column stats from Parquet footers, when the source has none |
 //! | [`summary`] | snapshot summary counters and `XTABLE_METADATA` ([`SyncMetadata`]) |
 //! | [`orphans`] | metadata files no retained version references (for cleanup) |
+//! | [`merge`] | merging small manifests, so manifest lists stay short as commits accumulate |
 //! | `manifest` | manifests and manifest lists via iceberg-rust's writers, persisted through [`xlake_storage`] |
 //! | [`error`] | [`IcebergError`]: every failure names the table, commit and file |
 //!
@@ -27,6 +28,7 @@ pub mod error;
 pub mod expire;
 pub mod footer;
 mod manifest;
+pub mod merge;
 pub mod orphans;
 pub mod partition;
 pub mod schema;

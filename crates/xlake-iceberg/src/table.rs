@@ -708,6 +708,13 @@ impl IcebergTable {
             .map_err(write_failed(&location))?;
             manifests.push(mf);
         }
+        let mut n = manifests.len();
+        let kept = self
+            .merge_small_manifests(kept, (&staged, &schema), snapshot_id, || {
+                n += 1;
+                manifest_location(n - 1)
+            })
+            .await?;
         manifests.extend(kept);
         let list_location = self.store.absolute(&format!(
             "{METADATA_DIR}/snap-{snapshot_id}-1-{commit_uuid}.avro"
@@ -778,7 +785,7 @@ impl IcebergTable {
 
     /// Remember the paths the live `files` of a manifest are about: a data file's own
     /// path, a delete file's data file.
-    fn cache_paths<'a>(
+    pub(crate) fn cache_paths<'a>(
         &self,
         manifest: &str,
         files: impl Iterator<Item = &'a IcebergDataFile>,
@@ -1168,7 +1175,11 @@ impl IcebergTable {
 
 /// The newest schema that still has every source column of `spec` (a manifest of an old
 /// spec whose partition column was dropped since is rewritten with the schema it had).
-fn schema_holding(metadata: &TableMetadata, spec: &IcebergSpec, current: &SchemaRef) -> SchemaRef {
+pub(crate) fn schema_holding(
+    metadata: &TableMetadata,
+    spec: &IcebergSpec,
+    current: &SchemaRef,
+) -> SchemaRef {
     let holds = |s: &SchemaRef| {
         spec.fields()
             .iter()

@@ -1,0 +1,111 @@
+//! Manifest merging, as Iceberg's own writers do it (`commit.manifest-merge.enabled`):
+//! every commit adds a manifest, so without merging each manifest list, and the work of
+//! every reader planning a scan, grows with the number of commits. When a commit would
+//! keep at least [`MIN_COUNT_TO_MERGE`] small data manifests of one partition spec, their
+//! live entries are rewritten into manifests of up to [`TARGET_ENTRIES`] entries each.
+//!
+//! Only manifests older than the commit are merged: the commit's own manifests keep their
+//! `added` and `deleted` entries, which incremental readers rely on. Merged entries keep
+//! their snapshot id and sequence numbers.
+
+use std::collections::BTreeMap;
+
+use iceberg::spec::{ManifestContentType, ManifestFile, SchemaRef, TableMetadata};
+
+use crate::error::{IcebergError, Result};
+use crate::manifest::{read_entries, write_manifest};
+use crate::table::{schema_holding, IcebergTable};
+
+/// Small data manifests of one spec that trigger a merge (Iceberg's
+/// `commit.manifest.min-count-to-merge` default).
+pub const MIN_COUNT_TO_MERGE: usize = 100;
+
+/// Live entries a merged manifest holds at most; manifests with fewer are small.
+pub const TARGET_ENTRIES: u32 = 100;
+
+impl IcebergTable {
+    /// Merge the small data manifests among `kept` (a commit's untouched older manifests)
+    /// when there are enough of them; `location(n)` names the n-th new manifest.
+    pub(crate) async fn merge_small_manifests(
+        &self,
+        kept: Vec<ManifestFile>,
+        (metadata, schema): (&TableMetadata, &SchemaRef),
+        snapshot_id: i64,
+        mut location: impl FnMut() -> String,
+    ) -> Result<Vec<ManifestFile>> {
+        let live = |m: &ManifestFile| {
+            m.added_files_count.unwrap_or(0) + m.existing_files_count.unwrap_or(0)
+        };
+        let mut small: BTreeMap<i32, Vec<ManifestFile>> = BTreeMap::new();
+        let mut out = Vec::with_capacity(kept.len());
+        for m in kept {
+            if m.content == ManifestContentType::Data && live(&m) < TARGET_ENTRIES {
+                small.entry(m.partition_spec_id).or_default().push(m);
+            } else {
+                out.push(m);
+            }
+        }
+        for (spec_id, group) in small {
+            if group.len() < MIN_COUNT_TO_MERGE {
+                out.extend(group);
+                continue;
+            }
+            let spec = metadata.partition_spec_by_id(spec_id).ok_or_else(|| {
+                self.corrupt(&group[0].manifest_path, "unknown partition spec id")
+            })?;
+            let schema = schema_holding(metadata, spec, schema);
+            // Bins of whole manifests, in list order, up to the target size each.
+            let mut bins: Vec<Vec<ManifestFile>> = vec![Vec::new()];
+            let mut size = 0;
+            for m in group {
+                if size + live(&m) > TARGET_ENTRIES && size > 0 {
+                    bins.push(Vec::new());
+                    size = 0;
+                }
+                size += live(&m);
+                if let Some(bin) = bins.last_mut() {
+                    bin.push(m);
+                }
+            }
+            for bin in bins {
+                if bin.len() < 2 {
+                    out.extend(bin);
+                    continue;
+                }
+                let mut entries = Vec::new();
+                for m in &bin {
+                    let read = read_entries(&self.store, m)
+                        .await
+                        .map_err(|e| self.corrupt(&m.manifest_path, e))?;
+                    entries.extend(read.into_iter().filter(|e| e.is_alive()));
+                }
+                let path = location();
+                self.cache_paths(&path, entries.iter().map(|e| e.data_file()));
+                let merged = write_manifest(
+                    &self.store,
+                    &path,
+                    snapshot_id,
+                    (schema.clone(), (**spec).clone()),
+                    false,
+                    |w| {
+                        for e in entries {
+                            let seq = e.sequence_number().unwrap_or(0);
+                            let file_seq = e.file_sequence_number;
+                            let snapshot = e.snapshot_id().unwrap_or(0);
+                            w.add_existing_file(e.data_file, snapshot, seq, file_seq)?;
+                        }
+                        Ok(())
+                    },
+                )
+                .await
+                .map_err(|reason| IcebergError::WriteFailed {
+                    table: self.table(),
+                    file: path.clone(),
+                    reason,
+                })?;
+                out.push(merged);
+            }
+        }
+        Ok(out)
+    }
+}
