@@ -8,6 +8,7 @@
 //! | module | Delta noun |
 //! |---|---|
 //! | [`log`] | the log folder: commit files, checkpoints, where a replay starts |
+//! | [`checkpoint`] | a checkpoint's metaData and protocol, read without its file list |
 //! | [`action`] | add, remove, metaData, protocol and commitInfo actions of a commit |
 //! | [`schema`] | `schemaString` to the neutral schema, column mapping ids and physical names |
 //! | [`values`] | partition values and JSON statistics to typed values |
@@ -17,6 +18,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod action;
+pub mod checkpoint;
 pub mod deletion_vector;
 pub mod error;
 pub mod log;

@@ -10,9 +10,10 @@ use xlake_model::{
 use xlake_storage::TableStore;
 
 use crate::action::{parse_commit, Add, MetaData, Protocol};
+use crate::checkpoint;
 use crate::deletion_vector::{self, Descriptor};
 use crate::error::{DeltaError, HistoryLost, Result};
-use crate::log::LogListing;
+use crate::log::{LogListing, LOG_DIR};
 use crate::schema::{parse_schema, TableSchema};
 use crate::values::{parse_stats, partition_value};
 
@@ -357,9 +358,66 @@ impl DeltaSource {
         Ok((state, table))
     }
 
-    /// The schema state in force at `version`, without reading its file list.
+    /// The schema state in force at `version`, without reading its file list: from the
+    /// newest `metaData` and `protocol` actions at or before it, in the commits since the
+    /// last classic checkpoint and, for what they do not change, the checkpoint's two
+    /// columns. Other layouts (V2 sidecars, multi-part, no checkpoint) go through
+    /// deltalake-core.
     async fn schema_at(&self, version: u64) -> Result<State> {
-        Ok(self.snapshot_at(version, false).await?.0)
+        match self.newest_metadata(version).await {
+            Ok(Some((metadata, protocol))) => self.state(version, metadata, protocol),
+            Ok(None) => Ok(self.snapshot_at(version, false).await?.0),
+            Err(reason) => {
+                tracing::debug!(table = %self.table(), version, %reason, "reading the schema through deltalake-core");
+                Ok(self.snapshot_at(version, false).await?.0)
+            }
+        }
+    }
+
+    /// See [`Self::schema_at`]; `None` when the log's layout needs deltalake-core.
+    async fn newest_metadata(
+        &self,
+        version: u64,
+    ) -> std::result::Result<Option<(MetaData, Protocol)>, String> {
+        let Some(&checkpoint) = self.log.checkpoints.range(..=version).next_back() else {
+            return Ok(None);
+        };
+        let classic = format!("{LOG_DIR}/{checkpoint:020}.checkpoint.parquet");
+        if self
+            .store
+            .size(&classic)
+            .await
+            .map_err(|e| e.to_string())?
+            .is_none()
+        {
+            return Ok(None);
+        }
+        let (mut metadata, mut protocol) = (None, None);
+        for v in (checkpoint + 1..=version).rev() {
+            if metadata.is_some() && protocol.is_some() {
+                break;
+            }
+            let Some((path, _)) = self.log.commits.get(&v) else {
+                return Ok(None);
+            };
+            let bytes = self.store.get(path).await.map_err(|e| e.to_string())?;
+            let text = String::from_utf8_lossy(&bytes);
+            // Only the (rare) lines that can hold these actions are parsed.
+            let lines: String = text
+                .lines()
+                .filter(|l| l.contains("\"metaData\"") || l.contains("\"protocol\""))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let commit = parse_commit(&lines)?;
+            metadata = metadata.or(commit.metadata);
+            protocol = protocol.or(commit.protocol);
+        }
+        if metadata.is_none() || protocol.is_none() {
+            let (m, p) = checkpoint::metadata_and_protocol(&self.store, &classic).await?;
+            metadata = metadata.or(m);
+            protocol = protocol.or(p);
+        }
+        Ok(metadata.zip(protocol))
     }
 
     /// The live file paths at `version`, as `data_file` names them.

@@ -148,8 +148,10 @@ impl Source {
                 "HUDI",
             ));
         }
-        if !store.list_dir("_delta_log").await?.is_empty() {
-            return Ok((Self::Delta(DeltaSource::open(store).await?), "DELTA"));
+        // One listing of `_delta_log/` both detects the table and serves the source.
+        let delta = DeltaSource::open(store.clone()).await?;
+        if !delta.log().commits.is_empty() || !delta.log().checkpoints.is_empty() {
+            return Ok((Self::Delta(delta), "DELTA"));
         }
         Err(SyncError::NotATable {
             table: store.location().to_string(),
@@ -192,7 +194,7 @@ pub async fn mirror_commit(
         commit: commit.to_string(),
         reason,
     };
-    let (source, _) = Source::open(store.clone(), options).await?;
+    let (source, format) = Source::open(store.clone(), options).await?;
     let listing = match &source {
         Source::Hudi(s) => {
             if let Some(i) = s.timeline().pending.iter().find(|i| i.requested == commit) {
@@ -214,7 +216,14 @@ pub async fn mirror_commit(
             "the source has no such completed commit that gets a snapshot (newest: {newest})"
         )));
     }
-    let report = run(store.clone(), options, Some(commit), progress).await?;
+    let report = run(
+        store.clone(),
+        (source, format),
+        options,
+        Some(commit),
+        progress,
+    )
+    .await?;
     let mirrored = IcebergTable::new(store)
         .synced_commits()
         .await?
@@ -235,7 +244,7 @@ pub async fn sync(
     options: &SyncOptions,
     progress: impl FnMut(&Mirrored),
 ) -> Result<SyncReport, SyncError> {
-    run(open_store(location, options)?, options, None, progress).await
+    sync_store(open_store(location, options)?, options, progress).await
 }
 
 /// [`sync`] on a table root the caller opened (a custom or wrapped store).
@@ -244,12 +253,14 @@ pub async fn sync_store(
     options: &SyncOptions,
     progress: impl FnMut(&Mirrored),
 ) -> Result<SyncReport, SyncError> {
-    run(store, options, None, progress).await
+    let source = Source::open(store.clone(), options).await?;
+    run(store, source, options, None, progress).await
 }
 
 /// Mirror pending commits in order, stopping after `until` when given.
 async fn run(
     store: TableStore,
+    (source, format): (Source, &'static str),
     options: &SyncOptions,
     until: Option<&str>,
     mut progress: impl FnMut(&Mirrored),
@@ -258,7 +269,6 @@ async fn run(
     let target = IcebergTable::new(store.clone())
         .with_properties(options.properties.clone())
         .verify_files(!options.skip_file_check);
-    let (source, format) = Source::open(store, options).await?;
     let mut report = SyncReport {
         format: format.into(),
         ..Default::default()

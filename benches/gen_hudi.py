@@ -1,0 +1,136 @@
+"""Generate a copy-on-write Hudi table (table version 6, JSON commit metadata) at scale,
+deterministically: C commits of F base files each, partitioned (hive style) by a `day`
+string over 100 values. The first commit inserts F file groups; every later one inserts
+F/2 new groups and upserts F/2 existing ones (a new base file of the same file group,
+which replaces the previous one), so the timeline has the file-group replay of a real
+upsert workload. Data files are hard links to a few real Parquet files.
+
+    python benches/gen_hudi.py <dir> --commits C --files F
+"""
+import argparse
+import json
+import os
+import pathlib
+import random
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+LINKS_PER_FILE = 10_000
+ROWS = 100
+SCHEMA = {
+    "type": "record", "name": "bench_record", "namespace": "hoodie.bench",
+    "fields": [
+        {"name": "_hoodie_commit_time", "type": ["null", "string"], "default": None},
+        {"name": "_hoodie_record_key", "type": ["null", "string"], "default": None},
+        {"name": "_hoodie_partition_path", "type": ["null", "string"], "default": None},
+        {"name": "id", "type": ["long", "null"]},
+        {"name": "value", "type": ["double", "null"]},
+        {"name": "day", "type": ["string", "null"]},
+    ],
+}
+PROPERTIES = """hoodie.table.name=bench
+hoodie.table.type=COPY_ON_WRITE
+hoodie.table.version=6
+hoodie.timeline.layout.version=1
+hoodie.archivelog.folder=archived
+hoodie.table.recordkey.fields=id
+hoodie.table.partition.fields=day
+hoodie.datasource.write.hive_style_partitioning=true
+hoodie.table.keygenerator.class=org.apache.hudi.keygen.SimpleKeyGenerator
+hoodie.table.metadata.partitions=
+"""
+
+
+def real_file(root, n):
+    path = root / "_bench_src" / f"src-{n}.parquet"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ids = list(range(ROWS))
+        pq.write_table(pa.table({"id": ids, "value": [i * 0.5 for i in ids]}), path)
+    return path
+
+
+def instant(n):
+    """The n-th instant time: one second apart from 2024-01-01 00:00:00.000."""
+    s = n
+    return f"202401{1 + s // 86400:02d}{s // 3600 % 24:02d}{s // 60 % 60:02d}{s % 60:02d}000"
+
+
+def generate(root, commits, files, seed=7):
+    rng = random.Random(seed)
+    root = pathlib.Path(root)
+    hoodie = root / ".hoodie"
+    hoodie.mkdir(parents=True, exist_ok=True)
+    (hoodie / "hoodie.properties").write_text(PROPERTIES)
+    groups = []  # (file id, partition)
+    made = 0
+    for c in range(commits):
+        ts = instant(c)
+        writes = []
+        upserts = [] if c == 0 else rng.sample(groups, min(files // 2, len(groups)))
+        inserts = files - len(upserts)
+        for _ in range(inserts):
+            groups.append((f"{made:08d}-0000-0000-0000-000000000000-0", f"day=2024-01-{rng.randrange(1, 101):03d}"))
+            writes.append((groups[-1], None))
+            made += 1
+        for g in upserts:
+            writes.append((g, "prev"))
+        stats = {}
+        for (file_id, part), prev in writes:
+            rel = f"{part}/{file_id}_0-1-1_{ts}.parquet"
+            src = real_file(root, made // LINKS_PER_FILE)
+            (root / part).mkdir(parents=True, exist_ok=True)
+            os.link(src, root / rel)
+            made += 1
+            stats.setdefault(part, []).append({
+                "fileId": file_id, "path": rel, "prevCommit": "null" if prev is None else "x",
+                "numWrites": ROWS, "numDeletes": 0, "numUpdateWrites": ROWS if prev else 0,
+                "numInserts": 0 if prev else ROWS, "totalWriteBytes": src.stat().st_size,
+                "totalWriteErrors": 0, "partitionPath": part,
+                "fileSizeInBytes": src.stat().st_size})
+        meta = {"partitionToWriteStats": stats, "compacted": False,
+                "extraMetadata": {"schema": json.dumps(SCHEMA)},
+                "operationType": "UPSERT" if c else "INSERT"}
+        (hoodie / f"{ts}.commit.requested").write_text("")
+        (hoodie / f"{ts}.inflight").write_text("")
+        (hoodie / f"{ts}.commit").write_text(json.dumps(meta))
+    return len(groups)
+
+
+def append_commit(root, files, seed):
+    """One more upsert commit of `files` base files on a generated table; its instant."""
+    root = pathlib.Path(root)
+    hoodie = root / ".hoodie"
+    done = sorted(p.name.split(".")[0] for p in hoodie.glob("*.commit"))
+    n = len(done)
+    ts = instant(n)
+    rng = random.Random(seed)
+    stats = {}
+    for i in range(files):
+        part = f"day=2024-01-{rng.randrange(1, 101):03d}"
+        file_id = f"inc{n:05d}{i:03d}-0000-0000-0000-000000000000-0"
+        rel = f"{part}/{file_id}_0-1-1_{ts}.parquet"
+        src = real_file(root, 0)
+        (root / part).mkdir(parents=True, exist_ok=True)
+        os.link(src, root / rel)
+        stats.setdefault(part, []).append({
+            "fileId": file_id, "path": rel, "prevCommit": "null", "numWrites": ROWS,
+            "numDeletes": 0, "numUpdateWrites": 0, "numInserts": ROWS,
+            "totalWriteBytes": src.stat().st_size, "totalWriteErrors": 0,
+            "partitionPath": part, "fileSizeInBytes": src.stat().st_size})
+    meta = {"partitionToWriteStats": stats, "compacted": False,
+            "extraMetadata": {"schema": json.dumps(SCHEMA)}, "operationType": "INSERT"}
+    (hoodie / f"{ts}.commit.requested").write_text("")
+    (hoodie / f"{ts}.inflight").write_text("")
+    (hoodie / f"{ts}.commit").write_text(json.dumps(meta))
+    return ts
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("dir")
+    p.add_argument("--commits", type=int, required=True)
+    p.add_argument("--files", type=int, required=True)
+    a = p.parse_args()
+    print(generate(a.dir, a.commits, a.files), "file groups")
