@@ -120,6 +120,8 @@ def main():
     p.add_argument("--quick", action="store_true")
     p.add_argument("--skip-1m", action="store_true", help="leave out the 1M-file table")
     p.add_argument("--workdir", default="/tmp/xlake-bench")
+    p.add_argument("--no-baseline", action="store_true",
+                   help="leave out pyiceberg (its 1,000-commit backfill takes ~11 min)")
     a = p.parse_args()
     scale = 10 if a.quick else 1
     workdir = pathlib.Path(a.workdir) / ("quick" if a.quick else "full")
@@ -140,32 +142,38 @@ def main():
     row(f"backfill {commits} commits x 10 files: xlake", f"{wall:.2f} s",
         f"({commits / wall:.0f} commits/s, {files / wall:.0f} files/s, peak {rss:.0f} MiB)")
     row("metadata written per commit", f"{dir_bytes(t / 'metadata') / commits / 1024:.1f} KiB")
-    changes = pyiceberg_baseline.delta_commits(t)
+    if a.no_baseline:
+        measure("sync", t)
+        x_inc, _ = incremental(t, RUNS, 200)
+        row(f"one commit of 10 files on {files // 1000}k files, {commits} snapshots: xlake",
+            f"{x_inc * 1000:.0f} ms", "(whole process)")
+    changes = [] if a.no_baseline else pyiceberg_baseline.delta_commits(t)
     shutil.rmtree(workdir / "pyiceberg", ignore_errors=True)
-    mirror = pyiceberg_baseline.Mirror(t, workdir / "pyiceberg")
-    start = time.perf_counter()
-    for c in changes:
-        mirror.commit(*c)
-    py_wall = time.perf_counter() - start
-    row(f"backfill {commits} commits x 10 files: pyiceberg", f"{py_wall:.2f} s",
-        f"({commits / py_wall:.1f} commits/s; one run, in-process)")
-    row("backfill ratio pyiceberg / xlake", f"{py_wall / wall:.0f}x", "(target >= 30x)")
-    # pyiceberg's incremental commit on its own table of the same shape.
-    py_inc = []
-    for i in range(RUNS):
-        version = gen_delta.append_commit(t, 10, 100 + i)
-        (c,) = pyiceberg_baseline.delta_commits(t, first=version)
+    if not a.no_baseline:
+        mirror = pyiceberg_baseline.Mirror(t, workdir / "pyiceberg")
         start = time.perf_counter()
-        mirror.commit(*c)
-        py_inc.append(time.perf_counter() - start)
-    # xlake on its copy of the table, after the same appended commits.
-    measure("sync", t)
-    x_inc, _ = incremental(t, RUNS, 200)
-    py_med = statistics.median(py_inc)
-    row(f"one commit of 10 files on {files // 1000}k files, {commits} snapshots: xlake",
-        f"{x_inc * 1000:.0f} ms", "(whole process)")
-    row("  the same with pyiceberg", f"{py_med * 1000:.0f} ms",
-        f"(in-process, no interpreter start; ratio {py_med / x_inc:.1f}x)")
+        for c in changes:
+            mirror.commit(*c)
+        py_wall = time.perf_counter() - start
+        row(f"backfill {commits} commits x 10 files: pyiceberg", f"{py_wall:.2f} s",
+            f"({commits / py_wall:.1f} commits/s; one run, in-process)")
+        row("backfill ratio pyiceberg / xlake", f"{py_wall / wall:.0f}x", "(target >= 30x)")
+        # pyiceberg's incremental commit on its own table of the same shape.
+        py_inc = []
+        for i in range(RUNS):
+            version = gen_delta.append_commit(t, 10, 100 + i)
+            (c,) = pyiceberg_baseline.delta_commits(t, first=version)
+            start = time.perf_counter()
+            mirror.commit(*c)
+            py_inc.append(time.perf_counter() - start)
+        # xlake on its copy of the table, after the same appended commits.
+        measure("sync", t)
+        x_inc, _ = incremental(t, RUNS, 200)
+        py_med = statistics.median(py_inc)
+        row(f"one commit of 10 files on {files // 1000}k files, {commits} snapshots: xlake",
+            f"{x_inc * 1000:.0f} ms", "(whole process)")
+        row("  the same with pyiceberg", f"{py_med * 1000:.0f} ms",
+            f"(in-process, no interpreter start; ratio {py_med / x_inc:.1f}x)")
 
     # 2. Incremental commits at 1k, 100k, 1M live files.
     shapes = [(1000 // scale, 1, "1k"), (1000 // scale, 100, "100k")]

@@ -6,6 +6,8 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use arrow_array::{Array, BooleanArray, RecordBatch};
+use arrow_select::filter::filter_record_batch;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{FutureExt, TryStreamExt};
@@ -79,29 +81,59 @@ pub async fn metadata_and_protocol(
         .filter(|(_, f)| matches!(f.name(), "metaData" | "protocol"))
         .map(|(i, _)| i)
         .collect();
-    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-    let batches: Vec<_> = builder
-        .with_projection(mask)
-        .build()
-        .map_err(|e| e.to_string())?
-        .try_collect()
-        .await
-        .map_err(|e| e.to_string())?;
-    // Rows as JSON actions (nulls left out), the action rows only, parsed like a commit.
-    let mut text = Vec::new();
-    {
-        let mut writer = arrow_json::LineDelimitedWriter::new(&mut text);
-        for batch in &batches {
-            writer.write(batch).map_err(|e| e.to_string())?;
-        }
-        writer.finish().map_err(|e| e.to_string())?;
-    }
-    let text = String::from_utf8(text).map_err(|e| e.to_string())?;
-    let actions: String = text
-        .lines()
-        .filter(|l| l.trim() != "{}")
-        .map(|l| format!("{l}\n"))
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots.clone());
+    // Only row groups where some metaData or protocol value is not null (by the column
+    // statistics; a group without them is read): writers put these few rows together.
+    let schema = builder.parquet_schema();
+    let leaves: Vec<usize> = (0..schema.num_columns())
+        .filter(|&i| roots.contains(&schema.get_column_root_idx(i)))
         .collect();
-    let commit = parse_commit(&actions)?;
-    Ok((commit.metadata, commit.protocol))
+    let groups: Vec<usize> = builder
+        .metadata()
+        .row_groups()
+        .iter()
+        .enumerate()
+        .filter(|(_, rg)| {
+            leaves.iter().any(|&c| {
+                rg.column(c)
+                    .statistics()
+                    .and_then(|s| s.null_count_opt())
+                    .is_none_or(|nulls| nulls < rg.num_rows() as u64)
+            })
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let mut batches = builder
+        .with_projection(mask)
+        .with_row_groups(groups)
+        .with_batch_size(8192)
+        .build()
+        .map_err(|e| e.to_string())?;
+    // Writers put these two rows first: stop reading once both are found.
+    let (mut metadata, mut protocol) = (None, None);
+    while let Some(batch) = batches.try_next().await.map_err(|e| e.to_string())? {
+        let commit = parse_commit(&action_rows(&batch)?)?;
+        metadata = metadata.or(commit.metadata);
+        protocol = protocol.or(commit.protocol);
+        if metadata.is_some() && protocol.is_some() {
+            break;
+        }
+    }
+    Ok((metadata, protocol))
+}
+
+/// The rows of `batch` holding an action, as JSON lines (nulls left out).
+fn action_rows(batch: &RecordBatch) -> Result<String, String> {
+    // Rows where every action is null are most rows; leave them out first.
+    let keep = BooleanArray::from(
+        (0..batch.num_rows())
+            .map(|i| batch.columns().iter().any(|c| c.is_valid(i)))
+            .collect::<Vec<_>>(),
+    );
+    let rows = filter_record_batch(batch, &keep).map_err(|e| e.to_string())?;
+    let mut text = Vec::new();
+    let mut writer = arrow_json::LineDelimitedWriter::new(&mut text);
+    writer.write(&rows).map_err(|e| e.to_string())?;
+    writer.finish().map_err(|e| e.to_string())?;
+    String::from_utf8(text).map_err(|e| e.to_string())
 }

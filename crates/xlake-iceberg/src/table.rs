@@ -54,6 +54,30 @@ pub struct LoadedTable {
     pub version: u64,
     /// Its contents.
     pub metadata: TableMetadata,
+    /// `version-hint.text` does not name this version (missing, or older: a writer died
+    /// between the metadata file and the hint). Readers that trust the hint (pyiceberg,
+    /// DuckDB) do not see this version until [`IcebergTable::heal_hint`] rewrites it.
+    pub hint_stale: bool,
+}
+
+impl LoadedTable {
+    /// The current snapshot id (what a plan is based on) and the source commits mirrored
+    /// so far, oldest first.
+    pub fn head(&self) -> (Option<i64>, Vec<(i64, SyncMetadata)>) {
+        let head = self.metadata.current_snapshot().map(|s| s.snapshot_id());
+        let mut snaps: Vec<_> = self.metadata.snapshots().collect();
+        snaps.sort_by_key(|s| (s.sequence_number(), s.timestamp_ms()));
+        let synced = snaps
+            .into_iter()
+            .filter_map(|s| {
+                Some((
+                    s.snapshot_id(),
+                    SyncMetadata::from_summary(&s.summary().additional_properties)?,
+                ))
+            })
+            .collect();
+        (head, synced)
+    }
 }
 
 /// What one commit wrote.
@@ -75,6 +99,8 @@ pub struct Batch {
     pub committed: Vec<Committed>,
     /// Why the rest was not committed.
     pub error: Option<IcebergError>,
+    /// The version published, for the next batch to build on without loading it.
+    pub table: Option<LoadedTable>,
 }
 
 /// A version being built in memory: the published version it starts from (until the
@@ -213,7 +239,11 @@ impl IcebergTable {
                 file: self.store.absolute(&path),
             });
         }
-        Ok(Some(LoadedTable { version, metadata }))
+        Ok(Some(LoadedTable {
+            version,
+            metadata,
+            hint_stale: hinted != Some(version),
+        }))
     }
 
     /// The commit point: create `metadata/v{version}.metadata.json` only if nobody else did,
@@ -272,6 +302,17 @@ impl IcebergTable {
         }
     }
 
+    /// Point a stale `version-hint.text` at the loaded version (see
+    /// [`LoadedTable::hint_stale`]); nothing to do otherwise.
+    pub async fn heal_hint(&self, loaded: &mut LoadedTable) -> Result<()> {
+        if loaded.hint_stale {
+            tracing::warn!(table = %self.table(), version = loaded.version, "version-hint.text was stale; rewriting it");
+            self.write_hint(loaded.version).await?;
+            loaded.hint_stale = false;
+        }
+        Ok(())
+    }
+
     /// The source commits mirrored so far: each snapshot's [`SyncMetadata`], oldest first.
     pub async fn synced_commits(&self) -> Result<Vec<(i64, SyncMetadata)>> {
         Ok(self.head().await?.1)
@@ -280,22 +321,7 @@ impl IcebergTable {
     /// The current snapshot id (what a plan is based on) and the source commits mirrored
     /// so far, oldest first, from one read of the metadata.
     pub async fn head(&self) -> Result<(Option<i64>, Vec<(i64, SyncMetadata)>)> {
-        let Some(loaded) = self.load().await? else {
-            return Ok((None, Vec::new()));
-        };
-        let head = loaded.metadata.current_snapshot().map(|s| s.snapshot_id());
-        let mut snaps: Vec<_> = loaded.metadata.snapshots().collect();
-        snaps.sort_by_key(|s| (s.sequence_number(), s.timestamp_ms()));
-        let synced = snaps
-            .into_iter()
-            .filter_map(|s| {
-                Some((
-                    s.snapshot_id(),
-                    SyncMetadata::from_summary(&s.summary().additional_properties)?,
-                ))
-            })
-            .collect();
-        Ok((head, synced))
+        Ok(self.load().await?.map_or((None, Vec::new()), |l| l.head()))
     }
 
     /// Commit each change set as its own snapshot, in order.
@@ -343,19 +369,44 @@ impl IcebergTable {
         self.commit_batch(changes, Some(parent)).await
     }
 
+    /// [`Self::commit_batch_after`] on `base`, a version this process has loaded (`None`:
+    /// no metadata yet), without loading it again. A writer that published after `base`
+    /// was loaded makes the put-if-absent of the next version fail: the result is then
+    /// [`IcebergError::CommitConflict`], as for a moved head.
+    pub async fn commit_batch_on(
+        &self,
+        base: Option<LoadedTable>,
+        changes: &[&ChangeSet],
+    ) -> Batch {
+        match self.store.verify_put_if_absent().await {
+            Ok(()) => self.commit_batch_inner(base, changes).await,
+            Err(e) => Batch {
+                error: Some(e.into()),
+                ..Batch::default()
+            },
+        }
+    }
+
     async fn commit_batch(
         &self,
         changes: &[&ChangeSet],
         expected_parent: Option<Option<i64>>,
     ) -> Batch {
+        match self.prepare(expected_parent).await {
+            Ok(loaded) => self.commit_batch_inner(loaded, changes).await,
+            Err(e) => Batch {
+                error: Some(e),
+                ..Batch::default()
+            },
+        }
+    }
+
+    async fn commit_batch_inner(
+        &self,
+        loaded: Option<LoadedTable>,
+        changes: &[&ChangeSet],
+    ) -> Batch {
         let mut batch = Batch::default();
-        let loaded = match self.prepare(expected_parent).await {
-            Ok(loaded) => loaded,
-            Err(e) => {
-                batch.error = Some(e);
-                return batch;
-            }
-        };
         let mut draft = Draft {
             base: loaded.as_ref(),
             metadata: loaded.as_ref().map(|l| l.metadata.clone()),
@@ -372,6 +423,7 @@ impl IcebergTable {
                 }
             }
         }
+        let expired_logs = std::mem::take(&mut draft.expired_logs);
         let Some(metadata) = draft.metadata.filter(|_| !staged.is_empty()) else {
             return batch;
         };
@@ -386,8 +438,7 @@ impl IcebergTable {
                 return batch;
             }
         };
-        self.expire_metadata_files(&metadata, &draft.expired_logs)
-            .await;
+        self.expire_metadata_files(&metadata, &expired_logs).await;
         for (commit, (snapshot_id, timestamp_ms)) in staged {
             tracing::info!(table = %self.table(), commit = %commit, version, snapshot_id, "committed Iceberg snapshot");
             batch.committed.push(Committed {
@@ -396,6 +447,11 @@ impl IcebergTable {
                 timestamp_ms,
             });
         }
+        batch.table = Some(LoadedTable {
+            version,
+            metadata,
+            hint_stale: false,
+        });
         batch
     }
 

@@ -216,7 +216,7 @@ pub async fn mirror_commit(
             "the source has no such completed commit that gets a snapshot (newest: {newest})"
         )));
     }
-    let report = run(
+    let (report, mirrored) = run(
         store.clone(),
         (source, format),
         options,
@@ -224,11 +224,6 @@ pub async fn mirror_commit(
         progress,
     )
     .await?;
-    let mirrored = IcebergTable::new(store)
-        .synced_commits()
-        .await?
-        .into_iter()
-        .any(|(_, m)| m.source_identifier.as_deref() == Some(commit));
     if !mirrored {
         return Err(not_mirrored(
             "the sync finished without a snapshot for it".into(),
@@ -254,17 +249,18 @@ pub async fn sync_store(
     progress: impl FnMut(&Mirrored),
 ) -> Result<SyncReport, SyncError> {
     let source = Source::open(store.clone(), options).await?;
-    run(store, source, options, None, progress).await
+    Ok(run(store, source, options, None, progress).await?.0)
 }
 
-/// Mirror pending commits in order, stopping after `until` when given.
+/// Mirror pending commits in order, stopping after `until` when given; also says whether
+/// `until` is mirrored at the end.
 async fn run(
     store: TableStore,
     (source, format): (Source, &'static str),
     options: &SyncOptions,
     until: Option<&str>,
     mut progress: impl FnMut(&Mirrored),
-) -> Result<SyncReport, SyncError> {
+) -> Result<(SyncReport, bool), SyncError> {
     let table = store.location().to_string();
     let target = IcebergTable::new(store.clone())
         .with_properties(options.properties.clone())
@@ -278,7 +274,15 @@ async fn run(
     let mut retries = 0;
     let mut last_seen = 0;
     'plan: loop {
-        let (mut head, synced) = target.head().await?;
+        // One read of the metadata per plan: it gives the mirrored commits and is the base
+        // the first batch builds on; each batch hands the next the version it published.
+        let mut base = target.load().await?;
+        // A writer that died (or lost the reply) between its metadata file and the hint
+        // left readers that trust the hint on an old version: point it right first.
+        if let Some(loaded) = base.as_mut() {
+            target.heal_hint(loaded).await?;
+        }
+        let (_, synced) = base.as_ref().map_or((None, Vec::new()), |l| l.head());
         let mirrored: BTreeSet<String> = synced
             .into_iter()
             .filter_map(|(_, m)| m.source_identifier)
@@ -329,9 +333,9 @@ async fn run(
         }
         let mut remaining = pending.len();
         for chunk in pending.chunks(BATCH_SIZE) {
-            let batch = target.commit_batch_after(chunk, head).await;
+            let mut batch = target.commit_batch_on(base.take(), chunk).await;
+            base = batch.table.take();
             for (committed, change) in batch.committed.into_iter().zip(chunk.iter()) {
-                head = Some(committed.snapshot_id);
                 remaining -= 1;
                 let m = Mirrored {
                     commit: change.commit.clone(),
@@ -358,9 +362,12 @@ async fn run(
         // (In-commit mode does not fail for a bad commit after the one it was asked for.)
         let reached =
             until.is_some_and(|u| mirrored.contains(u) || changes.iter().any(|c| c.commit.id == u));
+        let until_mirrored = until.is_some_and(|u| {
+            mirrored.contains(u) || report.written.iter().any(|m| m.commit.id == u)
+        });
         return match stopped {
             Some(e) if !reached => Err(e),
-            _ => Ok(report),
+            _ => Ok((report, until_mirrored)),
         };
     }
 }
