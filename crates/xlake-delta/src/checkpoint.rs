@@ -11,7 +11,7 @@ use arrow_select::filter::filter_record_batch;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{FutureExt, TryStreamExt};
-use parquet::arrow::arrow_reader::ArrowReaderOptions;
+use parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelection, RowSelector};
 use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::errors::ParquetError;
@@ -69,7 +69,8 @@ pub async fn metadata_and_protocol(
         path: path.to_string(),
         size,
     };
-    let builder = ParquetRecordBatchStreamBuilder::new(file)
+    let options = ArrowReaderOptions::new().with_page_index(true);
+    let builder = ParquetRecordBatchStreamBuilder::new_with_options(file, options)
         .await
         .map_err(|e| e.to_string())?;
     let roots: Vec<usize> = builder
@@ -103,9 +104,11 @@ pub async fn metadata_and_protocol(
         })
         .map(|(i, _)| i)
         .collect();
+    let selection = pages_with_values(builder.metadata(), &groups, &leaves);
     let mut batches = builder
         .with_projection(mask)
         .with_row_groups(groups)
+        .with_row_selection(selection)
         .with_batch_size(8192)
         .build()
         .map_err(|e| e.to_string())?;
@@ -120,6 +123,66 @@ pub async fn metadata_and_protocol(
         }
     }
     Ok((metadata, protocol))
+}
+
+/// Within the chosen row groups, the rows of the pages where some of `leaves` is not
+/// null, by the page index (a checkpoint of a large table has a million rows; delta-rs
+/// puts these two actions last); every row of a group without a page index.
+fn pages_with_values(
+    metadata: &ParquetMetaData,
+    groups: &[usize],
+    leaves: &[usize],
+) -> RowSelection {
+    let mut ranges: Vec<Range<usize>> = Vec::new();
+    let mut offset = 0;
+    for &g in groups {
+        let rows = metadata.row_group(g).num_rows() as usize;
+        let indexed = |c: usize| {
+            let column = metadata.column_index()?.get(g)?.get(c)?;
+            let pages = metadata.offset_index()?.get(g)?.get(c)?.page_locations();
+            Some((column, pages))
+        };
+        let mut group: Vec<Range<usize>> = Vec::new();
+        for &c in leaves {
+            let Some((column, pages)) = indexed(c) else {
+                group.clear();
+                group.push(0..rows);
+                break;
+            };
+            for (i, page) in pages.iter().enumerate() {
+                let start = page.first_row_index as usize;
+                let end = pages
+                    .get(i + 1)
+                    .map_or(rows, |p| p.first_row_index as usize);
+                let all_null = column
+                    .null_count(i)
+                    .is_some_and(|n| n as usize >= end - start);
+                if !all_null {
+                    group.push(start..end);
+                }
+            }
+        }
+        ranges.extend(group.into_iter().map(|r| r.start + offset..r.end + offset));
+        offset += rows;
+    }
+    ranges.sort_by_key(|r| r.start);
+    let mut selectors = Vec::new();
+    let mut at = 0;
+    for r in ranges {
+        let start = r.start.max(at);
+        if r.end <= start {
+            continue;
+        }
+        if start > at {
+            selectors.push(RowSelector::skip(start - at));
+        }
+        selectors.push(RowSelector::select(r.end - start));
+        at = r.end;
+    }
+    if offset > at {
+        selectors.push(RowSelector::skip(offset - at));
+    }
+    RowSelection::from(selectors)
 }
 
 /// The rows of `batch` holding an action, as JSON lines (nulls left out).

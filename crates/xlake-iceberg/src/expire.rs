@@ -8,8 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use futures::StreamExt;
 use iceberg::spec::{
-    ManifestContentType, ManifestEntry, ManifestFile, SnapshotRef, TableMetadata,
-    TableMetadataBuilder,
+    ManifestContentType, ManifestFile, SnapshotRef, TableMetadata, TableMetadataBuilder,
 };
 
 use crate::error::Result;
@@ -56,7 +55,9 @@ impl IcebergTable {
         let mut by_age: Vec<&SnapshotRef> = m.snapshots().collect();
         by_age.sort_by_key(|s| s.sequence_number());
         let mut lists: HashMap<i64, Vec<ManifestFile>> = HashMap::new();
-        let mut manifests: HashMap<String, Vec<ManifestEntry>> = HashMap::new();
+        // Per manifest read once: a data manifest's live file paths; a delete manifest's
+        // delete files.
+        let mut manifests: HashMap<String, Vec<String>> = HashMap::new();
         for s in &by_age {
             let list = read_manifest_list(&self.store, s.manifest_list())
                 .await
@@ -66,31 +67,45 @@ impl IcebergTable {
                     let entries = read_entries(&self.store, mf)
                         .await
                         .map_err(|e| self.corrupt(&mf.manifest_path, e))?;
-                    manifests.insert(mf.manifest_path.clone(), entries);
+                    let data = mf.content == ManifestContentType::Data;
+                    let paths = entries
+                        .iter()
+                        .filter(|e| !data || e.is_alive())
+                        .map(|e| e.file_path().to_string())
+                        .collect();
+                    manifests.insert(mf.manifest_path.clone(), paths);
                 }
             }
             lists.insert(s.snapshot_id(), list);
         }
-        let data_files = |id: i64| -> HashSet<&str> {
+        let data_manifests = |id: i64| {
             lists[&id]
                 .iter()
                 .filter(|mf| mf.content == ManifestContentType::Data)
-                .flat_map(|mf| manifests[&mf.manifest_path].iter())
-                .filter(|e| e.is_alive())
-                .map(|e| e.file_path())
-                .collect()
+                .map(|mf| mf.manifest_path.as_str())
+                .collect::<Vec<_>>()
         };
         // Files the current snapshot reads exist (the sync checks them); only files that
-        // older snapshots alone still read can have been cleaned or vacuumed.
-        let live = current.map(data_files).unwrap_or_default();
-        let older: Vec<(i64, HashSet<&str>)> = by_age
+        // older snapshots alone still read can have been cleaned or vacuumed, and only
+        // manifests the current snapshot does not use can hold them.
+        let current_manifests: HashSet<&str> = current
+            .map(data_manifests)
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        let live: HashSet<&str> = current_manifests
+            .iter()
+            .flat_map(|m| manifests[*m].iter().map(String::as_str))
+            .collect();
+        let older_manifests: HashSet<&str> = by_age
             .iter()
             .filter(|s| Some(s.snapshot_id()) != current)
-            .map(|s| (s.snapshot_id(), data_files(s.snapshot_id())))
+            .flat_map(|s| data_manifests(s.snapshot_id()))
+            .filter(|m| !current_manifests.contains(m))
             .collect();
-        let candidates: HashSet<&str> = older
+        let candidates: HashSet<&str> = older_manifests
             .iter()
-            .flat_map(|(_, f)| f.iter().copied())
+            .flat_map(|m| manifests[*m].iter().map(String::as_str))
             .filter(|f| !live.contains(f))
             .collect();
         let missing: HashSet<&str> = futures::stream::iter(candidates)
@@ -99,10 +114,16 @@ impl IcebergTable {
             .filter_map(|(path, size)| async move { matches!(size, Ok(None)).then_some(path) })
             .collect()
             .await;
-        let needs_missing: HashSet<i64> = older
+        let needs_missing: HashSet<i64> = by_age
             .iter()
-            .filter(|(_, files)| files.iter().any(|f| missing.contains(f)))
-            .map(|(id, _)| *id)
+            .filter(|s| Some(s.snapshot_id()) != current)
+            .filter(|s| {
+                data_manifests(s.snapshot_id()).iter().any(|m| {
+                    older_manifests.contains(m)
+                        && manifests[*m].iter().any(|f| missing.contains(f.as_str()))
+                })
+            })
+            .map(|s| s.snapshot_id())
             .collect();
         // Position in age order of the newest snapshot to expire, by any rule.
         let cut = by_age
@@ -152,7 +173,7 @@ impl IcebergTable {
             for mf in &lists[&s.snapshot_id()] {
                 referenced.insert(&mf.manifest_path);
                 if mf.content == ManifestContentType::Deletes {
-                    referenced.extend(manifests[&mf.manifest_path].iter().map(|e| e.file_path()));
+                    referenced.extend(manifests[&mf.manifest_path].iter().map(String::as_str));
                 }
             }
         }
@@ -163,11 +184,7 @@ impl IcebergTable {
             for mf in &lists[id] {
                 unreferenced.push(mf.manifest_path.clone());
                 if mf.content == ManifestContentType::Deletes {
-                    unreferenced.extend(
-                        manifests[&mf.manifest_path]
-                            .iter()
-                            .map(|e| e.file_path().to_string()),
-                    );
+                    unreferenced.extend(manifests[&mf.manifest_path].iter().cloned());
                 }
             }
         }
