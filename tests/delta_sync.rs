@@ -307,6 +307,23 @@ async fn bad_logs_name_table_version_and_file_and_change_nothing() {
     assert!(err.contains("madeUpFeature"), "{err}");
     std::fs::remove_file(root.join("_delta_log/00000000000000000003.json")).unwrap();
 
+    // An add without stats, of a file whose Parquet footer is garbage: the footer is read
+    // for the row count and fails, naming the file and the version.
+    let garbled = root.join("region=us/part-garbled.parquet");
+    std::fs::write(&garbled, b"PAR1 this is not a parquet file at all PAR1").unwrap();
+    write_commit(
+        &root,
+        3,
+        "{\"commitInfo\":{\"timestamp\":1}}\n{\"add\":{\"path\":\"region=us/part-garbled.parquet\",\"partitionValues\":{\"region\":\"us\"},\"size\":43,\"modificationTime\":1,\"dataChange\":true}}\n",
+    );
+    let err = sync_with(&root, &SyncOptions::default()).await.unwrap_err();
+    assert!(
+        err.contains("part-garbled.parquet") && err.contains(location) && err.contains("footer"),
+        "{err}"
+    );
+    assert_eq!(metadata_snapshot(&root), before);
+    std::fs::remove_file(root.join("_delta_log/00000000000000000003.json")).unwrap();
+
     // A gap: version 4 without version 3.
     write_commit(&root, 4, "{\"commitInfo\":{\"timestamp\":1}}\n");
     let err = sync_with(&root, &SyncOptions::default()).await.unwrap_err();
