@@ -54,16 +54,13 @@ impl AsyncFileReader for StoreFile {
     }
 }
 
-/// The `metaData` and `protocol` actions in the classic checkpoint at `path`.
+/// The `metaData` and `protocol` actions in the classic checkpoint at `path` (`size`
+/// bytes long).
 pub async fn metadata_and_protocol(
     store: &TableStore,
     path: &str,
+    size: u64,
 ) -> Result<(Option<MetaData>, Option<Protocol>), String> {
-    let size = store
-        .size(path)
-        .await
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("{}: not found", store.absolute(path)))?;
     let file = StoreFile {
         store: store.clone(),
         path: path.to_string(),

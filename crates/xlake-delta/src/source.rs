@@ -383,15 +383,9 @@ impl DeltaSource {
             return Ok(None);
         };
         let classic = format!("{LOG_DIR}/{checkpoint:020}.checkpoint.parquet");
-        if self
-            .store
-            .size(&classic)
-            .await
-            .map_err(|e| e.to_string())?
-            .is_none()
-        {
+        let Some(size) = self.store.size(&classic).await.map_err(|e| e.to_string())? else {
             return Ok(None);
-        }
+        };
         let (mut metadata, mut protocol) = (None, None);
         for v in (checkpoint + 1..=version).rev() {
             if metadata.is_some() && protocol.is_some() {
@@ -413,7 +407,7 @@ impl DeltaSource {
             protocol = protocol.or(commit.protocol);
         }
         if metadata.is_none() || protocol.is_none() {
-            let (m, p) = checkpoint::metadata_and_protocol(&self.store, &classic).await?;
+            let (m, p) = checkpoint::metadata_and_protocol(&self.store, &classic, size).await?;
             metadata = metadata.or(m);
             protocol = protocol.or(p);
         }

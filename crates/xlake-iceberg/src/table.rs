@@ -334,9 +334,9 @@ impl IcebergTable {
     }
 
     /// Commit one change set as one snapshot (schema, spec and file changes together in one
-    /// new `vN.metadata.json`).
+    /// new `vN.metadata.json`), on the table as it is now.
     pub async fn commit(&self, change: &ChangeSet) -> Result<Committed> {
-        let batch = self.commit_batch(&[change], None).await;
+        let batch = self.commit_batch_on(self.load().await?, &[change]).await;
         match batch.error {
             Some(e) => Err(e),
             None => batch.committed.into_iter().next().ok_or_else(|| {
@@ -345,57 +345,25 @@ impl IcebergTable {
         }
     }
 
-    /// Commit one change set planned against the snapshot `parent` (`None`: an empty
-    /// table): if another writer has moved the table on since, nothing is written and the
-    /// result is [`IcebergError::CommitConflict`], so the caller re-plans (the change set
-    /// may already be mirrored, or rest on files that writer removed).
-    pub async fn commit_after(&self, change: &ChangeSet, parent: Option<i64>) -> Result<Committed> {
-        let batch = self.commit_batch(&[change], Some(parent)).await;
-        match batch.error {
-            Some(e) => Err(e),
-            None => batch.committed.into_iter().next().ok_or_else(|| {
-                self.corrupt(METADATA_DIR, "a commit of one change set wrote nothing")
-            }),
-        }
-    }
-
-    /// Commit change sets planned against `parent` as consecutive snapshots, one per
-    /// change set, published together in one new `vN.metadata.json` (a backfill writes
-    /// one metadata file per batch instead of per commit, since each holds every
-    /// snapshot). Conflicts are as for [`Self::commit_after`]. A change set that cannot be
-    /// committed ends the batch: the ones before it are published, and its error returned
-    /// beside them.
-    pub async fn commit_batch_after(&self, changes: &[&ChangeSet], parent: Option<i64>) -> Batch {
-        self.commit_batch(changes, Some(parent)).await
-    }
-
-    /// [`Self::commit_batch_after`] on `base`, a version this process has loaded (`None`:
-    /// no metadata yet), without loading it again. A writer that published after `base`
-    /// was loaded makes the put-if-absent of the next version fail: the result is then
-    /// [`IcebergError::CommitConflict`], as for a moved head.
+    /// Commit change sets as consecutive snapshots, one per change set, published together
+    /// in one new `vN.metadata.json` (a backfill writes one metadata file per batch instead
+    /// of per commit, since each holds every snapshot), on `base`: a version this process
+    /// has loaded (`None`: no metadata yet). A writer that published after `base` was
+    /// loaded makes the put-if-absent of the next version fail: the result is then
+    /// [`IcebergError::CommitConflict`], and the caller re-plans. A change set that cannot
+    /// be committed ends the batch: the ones before it are published, and its error
+    /// returned beside them.
     pub async fn commit_batch_on(
         &self,
         base: Option<LoadedTable>,
         changes: &[&ChangeSet],
     ) -> Batch {
+        // Atomic only on a store whose put-if-absent works (or with one writer, by the
+        // operator's word); checked before anything is written.
         match self.store.verify_put_if_absent().await {
             Ok(()) => self.commit_batch_inner(base, changes).await,
             Err(e) => Batch {
                 error: Some(e.into()),
-                ..Batch::default()
-            },
-        }
-    }
-
-    async fn commit_batch(
-        &self,
-        changes: &[&ChangeSet],
-        expected_parent: Option<Option<i64>>,
-    ) -> Batch {
-        match self.prepare(expected_parent).await {
-            Ok(loaded) => self.commit_batch_inner(loaded, changes).await,
-            Err(e) => Batch {
-                error: Some(e),
                 ..Batch::default()
             },
         }
@@ -453,28 +421,6 @@ impl IcebergTable {
             hint_stale: false,
         });
         batch
-    }
-
-    /// Before anything is written: the store must be able to commit atomically, and the
-    /// table must still be at `expected_parent` (when given).
-    async fn prepare(&self, expected_parent: Option<Option<i64>>) -> Result<Option<LoadedTable>> {
-        // Atomic only on a store whose put-if-absent works (or with one writer, by the
-        // operator's word).
-        self.store.verify_put_if_absent().await?;
-        let loaded = self.load().await?;
-        if let Some(expected) = expected_parent {
-            let head = loaded
-                .as_ref()
-                .and_then(|l| l.metadata.current_snapshot())
-                .map(|s| s.snapshot_id());
-            if head != expected {
-                return Err(IcebergError::CommitConflict {
-                    table: self.table(),
-                    version: loaded.as_ref().map_or(0, |l| l.version),
-                });
-            }
-        }
-        Ok(loaded)
     }
 
     /// Write the manifests and manifest list of one change set as a snapshot on top of
