@@ -13,11 +13,8 @@ import os
 import pathlib
 import random
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+from gen_delta import LINKS_PER_FILE, ROWS, real_file
 
-LINKS_PER_FILE = 10_000
-ROWS = 100
 SCHEMA = {
     "type": "record", "name": "bench_record", "namespace": "hoodie.bench",
     "fields": [
@@ -40,15 +37,6 @@ hoodie.datasource.write.hive_style_partitioning=true
 hoodie.table.keygenerator.class=org.apache.hudi.keygen.SimpleKeyGenerator
 hoodie.table.metadata.partitions=
 """
-
-
-def real_file(root, n):
-    path = root / "_bench_src" / f"src-{n}.parquet"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        ids = list(range(ROWS))
-        pq.write_table(pa.table({"id": ids, "value": [i * 0.5 for i in ids]}), path)
-    return path
 
 
 def instant(n):

@@ -56,15 +56,8 @@ fn a_hudi_callback_is_answered_after_its_commit_is_mirrored() {
     let (status, body) = post(&addr, &message.to_string());
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"mirrored\":true"), "{body}");
-    let check = Command::new(env!("CARGO_BIN_EXE_xlake"))
-        .args(["check", root.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stdout)
-    );
+    let (code, text) = common::xlake(&["check", root.to_str().unwrap()]);
+    assert_eq!(code, 0, "{text}");
 
     let mut unknown = message.clone();
     unknown["commitTime"] = serde_json::json!("20990101000000000");

@@ -145,18 +145,23 @@ async fn a_delta_table_ahead_of_iceberg_reports_its_lag() {
     assert_eq!(report.missing, ["3", "4"]);
 }
 
+/// Every change set of a Hudi table, as its source replays them.
+async fn replay(store: &TableStore) -> Vec<xlake_model::ChangeSet> {
+    HudiSource::open(store.clone(), HudiOptions::default())
+        .await
+        .unwrap()
+        .change_sets(&BTreeSet::new())
+        .await
+        .unwrap()
+        .changes
+}
+
 #[tokio::test]
 async fn a_snapshot_with_the_wrong_files_is_caught_by_deep() {
     let (_dir, root) = extract_hudi("sample_table_cow_v9_txns_simple_nometa");
     let location = root.to_str().unwrap();
     let store = TableStore::open(location).unwrap();
-    let replay = HudiSource::open(store.clone(), HudiOptions::default())
-        .await
-        .unwrap()
-        .change_sets(&BTreeSet::new())
-        .await
-        .unwrap();
-    let mut changes = replay.changes;
+    let mut changes = replay(&store).await;
     // A faulty writer drops one added file from the last snapshot.
     let dropped = changes.last_mut().unwrap().added.pop().unwrap();
     IcebergTable::new(store).commit_all(&changes).await.unwrap();
@@ -210,13 +215,7 @@ async fn a_file_listed_twice_is_named_by_deep() {
     let (_dir, root) = extract_hudi("sample_table_cow_v9_txns_simple_nometa");
     let location = root.to_str().unwrap();
     let store = TableStore::open(location).unwrap();
-    let replay = HudiSource::open(store.clone(), HudiOptions::default())
-        .await
-        .unwrap()
-        .change_sets(&BTreeSet::new())
-        .await
-        .unwrap();
-    let mut changes = replay.changes;
+    let mut changes = replay(&store).await;
     // A faulty writer lists one added file twice: its rows would count twice.
     let last = changes.last_mut().unwrap();
     let twice = last.added[0].clone();

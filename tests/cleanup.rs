@@ -99,13 +99,6 @@ fn only_old_unreferenced_metadata_files_go() {
         .filter(|p| !p.starts_with(&metadata))
         .collect();
     assert_eq!(data_before, data_after, "data files are never touched");
-    let check = Command::new(xlake)
-        .args(["check", root.to_str().unwrap(), "--deep"])
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stdout)
-    );
+    let (code, text) = common::xlake(&["check", root.to_str().unwrap(), "--deep"]);
+    assert_eq!(code, 0, "{text}");
 }

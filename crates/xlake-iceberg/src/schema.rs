@@ -587,8 +587,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn dropped_columns_stay_mapped() {
+    /// The nested schema (v1), then only its first column (the neutral schema, and v2).
+    fn with_columns_dropped() -> (IcebergSchema, Schema, IcebergSchema) {
         let v1 = to_iceberg_schema(&nested_schema(), None, &[], 0, 0)
             .unwrap()
             .0;
@@ -597,6 +597,12 @@ mod tests {
         let v2 = to_iceberg_schema(&fewer, Some(&v1), &[], v1.highest_field_id(), 1)
             .unwrap()
             .0;
+        (v1, fewer, v2)
+    }
+
+    #[test]
+    fn dropped_columns_stay_mapped() {
+        let (v1, _, v2) = with_columns_dropped();
         let merged = merge_mappings(
             &name_mapping(&v2, &Aliases::new()),
             &name_mapping(&v1, &Aliases::new()),
@@ -619,14 +625,7 @@ mod tests {
 
     #[test]
     fn a_column_that_comes_back_keeps_its_old_id() {
-        let v1 = to_iceberg_schema(&nested_schema(), None, &[], 0, 0)
-            .unwrap()
-            .0;
-        let mut fewer = nested_schema();
-        fewer.fields.truncate(1);
-        let v2 = to_iceberg_schema(&fewer, Some(&v1), &[], v1.highest_field_id(), 1)
-            .unwrap()
-            .0;
+        let (v1, fewer, v2) = with_columns_dropped();
         // `l` (a list, id 3 with element 6) comes back; `z` is new.
         let mut back = fewer.clone();
         back.fields.push(nested_schema().fields[2].clone());
