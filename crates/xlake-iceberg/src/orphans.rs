@@ -4,7 +4,6 @@
 
 use std::collections::HashSet;
 
-use iceberg::spec::TableMetadata;
 use xlake_storage::TableStore;
 
 use crate::error::{IcebergError, Result};
@@ -21,8 +20,7 @@ async fn referenced(store: &TableStore, metadata_files: &[String]) -> Result<Has
     let mut lists = HashSet::new();
     for path in metadata_files {
         let bytes = store.get(path).await?;
-        let metadata: TableMetadata =
-            serde_json::from_slice(&bytes).map_err(|e| corrupt(path, e.to_string()))?;
+        let metadata = crate::table::parse_metadata(&bytes).map_err(|e| corrupt(path, e))?;
         lists.extend(metadata.snapshots().map(|s| s.manifest_list().to_string()));
     }
     let mut out: HashSet<String> = HashSet::new();

@@ -47,6 +47,20 @@ pub fn metadata_file(version: u64) -> String {
     format!("{METADATA_DIR}/v{version}.metadata.json")
 }
 
+/// The version `version-hint.text` names (surrounding whitespace allowed, as Java's
+/// `HadoopTableOperations` trims it).
+pub fn parse_hint(bytes: &[u8]) -> std::result::Result<u64, String> {
+    let text = String::from_utf8_lossy(bytes);
+    text.trim()
+        .parse::<u64>()
+        .map_err(|_| format!("expected a version number, found {text:?}"))
+}
+
+/// A `vN.metadata.json` as read back: the Iceberg spec's table metadata.
+pub fn parse_metadata(bytes: &[u8]) -> std::result::Result<TableMetadata, String> {
+    serde_json::from_slice(bytes).map_err(|e| e.to_string())
+}
+
 /// The current version of the table.
 #[derive(Debug, Clone)]
 pub struct LoadedTable {
@@ -175,15 +189,7 @@ impl IcebergTable {
     /// that xlake (or XTable) did not write.
     pub async fn load(&self) -> Result<Option<LoadedTable>> {
         let hinted = match self.store.get(VERSION_HINT).await {
-            Ok(bytes) => {
-                let text = String::from_utf8_lossy(&bytes);
-                Some(text.trim().parse::<u64>().map_err(|_| {
-                    self.corrupt(
-                        VERSION_HINT,
-                        format!("expected a version number, found {text:?}"),
-                    )
-                })?)
-            }
+            Ok(bytes) => Some(parse_hint(&bytes).map_err(|e| self.corrupt(VERSION_HINT, e))?),
             Err(StorageError::NotFound { .. }) => None,
             Err(e) => return Err(e.into()),
         };
@@ -226,8 +232,7 @@ impl IcebergTable {
         };
         let path = metadata_file(version);
         let bytes = self.store.get(&path).await?;
-        let metadata: TableMetadata =
-            serde_json::from_slice(&bytes).map_err(|e| self.corrupt(&path, e))?;
+        let metadata = parse_metadata(&bytes).map_err(|e| self.corrupt(&path, e))?;
         let ours = metadata.current_snapshot().is_some_and(|s| {
             s.summary()
                 .additional_properties
