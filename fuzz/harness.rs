@@ -14,8 +14,11 @@ use xlake_hudi::{partition_path, properties, schema as hudi_schema, timeline};
 use xlake_iceberg::table::{ancestry_of, parse_hint, parse_metadata, LoadedTable};
 use xlake_model::{DataType, Field, PrimitiveType, Schema, TimeUnit};
 
+/// A harness: takes any bytes, returns, never panics.
+pub type Harness = fn(&[u8]);
+
 /// Every target by name, as `fuzz/fuzz_targets/<name>.rs` and `fuzz/corpus/<name>/` name it.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Harness)] = &[
     ("hudi_instant_name", hudi_instant_name),
     ("hudi_commit_metadata", hudi_commit_metadata),
     ("hudi_properties", hudi_properties),

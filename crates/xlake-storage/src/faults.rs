@@ -23,8 +23,8 @@ use bytes::Bytes;
 use futures::stream::BoxStream;
 use object_store::path::Path;
 use object_store::{
-    GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMode,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+    GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMode, PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
 };
 
 /// Kinds of request, counted separately.
@@ -50,6 +50,9 @@ pub enum Fault {
     /// The request takes effect but the caller gets an error (a reply lost on the way
     /// back): the ambiguous failure an atomic commit must survive.
     LostReply,
+    /// A read whose connection drops halfway: the first half of the body arrives, then an
+    /// error. (Other requests: as [`Fault::Fail`].)
+    CutShort,
 }
 
 /// How the store answers put-if-absent.
@@ -69,6 +72,8 @@ pub struct FaultyStore {
     inner: Arc<dyn ObjectStore>,
     put_if_absent: PutIfAbsent,
     faults: Vec<(Op, usize, Fault)>,
+    /// From this request of this kind on, every one fails (an outage, not a blip).
+    outage: Option<(Op, usize)>,
     counts: [AtomicUsize; 4],
     /// Every fault that fired, in order, for the test to assert on.
     fired: Mutex<Vec<(Op, usize, Fault)>>,
@@ -81,6 +86,7 @@ impl FaultyStore {
             inner,
             put_if_absent: PutIfAbsent::Honoured,
             faults: Vec::new(),
+            outage: None,
             counts: Default::default(),
             fired: Mutex::new(Vec::new()),
         }
@@ -98,6 +104,12 @@ impl FaultyStore {
         self
     }
 
+    /// Fail the `nth` request of kind `op` and every later one of that kind.
+    pub fn outage_from(mut self, op: Op, nth: usize) -> Self {
+        self.outage = Some((op, nth));
+        self
+    }
+
     /// Requests of kind `op` seen so far.
     pub fn count(&self, op: Op) -> usize {
         self.counts[op as usize].load(Ordering::SeqCst)
@@ -111,11 +123,13 @@ impl FaultyStore {
     /// Count a request and return the fault it gets, after any delay.
     async fn enter(&self, op: Op) -> Option<Fault> {
         let n = self.counts[op as usize].fetch_add(1, Ordering::SeqCst) + 1;
+        let down = self.outage.is_some_and(|(o, from)| o == op && n >= from);
         let fault = self
             .faults
             .iter()
             .find(|(o, nth, _)| *o == op && *nth == n)
-            .map(|(_, _, f)| *f)?;
+            .map(|(_, _, f)| *f)
+            .or(down.then_some(Fault::Fail))?;
         if let Ok(mut fired) = self.fired.lock() {
             fired.push((op, n, fault));
         }
@@ -165,7 +179,7 @@ impl ObjectStore for FaultyStore {
             }
         }
         match fault {
-            Some(Fault::Fail) => Err(injected(Op::Put, location)),
+            Some(Fault::Fail | Fault::CutShort) => Err(injected(Op::Put, location)),
             Some(Fault::LostReply) => {
                 self.inner.put_opts(location, payload, opts).await?;
                 Err(injected(Op::Put, location))
@@ -186,10 +200,32 @@ impl ObjectStore for FaultyStore {
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
-        if self.enter(Op::Get).await.is_some() {
-            return Err(injected(Op::Get, location));
+        match self.enter(Op::Get).await {
+            None => self.inner.get_opts(location, options).await,
+            Some(Fault::CutShort) => {
+                let mut result = self.inner.get_opts(location, options).await?;
+                let body = std::mem::replace(
+                    &mut result.payload,
+                    GetResultPayload::Stream(Box::pin(futures::stream::empty())),
+                );
+                let whole = GetResult {
+                    payload: body,
+                    meta: result.meta.clone(),
+                    range: result.range.clone(),
+                    attributes: result.attributes.clone(),
+                }
+                .bytes()
+                .await?;
+                let half = whole.slice(..whole.len() / 2);
+                let error = injected(Op::Get, location);
+                result.payload = GetResultPayload::Stream(Box::pin(futures::stream::iter([
+                    Ok(half),
+                    Err(error),
+                ])));
+                Ok(result)
+            }
+            Some(_) => Err(injected(Op::Get, location)),
         }
-        self.inner.get_opts(location, options).await
     }
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {

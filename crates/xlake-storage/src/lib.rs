@@ -16,6 +16,7 @@
 pub mod faults;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::TryStreamExt;
@@ -98,6 +99,52 @@ pub struct TableStore {
     known_atomic: bool,
     /// Outcome of the put-if-absent probe, made once per store (other stores only).
     probed: Arc<tokio::sync::OnceCell<Result<(), String>>>,
+    /// How transient failures are retried.
+    retry: RetryPolicy,
+}
+
+/// How a [`TableStore`] retries a request that failed transiently (a dropped connection,
+/// a server error, an I/O error): the same request again after a pause that doubles each
+/// time. Requests refused for a reason (not found, already exists, permission denied,
+/// not supported) are never retried. Cloud backends also retry inside `object_store`
+/// (HTTP 5xx and timeouts); these retries come on top, for what gets through that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included (1: no retry).
+    pub attempts: u32,
+    /// Pause before the first retry.
+    pub first_backoff: Duration,
+    /// Longest pause.
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// 4 attempts, pausing 200 ms, 400 ms, 800 ms.
+    fn default() -> Self {
+        Self {
+            attempts: 4,
+            first_backoff: Duration::from_millis(200),
+            max_backoff: Duration::from_secs(5),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries: every failure is final.
+    pub fn none() -> Self {
+        Self {
+            attempts: 1,
+            ..Self::default()
+        }
+    }
+}
+
+/// Worth trying again: a failure that says nothing about the request itself.
+fn transient(e: &object_store::Error) -> bool {
+    matches!(
+        e,
+        object_store::Error::Generic { .. } | object_store::Error::JoinError { .. }
+    )
 }
 
 impl TableStore {
@@ -135,6 +182,7 @@ impl TableStore {
                     single_writer: false,
                     known_atomic: true,
                     probed: Arc::default(),
+                    retry: RetryPolicy::default(),
                 })
             }
         }
@@ -142,7 +190,11 @@ impl TableStore {
 
     #[cfg(feature = "cloud")]
     fn open_remote(url: &Url) -> Result<Self, String> {
-        let options: Vec<(String, String)> = std::env::vars().collect();
+        // object_store's option keys are lower case (`aws_endpoint`); the environment's
+        // are upper case (`AWS_ENDPOINT`), as its own `from_env` builders read them.
+        let options: Vec<(String, String)> = std::env::vars()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v))
+            .collect();
         let (store, root) =
             object_store::parse_url_opts(url, options).map_err(|e| e.to_string())?;
         let origin = format!("{}://{}", url.scheme(), url.authority());
@@ -175,6 +227,39 @@ impl TableStore {
             single_writer: false,
             known_atomic: false,
             probed: Arc::default(),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// Retry transient failures as `policy` says (the default: [`RetryPolicy::default`]).
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
+    /// Run `request` until it succeeds, fails for a reason, or runs out of attempts.
+    /// Returns the outcome and how many attempts were made.
+    async fn retrying<T, F, Fut>(
+        &self,
+        path: &str,
+        mut request: F,
+    ) -> (object_store::Result<T>, u32)
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = object_store::Result<T>>,
+    {
+        let mut pause = self.retry.first_backoff;
+        let mut attempt = 1;
+        loop {
+            match request().await {
+                Err(e) if attempt < self.retry.attempts && transient(&e) => {
+                    tracing::warn!(location = %self.absolute(path), attempt, error = %e, "transient storage error; retrying in {pause:?}");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(self.retry.max_backoff);
+                    attempt += 1;
+                }
+                outcome => return (outcome, attempt),
+            }
         }
     }
 
@@ -198,6 +283,9 @@ impl TableStore {
             .probed
             .get_or_init(|| async {
                 let first = self.put_if_absent(&probe, Bytes::from_static(b"1")).await;
+                if let Err(e) = first {
+                    return Err(e.to_string());
+                }
                 let second = self.put_if_absent(&probe, Bytes::from_static(b"2")).await;
                 let _ = self.delete(&probe).await;
                 match (first, second) {
@@ -276,14 +364,10 @@ impl TableStore {
     /// Read a whole object.
     pub async fn get(&self, path: &str) -> Result<Bytes, StorageError> {
         let p = self.object_path(path)?;
-        let result = self
-            .store
-            .get(&p)
+        // The whole read is retried: a body cut short fails the second step.
+        self.retrying(path, || async { self.store.get(&p).await?.bytes().await })
             .await
-            .map_err(|e| self.backend_error(path, e))?;
-        result
-            .bytes()
-            .await
+            .0
             .map_err(|e| self.backend_error(path, e))
     }
 
@@ -294,16 +378,16 @@ impl TableStore {
         range: std::ops::Range<u64>,
     ) -> Result<Bytes, StorageError> {
         let p = self.object_path(path)?;
-        self.store
-            .get_range(&p, range)
+        self.retrying(path, || self.store.get_range(&p, range.clone()))
             .await
+            .0
             .map_err(|e| self.backend_error(path, e))
     }
 
     /// Size of an object, or `None` when it does not exist.
     pub async fn size(&self, path: &str) -> Result<Option<u64>, StorageError> {
         let p = self.object_path(path)?;
-        match self.store.head(&p).await {
+        match self.retrying(path, || self.store.head(&p)).await.0 {
             Ok(meta) => Ok(Some(meta.size)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.backend_error(path, e)),
@@ -313,9 +397,9 @@ impl TableStore {
     /// Write an object, replacing any previous one.
     pub async fn put(&self, path: &str, bytes: Bytes) -> Result<(), StorageError> {
         let p = self.object_path(path)?;
-        self.store
-            .put(&p, PutPayload::from(bytes))
+        self.retrying(path, || self.store.put(&p, PutPayload::from(bytes.clone())))
             .await
+            .0
             .map(|_| ())
             .map_err(|e| self.backend_error(path, e))
     }
@@ -327,13 +411,24 @@ impl TableStore {
         bytes: Bytes,
     ) -> Result<PutOutcome, StorageError> {
         let p = self.object_path(path)?;
-        let opts = PutOptions::from(PutMode::Create);
-        match self
-            .store
-            .put_opts(&p, PutPayload::from(bytes.clone()), opts)
-            .await
-        {
+        let (outcome, attempts) = self
+            .retrying(path, || {
+                let opts = PutOptions::from(PutMode::Create);
+                self.store
+                    .put_opts(&p, PutPayload::from(bytes.clone()), opts)
+            })
+            .await;
+        match outcome {
             Ok(_) => Ok(PutOutcome::Created),
+            // After a failed attempt the object may be our own: the failure may have been
+            // a reply lost after the write. The bytes tell (they hold fresh ids).
+            Err(object_store::Error::AlreadyExists { .. }) if attempts > 1 => {
+                if self.get(path).await? == bytes {
+                    Ok(PutOutcome::Created)
+                } else {
+                    Ok(PutOutcome::AlreadyExists)
+                }
+            }
             Err(object_store::Error::AlreadyExists { .. }) => Ok(PutOutcome::AlreadyExists),
             Err(
                 e
@@ -358,7 +453,7 @@ impl TableStore {
     /// Delete an object; deleting a missing object is not an error.
     pub async fn delete(&self, path: &str) -> Result<(), StorageError> {
         let p = self.object_path(path)?;
-        match self.store.delete(&p).await {
+        match self.retrying(path, || self.store.delete(&p)).await.0 {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.backend_error(path, e)),
         }
@@ -367,7 +462,11 @@ impl TableStore {
     /// Objects directly under a table-relative directory (not recursive), sorted by path.
     pub async fn list_dir(&self, dir: &str) -> Result<Vec<Entry>, StorageError> {
         let p = self.object_path(dir)?;
-        let listing = match self.store.list_with_delimiter(Some(&p)).await {
+        let listing = match self
+            .retrying(dir, || self.store.list_with_delimiter(Some(&p)))
+            .await
+            .0
+        {
             Ok(listing) => listing,
             Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
             Err(e) => return Err(self.backend_error(dir, e)),
@@ -393,7 +492,11 @@ impl TableStore {
     pub async fn list_recursive(&self, dir: &str) -> Result<Vec<Entry>, StorageError> {
         let p = self.object_path(dir)?;
         let root_len = self.root.as_ref().len();
-        let metas: Vec<_> = match self.store.list(Some(&p)).try_collect().await {
+        let listed = self
+            .retrying(dir, || self.store.list(Some(&p)).try_collect::<Vec<_>>())
+            .await
+            .0;
+        let metas = match listed {
             Ok(metas) => metas,
             Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
             Err(e) => return Err(self.backend_error(dir, e)),
