@@ -66,9 +66,17 @@ impl LogListing {
                 }
             }
         }
+        // The parts each incomplete multi-part checkpoint lacks, to name them.
+        let mut lacking: BTreeMap<u64, Vec<String>> = BTreeMap::new();
         for ((version, n), have) in parts {
             if have.len() as u32 == n {
                 listing.checkpoints.insert(version);
+            } else {
+                lacking.entry(version).or_default().extend(
+                    (1..=n)
+                        .filter(|i| !have.contains(i))
+                        .map(|i| format!("{version:020}.checkpoint.{i:010}.{n:010}.parquet")),
+                );
             }
         }
         // `_last_checkpoint` names a checkpoint that must exist.
@@ -83,10 +91,14 @@ impl LogListing {
                     reason: format!("{}: not a checkpoint pointer", store.absolute(&pointer)),
                 })?;
             if !listing.checkpoints.contains(&version) {
+                let what = match lacking.get(&version) {
+                    Some(missing) => format!("whose part(s) {} are missing", missing.join(", ")),
+                    None => "which is missing".to_string(),
+                };
                 return Err(DeltaError::Incomplete {
                     table: store.location().to_string(),
                     reason: format!(
-                        "{} names the checkpoint of version {version}, which is missing or incomplete",
+                        "{} names the checkpoint of version {version}, {what}",
                         store.absolute(&pointer)
                     ),
                 });
