@@ -91,14 +91,14 @@ def latest_metadata(table):
     raise AssertionError(f"{table}: no metaData in any commit file")
 
 
-def oracle_table(table, version):
+def oracle_table(table, version, storage_options=None):
     """delta-rs's rows (a pyarrow Table, logical column names) at `version`. DataFusion's
     QueryBuilder, because `to_pyarrow_table()` refuses deletion vectors and v2 checkpoints;
-    it returns strings as `string_view`."""
+    it returns strings as `string_view`. `storage_options`: for a table on object storage."""
     import pyarrow as pa
     from deltalake import DeltaTable, QueryBuilder
 
-    dt = DeltaTable(str(table), version=version)
+    dt = DeltaTable(str(table), version=version, storage_options=storage_options)
     return pa.RecordBatchReader.from_stream(QueryBuilder().register("t", dt).execute("select * from t")).read_all()
 
 

@@ -340,8 +340,13 @@ impl DeltaSource {
             reason,
         };
         let url = table_url(self.store.location()).map_err(&fail)?;
-        let mut builder = deltalake_core::DeltaTableBuilder::from_url(url)
+        // deltalake-core reads through xlake's own object store (the one the rest of the
+        // source uses: same credentials, same faults); its read-only log store needs only
+        // the default implementation, registered for the location's scheme.
+        register_log_store(&url);
+        let mut builder = deltalake_core::DeltaTableBuilder::from_url(url.clone())
             .map_err(|e| fail(e.to_string()))?
+            .with_storage_backend(self.store.object_store(), url)
             .with_version(version as i64);
         if !files {
             builder = builder.without_files();
@@ -557,6 +562,38 @@ fn live_paths(table: &deltalake_core::DeltaTable) -> std::result::Result<HashSet
 }
 
 /// The table's location as a URL for deltalake-core.
+/// deltalake-core's default log store, for schemes whose own crates (deltalake-aws, …)
+/// xlake does not build: xlake only reads the log, and hands deltalake-core its store.
+#[derive(Debug)]
+struct ReadOnlyLogStores;
+
+impl deltalake_core::logstore::LogStoreFactory for ReadOnlyLogStores {
+    fn with_options(
+        &self,
+        prefixed_store: deltalake_core::logstore::ObjectStoreRef,
+        root_store: deltalake_core::logstore::ObjectStoreRef,
+        location: &url::Url,
+        options: &deltalake_core::logstore::StorageConfig,
+    ) -> deltalake_core::DeltaResult<std::sync::Arc<dyn deltalake_core::logstore::LogStore>> {
+        Ok(deltalake_core::logstore::default_logstore(
+            prefixed_store,
+            root_store,
+            location,
+            options,
+        ))
+    }
+}
+
+fn register_log_store(url: &url::Url) {
+    let Ok(scheme) = url::Url::parse(&format!("{}://", url.scheme())) else {
+        return;
+    };
+    let registry = deltalake_core::logstore::logstore_factories();
+    if !registry.contains_key(&scheme) {
+        registry.insert(scheme, std::sync::Arc::new(ReadOnlyLogStores));
+    }
+}
+
 fn table_url(location: &str) -> std::result::Result<url::Url, String> {
     if location.contains("://") {
         url::Url::parse(location).map_err(|e| e.to_string())

@@ -282,18 +282,20 @@ impl TableStore {
         let outcome = self
             .probed
             .get_or_init(|| async {
-                let first = self.put_if_absent(&probe, Bytes::from_static(b"1")).await;
-                if let Err(e) = first {
-                    return Err(e.to_string());
-                }
+                // The reason alone: the refusal below names the location and the remedy.
+                let reason = |e: StorageError| match e {
+                    StorageError::NoPutIfAbsent { reason, .. } => reason,
+                    other => other.to_string(),
+                };
+                let first = self
+                    .put_if_absent(&probe, Bytes::from_static(b"1"))
+                    .await
+                    .map_err(reason)?;
                 let second = self.put_if_absent(&probe, Bytes::from_static(b"2")).await;
                 let _ = self.delete(&probe).await;
-                match (first, second) {
-                    (Ok(PutOutcome::Created), Ok(PutOutcome::AlreadyExists)) => Ok(()),
-                    (Ok(_), Ok(_)) => {
-                        Err("a second conditional write of the same object succeeded".to_string())
-                    }
-                    (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
+                match (first, second.map_err(reason)?) {
+                    (PutOutcome::Created, PutOutcome::AlreadyExists) => Ok(()),
+                    _ => Err("a second conditional write of the same object succeeded".to_string()),
                 }
             })
             .await;
@@ -303,6 +305,12 @@ impl TableStore {
                 location: self.absolute(&probe),
                 reason,
             })
+    }
+
+    /// The object store itself, rooted at the store's root (not the table's), for
+    /// libraries that take one (deltalake-core). Requests through it are not retried.
+    pub fn object_store(&self) -> Arc<dyn ObjectStore> {
+        self.store.clone()
     }
 
     /// The table root as written into metadata: an absolute local path or a URL.

@@ -1,0 +1,65 @@
+"""Load: one `xlake run --once` cycle over many tables, and one table's long backlog,
+each measured for wall time and peak memory (GNU time), at two sizes in one run.
+
+    python benches/load.py [--workdir DIR] [--quick]
+
+- tables: 10 and then 100 tables (each 100 commits x 10 files), `concurrency = 4`:
+  peak RSS should follow the concurrency, not the table count;
+- backlog: a first sync of 1,000 and then 10,000 pending commits (1 file each) on one table.
+"""
+import argparse
+import os
+import pathlib
+import shutil
+
+import run
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--workdir", default="/tmp/xlake-bench")
+    p.add_argument("--quick", action="store_true", help="10x smaller shapes")
+    a = p.parse_args()
+    scale = 10 if a.quick else 1
+    workdir = pathlib.Path(a.workdir) / ("quick" if a.quick else "full")
+    workdir.mkdir(parents=True, exist_ok=True)
+    run.BIN = run.binary()
+    rows = []
+
+    # Many tables in one job cycle.
+    base = run.table(workdir, f"job_{100 // scale}x10", 100 // scale, 10)
+    for count in (10, 100):
+        copies = workdir / f"job_{count}_tables"
+        shutil.rmtree(copies, ignore_errors=True)
+        copies.mkdir()
+        config = ["concurrency = 4"]
+        for i in range(count):
+            dest = copies / f"t{i}"
+            shutil.copytree(base, dest, copy_function=os.link,
+                            ignore=shutil.ignore_patterns("metadata", "_bench_src", "_generated"))
+            config.append(f'[[tables]]\nlocation = "{dest}"')
+        (copies / "tables.toml").write_text("\n".join(config) + "\n")
+        wall, rss = run.measure("run", "--config", copies / "tables.toml", "--once")
+        rows.append((f"`xlake run --once`, {count} tables of {100 // scale} commits, "
+                     "concurrency 4", f"{wall:.2f} s", f"peak {rss:.0f} MiB"))
+        print(rows[-1], flush=True)
+        shutil.rmtree(copies)
+
+    # One long backlog.
+    for commits in (1000 // scale, 10_000 // scale):
+        t = run.table(workdir, f"check_{commits}x1", commits, 1)
+        wall, rss, synced = run.backfill(t, 1)
+        rows.append((f"first sync of {commits} pending commits x 1 file", f"{wall:.2f} s",
+                     f"peak {rss:.0f} MiB"))
+        print(rows[-1], flush=True)
+        shutil.rmtree(synced)
+
+    print("\n| load | wall | peak memory |\n|---|---|---|")
+    for what, value, note in rows:
+        print(f"| {what} | {value} | {note} |")
+
+
+if __name__ == "__main__":
+    main()
