@@ -26,7 +26,10 @@ fn every_corpus_and_regression_input_is_answered_without_a_panic() {
             .iter()
             .chain(&inputs(&fuzz.join("regressions").join(name)))
         {
-            let data = std::fs::read(file).unwrap();
+            // A fuzzer running meanwhile may have replaced it with a smaller input.
+            let Ok(data) = std::fs::read(file) else {
+                continue;
+            };
             let outcome = std::panic::catch_unwind(|| harness(&data));
             assert!(outcome.is_ok(), "{name} panicked on {}", file.display());
         }

@@ -60,12 +60,27 @@ pub async fn read_instant(store: &TableStore, instant: &Instant) -> Result<Json>
     })
 }
 
+/// Largest count or length one Avro value may claim. apache-avro reserves room for a
+/// sequence's claimed length before reading it, up to 512 Mi entries by default: tens of
+/// GB from one corrupt length (found by fuzzing). 16 Mi bounds that to about 1 GB of
+/// address space and still admits Avro instants of up to 16 MiB. apache-avro holds one
+/// limit per process: xlake-iceberg sets the same one.
+pub const AVRO_MAX_ALLOCATION: usize = 16 << 20;
+
 /// JSON text, or a single-record Avro container (its first record), as JSON.
 pub fn decode(bytes: &[u8]) -> Result<Json, String> {
     if bytes.is_empty() {
         return Ok(Json::Null);
     }
     if bytes.starts_with(b"Obj\x01") {
+        apache_avro::util::max_allocation_bytes(AVRO_MAX_ALLOCATION);
+        // apache-avro 0.21 panics (an unwrap) on an invalid record, enum or fixed name in
+        // the writer schema (found by fuzzing): refuse those before it parses the schema.
+        if let Some(name) = header_schema(bytes).as_ref().and_then(bad_name) {
+            return Err(format!(
+                "corrupt Avro container: invalid type name {name:?} in its schema"
+            ));
+        }
         let mut reader =
             apache_avro::Reader::new(bytes).map_err(|e| format!("corrupt Avro container: {e}"))?;
         let record = reader
@@ -75,4 +90,75 @@ pub fn decode(bytes: &[u8]) -> Result<Json, String> {
         return Json::try_from(record).map_err(|e| format!("Avro record not convertible: {e}"));
     }
     serde_json::from_slice(bytes).map_err(|e| format!("corrupt JSON: {e}"))
+}
+
+/// The writer schema (JSON) from an Avro container's header, if the header reads.
+fn header_schema(bytes: &[u8]) -> Option<Json> {
+    let mut at = 4;
+    let mut long = |at: &mut usize| -> Option<i64> {
+        let mut value: u64 = 0;
+        for shift in (0..64).step_by(7) {
+            let byte = *bytes.get(*at)?;
+            *at += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Some((value >> 1) as i64 ^ -((value & 1) as i64));
+            }
+        }
+        None
+    };
+    loop {
+        let count = long(&mut at)?;
+        if count == 0 {
+            return None;
+        }
+        if count < 0 {
+            long(&mut at)?; // the block's size in bytes
+        }
+        for _ in 0..count.unsigned_abs() {
+            let mut field = |at: &mut usize| -> Option<&[u8]> {
+                let len = usize::try_from(long(at)?).ok()?;
+                let slice = bytes.get(*at..at.checked_add(len)?)?;
+                *at += len;
+                Some(slice)
+            };
+            let key = field(&mut at)?;
+            let value = field(&mut at)?;
+            if key == b"avro.schema" {
+                return serde_json::from_slice(value).ok();
+            }
+        }
+    }
+}
+
+/// The first name of a named type (record, enum, fixed) that the Avro specification
+/// does not allow, anywhere in `schema`.
+fn bad_name(schema: &Json) -> Option<String> {
+    let identifier = |s: &str| {
+        s.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let full_name = |s: &str| match s.rsplit_once('.') {
+        Some((ns, name)) => identifier(name) && (ns.is_empty() || ns.split('.').all(identifier)),
+        None => identifier(s),
+    };
+    match schema {
+        Json::Array(items) => items.iter().find_map(bad_name),
+        Json::Object(map) => {
+            let named = matches!(
+                map.get("type").and_then(Json::as_str),
+                Some("record" | "error" | "enum" | "fixed")
+            );
+            match map.get("name") {
+                Some(Json::String(name)) if named && !full_name(name) => {
+                    return Some(name.clone());
+                }
+                _ => {}
+            }
+            map.values().find_map(bad_name)
+        }
+        _ => None,
+    }
 }

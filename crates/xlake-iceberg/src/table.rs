@@ -143,6 +143,9 @@ pub struct IcebergTable {
 impl IcebergTable {
     /// The Iceberg table in `store`'s `metadata/` folder.
     pub fn new(store: TableStore) -> Self {
+        // The limit on what one Avro value may claim (see xlake-hudi's
+        // `AVRO_MAX_ALLOCATION`); manifests are written in 16 KB blocks, far below it.
+        apache_avro::util::max_allocation_bytes(16 << 20);
         Self {
             store,
             properties: HashMap::new(),
