@@ -95,7 +95,7 @@ pub fn decode(bytes: &[u8]) -> Result<Json, String> {
 /// The writer schema (JSON) from an Avro container's header, if the header reads.
 fn header_schema(bytes: &[u8]) -> Option<Json> {
     let mut at = 4;
-    let mut long = |at: &mut usize| -> Option<i64> {
+    let long = |at: &mut usize| -> Option<i64> {
         let mut value: u64 = 0;
         for shift in (0..64).step_by(7) {
             let byte = *bytes.get(*at)?;
@@ -116,7 +116,7 @@ fn header_schema(bytes: &[u8]) -> Option<Json> {
             long(&mut at)?; // the block's size in bytes
         }
         for _ in 0..count.unsigned_abs() {
-            let mut field = |at: &mut usize| -> Option<&[u8]> {
+            let field = |at: &mut usize| -> Option<&[u8]> {
                 let len = usize::try_from(long(at)?).ok()?;
                 let slice = bytes.get(*at..at.checked_add(len)?)?;
                 *at += len;
