@@ -92,9 +92,11 @@ pub fn decode(bytes: &[u8]) -> Result<Json, String> {
     serde_json::from_slice(bytes).map_err(|e| format!("corrupt JSON: {e}"))
 }
 
-/// The writer schema (JSON) from an Avro container's header, if the header reads.
+/// The writer schema (JSON) from an Avro container's header, if the header reads. As in
+/// apache-avro (a map), the last `avro.schema` entry wins.
 fn header_schema(bytes: &[u8]) -> Option<Json> {
     let mut at = 4;
+    let mut schema = None;
     let long = |at: &mut usize| -> Option<i64> {
         let mut value: u64 = 0;
         for shift in (0..64).step_by(7) {
@@ -110,7 +112,7 @@ fn header_schema(bytes: &[u8]) -> Option<Json> {
     loop {
         let count = long(&mut at)?;
         if count == 0 {
-            return None;
+            return serde_json::from_slice(schema?).ok();
         }
         if count < 0 {
             long(&mut at)?; // the block's size in bytes
@@ -125,7 +127,7 @@ fn header_schema(bytes: &[u8]) -> Option<Json> {
             let key = field(&mut at)?;
             let value = field(&mut at)?;
             if key == b"avro.schema" {
-                return serde_json::from_slice(value).ok();
+                schema = Some(value);
             }
         }
     }
