@@ -76,7 +76,7 @@ pub fn decode(bytes: &[u8]) -> Result<Json, String> {
         apache_avro::util::max_allocation_bytes(AVRO_MAX_ALLOCATION);
         // apache-avro 0.21 panics (an unwrap) on an invalid record, enum or fixed name in
         // the writer schema (found by fuzzing): refuse those before it parses the schema.
-        if let Some(name) = header_schema(bytes).as_ref().and_then(bad_name) {
+        if let Some(name) = header_schema(bytes)?.as_ref().and_then(bad_name) {
             return Err(format!(
                 "corrupt Avro container: invalid type name {name:?} in its schema"
             ));
@@ -93,8 +93,9 @@ pub fn decode(bytes: &[u8]) -> Result<Json, String> {
 }
 
 /// The writer schema (JSON) from an Avro container's header, if the header reads. As in
-/// apache-avro (a map), the last `avro.schema` entry wins.
-fn header_schema(bytes: &[u8]) -> Option<Json> {
+/// apache-avro (a map), the last `avro.schema` entry wins. A header claiming more entries
+/// than its bytes can hold is refused: apache-avro would reserve room for them first.
+fn header_schema(bytes: &[u8]) -> Result<Option<Json>, String> {
     let mut at = 4;
     let mut schema = None;
     let long = |at: &mut usize| -> Option<i64> {
@@ -110,12 +111,22 @@ fn header_schema(bytes: &[u8]) -> Option<Json> {
         None
     };
     loop {
-        let count = long(&mut at)?;
+        let Some(count) = long(&mut at) else {
+            return Ok(None);
+        };
         if count == 0 {
-            return serde_json::from_slice(schema?).ok();
+            return Ok(schema.and_then(|schema| serde_json::from_slice(schema).ok()));
         }
-        if count < 0 {
-            long(&mut at)?; // the block's size in bytes
+        if count < 0 && long(&mut at).is_none() {
+            return Ok(None); // (the block's size in bytes)
+        }
+        // Each entry takes at least two bytes (the lengths of its key and value).
+        if count.unsigned_abs() > (bytes.len().saturating_sub(at) / 2) as u64 {
+            return Err(format!(
+                "corrupt Avro container: its header claims {} entries in {} bytes",
+                count.unsigned_abs(),
+                bytes.len()
+            ));
         }
         for _ in 0..count.unsigned_abs() {
             let field = |at: &mut usize| -> Option<&[u8]> {
@@ -124,8 +135,9 @@ fn header_schema(bytes: &[u8]) -> Option<Json> {
                 *at += len;
                 Some(slice)
             };
-            let key = field(&mut at)?;
-            let value = field(&mut at)?;
+            let (Some(key), Some(value)) = (field(&mut at), field(&mut at)) else {
+                return Ok(None);
+            };
             if key == b"avro.schema" {
                 schema = Some(value);
             }
