@@ -117,7 +117,9 @@ fn total(parent: Option<&HashMap<String, String>>, key: &str) -> u64 {
 }
 
 /// The standard summary properties of a snapshot with these changes, on top of its
-/// parent's totals.
+/// parent's totals. As in Iceberg's Java `SnapshotSummary`, a counter of this snapshot's
+/// changes is written only when it is not zero; totals and the partition count always are.
+/// (Every `vN` holds every snapshot's summary, so the zeros cost every reader of the table.)
 pub fn standard_summary(
     parent: Option<&HashMap<String, String>>,
     c: &Counts,
@@ -130,40 +132,24 @@ pub fn standard_summary(
     };
     let (added, removed) = (c.added, c.removed);
     let (added_deletes, removed_deletes) = (c.added_deletes, c.removed_deletes);
-    HashMap::from([
-        ("added-data-files".into(), added.files.to_string()),
-        ("deleted-data-files".into(), removed.files.to_string()),
-        ("added-records".into(), added.records.to_string()),
-        ("deleted-records".into(), removed.records.to_string()),
-        (
-            "added-files-size".into(),
-            (added.bytes + added_deletes.bytes).to_string(),
-        ),
-        (
-            "removed-files-size".into(),
-            (removed.bytes + removed_deletes.bytes).to_string(),
-        ),
-        ("added-delete-files".into(), added_deletes.files.to_string()),
-        (
-            "added-position-delete-files".into(),
-            added_deletes.files.to_string(),
-        ),
-        (
-            "added-position-deletes".into(),
-            added_deletes.records.to_string(),
-        ),
-        (
-            "removed-delete-files".into(),
-            removed_deletes.files.to_string(),
-        ),
-        (
-            "removed-position-delete-files".into(),
-            removed_deletes.files.to_string(),
-        ),
-        (
-            "removed-position-deletes".into(),
-            removed_deletes.records.to_string(),
-        ),
+    let changes = [
+        ("added-data-files", added.files),
+        ("deleted-data-files", removed.files),
+        ("added-records", added.records),
+        ("deleted-records", removed.records),
+        ("added-files-size", added.bytes + added_deletes.bytes),
+        ("removed-files-size", removed.bytes + removed_deletes.bytes),
+        ("added-delete-files", added_deletes.files),
+        ("added-position-delete-files", added_deletes.files),
+        ("added-position-deletes", added_deletes.records),
+        ("removed-delete-files", removed_deletes.files),
+        ("removed-position-delete-files", removed_deletes.files),
+        ("removed-position-deletes", removed_deletes.records),
+    ]
+    .into_iter()
+    .filter(|(_, n)| *n != 0)
+    .map(|(k, n)| (k.to_string(), n.to_string()));
+    let totals: [(String, String); 7] = [
         (
             "changed-partition-count".into(),
             changed_partitions.to_string(),
@@ -201,7 +187,8 @@ pub fn standard_summary(
             ),
         ),
         ("total-equality-deletes".into(), "0".into()),
-    ])
+    ];
+    changes.chain(totals).collect()
 }
 
 #[cfg(test)]
@@ -227,6 +214,10 @@ mod tests {
         assert_eq!(first["total-data-files"], "3");
         assert_eq!(first["total-records"], "30");
         assert_eq!(first["changed-partition-count"], "2");
+        // Zero counters of this snapshot's changes are left out, as Java does; totals stay.
+        assert!(!first.contains_key("deleted-data-files"));
+        assert!(!first.contains_key("added-delete-files"));
+        assert_eq!(first["total-delete-files"], "0");
         let second = Counts {
             added: files(1, 5, 50),
             removed: files(2, 20, 200),
