@@ -5,7 +5,11 @@ each measured for wall time and peak memory (GNU time), at two sizes in one run.
 
 - tables: 10 and then 100 tables (each 100 commits x 10 files), `concurrency = 4`:
   peak RSS should follow the concurrency, not the table count;
-- backlog: a first sync of 1,000 and then 10,000 pending commits (1 file each) on one table.
+- backlog: a first sync of 1,000 and then 10,000 pending commits (1 file each) on one table;
+  then, to tell what the backlog costs from what the table's history costs, on the
+  10,000-commit table: a sync with nothing pending, a sync of only the last 100 commits
+  (9,900 already mirrored), and a sync with nothing pending after
+  `expire --keep-snapshots 100`.
 """
 import argparse
 import os
@@ -15,6 +19,25 @@ import shutil
 import run
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def history_rows(table, synced, commits):
+    """Peak memory of syncs that differ in backlog but not in history, and the reverse."""
+    rows = []
+
+    def row(what, args):
+        wall, rss = run.measure(*args)
+        rows.append((what, f"{wall:.2f} s", f"peak {rss:.0f} MiB"))
+        print(rows[-1], flush=True)
+
+    row(f"sync with nothing pending, {commits} snapshots", ["sync", synced])
+    tail = run.fresh_copy(table, "tail")
+    run.measure("commit", tail, "--version", commits - 101)
+    row(f"sync of the last 100 pending commits, {commits - 100} snapshots", ["sync", tail])
+    run.measure("expire", tail, "--keep-snapshots", 100)
+    row("sync with nothing pending after `expire --keep-snapshots 100`", ["sync", tail])
+    shutil.rmtree(tail)
+    return rows
 
 
 def main():
@@ -55,6 +78,8 @@ def main():
         rows.append((f"first sync of {commits} pending commits x 1 file", f"{wall:.2f} s",
                      f"peak {rss:.0f} MiB"))
         print(rows[-1], flush=True)
+        if commits == 10_000 // scale:
+            rows += history_rows(t, synced, commits)
         shutil.rmtree(synced)
 
     print("\n| load | wall | peak memory |\n|---|---|---|")
