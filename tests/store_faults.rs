@@ -1,7 +1,8 @@
 //! The engine on stores that misbehave: no put-if-absent, a put-if-absent that is
 //! ignored (refused before anything is written, unless the operator vouches for a single
 //! writer, since the commit's atomicity rests on put-if-absent); requests that fail,
-//! lose their reply or are cut short (retried); outages (a clean failure, then recovery).
+//! lose their reply or are cut short (retried); outages (a clean failure, then recovery);
+//! a write held up while readers look (they see only whole versions).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -10,7 +11,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use arrow_array::RecordBatch;
+use arrow_cast::display::{ArrayFormatter, FormatOptions};
+use futures::TryStreamExt;
+use iceberg::io::FileIO;
+use iceberg::table::StaticTable;
+use iceberg::TableIdent;
 use object_store::local::LocalFileSystem;
+use xlake_iceberg::SyncMetadata;
 use xlake_storage::faults::{Fault, FaultyStore, Op, PutIfAbsent};
 use xlake_storage::{RetryPolicy, TableStore};
 use xlake_sync::{check, sync_store, SyncOptions};
@@ -207,4 +215,191 @@ async fn a_fault_at_any_write_or_read_leaves_a_readable_table_that_the_next_sync
         recovers(&root, &format!("{op:?} {n} {fault:?}")).await;
     }
     assert!(fired >= 30, "only {fired} faults fired");
+}
+
+/// Rows of one snapshot as iceberg-rust scans them, a sorted line per row.
+async fn scan_rows(metadata_file: &Path, snapshot_id: i64) -> Result<Vec<String>, String> {
+    let table = StaticTable::from_metadata_file(
+        metadata_file.to_str().unwrap(),
+        TableIdent::from_strs(["db", "t"]).unwrap(),
+        FileIO::new_with_fs(),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let batches: Vec<RecordBatch> = table
+        .scan()
+        .snapshot_id(snapshot_id)
+        .select_all()
+        .build()
+        .map_err(|e| e.to_string())?
+        .to_arrow()
+        .await
+        .map_err(|e| e.to_string())?
+        .try_collect()
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut rows = Vec::new();
+    for batch in &batches {
+        let options = FormatOptions::default();
+        let columns: Vec<ArrayFormatter> = batch
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
+            .collect();
+        for i in 0..batch.num_rows() {
+            let row: Vec<String> = columns.iter().map(|c| c.value(i).to_string()).collect();
+            rows.push(row.join("|"));
+        }
+    }
+    rows.sort();
+    Ok(rows)
+}
+
+/// What a reader finds at `metadata_file`: the source version its current snapshot
+/// mirrors, and that snapshot's rows.
+async fn current(metadata_file: &Path) -> Result<(String, Vec<String>), String> {
+    let bytes = std::fs::read(metadata_file).map_err(|e| e.to_string())?;
+    let metadata = xlake_iceberg::table::parse_metadata(&bytes)?;
+    let snapshot = metadata.current_snapshot().ok_or("no current snapshot")?;
+    let version = SyncMetadata::from_summary(&snapshot.summary().additional_properties)
+        .and_then(|m| m.source_identifier)
+        .ok_or("no source commit in the summary")?;
+    Ok((
+        version,
+        scan_rows(metadata_file, snapshot.snapshot_id()).await?,
+    ))
+}
+
+/// What readers see now: through `version-hint.text` (pyiceberg, DuckDB) and through the
+/// newest `vN.metadata.json` listed (readers that list); `None` for a reader that finds
+/// nothing published.
+async fn readers_now(root: &Path) -> Vec<Option<Result<(String, Vec<String>), String>>> {
+    let dir = root.join("metadata");
+    let hinted = std::fs::read_to_string(dir.join("version-hint.text"))
+        .ok()
+        .map(|n| dir.join(format!("v{n}.metadata.json")));
+    let newest = std::fs::read_dir(&dir).ok().and_then(|entries| {
+        entries
+            .filter_map(|e| {
+                let name = e.ok()?.file_name().into_string().ok()?;
+                name.strip_prefix('v')?
+                    .strip_suffix(".metadata.json")?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .max()
+            .map(|n| dir.join(format!("v{n}.metadata.json")))
+    });
+    let mut seen = Vec::new();
+    for file in [hinted, newest] {
+        seen.push(match file {
+            Some(f) => Some(current(&f).await),
+            None => None,
+        });
+    }
+    seen
+}
+
+#[tokio::test]
+async fn a_reader_during_a_stalled_write_sees_only_whole_versions() {
+    // Version 0 is mirrored; then the sync of versions 1 and 2 stalls at its nth write
+    // while readers look at the table: each must find either nothing new or a whole
+    // version, whose rows equal the rows of that version's snapshot once all is done.
+    let mut stalled = 0;
+    // Held at the hint's write, the new vN is there whole for readers that list.
+    let mut listed_new = false;
+    for n in 1..=12 {
+        let (_dir, root) = common::delta::extract("partitioned_3commits");
+        let log = root.join("_delta_log");
+        let later = ["00000000000000000001.json", "00000000000000000002.json"];
+        let aside = tempfile::tempdir().unwrap();
+        for f in later {
+            std::fs::rename(log.join(f), aside.path().join(f)).unwrap();
+        }
+        let location = root.to_str().unwrap();
+        sync_store(
+            TableStore::open(location).unwrap(),
+            &SyncOptions::default(),
+            |_| {},
+        )
+        .await
+        .unwrap();
+        for f in later {
+            std::fs::rename(aside.path().join(f), log.join(f)).unwrap();
+        }
+        let before = readers_now(&root).await;
+
+        let faults = FaultyStore::new(Arc::new(LocalFileSystem::new())).fault(
+            Op::Put,
+            n,
+            Fault::Delay(Duration::from_secs(30)),
+        );
+        let (store, faults) = through(&root, faults, RetryPolicy::none());
+        // The sync runs until it is held at its nth write; then readers look, and the
+        // held sync is dropped there, as a killed process would be.
+        let options = SyncOptions::default();
+        let sync = sync_store(store, &options, |_| {});
+        let watch = async {
+            while faults.fired().is_empty() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            readers_now(&root).await
+        };
+        let during = tokio::select! {
+            done = sync => {
+                done.unwrap();
+                continue;
+            }
+            during = watch => during,
+        };
+        stalled += 1;
+        let version = |i: usize| match &during[i] {
+            Some(Ok((v, _))) => v.clone(),
+            other => format!("{other:?}"),
+        };
+        assert_eq!(
+            version(0),
+            "0",
+            "put {n}: through the hint, the held commit is not there yet"
+        );
+        listed_new |= version(1) == "2";
+        // The dropped writer left its table for the next sync to complete.
+        sync_store(
+            TableStore::open(location).unwrap(),
+            &SyncOptions::default(),
+            |_| {},
+        )
+        .await
+        .unwrap();
+        let after = readers_now(&root).await;
+
+        let dir = root.join("metadata");
+        let hint = std::fs::read_to_string(dir.join("version-hint.text")).unwrap();
+        let last = dir.join(format!("v{hint}.metadata.json"));
+        let metadata =
+            xlake_iceberg::table::parse_metadata(&std::fs::read(&last).unwrap()).unwrap();
+        for (when, seen) in [("before", &before), ("during", &during), ("after", &after)] {
+            for view in seen {
+                let Some(view) = view else { continue };
+                let (version, rows) = view
+                    .as_ref()
+                    .unwrap_or_else(|e| panic!("put {n}, {when}: a reader failed: {e}"));
+                let snapshot = metadata
+                    .snapshots()
+                    .find(|s| {
+                        SyncMetadata::from_summary(&s.summary().additional_properties)
+                            .and_then(|m| m.source_identifier)
+                            .as_ref()
+                            == Some(version)
+                    })
+                    .unwrap();
+                let whole = scan_rows(&last, snapshot.snapshot_id()).await.unwrap();
+                assert_eq!(rows, &whole, "put {n}, {when}: version {version}");
+            }
+        }
+        let (version, _) = after[0].as_ref().unwrap().as_ref().unwrap();
+        assert_eq!(version, "2", "put {n}: the next sync completed the table");
+    }
+    assert!(stalled >= 4, "only {stalled} writes stalled");
+    assert!(listed_new, "no stall came after the new vN was written");
 }
