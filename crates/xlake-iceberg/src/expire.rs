@@ -161,7 +161,10 @@ impl IcebergTable {
         metadata["last-updated-ms"] = serde_json::json!(m.last_updated_ms());
         let metadata: TableMetadata =
             serde_json::from_value(metadata).map_err(|e| self.corrupt(METADATA_DIR, e))?;
-        let version = self.publish(loaded.version + 1, &metadata).await?;
+        let version = self
+            .publish(loaded.version + 1, &metadata)
+            .await
+            .map_err(|u| u.error)?;
         // The files only expired snapshots referenced. Older vN.metadata.json files still
         // name them, as after Iceberg's own expiry; `cleanup --orphans` never needs them.
         let mut referenced: HashSet<&str> = HashSet::new();

@@ -119,6 +119,13 @@ pub struct Batch {
 
 /// A version being built in memory: the published version it starts from (until the
 /// first snapshot is staged) and the metadata so far.
+/// Why [`IcebergTable::publish`] failed, and whether the `vN` may exist all the same (a
+/// failure of its write or after it).
+pub(crate) struct Unpublished {
+    pub(crate) error: IcebergError,
+    pub(crate) maybe_created: bool,
+}
+
 struct Draft<'a> {
     base: Option<&'a LoadedTable>,
     metadata: Option<TableMetadata>,
@@ -256,40 +263,69 @@ impl IcebergTable {
 
     /// The commit point: create `metadata/v{version}.metadata.json` only if nobody else did,
     /// then point the hint at it. Returns the version.
-    pub(crate) async fn publish(&self, version: u64, metadata: &TableMetadata) -> Result<u64> {
+    pub(crate) async fn publish(
+        &self,
+        version: u64,
+        metadata: &TableMetadata,
+    ) -> std::result::Result<u64, Unpublished> {
+        let before = |error| Unpublished {
+            error,
+            maybe_created: false,
+        };
         // The version this one follows must still be there: if metadata retention deleted
         // it meanwhile, a put-if-absent could succeed beside the real history.
         if version > 1
             && self
                 .store
                 .size(&metadata_file(version - 1))
-                .await?
+                .await
+                .map_err(|e| before(e.into()))?
                 .is_none()
         {
-            return Err(IcebergError::CommitConflict {
+            return Err(before(IcebergError::CommitConflict {
                 table: self.table(),
                 version,
-            });
+            }));
         }
         // Compact, as Java writes it: every reader loads every `vN` whole, and indentation
         // was a fifth of its bytes.
-        let body =
-            serde_json::to_vec(metadata).map_err(|e| self.corrupt(&metadata_file(version), e))?;
+        let body = serde_json::to_vec(metadata)
+            .map_err(|e| before(self.corrupt(&metadata_file(version), e)))?;
+        // A failed write may have taken effect (a reply lost on the way back), except on
+        // local disk; a failure after the write comes after the object was created.
+        let after = |error: IcebergError| Unpublished {
+            error,
+            maybe_created: true,
+        };
+        let definite = self.store.failed_writes_are_definite();
         match self
             .store
             .put_if_absent(&metadata_file(version), Bytes::from(body))
-            .await?
-        {
+            .await
+            .map_err(|e| Unpublished {
+                error: e.into(),
+                maybe_created: !definite,
+            })? {
             PutOutcome::Created => {}
             PutOutcome::AlreadyExists => {
-                return Err(IcebergError::CommitConflict {
+                return Err(before(IcebergError::CommitConflict {
                     table: self.table(),
                     version,
-                })
+                }))
             }
         }
-        self.write_hint(version).await?;
+        self.write_hint(version).await.map_err(after)?;
         Ok(version)
+    }
+
+    /// Delete files written for snapshots that will never be published; best effort (what
+    /// is left is an orphan for `xlake cleanup --orphans`).
+    async fn abandon(&self, paths: Vec<String>) {
+        for path in paths {
+            if let Err(e) = self.store.delete(&path).await {
+                tracing::warn!(table = %self.table(), path = %path, error = %e, "could not delete a file of an abandoned commit");
+            }
+        }
     }
 
     /// Point `version-hint.text` at `version`, or at a newer version another writer made:
@@ -391,16 +427,30 @@ impl IcebergTable {
             expired_logs: Vec::new(),
             last_list: None,
         };
+        // Manifests, lists and delete files are written through a journal, so that what
+        // no `vN` will refer to can be deleted again (a failed commit leaves `metadata/`
+        // as it found it; the metadata file and the hint are written by `publish`).
+        let (store, journal) = self.store.journaled();
+        let writer = Self {
+            store,
+            ..self.clone()
+        };
         let mut staged = Vec::new();
+        let mut kept = 0;
         for change in changes {
-            match self.stage(change, &mut draft).await {
-                Ok(snapshot) => staged.push((change.commit.id.clone(), snapshot)),
+            match writer.stage(change, &mut draft).await {
+                Ok(snapshot) => {
+                    staged.push((change.commit.id.clone(), snapshot));
+                    kept = journal.len();
+                }
                 Err(e) => {
                     batch.error = Some(e);
                     break;
                 }
             }
         }
+        // What the change that failed had written yet.
+        self.abandon(journal.since(kept)).await;
         let expired_logs = std::mem::take(&mut draft.expired_logs);
         let Some(metadata) = draft.metadata.filter(|_| !staged.is_empty()) else {
             return batch;
@@ -410,9 +460,17 @@ impl IcebergTable {
             .await
         {
             Ok(version) => version,
-            Err(e) => {
+            Err(Unpublished {
+                error,
+                maybe_created,
+            }) => {
+                // Lost race or refused before the write: nothing refers to the batch's
+                // files. (After an ambiguous failure they stay: the `vN` may exist.)
+                if !maybe_created {
+                    self.abandon(journal.since(0)).await;
+                }
                 // Nothing is committed: the error of publishing wins over a later one.
-                batch.error = Some(e);
+                batch.error = Some(error);
                 return batch;
             }
         };

@@ -101,6 +101,47 @@ pub struct TableStore {
     probed: Arc<tokio::sync::OnceCell<Result<(), String>>>,
     /// How transient failures are retried.
     retry: RetryPolicy,
+    /// Where this handle records what it writes (see [`Self::journaled`]).
+    journal: Option<Journal>,
+}
+
+/// The paths a [`TableStore::journaled`] handle wrote or tried to write, in order: what
+/// to delete when the work they belong to is abandoned before anything refers to them.
+/// An object that put-if-absent found already there is not recorded (it is not ours).
+#[derive(Debug, Clone, Default)]
+pub struct Journal(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Journal {
+    fn record(&self, path: &str) {
+        if let Ok(mut paths) = self.0.lock() {
+            paths.push(path.to_string());
+        }
+    }
+
+    fn forget(&self, path: &str) {
+        if let Ok(mut paths) = self.0.lock() {
+            if let Some(i) = paths.iter().rposition(|p| p == path) {
+                paths.remove(i);
+            }
+        }
+    }
+
+    /// How many paths are recorded: a mark for [`Self::since`].
+    pub fn len(&self) -> usize {
+        self.0.lock().map_or(0, |paths| paths.len())
+    }
+
+    /// Whether nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The paths recorded after `mark`.
+    pub fn since(&self, mark: usize) -> Vec<String> {
+        self.0.lock().map_or(Vec::new(), |paths| {
+            paths.get(mark..).unwrap_or_default().to_vec()
+        })
+    }
 }
 
 /// How a [`TableStore`] retries a request that failed transiently (a dropped connection,
@@ -183,6 +224,7 @@ impl TableStore {
                     known_atomic: true,
                     probed: Arc::default(),
                     retry: RetryPolicy::default(),
+                    journal: None,
                 })
             }
         }
@@ -228,6 +270,7 @@ impl TableStore {
             known_atomic: false,
             probed: Arc::default(),
             retry: RetryPolicy::default(),
+            journal: None,
         }
     }
 
@@ -261,6 +304,21 @@ impl TableStore {
                 outcome => return (outcome, attempt),
             }
         }
+    }
+
+    /// Whether a write that returned an error is known not to have happened: true for
+    /// local disk, whose requests are system calls (no reply can be lost on the way
+    /// back); over a network a failed request may still have taken effect.
+    pub fn failed_writes_are_definite(&self) -> bool {
+        self.known_atomic
+    }
+
+    /// This store, recording in the returned [`Journal`] every path it writes.
+    pub fn journaled(&self) -> (Self, Journal) {
+        let journal = Journal::default();
+        let mut store = self.clone();
+        store.journal = Some(journal.clone());
+        (store, journal)
     }
 
     /// Declare that exactly one process writes this table, so a store without
@@ -405,6 +463,9 @@ impl TableStore {
     /// Write an object, replacing any previous one.
     pub async fn put(&self, path: &str, bytes: Bytes) -> Result<(), StorageError> {
         let p = self.object_path(path)?;
+        if let Some(journal) = &self.journal {
+            journal.record(path);
+        }
         self.retrying(path, || self.store.put(&p, PutPayload::from(bytes.clone())))
             .await
             .0
@@ -418,6 +479,18 @@ impl TableStore {
         path: &str,
         bytes: Bytes,
     ) -> Result<PutOutcome, StorageError> {
+        let Some(journal) = &self.journal else {
+            return self.create(path, bytes).await;
+        };
+        journal.record(path);
+        let outcome = self.create(path, bytes).await;
+        if let Ok(PutOutcome::AlreadyExists) = outcome {
+            journal.forget(path);
+        }
+        outcome
+    }
+
+    async fn create(&self, path: &str, bytes: Bytes) -> Result<PutOutcome, StorageError> {
         let p = self.object_path(path)?;
         let (outcome, attempts) = self
             .retrying(path, || {
