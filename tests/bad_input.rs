@@ -152,50 +152,106 @@ async fn a_disk_that_fills_up_mid_commit_fails_cleanly_and_the_next_sync_complet
         }
         Err(e) => panic!("cannot mount a tmpfs: {e}"),
     };
-    let (_dir, source) = common::delta::extract("partitioned_3commits");
-    let root = disk.0.path().join("table");
-    copy_dir(&source, &root);
-    // Fill the disk but for a few KiB: enough to start writing the first manifest,
-    // not to finish the commit.
-    let filler = disk.0.path().join("filler");
-    let free = {
-        let out = std::process::Command::new("df")
-            .args(["--output=avail", "-B1"])
-            .arg(disk.0.path())
-            .output()
+    // Version 0 mirrored or not; then the disk is filled but for `room` bytes, so that
+    // the sync of what is pending runs out of space at one write or another.
+    let (mut unchanged, mut cleaned_up, mut published_a_prefix) = (0, 0, 0);
+    for (case, (mirrored_first, room)) in [false, true]
+        .into_iter()
+        .flat_map(|m| [4096, 8192, 12288, 16384, 24576].map(|r| (m, r)))
+        .enumerate()
+    {
+        let (_dir, source) = common::delta::extract("partitioned_3commits");
+        let root = disk.0.path().join(format!("table{case}"));
+        copy_dir(&source, &root);
+        if mirrored_first {
+            let log = root.join("_delta_log");
+            let aside = disk.0.path().join("aside");
+            std::fs::create_dir_all(&aside).unwrap();
+            let later = ["00000000000000000001.json", "00000000000000000002.json"];
+            for f in later {
+                std::fs::rename(log.join(f), aside.join(f)).unwrap();
+            }
+            sync(root.to_str().unwrap(), &SyncOptions::default(), |_| {})
+                .await
+                .unwrap();
+            for f in later {
+                std::fs::rename(aside.join(f), log.join(f)).unwrap();
+            }
+        }
+        let before = metadata_snapshot(&root);
+        let filler = disk.0.path().join("filler");
+        let free = {
+            let out = std::process::Command::new("df")
+                .args(["--output=avail", "-B1"])
+                .arg(disk.0.path())
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .nth(1)
+                .unwrap()
+                .trim()
+                .parse::<u64>()
+                .unwrap()
+        };
+        std::fs::write(&filler, vec![0u8; (free - room) as usize]).unwrap();
+
+        let err = sync_err(&root).await;
+        let what = format!("mirrored first: {mirrored_first}, room {room}");
+        assert!(
+            err.contains("No space left on device") && err.contains(root.to_str().unwrap()),
+            "{what}: {err}"
+        );
+        // What was there is untouched (the hint may name a newer version). A sync that ran out of space either left
+        // `metadata/` as it was, or published the commits staged before the failing one
+        // as one whole new version; no file written for what was not published is left
+        // (local disk says for sure when a write failed, so even a failed `vN` write is
+        // cleaned up).
+        let left = metadata_snapshot(&root);
+        let shown = |files: &[(String, Vec<u8>)]| {
+            files
+                .iter()
+                .map(|(n, b)| (n.clone(), b.len()))
+                .collect::<Vec<_>>()
+        };
+        let store = xlake_storage::TableStore::open(root.to_str().unwrap()).unwrap();
+        let orphans = xlake_iceberg::orphans::orphan_files(&store, i64::MAX)
+            .await
             .unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .nth(1)
-            .unwrap()
-            .trim()
-            .parse::<u64>()
-            .unwrap()
-    };
-    std::fs::write(&filler, vec![0u8; (free - 8192) as usize]).unwrap();
+        assert!(
+            before
+                .iter()
+                .all(|f| f.0 == "version-hint.text" || left.contains(f))
+                && orphans.is_empty(),
+            "{what}: {err}\nbefore: {:?}\nafter: {:?}\norphans: {orphans:?}",
+            shown(&before),
+            shown(&left)
+        );
+        if left == before {
+            unchanged += 1;
+            cleaned_up += usize::from(!err.contains("-m0.avro"));
+        } else {
+            published_a_prefix += 1;
+        }
 
-    let err = sync_err(&root).await;
+        std::fs::remove_file(&filler).unwrap();
+        sync(root.to_str().unwrap(), &SyncOptions::default(), |_| {})
+            .await
+            .unwrap();
+        let report = check(root.to_str().unwrap(), &SyncOptions::default(), true)
+            .await
+            .unwrap();
+        assert!(
+            report.consistent() && report.snapshots == 3,
+            "{what}: {report:?}"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+    eprintln!("unchanged {unchanged} (after deleting written files: {cleaned_up}), a prefix published {published_a_prefix}");
     assert!(
-        err.contains("No space left on device") && err.contains(root.to_str().unwrap()),
-        "{err}"
+        cleaned_up > 0,
+        "no case failed after a write it then had to delete"
     );
-    // Nothing a reader would follow: no hint, no metadata file.
-    let left = metadata_snapshot(&root);
-    assert!(
-        left.iter()
-            .all(|(name, _)| !name.ends_with(".metadata.json") && name != "version-hint.text"),
-        "{:?}",
-        left.iter().map(|(n, _)| n).collect::<Vec<_>>()
-    );
-
-    std::fs::remove_file(&filler).unwrap();
-    sync(root.to_str().unwrap(), &SyncOptions::default(), |_| {})
-        .await
-        .unwrap();
-    let report = check(root.to_str().unwrap(), &SyncOptions::default(), true)
-        .await
-        .unwrap();
-    assert!(report.consistent() && report.snapshots == 3, "{report:?}");
 }
 
 fn not_root() -> bool {
