@@ -196,7 +196,7 @@ async fn a_fault_at_any_write_or_read_leaves_a_readable_table_that_the_next_sync
     for n in 1..=30 {
         cases.push((Op::Get, n, Fault::Fail));
     }
-    let mut fired = 0;
+    let (mut fired, mut orphan_free) = (0, 0);
     for (op, n, fault) in cases {
         let (_dir, root) = common::delta::extract("partitioned_3commits");
         let (store, faults) = faulty(&root, op, n, fault);
@@ -207,14 +207,29 @@ async fn a_fault_at_any_write_or_read_leaves_a_readable_table_that_the_next_sync
         }
         fired += 1;
         if let Err(e) = &outcome {
+            let e = e.to_string();
             assert!(
-                e.to_string().contains(root.to_str().unwrap()),
+                e.contains(root.to_str().unwrap()),
                 "{op:?} {n} {fault:?}: {e}"
             );
+            // Files written for what was not published are deleted again, unless the
+            // failed write was the `vN` itself (which may have landed: kept).
+            if !e.contains(".metadata.json") {
+                let store = TableStore::open(root.to_str().unwrap()).unwrap();
+                let orphans = xlake_iceberg::orphans::orphan_files(&store, i64::MAX)
+                    .await
+                    .unwrap();
+                assert!(orphans.is_empty(), "{op:?} {n} {fault:?}: {e}: {orphans:?}");
+                orphan_free += 1;
+            }
         }
         recovers(&root, &format!("{op:?} {n} {fault:?}")).await;
     }
     assert!(fired >= 30, "only {fired} faults fired");
+    assert!(
+        orphan_free >= 10,
+        "only {orphan_free} failed syncs were checked for orphans"
+    );
 }
 
 /// Rows of one snapshot as iceberg-rust scans them, a sorted line per row.
