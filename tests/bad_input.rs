@@ -164,19 +164,11 @@ async fn a_disk_that_fills_up_mid_commit_fails_cleanly_and_the_next_sync_complet
         let root = disk.0.path().join(format!("table{case}"));
         copy_dir(&source, &root);
         if mirrored_first {
-            let log = root.join("_delta_log");
-            let aside = disk.0.path().join("aside");
-            std::fs::create_dir_all(&aside).unwrap();
-            let later = ["00000000000000000001.json", "00000000000000000002.json"];
-            for f in later {
-                std::fs::rename(log.join(f), aside.join(f)).unwrap();
-            }
+            let later = common::delta::set_aside(&root, &[1, 2], &disk.0.path().join("aside"));
             sync(root.to_str().unwrap(), &SyncOptions::default(), |_| {})
                 .await
                 .unwrap();
-            for f in later {
-                std::fs::rename(aside.join(f), log.join(f)).unwrap();
-            }
+            common::delta::put_back(later);
         }
         let before = metadata_snapshot(&root);
         let filler = disk.0.path().join("filler");

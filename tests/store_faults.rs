@@ -325,12 +325,8 @@ async fn a_reader_during_a_stalled_write_sees_only_whole_versions() {
     let mut listed_new = false;
     for n in 1..=12 {
         let (_dir, root) = common::delta::extract("partitioned_3commits");
-        let log = root.join("_delta_log");
-        let later = ["00000000000000000001.json", "00000000000000000002.json"];
         let aside = tempfile::tempdir().unwrap();
-        for f in later {
-            std::fs::rename(log.join(f), aside.path().join(f)).unwrap();
-        }
+        let later = common::delta::set_aside(&root, &[1, 2], aside.path());
         let location = root.to_str().unwrap();
         sync_store(
             TableStore::open(location).unwrap(),
@@ -339,9 +335,7 @@ async fn a_reader_during_a_stalled_write_sees_only_whole_versions() {
         )
         .await
         .unwrap();
-        for f in later {
-            std::fs::rename(aside.path().join(f), log.join(f)).unwrap();
-        }
+        common::delta::put_back(later);
         let before = readers_now(&root).await;
 
         let faults = FaultyStore::new(Arc::new(LocalFileSystem::new())).fault(

@@ -57,3 +57,25 @@ pub fn commit_versions(root: &Path) -> Vec<u64> {
     v.sort();
     v
 }
+
+/// Move the commit files of `versions` into `aside`, as if not written yet; returns the
+/// moves for [`put_back`].
+pub fn set_aside(root: &Path, versions: &[u64], aside: &Path) -> Vec<(PathBuf, PathBuf)> {
+    std::fs::create_dir_all(aside).unwrap();
+    versions
+        .iter()
+        .map(|v| {
+            let name = format!("{v:020}.json");
+            let (from, to) = (root.join("_delta_log").join(&name), aside.join(&name));
+            std::fs::rename(&from, &to).unwrap();
+            (from, to)
+        })
+        .collect()
+}
+
+/// Undo [`set_aside`]: the commits are written now.
+pub fn put_back(moved: Vec<(PathBuf, PathBuf)>) {
+    for (home, aside) in moved {
+        std::fs::rename(aside, home).unwrap();
+    }
+}
