@@ -237,8 +237,15 @@ impl TableStore {
         let options: Vec<(String, String)> = std::env::vars()
             .map(|(k, v)| (k.to_ascii_lowercase(), v))
             .collect();
-        let (store, root) =
+        let (store, mut root) =
             object_store::parse_url_opts(url, options).map_err(|e| e.to_string())?;
+        // object_store 0.12 disagrees with itself on `az://`: its Azure builder takes the
+        // host as the container (`az://container/path`, as delta-rs and fsspec write it)
+        // while `parse_url` drops the first path segment as if it were the container, so
+        // `az://lake/t` would be rooted at the container and `az://lake/a/t` at `t`.
+        if url.scheme() == "az" {
+            root = Path::from_url_path(url.path()).map_err(|e| e.to_string())?;
+        }
         let origin = format!("{}://{}", url.scheme(), url.authority());
         let location = format!("{origin}/{root}");
         Ok(Self::from_store(Arc::from(store), root, location, origin))
