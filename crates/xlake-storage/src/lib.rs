@@ -7,7 +7,9 @@
 //!
 //! Paths given to a [`TableStore`] are either relative to the table root or absolute
 //! locations inside the same store. [`TableStore::put_if_absent`] is the primitive that
-//! makes commits atomic: it never overwrites.
+//! makes commits atomic: it never overwrites. Transient failures are retried
+//! ([`RetryPolicy`]); a [`TableStore::journaled`] handle records what it writes, so work
+//! abandoned before its commit can be deleted again ([`Journal`]).
 //!
 //! [`faults`] wraps any backend to fail, delay or half-complete chosen requests, for
 //! tests and failure drills.
