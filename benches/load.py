@@ -9,13 +9,19 @@ each measured for wall time and peak memory (GNU time), at two sizes in one run.
   then, to tell what the backlog costs from what the table's history costs, on the
   10,000-commit table: a sync with nothing pending, a sync of only the last 100 commits
   (9,900 already mirrored), and a sync with nothing pending after
-  `expire --keep-snapshots 100`.
+  `expire --keep-snapshots 100`;
+- a long-running job: `xlake run --every 1s` over 10 tables for 90 s while a new commit
+  lands on one of them every second; resident memory sampled throughout, so growth from
+  cycle to cycle (a cache or registry that only grows) would show.
 """
 import argparse
 import os
 import pathlib
 import shutil
+import subprocess
+import time
 
+import gen_delta
 import run
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -38,6 +44,47 @@ def history_rows(table, synced, commits):
     row("sync with nothing pending after `expire --keep-snapshots 100`", ["sync", tail])
     shutil.rmtree(tail)
     return rows
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def job_cycles(workdir, tables=10, seconds=90, commits=True):
+    """Resident memory of one `xlake run --every 1s` process over `seconds`, with a new
+    commit on one table each second (unless not `commits`): (peak in the first 15 s, peak
+    in the last 15 s, cycles run)."""
+    root = workdir / "job_cycles"
+    shutil.rmtree(root, ignore_errors=True)
+    config = ["concurrency = 4"]
+    for i in range(tables):
+        gen_delta.generate(root / f"t{i}", 20, 2)
+        config.append(f'[[tables]]\nlocation = "{root / f"t{i}"}"')
+    (root / "tables.toml").write_text("\n".join(config) + "\n")
+    proc = subprocess.Popen([run.BIN, "run", "--config", root / "tables.toml", "--every", "1s"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    samples, start, n = [], time.monotonic(), 0
+    while (elapsed := time.monotonic() - start) < seconds:
+        if commits:
+            gen_delta.append_commit(root / f"t{n % tables}", 2, n)
+        n += 1
+        time.sleep(0.5)
+        samples.append((elapsed, rss_mib(proc.pid)))
+        time.sleep(0.5)
+        samples.append((time.monotonic() - start, rss_mib(proc.pid)))
+    proc.terminate()
+    out, _ = proc.communicate(timeout=60)
+    cycles = sum(1 for line in out.splitlines() if " tables: " in line)
+    if "FAILED" in out:
+        raise SystemExit(f"a table failed in the job:\n{out}")
+    early = max(r for t, r in samples if t < 15)
+    late = max(r for t, r in samples if t > seconds - 15)
+    shutil.rmtree(root)
+    return early, late, cycles
 
 
 def main():
@@ -81,6 +128,13 @@ def main():
         if commits == 10_000 // scale:
             rows += history_rows(t, synced, commits)
         shutil.rmtree(synced)
+
+    for commits in (False, True):
+        early, late, cycles = job_cycles(workdir, seconds=90 // scale, commits=commits)
+        landing = "a commit landing each second" if commits else "no new commits"
+        rows.append((f"`xlake run --every 1s`, 10 tables, {landing}, {cycles} cycles",
+                     "RSS first 15 s / last 15 s", f"{early:.1f} / {late:.1f} MiB"))
+        print(rows[-1], flush=True)
 
     print("\n| load | wall | peak memory |\n|---|---|---|")
     for what, value, note in rows:
