@@ -120,14 +120,6 @@ impl Journal {
         }
     }
 
-    fn forget(&self, path: &str) {
-        if let Ok(mut paths) = self.0.lock() {
-            if let Some(i) = paths.iter().rposition(|p| p == path) {
-                paths.remove(i);
-            }
-        }
-    }
-
     /// How many paths are recorded: a mark for [`Self::since`].
     pub fn len(&self) -> usize {
         self.0.lock().map_or(0, |paths| paths.len())
@@ -488,13 +480,12 @@ impl TableStore {
         path: &str,
         bytes: Bytes,
     ) -> Result<PutOutcome, StorageError> {
-        let Some(journal) = &self.journal else {
-            return self.create(path, bytes).await;
-        };
-        journal.record(path);
         let outcome = self.create(path, bytes).await;
-        if let Ok(PutOutcome::AlreadyExists) = outcome {
-            journal.forget(path);
+        // Created, or perhaps created (an error): ours. Already there: someone else's.
+        if let Some(journal) = &self.journal {
+            if !matches!(outcome, Ok(PutOutcome::AlreadyExists)) {
+                journal.record(path);
+            }
         }
         outcome
     }
@@ -630,6 +621,31 @@ mod tests {
         assert_eq!(second, PutOutcome::AlreadyExists);
         let read = store.get("metadata/v1.metadata.json").await.unwrap();
         assert_eq!(&read[..], b"one");
+    }
+
+    #[tokio::test]
+    async fn a_journal_records_what_its_handle_wrote_but_not_what_was_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        store.put("theirs", Bytes::from_static(b"x")).await.unwrap();
+        let (journaled, journal) = store.journaled();
+        journaled.put("a", Bytes::from_static(b"a")).await.unwrap();
+        let mark = journal.len();
+        let outcomes = (
+            journaled
+                .put_if_absent("b", Bytes::from_static(b"b"))
+                .await
+                .unwrap(),
+            journaled
+                .put_if_absent("theirs", Bytes::from_static(b"y"))
+                .await
+                .unwrap(),
+        );
+        assert_eq!(outcomes, (PutOutcome::Created, PutOutcome::AlreadyExists));
+        store.put("c", Bytes::from_static(b"c")).await.unwrap();
+        assert_eq!(journal.since(0), ["a", "b"]);
+        assert_eq!(journal.since(mark), ["b"]);
+        assert!(journal.since(9).is_empty());
     }
 
     #[tokio::test]
