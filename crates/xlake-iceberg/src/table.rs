@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use iceberg::spec::{
     DataContentType, DataFile as IcebergDataFile, DataFileBuilder, DataFileFormat,
     ManifestContentType, ManifestEntry, ManifestFile, NameMapping, Operation,
@@ -20,7 +20,7 @@ use iceberg::spec::{
     UnboundPartitionSpec, DEFAULT_SCHEMA_NAME_MAPPING, MAIN_BRANCH,
 };
 use xlake_model::{ChangeSet, DataFile, FileFormat};
-use xlake_storage::{PutOutcome, StorageError, TableStore};
+use xlake_storage::{PutOutcome, RetryPolicy, StorageError, TableStore};
 
 use crate::deletes::position_delete_file;
 use crate::error::{IcebergError, Result};
@@ -117,8 +117,6 @@ pub struct Batch {
     pub table: Option<LoadedTable>,
 }
 
-/// A version being built in memory: the published version it starts from (until the
-/// first snapshot is staged) and the metadata so far.
 /// Why [`IcebergTable::publish`] failed, and whether the `vN` may exist all the same (a
 /// failure of its write or after it).
 pub(crate) struct Unpublished {
@@ -126,6 +124,8 @@ pub(crate) struct Unpublished {
     pub(crate) maybe_created: bool,
 }
 
+/// A version being built in memory: the published version it starts from (until the
+/// first snapshot is staged) and the metadata so far.
 struct Draft<'a> {
     base: Option<&'a LoadedTable>,
     metadata: Option<TableMetadata>,
@@ -291,41 +291,57 @@ impl IcebergTable {
         // was a fifth of its bytes.
         let body = serde_json::to_vec(metadata)
             .map_err(|e| before(self.corrupt(&metadata_file(version), e)))?;
-        // A failed write may have taken effect (a reply lost on the way back), except on
-        // local disk; a failure after the write comes after the object was created.
+        // A failure after the write comes after the object was created.
         let after = |error: IcebergError| Unpublished {
             error,
             maybe_created: true,
         };
-        let definite = self.store.failed_writes_are_definite();
-        match self
-            .store
-            .put_if_absent(&metadata_file(version), Bytes::from(body))
-            .await
-            .map_err(|e| Unpublished {
-                error: e.into(),
-                maybe_created: !definite,
-            })? {
-            PutOutcome::Created => {}
-            PutOutcome::AlreadyExists => {
-                return Err(before(IcebergError::CommitConflict {
-                    table: self.table(),
-                    version,
-                }))
+        let path = metadata_file(version);
+        let body = Bytes::from(body);
+        let written = self.store.put_if_absent(&path, body.clone()).await;
+        if !matches!(written, Ok(PutOutcome::Created)) {
+            // "Already there" or an error may still be this very write: a client that
+            // resent the request after a lost reply (object_store retries 5xx on its own)
+            // hears that the object exists. The bytes tell: they hold fresh ids.
+            let conflict = || IcebergError::CommitConflict {
+                table: self.table(),
+                version,
+            };
+            match (written, self.store.get(&path).await) {
+                (_, Ok(there)) if there == body => {}
+                (_, Ok(_)) => return Err(before(conflict())),
+                // Not there: over a network the write may still land later; on local
+                // disk a failed write did not happen.
+                (Err(e), Err(StorageError::NotFound { .. })) => {
+                    return Err(Unpublished {
+                        error: e.into(),
+                        maybe_created: !self.store.failed_writes_are_definite(),
+                    })
+                }
+                // Cannot tell: keep what the version would refer to.
+                (Err(e), Err(_)) => return Err(after(e.into())),
+                (Ok(_), Err(_)) => return Err(after(conflict())),
             }
         }
         self.write_hint(version).await.map_err(after)?;
         Ok(version)
     }
 
-    /// Delete files written for snapshots that will never be published; best effort (what
-    /// is left is an orphan for `xlake cleanup --orphans`).
+    /// Delete files written for snapshots that will never be published; best effort, a
+    /// few at a time and without retries, so that a store that is down does not hold up
+    /// the error (what is left is an orphan for `xlake cleanup --orphans`).
     async fn abandon(&self, paths: Vec<String>) {
-        for path in paths {
-            if let Err(e) = self.store.delete(&path).await {
-                tracing::warn!(table = %self.table(), path = %path, error = %e, "could not delete a file of an abandoned commit");
-            }
-        }
+        let store = self.store.clone().with_retry(RetryPolicy::none());
+        futures::stream::iter(paths)
+            .for_each_concurrent(FILE_CHECK_CONCURRENCY, |path| {
+                let store = &store;
+                async move {
+                    if let Err(e) = store.delete(&path).await {
+                        tracing::warn!(table = %self.table(), path = %path, error = %e, "could not delete a file of an abandoned commit");
+                    }
+                }
+            })
+            .await;
     }
 
     /// Point `version-hint.text` at `version`, or at a newer version another writer made:
@@ -1060,12 +1076,15 @@ impl IcebergTable {
         let partition_type = spec
             .partition_type(schema)
             .map_err(self.spec_error("partition type"))?;
-        let both: Vec<(IcebergDataFile, Option<IcebergDataFile>)> =
+        // Every file is seen through before an error is returned: a delete file still being
+        // written when the others were dropped would escape the journal.
+        let results: Vec<Result<(IcebergDataFile, Option<IcebergDataFile>)>> =
             futures::stream::iter(change.added.iter())
                 .map(|f| self.added_file(change, f, schema, spec, &partition_type))
                 .buffered(FILE_CHECK_CONCURRENCY)
-                .try_collect()
-                .await?;
+                .collect()
+                .await;
+        let both = results.into_iter().collect::<Result<Vec<_>>>()?;
         let (data, deletes): (Vec<_>, Vec<_>) = both.into_iter().unzip();
         Ok((data, deletes.into_iter().flatten().collect()))
     }

@@ -109,18 +109,27 @@ pub struct TableStore {
 
 /// The paths a [`TableStore::journaled`] handle wrote or tried to write, in order: what
 /// to delete when the work they belong to is abandoned before anything refers to them.
-/// An object that put-if-absent found already there is not recorded (it is not ours).
+/// A path is recorded before its write starts (a write cut off midway may still land);
+/// one that put-if-absent then finds already there is struck off (it is not ours).
 #[derive(Debug, Clone, Default)]
-pub struct Journal(Arc<std::sync::Mutex<Vec<String>>>);
+pub struct Journal(Arc<std::sync::Mutex<Vec<Option<String>>>>);
 
 impl Journal {
-    fn record(&self, path: &str) {
-        if let Ok(mut paths) = self.0.lock() {
-            paths.push(path.to_string());
+    fn record(&self, path: &str) -> Option<usize> {
+        let mut paths = self.0.lock().ok()?;
+        paths.push(Some(path.to_string()));
+        Some(paths.len() - 1)
+    }
+
+    fn strike(&self, entry: Option<usize>) {
+        if let (Some(i), Ok(mut paths)) = (entry, self.0.lock()) {
+            if let Some(p) = paths.get_mut(i) {
+                *p = None;
+            }
         }
     }
 
-    /// How many paths are recorded: a mark for [`Self::since`].
+    /// How many entries are recorded: a mark for [`Self::since`].
     pub fn len(&self) -> usize {
         self.0.lock().map_or(0, |paths| paths.len())
     }
@@ -130,10 +139,16 @@ impl Journal {
         self.len() == 0
     }
 
-    /// The paths recorded after `mark`.
+    /// The paths recorded after `mark`, those struck off left out.
     pub fn since(&self, mark: usize) -> Vec<String> {
         self.0.lock().map_or(Vec::new(), |paths| {
-            paths.get(mark..).unwrap_or_default().to_vec()
+            paths
+                .get(mark..)
+                .unwrap_or_default()
+                .iter()
+                .flatten()
+                .cloned()
+                .collect()
         })
     }
 }
@@ -309,7 +324,8 @@ impl TableStore {
 
     /// Whether a write that returned an error is known not to have happened: true for
     /// local disk, whose requests are system calls (no reply can be lost on the way
-    /// back); over a network a failed request may still have taken effect.
+    /// back); over a network a failed request may still have taken effect. (A network
+    /// file system mounted as a local path is taken to give the same guarantee.)
     pub fn failed_writes_are_definite(&self) -> bool {
         self.known_atomic
     }
@@ -346,13 +362,14 @@ impl TableStore {
                     StorageError::NoPutIfAbsent { reason, .. } => reason,
                     other => other.to_string(),
                 };
-                let first = self
-                    .put_if_absent(&probe, Bytes::from_static(b"1"))
-                    .await
-                    .map_err(reason)?;
-                let second = self.put_if_absent(&probe, Bytes::from_static(b"2")).await;
+                let first = self.put_if_absent(&probe, Bytes::from_static(b"1")).await;
+                let second = match first {
+                    Ok(_) => self.put_if_absent(&probe, Bytes::from_static(b"2")).await,
+                    Err(_) => Ok(PutOutcome::AlreadyExists),
+                };
+                // Deleted whatever happened: a failed create may have landed all the same.
                 let _ = self.delete(&probe).await;
-                match (first, second.map_err(reason)?) {
+                match (first.map_err(reason)?, second.map_err(reason)?) {
                     (PutOutcome::Created, PutOutcome::AlreadyExists) => Ok(()),
                     _ => Err("a second conditional write of the same object succeeded".to_string()),
                 }
@@ -480,12 +497,12 @@ impl TableStore {
         path: &str,
         bytes: Bytes,
     ) -> Result<PutOutcome, StorageError> {
+        let entry = self.journal.as_ref().and_then(|j| j.record(path));
         let outcome = self.create(path, bytes).await;
-        // Created, or perhaps created (an error): ours. Already there: someone else's.
-        if let Some(journal) = &self.journal {
-            if !matches!(outcome, Ok(PutOutcome::AlreadyExists)) {
-                journal.record(path);
-            }
+        // Already there: someone else's. Created, or an error (the paths journaled are
+        // unique to their writer, so an object there after an error is its own): kept.
+        if let (Some(journal), Ok(PutOutcome::AlreadyExists)) = (&self.journal, &outcome) {
+            journal.strike(entry);
         }
         outcome
     }
