@@ -18,3 +18,22 @@ pub fn xlake(args: &[&str]) -> (i32, String) {
     );
     (out.status.code().unwrap_or(-1), text)
 }
+
+/// Files under `<root>/metadata` that no metadata version refers to: with a `vN` there,
+/// xlake's orphan listing; with none, every file in the folder.
+pub async fn leftovers(root: &std::path::Path) -> Vec<String> {
+    let dir = root.join("metadata");
+    let files: Vec<String> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !files.iter().any(|f| f.ends_with(".metadata.json")) {
+        return files;
+    }
+    let store = xlake_storage::TableStore::open(root.to_str().unwrap()).unwrap();
+    xlake_iceberg::orphans::orphan_files(&store, i64::MAX)
+        .await
+        .unwrap()
+}
