@@ -298,30 +298,30 @@ impl IcebergTable {
         };
         let path = metadata_file(version);
         let body = Bytes::from(body);
-        let written = self.store.put_if_absent(&path, body.clone()).await;
-        if !matches!(written, Ok(PutOutcome::Created)) {
-            // "Already there" or an error may still be this very write: a client that
-            // resent the request after a lost reply (object_store retries 5xx on its own)
-            // hears that the object exists. The bytes tell: they hold fresh ids.
-            let conflict = || IcebergError::CommitConflict {
-                table: self.table(),
-                version,
-            };
-            match (written, self.store.get(&path).await) {
-                (_, Ok(there)) if there == body => {}
-                (_, Ok(_)) => return Err(before(conflict())),
+        let conflict = || IcebergError::CommitConflict {
+            table: self.table(),
+            version,
+        };
+        // (`put_if_absent` itself tells our own bytes, resent after a lost reply, from
+        // another writer's.)
+        match self.store.put_if_absent(&path, body.clone()).await {
+            Ok(PutOutcome::Created) => {}
+            Ok(PutOutcome::AlreadyExists) => return Err(before(conflict())),
+            // A failed write may have landed all the same: read it back.
+            Err(e) => match self.store.get(&path).await {
+                Ok(there) if there == body => {}
+                Ok(_) => return Err(before(conflict())),
                 // Not there: over a network the write may still land later; on local
                 // disk a failed write did not happen.
-                (Err(e), Err(StorageError::NotFound { .. })) => {
+                Err(StorageError::NotFound { .. }) => {
                     return Err(Unpublished {
                         error: e.into(),
                         maybe_created: !self.store.failed_writes_are_definite(),
                     })
                 }
                 // Cannot tell: keep what the version would refer to.
-                (Err(e), Err(_)) => return Err(after(e.into())),
-                (Ok(_), Err(_)) => return Err(after(conflict())),
-            }
+                Err(_) => return Err(after(e.into())),
+            },
         }
         self.write_hint(version).await.map_err(after)?;
         Ok(version)

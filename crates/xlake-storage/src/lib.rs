@@ -297,12 +297,7 @@ impl TableStore {
     }
 
     /// Run `request` until it succeeds, fails for a reason, or runs out of attempts.
-    /// Returns the outcome and how many attempts were made.
-    async fn retrying<T, F, Fut>(
-        &self,
-        path: &str,
-        mut request: F,
-    ) -> (object_store::Result<T>, u32)
+    async fn retrying<T, F, Fut>(&self, path: &str, mut request: F) -> object_store::Result<T>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = object_store::Result<T>>,
@@ -317,7 +312,7 @@ impl TableStore {
                     pause = (pause * 2).min(self.retry.max_backoff);
                     attempt += 1;
                 }
-                outcome => return (outcome, attempt),
+                outcome => return outcome,
             }
         }
     }
@@ -451,7 +446,6 @@ impl TableStore {
         // The whole read is retried: a body cut short fails the second step.
         self.retrying(path, || async { self.store.get(&p).await?.bytes().await })
             .await
-            .0
             .map_err(|e| self.backend_error(path, e))
     }
 
@@ -464,14 +458,13 @@ impl TableStore {
         let p = self.object_path(path)?;
         self.retrying(path, || self.store.get_range(&p, range.clone()))
             .await
-            .0
             .map_err(|e| self.backend_error(path, e))
     }
 
     /// Size of an object, or `None` when it does not exist.
     pub async fn size(&self, path: &str) -> Result<Option<u64>, StorageError> {
         let p = self.object_path(path)?;
-        match self.retrying(path, || self.store.head(&p)).await.0 {
+        match self.retrying(path, || self.store.head(&p)).await {
             Ok(meta) => Ok(Some(meta.size)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.backend_error(path, e)),
@@ -486,7 +479,6 @@ impl TableStore {
         }
         self.retrying(path, || self.store.put(&p, PutPayload::from(bytes.clone())))
             .await
-            .0
             .map(|_| ())
             .map_err(|e| self.backend_error(path, e))
     }
@@ -509,7 +501,7 @@ impl TableStore {
 
     async fn create(&self, path: &str, bytes: Bytes) -> Result<PutOutcome, StorageError> {
         let p = self.object_path(path)?;
-        let (outcome, attempts) = self
+        let outcome = self
             .retrying(path, || {
                 let opts = PutOptions::from(PutMode::Create);
                 self.store
@@ -518,16 +510,16 @@ impl TableStore {
             .await;
         match outcome {
             Ok(_) => Ok(PutOutcome::Created),
-            // After a failed attempt the object may be our own: the failure may have been
-            // a reply lost after the write. The bytes tell (they hold fresh ids).
-            Err(object_store::Error::AlreadyExists { .. }) if attempts > 1 => {
+            // The object there may be our own: a request resent after a reply lost on
+            // the way back (by these retries, or by object_store's own on a 5xx) hears
+            // that it exists. The bytes tell (callers write fresh ids).
+            Err(object_store::Error::AlreadyExists { .. }) => {
                 if self.get(path).await? == bytes {
                     Ok(PutOutcome::Created)
                 } else {
                     Ok(PutOutcome::AlreadyExists)
                 }
             }
-            Err(object_store::Error::AlreadyExists { .. }) => Ok(PutOutcome::AlreadyExists),
             Err(
                 e
                 @ (object_store::Error::NotImplemented | object_store::Error::NotSupported { .. }),
@@ -551,7 +543,7 @@ impl TableStore {
     /// Delete an object; deleting a missing object is not an error.
     pub async fn delete(&self, path: &str) -> Result<(), StorageError> {
         let p = self.object_path(path)?;
-        match self.retrying(path, || self.store.delete(&p)).await.0 {
+        match self.retrying(path, || self.store.delete(&p)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.backend_error(path, e)),
         }
@@ -563,7 +555,6 @@ impl TableStore {
         let listing = match self
             .retrying(dir, || self.store.list_with_delimiter(Some(&p)))
             .await
-            .0
         {
             Ok(listing) => listing,
             Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
@@ -592,8 +583,7 @@ impl TableStore {
         let root_len = self.root.as_ref().len();
         let listed = self
             .retrying(dir, || self.store.list(Some(&p)).try_collect::<Vec<_>>())
-            .await
-            .0;
+            .await;
         let metas = match listed {
             Ok(metas) => metas,
             Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
