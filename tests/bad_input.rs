@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 
 use common::hudi::metadata_snapshot;
-use xlake_sync::{check, sync, SyncOptions};
+use xlake_sync::{sync, SyncOptions};
 
 async fn sync_err(root: &Path) -> String {
     sync(root.to_str().unwrap(), &SyncOptions::default(), |_| {})
@@ -92,13 +92,7 @@ async fn damaged_iceberg_metadata_is_named_and_left_alone() {
     std::fs::rename(&aside, &metadata).unwrap();
 
     // Repaired, the table syncs on.
-    sync(root.to_str().unwrap(), &SyncOptions::default(), |_| {})
-        .await
-        .unwrap();
-    let report = check(root.to_str().unwrap(), &SyncOptions::default(), true)
-        .await
-        .unwrap();
-    assert!(report.consistent() && report.snapshots == 4, "{report:?}");
+    common::sync_consistent(&root, 4, "repaired").await;
 }
 
 /// A tmpfs of `bytes`, unmounted when dropped.
@@ -232,16 +226,7 @@ async fn a_disk_that_fills_up_mid_commit_fails_cleanly_and_the_next_sync_complet
         }
 
         std::fs::remove_file(&filler).unwrap();
-        sync(root.to_str().unwrap(), &SyncOptions::default(), |_| {})
-            .await
-            .unwrap();
-        let report = check(root.to_str().unwrap(), &SyncOptions::default(), true)
-            .await
-            .unwrap();
-        assert!(
-            report.consistent() && report.snapshots == 3,
-            "{what}: {report:?}"
-        );
+        common::sync_consistent(&root, 3, &what).await;
         std::fs::remove_dir_all(&root).unwrap();
     }
     eprintln!("unchanged {unchanged} (after deleting written files: {cleaned_up}), a prefix published {published_a_prefix}");

@@ -21,7 +21,7 @@ use object_store::local::LocalFileSystem;
 use xlake_iceberg::SyncMetadata;
 use xlake_storage::faults::{Fault, FaultyStore, Op, PutIfAbsent};
 use xlake_storage::{RetryPolicy, TableStore};
-use xlake_sync::{check, sync_store, SyncOptions};
+use xlake_sync::{check, sync, sync_store, SyncOptions};
 
 /// The table at `root` through a [`FaultyStore`] answering put-if-absent as `mode` says.
 fn drill(root: &Path, mode: PutIfAbsent) -> TableStore {
@@ -102,20 +102,7 @@ async fn recovers(root: &Path, case: &str) {
         .load()
         .await
         .unwrap_or_else(|e| panic!("{case}: unreadable after the fault: {e}"));
-    sync_store(
-        TableStore::open(location).unwrap(),
-        &SyncOptions::default(),
-        |_| {},
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{case}: the next sync failed: {e}"));
-    let report = check(location, &SyncOptions::default(), true)
-        .await
-        .unwrap();
-    assert!(
-        report.consistent() && report.snapshots == 3,
-        "{case}: {report:?}"
-    );
+    common::sync_consistent(root, 3, case).await;
 }
 
 #[tokio::test]
@@ -319,13 +306,9 @@ async fn a_reader_during_a_stalled_write_sees_only_whole_versions() {
     // whole version, whose rows equal those of that version in a table synced apart,
     // without faults (other manifests, same data).
     let (_clean_dir, clean) = common::delta::extract("partitioned_3commits");
-    sync_store(
-        TableStore::open(clean.to_str().unwrap()).unwrap(),
-        &SyncOptions::default(),
-        |_| {},
-    )
-    .await
-    .unwrap();
+    sync(clean.to_str().unwrap(), &SyncOptions::default(), |_| {})
+        .await
+        .unwrap();
     let clean_metadata = clean.join("metadata/v1.metadata.json");
     let metadata =
         xlake_iceberg::table::parse_metadata(&std::fs::read(&clean_metadata).unwrap()).unwrap();
@@ -346,13 +329,9 @@ async fn a_reader_during_a_stalled_write_sees_only_whole_versions() {
         let aside = tempfile::tempdir().unwrap();
         let later = common::delta::set_aside(&root, &[1, 2], aside.path());
         let location = root.to_str().unwrap();
-        sync_store(
-            TableStore::open(location).unwrap(),
-            &SyncOptions::default(),
-            |_| {},
-        )
-        .await
-        .unwrap();
+        sync(location, &SyncOptions::default(), |_| {})
+            .await
+            .unwrap();
         common::delta::put_back(later);
         let before = readers_now(&root).await;
 
@@ -365,7 +344,7 @@ async fn a_reader_during_a_stalled_write_sees_only_whole_versions() {
         // The sync runs until it is held at its nth write; then readers look, and the
         // held sync is dropped there, as a killed process would be.
         let options = SyncOptions::default();
-        let sync = sync_store(store, &options, |_| {});
+        let held = sync_store(store, &options, |_| {});
         let watch = async {
             while faults.fired().is_empty() {
                 tokio::time::sleep(Duration::from_millis(5)).await;
@@ -373,7 +352,7 @@ async fn a_reader_during_a_stalled_write_sees_only_whole_versions() {
             readers_now(&root).await
         };
         let during = tokio::select! {
-            done = sync => {
+            done = held => {
                 done.unwrap();
                 continue;
             }
@@ -391,13 +370,9 @@ async fn a_reader_during_a_stalled_write_sees_only_whole_versions() {
         );
         listed_new |= version(1) == "2";
         // The dropped writer left its table for the next sync to complete.
-        sync_store(
-            TableStore::open(location).unwrap(),
-            &SyncOptions::default(),
-            |_| {},
-        )
-        .await
-        .unwrap();
+        sync(location, &SyncOptions::default(), |_| {})
+            .await
+            .unwrap();
         let after = readers_now(&root).await;
 
         for (when, seen) in [("before", &before), ("during", &during), ("after", &after)] {

@@ -37,3 +37,18 @@ pub async fn leftovers(root: &std::path::Path) -> Vec<String> {
         .await
         .unwrap()
 }
+
+/// Sync the table at `root`, then check it deeply: consistent, with `snapshots` snapshots.
+/// `what` names the case in a failure.
+pub async fn sync_consistent(root: &std::path::Path, snapshots: usize, what: &str) {
+    let location = root.to_str().unwrap();
+    let options = xlake_sync::SyncOptions::default();
+    xlake_sync::sync(location, &options, |_| {})
+        .await
+        .unwrap_or_else(|e| panic!("{what}: the sync failed: {e}"));
+    let report = xlake_sync::check(location, &options, true).await.unwrap();
+    assert!(
+        report.consistent() && report.snapshots == snapshots,
+        "{what}: {report:?}"
+    );
+}
