@@ -149,6 +149,19 @@ def delta_history(store, prefix):
     return list(range(DeltaTable(url, storage_options=options).version() + 1))
 
 
+def in_commit_mode(store, readers, prefix):
+    """A synced history, then one more delta-rs commit mirrored by `xlake commit
+    --version`: it says so, the snapshot is there, and the readers return its rows."""
+    versions = delta_history(store, prefix)
+    sync_and_check(store, prefix)
+    version = write(store, prefix, batch([20, 21], region="eu"))
+    assert version == versions[-1] + 1
+    result = ok(store.xlake("commit", store.url(prefix), "--version", version), f"commit --version {version}")
+    assert f"source commit {version} is mirrored" in result.stdout
+    assert str(version) in store.source_ids(prefix)
+    assert_rows_match(store, readers, prefix, delta_expected(store, prefix, [version]))
+
+
 def concurrent_sync_rounds(store, prefix, rounds=3, writers=4):
     """Rounds of new delta-rs commits, each then synced by `writers` xlake processes at once:
     after each round, a deep check passes and there is one snapshot per version. Returns

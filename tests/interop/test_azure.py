@@ -15,8 +15,8 @@ import uuid
 import pytest
 
 from readers import DuckDB
-from remote import (RemoteStore, assert_rows_match, batch, concurrent_sync_rounds, delta_expected, delta_history,
-                    free_port, ok, stop, sync_and_check, wait_until_up, write)
+from remote import (RemoteStore, assert_rows_match, concurrent_sync_rounds, delta_expected, delta_history,
+                    free_port, in_commit_mode, stop, sync_and_check, wait_until_up)
 
 ACCOUNT = "devstoreaccount1"
 # Azurite's well-known development key (public; the emulator accepts no other).
@@ -121,15 +121,7 @@ def test_delta_sync_every_version_read_through_azure(azure, readers):
 
 
 def test_delta_in_commit_mode(azure, readers):
-    prefix = "delta_commit"
-    versions = delta_history(azure, prefix)
-    sync_and_check(azure, prefix)
-    version = write(azure, prefix, batch([20, 21], region="eu"))
-    assert version == versions[-1] + 1
-    result = ok(azure.xlake("commit", azure.url(prefix), "--version", version), f"commit --version {version}")
-    assert f"source commit {version} is mirrored" in result.stdout
-    assert str(version) in azure.source_ids(prefix)
-    assert_rows_match(azure, readers, prefix, delta_expected(azure, prefix, [version]))
+    in_commit_mode(azure, readers, "delta_commit")
 
 
 def test_concurrent_syncs_write_one_snapshot_per_version(azure, readers):

@@ -21,7 +21,7 @@ import pytest
 import hudi_source as hudi
 from readers import DuckDB, PyIceberg
 from remote import (RemoteStore, assert_rows_match, batch, concurrent_sync_rounds, delta_expected, delta_history,
-                    free_port, ok, stop, sync_and_check, wait_until_up, write)
+                    free_port, in_commit_mode, stop, sync_and_check, wait_until_up, write)
 from rows import canonical_rows
 
 KEY_ID = os.environ.get("AWS_ACCESS_KEY_ID", "xlake-test")
@@ -130,15 +130,7 @@ def test_delta_sync_every_version_read_through_s3(s3, readers):
 
 
 def test_delta_in_commit_mode(s3, readers):
-    prefix = "delta_commit"
-    versions = delta_history(s3, prefix)
-    sync_and_check(s3, prefix)
-    version = write(s3, prefix, batch([20, 21], region="eu"))
-    assert version == versions[-1] + 1
-    result = ok(s3.xlake("commit", s3.url(prefix), "--version", version), f"commit --version {version}")
-    assert f"source commit {version} is mirrored" in result.stdout
-    assert str(version) in s3.source_ids(prefix)
-    assert_rows_match(s3, readers, prefix, delta_expected(s3, prefix, [version]))
+    in_commit_mode(s3, readers, "delta_commit")
 
 
 def test_concurrent_syncs_write_one_snapshot_per_version(s3, readers):
