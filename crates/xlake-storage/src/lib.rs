@@ -248,6 +248,41 @@ fn url_scheme(location: &str) -> Option<String> {
     valid.then(|| scheme.to_ascii_lowercase())
 }
 
+/// A location told apart: a local folder (absolute) or a remote URL of a cloud scheme.
+enum Resolved {
+    Local(std::path::PathBuf),
+    Remote(Url),
+}
+
+/// Tell a location's kind from its spelling (no I/O): see [`TableStore::open`].
+fn resolve(location: &str) -> Result<Resolved, StorageError> {
+    let invalid = |reason: String| StorageError::InvalidLocation {
+        location: location.to_string(),
+        reason,
+    };
+    let trimmed = location.trim_end_matches('/');
+    if trimmed.is_empty() {
+        return Err(invalid("not a table folder".into()));
+    }
+    let fs_path = match url_scheme(trimmed).as_deref() {
+        None => std::path::PathBuf::from(trimmed),
+        // `file:/x` (Hadoop style) and `file:///x` both name /x.
+        Some("file") => Url::parse(trimmed)
+            .ok()
+            .and_then(|u| u.to_file_path().ok())
+            .ok_or_else(|| invalid("not a local file URL".into()))?,
+        Some(scheme) if CLOUD_SCHEMES.contains(&scheme) => {
+            return Url::parse(trimmed)
+                .map(Resolved::Remote)
+                .map_err(|e| invalid(e.to_string()));
+        }
+        Some(scheme) => return Err(invalid(unsupported_scheme(scheme))),
+    };
+    std::path::absolute(&fs_path)
+        .map(Resolved::Local)
+        .map_err(|e| invalid(e.to_string()))
+}
+
 /// Why a scheme no build of xlake opens, and what would work instead.
 fn unsupported_scheme(scheme: &str) -> String {
     match scheme {
@@ -274,37 +309,41 @@ impl TableStore {
     /// `cloud` feature. Only `scheme://` makes a URL: anything else is a path. A local
     /// path must be an existing folder.
     pub fn open(location: &str) -> Result<Self, StorageError> {
-        let invalid = |reason: String| StorageError::InvalidLocation {
-            location: location.to_string(),
-            reason,
-        };
-        let trimmed = location.trim_end_matches('/');
-        if trimmed.is_empty() {
-            return Err(invalid("not a table folder".into()));
-        }
-        let fs_path = match url_scheme(trimmed).as_deref() {
-            None => std::path::PathBuf::from(trimmed),
-            // `file:/x` (Hadoop style) and `file:///x` both name /x.
-            Some("file") => Url::parse(trimmed)
-                .ok()
-                .and_then(|u| u.to_file_path().ok())
-                .ok_or_else(|| invalid("not a local file URL".into()))?,
-            Some(scheme) if CLOUD_SCHEMES.contains(&scheme) => {
-                let url = Url::parse(trimmed).map_err(|e| invalid(e.to_string()))?;
-                return Self::open_remote(&url).map_err(invalid);
+        match resolve(location)? {
+            Resolved::Local(path) => Self::open_local(&path, location),
+            Resolved::Remote(url) => {
+                Self::open_remote(&url).map_err(|reason| StorageError::InvalidLocation {
+                    location: location.to_string(),
+                    reason,
+                })
             }
-            Some(scheme) => return Err(invalid(unsupported_scheme(scheme))),
-        };
-        Self::open_local(&fs_path, location)
+        }
     }
 
-    /// A table root on local disk at `path` (`location` as the user wrote it).
-    fn open_local(path: &std::path::Path, location: &str) -> Result<Self, StorageError> {
+    /// The [`Self::location`] that [`Self::open`] gives `location`, without opening it or
+    /// looking whether it exists: two spellings of one table (`./t/`, `/data/t`) give
+    /// the same name. Remote locations are named as with the `cloud` feature.
+    pub fn normalized_location(location: &str) -> Result<String, StorageError> {
+        match resolve(location)? {
+            Resolved::Local(path) => Ok(path.to_string_lossy().trim_end_matches('/').into()),
+            Resolved::Remote(url) => {
+                let root =
+                    Path::from_url_path(url.path()).map_err(|e| StorageError::InvalidLocation {
+                        location: location.to_string(),
+                        reason: e.to_string(),
+                    })?;
+                Ok(format!("{}://{}/{root}", url.scheme(), url.authority()))
+            }
+        }
+    }
+
+    /// A table root on local disk at the absolute `abs` (`location` as the user wrote
+    /// it), which must be an existing folder.
+    fn open_local(abs: &std::path::Path, location: &str) -> Result<Self, StorageError> {
         let invalid = |reason: String| StorageError::InvalidLocation {
             location: location.to_string(),
             reason,
         };
-        let abs = std::path::absolute(path).map_err(|e| invalid(e.to_string()))?;
         match std::fs::metadata(&abs) {
             Ok(m) if !m.is_dir() => return Err(invalid("a file, not a folder".into())),
             Ok(_) => {}
@@ -313,7 +352,7 @@ impl TableStore {
             }
             Err(e) => return Err(invalid(e.to_string())),
         }
-        let root = Path::from_filesystem_path(&abs).map_err(|e| invalid(e.to_string()))?;
+        let root = Path::from_filesystem_path(abs).map_err(|e| invalid(e.to_string()))?;
         let location = abs.to_string_lossy().trim_end_matches('/').to_string();
         Ok(Self {
             store: Arc::new(LocalFileSystem::new()),
@@ -861,6 +900,16 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn two_spellings_of_one_location_normalize_alike() {
+        let cwd = std::env::current_dir().unwrap();
+        let n = |l: &str| TableStore::normalized_location(l).unwrap();
+        assert_eq!(n("t/"), n(cwd.join("t").to_str().unwrap()));
+        assert_eq!(n("file:///data/t"), n("/data/t/"));
+        assert_eq!(n("s3://b/t/"), "s3://b/t");
+        assert_eq!(n("tbl:1"), cwd.join("tbl:1").to_str().unwrap());
     }
 
     #[test]
