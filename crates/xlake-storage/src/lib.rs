@@ -344,7 +344,7 @@ impl TableStore {
             location: location.to_string(),
             reason,
         };
-        match std::fs::metadata(&abs) {
+        match std::fs::metadata(abs) {
             Ok(m) if !m.is_dir() => return Err(invalid("a file, not a folder".into())),
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

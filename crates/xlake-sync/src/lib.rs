@@ -14,6 +14,7 @@
 //! | [`check`](check::check) | the invariant checker: one snapshot per completed commit, in order |
 //! | [`inspect`](inspect::inspect) | the health report: metadata each format keeps, degraded mirroring |
 //! | [`job`] | the scheduled job over the tables of a config file |
+//! | [`snapshots`](snapshots::snapshots) | the snapshot list and the source commit each records |
 //! | [`locate`](locate::locate) | what a location holds (source table, Iceberg metadata), before a command acts |
 //! | [`SyncError`] | errors of the engine and of the crates it drives |
 //!
@@ -27,6 +28,7 @@ pub mod check;
 pub mod inspect;
 pub mod job;
 pub mod locate;
+pub mod snapshots;
 
 pub use check::{check, check_with, CheckReport};
 
