@@ -1,7 +1,9 @@
 //! The progress bar of long backfills: one line on stderr, redrawn after each snapshot,
 //! only when stderr is a terminal (logs and pipes get the plain per-snapshot lines).
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
+
+use crate::out::{self, outln};
 use std::time::Instant;
 
 /// Backfills shorter than this get no bar.
@@ -31,15 +33,15 @@ impl Progress {
         let total = self.done + remaining;
         let bar = self.enabled && total >= MIN_COMMITS;
         if bar {
-            eprint!("\r\x1b[K");
+            out::err(format_args!("\r\x1b[K"));
         }
-        println!("{line}");
+        outln!("{line}");
         if bar && remaining > 0 {
             const WIDTH: usize = 30;
             let filled = self.done * WIDTH / total;
             let rate = self.done as f64 / self.started.elapsed().as_secs_f64().max(1e-3);
-            let _ = std::io::stdout().flush();
-            eprint!(
+            out::flush();
+            out::err(format_args!(
                 "[{}{}] {}/{} commits, {:.0}/s, ~{:.0}s left",
                 "#".repeat(filled),
                 ".".repeat(WIDTH - filled),
@@ -47,8 +49,7 @@ impl Progress {
                 total,
                 rate,
                 remaining as f64 / rate
-            );
-            let _ = std::io::stderr().flush();
+            ));
         }
     }
 }

@@ -189,54 +189,182 @@ impl RetryPolicy {
     }
 }
 
-/// Worth trying again: a failure that says nothing about the request itself.
+/// Worth trying again: a failure that says nothing about the request itself. A backend's
+/// generic error is transient unless the operating system's reason inside it is one no
+/// retry can change (a local path that is a file, missing, forbidden or malformed): those
+/// fail at once.
 fn transient(e: &object_store::Error) -> bool {
-    matches!(
-        e,
-        object_store::Error::Generic { .. } | object_store::Error::JoinError { .. }
-    )
+    match e {
+        object_store::Error::Generic { source, .. } => !refused_by_os(source.as_ref()),
+        object_store::Error::JoinError { .. } => true,
+        _ => false,
+    }
+}
+
+/// Whether an I/O error somewhere in `e`'s chain is a refusal: retrying the same request
+/// gets the same answer.
+fn refused_by_os(e: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind::*;
+    let mut next = Some(e);
+    while let Some(err) = next {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                NotFound
+                    | PermissionDenied
+                    | NotADirectory
+                    | IsADirectory
+                    | InvalidInput
+                    | InvalidFilename
+                    | ReadOnlyFilesystem
+                    | AlreadyExists
+                    | Unsupported
+            );
+        }
+        next = err.source();
+    }
+    false
+}
+
+/// Remote schemes that object_store's cloud clients (the `cloud` feature) open.
+const CLOUD_SCHEMES: [&str; 8] = ["s3", "s3a", "gs", "az", "azure", "abfs", "abfss", "adl"];
+
+/// The scheme of a location written as a URL (`s3://b/t`, `file:///t`, `file:/t`), lower
+/// case; `None` for a path. Only `scheme://` (and `file:`) makes a URL, so a relative path
+/// with a colon (`tbl:1`) stays a path.
+fn url_scheme(location: &str) -> Option<String> {
+    if location
+        .get(..5)
+        .is_some_and(|p| p.eq_ignore_ascii_case("file:"))
+    {
+        return Some("file".into());
+    }
+    let (scheme, _) = location.split_once("://")?;
+    let mut chars = scheme.chars();
+    let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        // `C://x` is a Windows drive, not a scheme.
+        && scheme.len() > 1;
+    valid.then(|| scheme.to_ascii_lowercase())
+}
+
+/// A location told apart: a local folder (absolute) or a remote URL of a cloud scheme.
+enum Resolved {
+    Local(std::path::PathBuf),
+    Remote(Url),
+}
+
+/// Tell a location's kind from its spelling (no I/O): see [`TableStore::open`].
+fn resolve(location: &str) -> Result<Resolved, StorageError> {
+    let invalid = |reason: String| StorageError::InvalidLocation {
+        location: location.to_string(),
+        reason,
+    };
+    let trimmed = location.trim_end_matches('/');
+    if trimmed.is_empty() {
+        return Err(invalid("not a table folder".into()));
+    }
+    let fs_path = match url_scheme(trimmed).as_deref() {
+        None => std::path::PathBuf::from(trimmed),
+        // `file:/x` (Hadoop style) and `file:///x` both name /x.
+        Some("file") => Url::parse(trimmed)
+            .ok()
+            .and_then(|u| u.to_file_path().ok())
+            .ok_or_else(|| invalid("not a local file URL".into()))?,
+        Some(scheme) if CLOUD_SCHEMES.contains(&scheme) => {
+            return Url::parse(trimmed)
+                .map(Resolved::Remote)
+                .map_err(|e| invalid(e.to_string()));
+        }
+        Some(scheme) => return Err(invalid(unsupported_scheme(scheme))),
+    };
+    std::path::absolute(&fs_path)
+        .map(Resolved::Local)
+        .map_err(|e| invalid(e.to_string()))
+}
+
+/// Why a scheme no build of xlake opens, and what would work instead.
+fn unsupported_scheme(scheme: &str) -> String {
+    match scheme {
+        "hdfs" | "viewfs" | "webhdfs" | "swebhdfs" => format!(
+            "{scheme}:// is not supported by any xlake build (object_store, its storage layer, has no HDFS client); \
+             mount the file system and pass the local path, or use its S3 gateway with an s3:// location (built with `--features cloud`)"
+        ),
+        "wasb" | "wasbs" => format!(
+            "{scheme}:// (the legacy Azure Blob driver) is not supported; name the same container as az://container/path or abfss://container@account.dfs.core.windows.net/path (built with `--features cloud`)"
+        ),
+        "http" | "https" => format!(
+            "{scheme}:// is not supported: a table needs a store that lists and writes objects conditionally"
+        ),
+        _ => format!(
+            "unknown scheme {scheme}://; xlake opens local paths (or file://) and, built with `--features cloud`, {}",
+            CLOUD_SCHEMES.map(|s| format!("{s}://")).join(", ")
+        ),
+    }
 }
 
 impl TableStore {
-    /// Open a table root: a local directory path (`/data/t`, `./t`, `file:///data/t`), or a
-    /// URL (`s3://bucket/t`) when built with the `cloud` feature.
+    /// Open a table root: a local directory path (`/data/t`, `./t`, `tbl:1`,
+    /// `file:///data/t`, `file:/data/t`), or a URL (`s3://bucket/t`) when built with the
+    /// `cloud` feature. Only `scheme://` makes a URL: anything else is a path. A local
+    /// path must be an existing folder.
     pub fn open(location: &str) -> Result<Self, StorageError> {
+        match resolve(location)? {
+            Resolved::Local(path) => Self::open_local(&path, location),
+            Resolved::Remote(url) => {
+                Self::open_remote(&url).map_err(|reason| StorageError::InvalidLocation {
+                    location: location.to_string(),
+                    reason,
+                })
+            }
+        }
+    }
+
+    /// The [`Self::location`] that [`Self::open`] gives `location`, without opening it or
+    /// looking whether it exists: two spellings of one table (`./t/`, `/data/t`) give
+    /// the same name. Remote locations are named as with the `cloud` feature.
+    pub fn normalized_location(location: &str) -> Result<String, StorageError> {
+        match resolve(location)? {
+            Resolved::Local(path) => Ok(path.to_string_lossy().trim_end_matches('/').into()),
+            Resolved::Remote(url) => {
+                let root =
+                    Path::from_url_path(url.path()).map_err(|e| StorageError::InvalidLocation {
+                        location: location.to_string(),
+                        reason: e.to_string(),
+                    })?;
+                Ok(format!("{}://{}/{root}", url.scheme(), url.authority()))
+            }
+        }
+    }
+
+    /// A table root on local disk at the absolute `abs` (`location` as the user wrote
+    /// it), which must be an existing folder.
+    fn open_local(abs: &std::path::Path, location: &str) -> Result<Self, StorageError> {
         let invalid = |reason: String| StorageError::InvalidLocation {
             location: location.to_string(),
             reason,
         };
-        let trimmed = location.trim_end_matches('/');
-        match Url::parse(trimmed) {
-            Ok(url) if url.scheme() != "file" && url.scheme().len() > 1 => {
-                Self::open_remote(&url).map_err(invalid)
+        match std::fs::metadata(abs) {
+            Ok(m) if !m.is_dir() => return Err(invalid("a file, not a folder".into())),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(invalid("no such folder".into()))
             }
-            parsed => {
-                // `file:/x` (Hadoop style) and `file:///x` both name /x.
-                let fs_path = match parsed
-                    .ok()
-                    .filter(|u| u.scheme() == "file")
-                    .map(|u| u.to_file_path())
-                {
-                    Some(Ok(p)) => p,
-                    Some(Err(())) => return Err(invalid("not a local file URL".into())),
-                    None => std::path::PathBuf::from(trimmed),
-                };
-                let abs = std::path::absolute(&fs_path).map_err(|e| invalid(e.to_string()))?;
-                let root = Path::from_filesystem_path(&abs).map_err(|e| invalid(e.to_string()))?;
-                let location = abs.to_string_lossy().trim_end_matches('/').to_string();
-                Ok(Self {
-                    store: Arc::new(LocalFileSystem::new()),
-                    root,
-                    location,
-                    origin: String::new(),
-                    single_writer: false,
-                    known_atomic: true,
-                    probed: Arc::default(),
-                    retry: RetryPolicy::default(),
-                    journal: None,
-                })
-            }
+            Err(e) => return Err(invalid(e.to_string())),
         }
+        let root = Path::from_filesystem_path(abs).map_err(|e| invalid(e.to_string()))?;
+        let location = abs.to_string_lossy().trim_end_matches('/').to_string();
+        Ok(Self {
+            store: Arc::new(LocalFileSystem::new()),
+            root,
+            location,
+            origin: String::new(),
+            single_writer: false,
+            known_atomic: true,
+            probed: Arc::default(),
+            retry: RetryPolicy::default(),
+            journal: None,
+        })
     }
 
     #[cfg(feature = "cloud")]
@@ -263,7 +391,7 @@ impl TableStore {
     #[cfg(not(feature = "cloud"))]
     fn open_remote(url: &Url) -> Result<Self, String> {
         Err(format!(
-            "scheme {}:// needs xlake built with the `cloud` feature",
+            "{}:// locations need xlake built with `--features cloud` (cargo build --release --features cloud)",
             url.scheme()
         ))
     }
@@ -765,7 +893,77 @@ mod tests {
         if cfg!(feature = "cloud") {
             return;
         }
-        let err = TableStore::open("s3://bucket/t").unwrap_err();
-        assert!(err.to_string().contains("cloud"), "{err}");
+        for scheme in ["s3", "gs", "az", "abfss"] {
+            let err = TableStore::open(&format!("{scheme}://bucket/t")).unwrap_err();
+            assert!(
+                err.to_string().contains("built with `--features cloud`"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn two_spellings_of_one_location_normalize_alike() {
+        let cwd = std::env::current_dir().unwrap();
+        let n = |l: &str| TableStore::normalized_location(l).unwrap();
+        assert_eq!(n("t/"), n(cwd.join("t").to_str().unwrap()));
+        assert_eq!(n("file:///data/t"), n("/data/t/"));
+        assert_eq!(n("s3://b/t/"), "s3://b/t");
+        assert_eq!(n("tbl:1"), cwd.join("tbl:1").to_str().unwrap());
+    }
+
+    #[test]
+    fn only_scheme_colon_slash_slash_makes_a_url() {
+        let err = TableStore::open("tbl:1").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid table location tbl:1: no such folder",
+            "a path, not a URL"
+        );
+        assert_eq!(url_scheme("S3://b/t").as_deref(), Some("s3"));
+        assert_eq!(url_scheme("file:/t").as_deref(), Some("file"));
+        assert_eq!(url_scheme("C://x"), None);
+        assert_eq!(url_scheme("1x://y"), None);
+    }
+
+    #[test]
+    fn unsupported_schemes_say_what_would_support_them() {
+        let said = |l: &str| TableStore::open(l).unwrap_err().to_string();
+        assert!(said("hdfs://nn/t").contains("not supported by any xlake build"));
+        assert!(said("wasbs://c@a/t").contains("az://"));
+        assert!(said("ftp://h/t").contains("unknown scheme ftp://"));
+        assert!(said("").contains("not a table folder"));
+    }
+
+    #[test]
+    fn a_file_is_not_a_table_root_and_a_missing_folder_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f.txt");
+        std::fs::write(&file, b"x").unwrap();
+        let err = TableStore::open(file.to_str().unwrap()).unwrap_err();
+        assert!(err.to_string().contains("a file, not a folder"), "{err}");
+        let err = TableStore::open(dir.path().join("nope").to_str().unwrap()).unwrap_err();
+        assert!(err.to_string().contains("no such folder"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn refusals_of_the_local_file_system_are_not_retried() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f.txt"), b"x").unwrap();
+        // The error the local backend really returns for a path through a file.
+        let local = LocalFileSystem::new_with_prefix(dir.path()).unwrap();
+        let err = local.head(&Path::from("f.txt/x")).await.unwrap_err();
+        assert!(matches!(err, object_store::Error::Generic { .. }), "{err}");
+        assert!(!transient(&err), "{err}");
+        let injected = object_store::Error::Generic {
+            store: "x",
+            source: "connection reset".into(),
+        };
+        assert!(transient(&injected));
+        let denied = object_store::Error::Generic {
+            store: "x",
+            source: Box::new(std::io::Error::from(std::io::ErrorKind::PermissionDenied)),
+        };
+        assert!(!transient(&denied));
     }
 }

@@ -20,6 +20,21 @@ pub struct UnknownCommit {
     pub commit: String,
 }
 
+/// One snapshot compared by a deep check with the source's live files after its commit.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Comparison {
+    /// The snapshot.
+    pub snapshot_id: i64,
+    /// The source commit it records.
+    pub commit: String,
+    /// Live data files of the source after that commit.
+    pub source_files: usize,
+    /// Data files of the snapshot.
+    pub snapshot_files: usize,
+    /// Each difference, naming the file.
+    pub differences: Vec<String>,
+}
+
 /// What `check` found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CheckReport {
@@ -45,14 +60,31 @@ pub struct CheckReport {
     pub lag_commits: usize,
     /// Time from the newest mirrored commit to the newest completed one, ms.
     pub lag_ms: i64,
-    /// With `deep`: how the current snapshot's live files differ from the source's.
+    /// With `deep`: how the compared snapshots' live files differ from the source's
+    /// (every [`Comparison::differences`], in order).
     pub file_differences: Vec<String>,
+    /// Whether the live files were compared (`deep`).
+    pub deep: bool,
+    /// With `deep`: the snapshots compared (the current one, or with `all` every retained
+    /// one of the current ancestry that records a source commit).
+    pub compared: Vec<Comparison>,
+    /// Newest commits that may be unmirrored without a violation.
+    pub allowed_lag: usize,
+    /// [`Self::consistent_within`] `allowed_lag`: what the exit code says.
+    pub consistent: bool,
 }
 
 impl CheckReport {
     /// True when nothing is wrong.
     pub fn consistent(&self) -> bool {
         self.consistent_within(0)
+    }
+
+    /// This report judged with `allowed_lag` ([`Self::consistent`] set accordingly).
+    pub fn with_allowed_lag(mut self, allowed_lag: usize) -> Self {
+        self.allowed_lag = allowed_lag;
+        self.consistent = self.consistent_within(allowed_lag);
+        self
     }
 
     /// True when nothing is wrong except that up to `allowed_lag` of the newest commits
@@ -99,6 +131,7 @@ pub async fn check_with(
     let store = TableStore::open(location)?;
     let table = IcebergTable::new(store.clone());
     let loaded = table.load().await?;
+    let options = &crate::with_recorded_view(options, loaded.as_ref());
     if let Some(loaded) = &loaded {
         // Readers other than Java read exactly the hint: it must name the current version.
         let hint = store.get("metadata/version-hint.text").await.map_err(|e| match e {
@@ -198,15 +231,21 @@ pub async fn check_with(
             .iter()
             .filter_map(|(id, _, m)| Some((m.as_ref()?.source_identifier.clone()?, *id)))
             .collect();
-        report.file_differences =
+        report.deep = true;
+        report.compared =
             compare_files(&source, &table, loaded.as_ref(), &store, &snapshot_of, all).await?;
+        report.file_differences = report
+            .compared
+            .iter()
+            .flat_map(|c| c.differences.iter().cloned())
+            .collect();
     }
-    Ok(report)
+    Ok(report.with_allowed_lag(0))
 }
 
 /// Replay the source and compare its live files after the newest mirrored commit with the
 /// current snapshot's, or (`all`) after every mirrored commit with that commit's snapshot;
-/// names each differing file.
+/// one [`Comparison`] per snapshot compared, naming each differing file.
 async fn compare_files(
     source: &Source,
     table: &IcebergTable,
@@ -214,7 +253,7 @@ async fn compare_files(
     store: &TableStore,
     snapshot_of: &HashMap<String, i64>,
     all: bool,
-) -> Result<Vec<String>, SyncError> {
+) -> Result<Vec<Comparison>, SyncError> {
     let replay = source.change_sets(&BTreeSet::new()).await?;
     if let Some(e) = replay.stopped {
         return Err(e);
@@ -224,7 +263,7 @@ async fn compare_files(
         .iter()
         .rposition(|c| snapshot_of.contains_key(&c.commit.id));
     let mut live: BTreeMap<String, Option<u64>> = BTreeMap::new();
-    let mut out = Vec::new();
+    let mut compared = Vec::new();
     for (i, change) in replay
         .changes
         .iter()
@@ -253,6 +292,8 @@ async fn compare_files(
             continue;
         };
         let at = format!("snapshot {snapshot} (source commit {})", change.commit.id);
+        let snapshot_files = entries.len();
+        let mut out = Vec::new();
         let mut iceberg: HashMap<String, u64> = HashMap::new();
         for (path, records) in entries {
             if iceberg.insert(path.clone(), records).is_some() {
@@ -278,6 +319,13 @@ async fn compare_files(
                 "{at}: {path}: in the snapshot, not live in the source"
             ));
         }
+        compared.push(Comparison {
+            snapshot_id: snapshot,
+            commit: change.commit.id.clone(),
+            source_files: live.len(),
+            snapshot_files,
+            differences: out,
+        });
     }
-    Ok(out)
+    Ok(compared)
 }

@@ -34,9 +34,10 @@ pub struct DeltaHealth {
     pub log: Files,
     /// Newest version.
     pub latest_version: Option<u64>,
-    /// Newest checkpoint version.
+    /// Newest checkpoint version; `None`: the log has no checkpoint.
     pub last_checkpoint: Option<u64>,
-    /// Versions since it (the Delta docs' alert: a long tail slows every reader).
+    /// JSON commits a reader replays after the newest checkpoint, or all of them when
+    /// there is none (the Delta docs' alert: a long tail slows every reader).
     pub versions_since_checkpoint: Option<u64>,
 }
 
@@ -98,7 +99,10 @@ pub struct InspectReport {
 /// Inspect the table at `location`.
 pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectReport, SyncError> {
     let store = TableStore::open(location)?;
-    let (source, _) = Source::open(store.clone(), options).await?;
+    let iceberg = IcebergTable::new(store.clone());
+    let loaded = iceberg.load().await?;
+    let options = crate::with_recorded_view(options, loaded.as_ref());
+    let (source, _) = Source::open(store.clone(), &options).await?;
     let mut report = InspectReport {
         table: store.location().to_string(),
         ..Default::default()
@@ -112,7 +116,10 @@ pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectRep
                 log: files(&store.list_dir("_delta_log").await?),
                 latest_version: latest,
                 last_checkpoint,
-                versions_since_checkpoint: latest.map(|l| l - last_checkpoint.unwrap_or(0)),
+                versions_since_checkpoint: latest.map(|l| match last_checkpoint {
+                    Some(c) => l.saturating_sub(c),
+                    None => log.commits.len() as u64,
+                }),
             });
         }
         Source::Hudi(h) => {
@@ -170,8 +177,7 @@ pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectRep
             }
         }
     }
-    let iceberg = IcebergTable::new(store.clone());
-    if let Some(loaded) = iceberg.load().await? {
+    if let Some(loaded) = loaded {
         let m = &loaded.metadata;
         let metadata = store.list_recursive("metadata").await?;
         let current_path = format!("metadata/v{}.metadata.json", loaded.version);

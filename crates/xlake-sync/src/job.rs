@@ -4,11 +4,13 @@
 use futures::StreamExt;
 use serde::Deserialize;
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::{open_store, sync, SyncError, SyncOptions, SyncReport};
 use xlake_hudi::HudiOptions;
 use xlake_iceberg::{Expired, IcebergTable, Retention};
+use xlake_storage::TableStore;
 
 /// `tables.toml`.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -73,23 +75,34 @@ impl TableEntry {
     }
 }
 
-/// `30s`, `5m`, `2h`, `7d` as a duration.
+/// A duration with its unit: `30s`, `5m`, `2h`, `7d`, `1h 30m` (humantime's syntax:
+/// `ms`, `s`, `m`/`min`, `h`, `d`, `w`, ...). A bare number is refused: `5` could mean
+/// seconds or minutes.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let (number, unit) = text.split_at(
-        text.find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(text.len()),
-    );
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("duration {text:?}: expected e.g. 30s, 5m, 1h, 7d"))?;
-    let unit_seconds = match unit {
-        "s" | "" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => return Err(format!("duration {text:?}: unit must be s, m, h or d")),
-    };
-    Ok(Duration::from_secs(n.saturating_mul(unit_seconds)))
+    humantime::parse_duration(text.trim()).map_err(|e| {
+        let why = match e {
+            humantime::DurationError::NumberExpected(_) if text.trim().is_empty() => {
+                "empty".to_string()
+            }
+            humantime::DurationError::UnknownUnit { unit, .. } if unit.is_empty() => {
+                "needs a unit".to_string()
+            }
+            other => other.to_string(),
+        };
+        format!("duration {text:?}: {why}; write a number and a unit, e.g. 30s, 5m, 1h, 7d")
+    })
+}
+
+/// The interval of `xlake run --every`: a [`parse_duration`] of at least one second
+/// (shorter would poll storage in a busy loop).
+pub fn parse_interval(text: &str) -> Result<Duration, String> {
+    let interval = parse_duration(text)?;
+    if interval < Duration::from_secs(1) {
+        return Err(format!(
+            "interval {text:?}: must be at least 1s (e.g. 30s, 5m, 1h)"
+        ));
+    }
+    Ok(interval)
 }
 
 impl JobConfig {
@@ -99,7 +112,18 @@ impl JobConfig {
         if config.concurrency == 0 {
             return Err("concurrency must be at least 1".into());
         }
+        let mut seen: HashMap<String, &str> = HashMap::new();
         for t in &config.tables {
+            // An unusable location fails with that table, not the whole job: compared as
+            // written then.
+            let name = TableStore::normalized_location(&t.location)
+                .unwrap_or_else(|_| t.location.trim_end_matches('/').to_string());
+            if let Some(first) = seen.insert(name.clone(), &t.location) {
+                return Err(format!(
+                    "{}: listed twice (as {first:?} and {:?}); each table may appear once",
+                    name, t.location
+                ));
+            }
             t.retention(0).map_err(|e| format!("{}: {e}", t.location))?;
             if !t.expire && (t.keep_snapshots.is_some() || t.max_snapshot_age.is_some()) {
                 return Err(format!(
@@ -204,13 +228,47 @@ mod tests {
         assert_eq!(r.keep_snapshots, Some(10));
         assert_eq!(r.max_age_ms, Some(7 * 86_400_000));
         assert!(
-            JobConfig::parse("[[tables]]\nlocation = \"/a\"\nmax_snapshot_age = \"7w\"\n").is_err()
+            JobConfig::parse("[[tables]]\nlocation = \"/a\"\nmax_snapshot_age = \"7x\"\n").is_err()
         );
         assert!(JobConfig::parse(
             "[[tables]]\nlocation = \"/a\"\nexpire = false\nkeep_snapshots = 3\n"
         )
         .is_err());
         assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
-        assert!(parse_duration("5 m").is_err());
+        assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        let bare = parse_duration("5").unwrap_err();
+        assert!(bare.contains("needs a unit"), "{bare}");
+        assert!(
+            JobConfig::parse("[[tables]]\nlocation = \"/a\"\nmax_snapshot_age = \"7\"\n").is_err()
+        );
+    }
+
+    #[test]
+    fn intervals_are_at_least_a_second() {
+        assert_eq!(parse_interval("5s"), Ok(Duration::from_secs(5)));
+        assert!(parse_interval("0s").unwrap_err().contains("at least 1s"));
+        assert!(parse_interval("500ms").is_err());
+        assert!(parse_interval("5").unwrap_err().contains("needs a unit"));
+    }
+
+    #[test]
+    fn a_table_listed_twice_is_refused_however_spelled() {
+        let cwd = std::env::current_dir().unwrap();
+        let absolute = cwd.join("t");
+        let text = format!(
+            "[[tables]]\nlocation = \"t/\"\n[[tables]]\nlocation = {:?}\n",
+            absolute.to_str().unwrap()
+        );
+        let err = JobConfig::parse(&text).unwrap_err();
+        assert!(err.contains("listed twice"), "{err}");
+        assert!(JobConfig::parse(
+            "[[tables]]\nlocation = \"s3://b/t\"\n[[tables]]\nlocation = \"s3://b/t/\"\n"
+        )
+        .is_err());
+        assert!(JobConfig::parse(
+            "[[tables]]\nlocation = \"s3://b/t\"\n[[tables]]\nlocation = \"s3://b/u\"\n"
+        )
+        .is_ok());
     }
 }

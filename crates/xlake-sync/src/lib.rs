@@ -14,6 +14,8 @@
 //! | [`check`](check::check) | the invariant checker: one snapshot per completed commit, in order |
 //! | [`inspect`](inspect::inspect) | the health report: metadata each format keeps, degraded mirroring |
 //! | [`job`] | the scheduled job over the tables of a config file |
+//! | [`snapshots`](snapshots::snapshots) | the snapshot list and the source commit each records |
+//! | [`locate`](locate::locate) | what a location holds (source table, Iceberg metadata), before a command acts |
 //! | [`SyncError`] | errors of the engine and of the crates it drives |
 //!
 //! A commit the target has no snapshot for is pending, unless it is older than the oldest
@@ -25,6 +27,8 @@ pub mod callback;
 pub mod check;
 pub mod inspect;
 pub mod job;
+pub mod locate;
+pub mod snapshots;
 
 pub use check::{check, check_with, CheckReport};
 
@@ -66,6 +70,12 @@ pub enum SyncError {
         /// Table location.
         table: String,
     },
+    /// The location holds no table at all: no source and no Iceberg metadata.
+    #[error("{table}: not a table: no Hudi (.hoodie/hoodie.properties), Delta (_delta_log/) or Iceberg (metadata/*.metadata.json) table found")]
+    NoTable {
+        /// Table location.
+        table: String,
+    },
     /// In-commit mode: the named commit is not (or cannot be) mirrored.
     #[error("{table}: source commit {commit} is not mirrored: {reason}")]
     NotMirrored {
@@ -98,6 +108,26 @@ pub struct SyncOptions {
 /// Open the table root at `location` as `options` say.
 pub fn open_store(location: &str, options: &SyncOptions) -> Result<TableStore, SyncError> {
     Ok(TableStore::open(location)?.with_single_writer(options.single_writer))
+}
+
+/// `options`, with the merge-on-read view turned on when the table's snapshots record that
+/// they mirror the read-optimized view (`xlake.hudi.view`): the operator chose it when
+/// syncing, and commands that read the table need not be told again.
+pub(crate) fn with_recorded_view(
+    options: &SyncOptions,
+    loaded: Option<&xlake_iceberg::LoadedTable>,
+) -> SyncOptions {
+    let recorded = loaded.is_some_and(|l| {
+        l.metadata.snapshots().any(|s| {
+            s.summary()
+                .additional_properties
+                .get(xlake_hudi::source::VIEW_NOTE)
+                .is_some_and(|v| v == "read_optimized")
+        })
+    });
+    let mut options = options.clone();
+    options.hudi.mor_read_optimized |= recorded;
+    options
 }
 
 /// One snapshot written by a sync (what it mirrors, not the file lists, which a long

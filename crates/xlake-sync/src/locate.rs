@@ -1,0 +1,107 @@
+//! What a location holds, found before a command acts on it, so that a mistyped path fails
+//! at once and plainly instead of looking like an empty table.
+
+use xlake_storage::TableStore;
+
+use crate::SyncError;
+
+/// What [`locate`] found at a location.
+#[derive(Debug, Clone)]
+pub struct Located {
+    /// The table root.
+    pub store: TableStore,
+    /// The source table there (`HUDI`, `DELTA`), if any.
+    pub format: Option<&'static str>,
+    /// Whether Iceberg metadata (`metadata/vN.metadata.json`) is there.
+    pub iceberg: bool,
+}
+
+/// Open `location` and look for a Hudi table (`.hoodie/hoodie.properties`), a Delta table
+/// (commits or checkpoints in `_delta_log/`) and Iceberg metadata. A location that is not a
+/// folder, or whose scheme this build cannot open, is an error here.
+pub async fn locate(location: &str) -> Result<Located, SyncError> {
+    let store = TableStore::open(location)?;
+    let format = if store.size(".hoodie/hoodie.properties").await?.is_some() {
+        Some("HUDI")
+    } else if store
+        .list_dir("_delta_log")
+        .await?
+        .iter()
+        .any(|e| is_delta_log_file(&e.path))
+    {
+        Some("DELTA")
+    } else {
+        None
+    };
+    let iceberg = store.size("metadata/version-hint.text").await?.is_some()
+        || store
+            .list_dir("metadata")
+            .await?
+            .iter()
+            .any(|e| e.path.ends_with(".metadata.json"));
+    Ok(Located {
+        store,
+        format,
+        iceberg,
+    })
+}
+
+/// A commit (`00000000000000000003.json`) or checkpoint file of a Delta log.
+fn is_delta_log_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.starts_with(|c: char| c.is_ascii_digit())
+        && (name.ends_with(".json") || name.contains(".checkpoint"))
+}
+
+impl Located {
+    /// Refuse a location without a Hudi or Delta table (for commands that read one).
+    pub fn require_source(self) -> Result<Self, SyncError> {
+        match self.format {
+            Some(_) => Ok(self),
+            None => Err(SyncError::NotATable {
+                table: self.store.location().to_string(),
+            }),
+        }
+    }
+
+    /// Refuse a location with neither a source table nor Iceberg metadata (for commands
+    /// that act on the Iceberg metadata only).
+    pub fn require_table(self) -> Result<Self, SyncError> {
+        match (self.format, self.iceberg) {
+            (None, false) => Err(SyncError::NoTable {
+                table: self.store.location().to_string(),
+            }),
+            _ => Ok(self),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn folders_without_a_table_are_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let location = dir.path().to_str().unwrap();
+        std::fs::create_dir(dir.path().join("_delta_log")).unwrap();
+        std::fs::write(dir.path().join("_delta_log/notes.txt"), b"x").unwrap();
+        let found = locate(location).await.unwrap();
+        assert_eq!((found.format, found.iceberg), (None, false));
+        let err = found.clone().require_source().unwrap_err();
+        assert!(
+            err.to_string().contains("not a Hudi or Delta table"),
+            "{err}"
+        );
+        let err = found.require_table().unwrap_err();
+        assert!(err.to_string().contains("not a table"), "{err}");
+
+        std::fs::write(
+            dir.path().join("_delta_log/00000000000000000000.json"),
+            b"{}",
+        )
+        .unwrap();
+        let found = locate(location).await.unwrap();
+        assert_eq!(found.format, Some("DELTA"));
+    }
+}

@@ -1,0 +1,251 @@
+//! The command line: every command, argument and help text (clap derive). Options shared by
+//! several commands are written once ([`TableArg`], [`ViewArg`], [`WriterArg`]) so that
+//! they read the same everywhere.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use xlake_sync::job::{parse_duration, parse_interval};
+
+/// Make a Hudi or Delta table readable as Apache Iceberg, in place.
+#[derive(Parser)]
+#[command(
+    version,
+    about,
+    after_help = "Exit codes: 0 done; 1 failed (for check: violations found); 2 cannot start (bad arguments, a location that is not a table, a config that does not parse; for check: could not check). See docs/cli.md."
+)]
+pub struct Cli {
+    /// Log format on stderr (logs are filtered with RUST_LOG, e.g. RUST_LOG=info).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "text",
+        help_heading = "Global options"
+    )]
+    pub log_format: LogFormat,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// How logs are written.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+/// The table a command acts on.
+#[derive(Args)]
+pub struct TableArg {
+    /// The table's root folder (holding .hoodie/ or _delta_log/, and metadata/): a local
+    /// path, or with a `--features cloud` build an s3://, gs:// or az:// URL.
+    #[arg(value_name = "TABLE")]
+    pub table: String,
+}
+
+/// The merge-on-read choice.
+#[derive(Args)]
+pub struct ViewArg {
+    /// Merge-on-read Hudi table: mirror its base files only (the read-optimized view).
+    /// Each snapshot records it; check and inspect read it from there after a sync.
+    #[arg(long)]
+    pub mor_read_optimized: bool,
+}
+
+/// The single-writer promise.
+#[derive(Args, Default)]
+pub struct WriterArg {
+    /// Only this process ever writes the table's Iceberg metadata: accept a store without
+    /// put-if-absent (conditional writes), whose commits are then not atomic.
+    #[arg(long)]
+    pub single_writer: bool,
+}
+
+/// The commands.
+#[derive(Subcommand)]
+pub enum Command {
+    /// Unpack a bundled Hudi table (12 instants) into a new folder, mirror it as Iceberg,
+    /// and print what to try next.
+    #[command(
+        after_help = "Examples:\n  xlake demo /tmp/hudi-demo\n  cargo run -- demo /tmp/hudi-demo    (from the source tree)\n\nThe folder must be new or empty: the demo never deletes or overwrites anything."
+    )]
+    Demo {
+        /// A new (or empty) folder to unpack the table into.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// Mirror every pending completed commit of a Hudi or Delta table as Iceberg snapshots.
+    #[command(
+        after_help = "Examples:\n  xlake sync /data/orders\n  xlake sync s3://lake/events --from-latest    (a --features cloud build)"
+    )]
+    Sync {
+        #[command(flatten)]
+        table: TableArg,
+        #[command(flatten)]
+        view: ViewArg,
+        /// Do not check that live data files exist (a copy of the log without the data).
+        #[arg(long)]
+        skip_file_check: bool,
+        /// On a first sync, write one snapshot of the current state, not the history.
+        #[arg(long)]
+        from_latest: bool,
+        #[command(flatten)]
+        writer: WriterArg,
+    },
+    /// In-commit mode, the last step of a write job: mirror everything pending up to this
+    /// commit; exit 0 only if the commit then has its Iceberg snapshot.
+    #[command(
+        after_help = "Examples:\n  xlake commit /data/orders --instant 20250713010536861\n  xlake commit /data/events --version 42"
+    )]
+    Commit {
+        #[command(flatten)]
+        table: TableArg,
+        /// Hudi: the instant (requested time) just written.
+        #[arg(long, conflicts_with = "version", required_unless_present = "version")]
+        instant: Option<String>,
+        /// Delta: the version just written.
+        #[arg(long)]
+        version: Option<u64>,
+        #[command(flatten)]
+        view: ViewArg,
+        #[command(flatten)]
+        writer: WriterArg,
+    },
+    /// In-commit mode over HTTP: answer Hudi's write-commit callback
+    /// (`hoodie.write.commit.callback.http.url`), mirroring each commit before answering
+    /// (200 when mirrored, 500 with the reason when not).
+    #[command(
+        after_help = "Example:\n  xlake serve --listen 127.0.0.1:8089\n  (then set hoodie.write.commit.callback.http.url=http://127.0.0.1:8089/ in the writer)"
+    )]
+    Serve {
+        /// Address to listen on, e.g. 127.0.0.1:8089 (port 0: any free port).
+        #[arg(long)]
+        listen: String,
+        #[command(flatten)]
+        view: ViewArg,
+        #[command(flatten)]
+        writer: WriterArg,
+    },
+    /// The scheduled job: sync every table listed in a TOML config, a few at a time.
+    /// One table's failure never stops the others; each is reported.
+    #[command(
+        after_help = "Examples:\n  xlake run --config tables.toml --once\n  xlake run --config tables.toml --every 5m\n\ntables.toml:\n  concurrency = 4\n  [[tables]]\n  location = \"/data/orders\"\n  max_snapshot_age = \"30d\""
+    )]
+    Run {
+        /// Config file: `concurrency = N` and `[[tables]]` entries with `location` and
+        /// optionally `mor_read_optimized`, `skip_file_check`, `single_writer`, `expire`
+        /// (default true), `keep_snapshots`, `max_snapshot_age` (see docs/cli.md).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// One cycle; exit 1 if any table failed.
+        #[arg(long, conflicts_with = "every", required_unless_present = "every")]
+        once: bool,
+        /// Repeat every interval (`30s`, `5m`, `1h`; at least 1s) until SIGTERM or Ctrl-C.
+        #[arg(long, value_name = "INTERVAL", value_parser = parse_interval)]
+        every: Option<Duration>,
+    },
+    /// Check that every completed source commit has exactly one Iceberg snapshot, in order.
+    /// Exit 0: consistent; 1: violations (missing, unknown, duplicated, out of order,
+    /// differing files); 2: could not check.
+    #[command(
+        after_help = "Examples:\n  xlake check /data/orders\n  xlake check /data/orders --deep --all --json\n  xlake check /data/orders --allowed-lag 5    (a scheduled job between runs)"
+    )]
+    Check {
+        #[command(flatten)]
+        table: TableArg,
+        /// Also compare the current snapshot's data files with the source's live files.
+        #[arg(long)]
+        deep: bool,
+        /// With --deep: compare every retained snapshot, not only the current one.
+        #[arg(long, requires = "deep")]
+        all: bool,
+        /// Newest commits that may be unmirrored without a violation (a scheduled job
+        /// between runs); they are still reported as lag.
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        allowed_lag: usize,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        view: ViewArg,
+    },
+    /// The health report: side by side, the metadata each format keeps, and anything
+    /// mirrored in a degraded way.
+    #[command(
+        after_help = "Examples:\n  xlake inspect /data/orders\n  xlake inspect /data/orders --json"
+    )]
+    Inspect {
+        #[command(flatten)]
+        table: TableArg,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        view: ViewArg,
+    },
+    /// Expire the Iceberg snapshots that reference data files the source has deleted
+    /// (Hudi's cleaner, Delta's vacuum), so time travel never reaches a missing file, and
+    /// those beyond the limits given; always the oldest ones, never the current one.
+    #[command(
+        after_help = "Examples:\n  xlake expire /data/orders\n  xlake expire /data/orders --keep-snapshots 500 --max-snapshot-age 30d"
+    )]
+    Expire {
+        #[command(flatten)]
+        table: TableArg,
+        /// Keep at most this many snapshots.
+        #[arg(long, value_name = "N")]
+        keep_snapshots: Option<usize>,
+        /// Expire snapshots whose source commit is older than this (`12h`, `7d`).
+        #[arg(long, value_name = "AGE", value_parser = parse_duration)]
+        max_snapshot_age: Option<Duration>,
+        #[command(flatten)]
+        writer: WriterArg,
+    },
+    /// Delete orphan metadata files (left by lost races and crashes): files under
+    /// `metadata/` that no retained `vN.metadata.json` references. Never data files.
+    #[command(
+        after_help = "Examples:\n  xlake cleanup /data/orders --dry-run\n  xlake cleanup /data/orders --older-than 1d"
+    )]
+    Cleanup {
+        #[command(flatten)]
+        table: TableArg,
+        /// What to clean up: orphan metadata files, the default and only kind (the flag
+        /// is accepted for scripts that pass it).
+        #[arg(long)]
+        orphans: bool,
+        /// Only files older than this (`30s`, `5m`, `1h`): younger ones may belong to a
+        /// commit in progress.
+        #[arg(long, value_name = "AGE", default_value = "1h", value_parser = parse_duration)]
+        older_than: Duration,
+        /// List what would be deleted, delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// List the Iceberg snapshots of a table and the source commit each one mirrors.
+    #[command(
+        after_help = "Examples:\n  xlake snapshots /data/orders\n  xlake snapshots /data/orders --json"
+    )]
+    Snapshots {
+        #[command(flatten)]
+        table: TableArg,
+        /// Print the list as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+impl Command {
+    /// The exit code of an error that is not a bad start: `check` keeps 1 for violations,
+    /// so everything that stops it means "could not check" (2).
+    pub fn failure_code(&self) -> u8 {
+        match self {
+            Self::Check { .. } => 2,
+            _ => 1,
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! Each command: find the table, call the library, print. A location that is not a table
+//! (missing, a file, an empty folder, a scheme this build cannot open) is refused first,
+//! with exit code 2, before anything is read or written.
+
+use std::fmt::Display;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use xlake_hudi::HudiOptions;
+use xlake_iceberg::orphans::orphan_files;
+use xlake_iceberg::{IcebergTable, Retention};
+use xlake_sync::callback::serve;
+use xlake_sync::inspect::inspect;
+use xlake_sync::job::{run_once, JobConfig};
+use xlake_sync::locate::{locate, Located};
+use xlake_sync::snapshots::snapshots;
+use xlake_sync::{check_with, mirror_commit, sync, SyncOptions};
+
+use crate::args::{Command, TableArg, ViewArg, WriterArg};
+use crate::demo::{self, DemoError};
+use crate::out::outln;
+use crate::print;
+use crate::progress::Progress;
+use crate::signals::StopSignals;
+
+/// Why a command stopped, and the exit code that says so.
+#[derive(Debug)]
+pub struct Failure {
+    /// 1: it ran and failed; 2: it could not start.
+    pub code: u8,
+    /// One line for the operator.
+    pub message: String,
+}
+
+/// A command that could not start: bad input, a location that is not a table.
+fn usage(e: impl Display) -> Failure {
+    Failure {
+        code: 2,
+        message: e.to_string(),
+    }
+}
+
+impl<E: std::error::Error> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Self {
+            code: 1,
+            message: e.to_string(),
+        }
+    }
+}
+
+type Outcome = Result<ExitCode, Failure>;
+
+/// Run one command.
+pub async fn run(command: Command) -> Outcome {
+    match command {
+        Command::Demo { dir } => demo(&dir).await,
+        Command::Sync {
+            table: TableArg { table },
+            view,
+            skip_file_check,
+            from_latest,
+            writer,
+        } => {
+            source_table(&table).await?;
+            let options = SyncOptions {
+                skip_file_check,
+                from_latest,
+                ..options(&view, &writer)
+            };
+            sync_and_print(&table, &options).await
+        }
+        Command::Commit {
+            table: TableArg { table },
+            instant,
+            version,
+            view,
+            writer,
+        } => {
+            source_table(&table).await?;
+            let commit =
+                instant.unwrap_or_else(|| version.map(|v| v.to_string()).unwrap_or_default());
+            let mut progress = Progress::new();
+            let report = mirror_commit(&table, &options(&view, &writer), &commit, |m| {
+                progress.snapshot(&print::mirrored_line(m), m.remaining)
+            })
+            .await?;
+            outln!(
+                "{table}: source commit {commit} is mirrored ({} snapshots written)",
+                report.written.len()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Serve {
+            listen,
+            view,
+            writer,
+        } => {
+            let listener = tokio::net::TcpListener::bind(&listen).await?;
+            outln!("listening on {}", listener.local_addr()?);
+            serve(listener, options(&view, &writer)).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run {
+            config,
+            once,
+            every,
+        } => job(&config, every.filter(|_| !once)).await,
+        Command::Check {
+            table: TableArg { table },
+            deep,
+            all,
+            allowed_lag,
+            json,
+            view,
+        } => {
+            source_table(&table).await?;
+            let options = options(&view, &WriterArg::default());
+            let report = check_with(&table, &options, deep, all)
+                .await?
+                .with_allowed_lag(allowed_lag);
+            if json {
+                print::json(&report)?;
+            } else {
+                print::check(&report);
+            }
+            Ok(exit(report.consistent))
+        }
+        Command::Inspect {
+            table: TableArg { table },
+            json,
+            view,
+        } => {
+            source_table(&table).await?;
+            let report = inspect(&table, &options(&view, &WriterArg::default())).await?;
+            if json {
+                print::json(&report)?;
+            } else {
+                print::inspect(&report);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Expire {
+            table: TableArg { table },
+            keep_snapshots,
+            max_snapshot_age,
+            writer,
+        } => expire(&table, keep_snapshots, max_snapshot_age, &writer).await,
+        Command::Cleanup {
+            table: TableArg { table },
+            orphans: _,
+            older_than,
+            dry_run,
+        } => cleanup(&table, older_than, dry_run).await,
+        Command::Snapshots {
+            table: TableArg { table },
+            json,
+        } => {
+            let list = snapshots(any_table(&table).await?.store).await?;
+            if json {
+                print::json(&list)?;
+            } else {
+                print::snapshots(&list);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Exit 0 when `ok`, else 1.
+fn exit(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn options(view: &ViewArg, writer: &WriterArg) -> SyncOptions {
+    SyncOptions {
+        hudi: HudiOptions {
+            mor_read_optimized: view.mor_read_optimized,
+        },
+        single_writer: writer.single_writer,
+        ..Default::default()
+    }
+}
+
+/// Refuse (exit 2) a location without a Hudi or Delta table.
+async fn source_table(location: &str) -> Result<Located, Failure> {
+    locate(location)
+        .await
+        .and_then(Located::require_source)
+        .map_err(usage)
+}
+
+/// Refuse (exit 2) a location with neither a source table nor Iceberg metadata.
+async fn any_table(location: &str) -> Result<Located, Failure> {
+    locate(location)
+        .await
+        .and_then(Located::require_table)
+        .map_err(usage)
+}
+
+/// Now, in ms since the epoch.
+fn now_ms() -> Result<i64, Failure> {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH)?;
+    i64::try_from(now.as_millis()).map_err(usage)
+}
+
+async fn sync_and_print(table: &str, options: &SyncOptions) -> Outcome {
+    let mut progress = Progress::new();
+    let report = sync(table, options, |m| {
+        progress.snapshot(&print::mirrored_line(m), m.remaining)
+    })
+    .await?;
+    for note in &report.notes {
+        outln!("note: {note}");
+    }
+    match report.written.len() {
+        0 => outln!("{table}: up to date, nothing to mirror"),
+        n => outln!("{table}: {n} snapshots written"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn demo(dir: &Path) -> Outcome {
+    demo::unpack(dir).map_err(|e| match e {
+        DemoError::Refused(m) => usage(m),
+        DemoError::Failed(message) => Failure { code: 1, message },
+    })?;
+    let table = std::path::absolute(dir)?.display().to_string();
+    outln!("Unpacked a Hudi table (table version 9, copy-on-write, 12 instants) at {table}; mirroring it as Iceberg:");
+    sync_and_print(&table, &SyncOptions::default()).await?;
+    for line in demo::next_steps(&table) {
+        outln!("{line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn job(config: &Path, every: Option<Duration>) -> Outcome {
+    let text =
+        std::fs::read_to_string(config).map_err(|e| usage(format!("{}: {e}", config.display())))?;
+    let config =
+        JobConfig::parse(&text).map_err(|e| usage(format!("{}: {e}", config.display())))?;
+    let mut signals = StopSignals::install()?;
+    loop {
+        let results = run_once(&config, print::table_result).await;
+        let failed = results.iter().filter(|r| r.outcome.is_err()).count();
+        let written: usize = results
+            .iter()
+            .filter_map(|r| r.outcome.as_ref().ok())
+            .map(|r| r.written.len())
+            .sum();
+        outln!(
+            "{} tables: {} synced ({written} snapshots written), {failed} failed",
+            results.len(),
+            results.len() - failed
+        );
+        let Some(interval) = every else {
+            return Ok(exit(failed == 0));
+        };
+        if signals.within(interval).await {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+}
+
+async fn expire(
+    table: &str,
+    keep_snapshots: Option<usize>,
+    max_age: Option<Duration>,
+    writer: &WriterArg,
+) -> Outcome {
+    let located = any_table(table).await?;
+    if !located.iceberg {
+        outln!("{table}: no Iceberg metadata yet: nothing to expire");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let retention = Retention {
+        keep_snapshots,
+        max_age_ms: max_age
+            .map(|a| i64::try_from(a.as_millis()))
+            .transpose()
+            .map_err(usage)?,
+        now_ms: now_ms()?,
+    };
+    let store = located.store.with_single_writer(writer.single_writer);
+    let expired = IcebergTable::new(store).expire(&retention).await?;
+    for id in &expired.snapshots {
+        outln!("expired snapshot {id}");
+    }
+    outln!(
+        "{table}: {} snapshots expired, {} metadata files deleted",
+        expired.snapshots.len(),
+        expired.deleted_files.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn cleanup(table: &str, older_than: Duration, dry_run: bool) -> Outcome {
+    let store = any_table(table).await?.store;
+    let age_ms = i64::try_from(older_than.as_millis()).map_err(usage)?;
+    let found = orphan_files(&store, now_ms()?.saturating_sub(age_ms)).await?;
+    for path in &found {
+        if !dry_run {
+            store.delete(path).await?;
+        }
+        outln!(
+            "{} {}",
+            if dry_run { "would delete" } else { "deleted" },
+            store.absolute(path)
+        );
+    }
+    outln!("{table}: {} orphan metadata files", found.len());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,198 @@
+//! The human-readable output of each command (`--json` prints the library's reports as
+//! they are).
+
+use xlake_sync::check::Comparison;
+use xlake_sync::inspect::InspectReport;
+use xlake_sync::job::TableResult;
+use xlake_sync::snapshots::SnapshotList;
+use xlake_sync::{CheckReport, Mirrored};
+
+use crate::out::outln;
+
+/// Print `value` as pretty JSON.
+pub fn json(value: &impl serde::Serialize) -> Result<(), serde_json::Error> {
+    outln!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+/// The line of one snapshot written.
+pub fn mirrored_line(m: &Mirrored) -> String {
+    format!(
+        "{} {} {:<14} +{} -{} files -> snapshot {} (v{})",
+        m.commit.format.as_str(),
+        m.commit.id,
+        m.commit.action,
+        m.added,
+        m.removed,
+        m.committed.snapshot_id,
+        m.committed.version
+    )
+}
+
+/// One line per table of a job cycle.
+pub fn table_result(r: &TableResult) {
+    match &r.outcome {
+        Ok(report) => outln!(
+            "ok     {}: {} snapshots written{}",
+            r.location,
+            report.written.len(),
+            r.expired
+                .as_ref()
+                .filter(|e| !e.snapshots.is_empty())
+                .map_or(String::new(), |e| format!(
+                    ", {} expired",
+                    e.snapshots.len()
+                ))
+        ),
+        Err(e) => outln!("FAILED {}: {e}", r.location),
+    }
+}
+
+/// The snapshot list as a table.
+pub fn snapshots(list: &SnapshotList) {
+    let Some(version) = list.version else {
+        outln!(
+            "{}: no Iceberg metadata yet (run xlake sync first)",
+            list.table
+        );
+        return;
+    };
+    outln!("{}: metadata/v{version}.metadata.json", list.table);
+    outln!(
+        "{:>4}  {:<20}  {:<24}  {:<9}  source commit",
+        "seq",
+        "snapshot",
+        "time",
+        "operation"
+    );
+    for s in &list.snapshots {
+        let source = match (&s.source_format, &s.source_operation, &s.source_commit) {
+            (Some(f), Some(id), _) | (Some(f), None, Some(id)) => format!("{f} {id}"),
+            _ => "-".to_string(),
+        };
+        outln!(
+            "{:>4}  {:<20}  {:<24}  {:<9}  {source}",
+            s.sequence_number,
+            s.snapshot_id,
+            s.time,
+            s.operation
+        );
+    }
+}
+
+/// The health report.
+pub fn inspect(r: &InspectReport) {
+    outln!("{}", r.table);
+    if let Some(d) = &r.delta {
+        let checkpoint = match (d.last_checkpoint, d.versions_since_checkpoint) {
+            (Some(c), since) => format!(
+                "last checkpoint {c}; {} versions since it",
+                since.unwrap_or(0)
+            ),
+            (None, since) => format!(
+                "no checkpoint: readers replay all {} versions from JSON",
+                since.unwrap_or(0)
+            ),
+        };
+        outln!(
+            "  delta:   _delta_log {} files, {} bytes; latest version {}; {checkpoint}",
+            d.log.files,
+            d.log.bytes,
+            d.latest_version.map_or("none".into(), |v| v.to_string()),
+        );
+    }
+    if let Some(h) = &r.hudi {
+        outln!(
+            "  hudi:    {}; .hoodie {} files, {} bytes; {} completed, {} pending, {} archived files; {} file groups, {} base files; metadata table {}",
+            h.table,
+            h.timeline.files,
+            h.timeline.bytes,
+            h.completed_instants,
+            h.pending_instants,
+            h.archived_files,
+            h.file_groups,
+            h.base_files,
+            if h.metadata_table { "on" } else { "off" }
+        );
+    }
+    let i = &r.iceberg;
+    match i.version {
+        None => outln!("  iceberg: no metadata yet (run xlake sync first)"),
+        Some(v) => outln!(
+            "  iceberg: metadata/ {} files, {} bytes; v{v} ({} bytes); {} snapshots; {} manifests in the current one; {} orphan files; partitioning [{}]",
+            i.metadata.files,
+            i.metadata.bytes,
+            i.current_metadata_bytes,
+            i.snapshots,
+            i.manifests,
+            i.orphan_files,
+            i.partitioning.join(", ")
+        ),
+    }
+    for d in &r.degraded {
+        outln!("  degraded: {d}");
+    }
+}
+
+/// The check report (`consistent` as judged with the report's allowed lag).
+pub fn check(r: &CheckReport) {
+    let state = if r.consistent {
+        "consistent"
+    } else {
+        "NOT CONSISTENT"
+    };
+    outln!("{} ({}): {state}", r.table, r.format);
+    outln!(
+        "  {} completed source commits, {} snapshots in the current ancestry, {} before mirroring began",
+        r.source_commits, r.snapshots, r.before_mirroring
+    );
+    let allowed = match r.allowed_lag {
+        0 => String::new(),
+        n => format!(" (up to {n} allowed)"),
+    };
+    outln!("  lag: {} commits, {} ms{allowed}", r.lag_commits, r.lag_ms);
+    for id in &r.missing {
+        outln!(
+            "  missing: source commit {id} is completed in {} but missing from iceberg",
+            r.format.to_lowercase()
+        );
+    }
+    for u in &r.unknown {
+        outln!("  unknown: snapshot {} records source commit {}, which the source no longer has as completed", u.snapshot_id, u.commit);
+    }
+    for id in &r.duplicates {
+        outln!("  duplicate: source commit {id} is recorded by more than one snapshot");
+    }
+    for id in &r.out_of_order {
+        outln!(
+            "  out of order: the snapshot of source commit {id} comes after that of a later commit"
+        );
+    }
+    if r.deep {
+        deep(&r.compared);
+    }
+}
+
+/// What a deep check compared, then each difference.
+fn deep(compared: &[Comparison]) {
+    let differences: usize = compared.iter().map(|c| c.differences.len()).sum();
+    let found = match differences {
+        0 => "no differences".to_string(),
+        n => format!("{n} differences"),
+    };
+    match compared {
+        [] => outln!("  deep: no snapshot records a source commit: nothing to compare"),
+        [c] => outln!(
+            "  deep: compared snapshot {} (source commit {}): {} data files in the snapshot, {} live in the source: {found}",
+            c.snapshot_id, c.commit, c.snapshot_files, c.source_files
+        ),
+        all => outln!(
+            "  deep: compared {} snapshots with the source's live files after each one's commit ({} data files in all): {found}",
+            all.len(),
+            all.iter().map(|c| c.snapshot_files).sum::<usize>()
+        ),
+    }
+    for d in compared.iter().flat_map(|c| &c.differences) {
+        outln!("  file: {d}");
+    }
+}
