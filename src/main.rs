@@ -56,6 +56,11 @@ enum Command {
         /// without put-if-absent (conditional writes), whose commits are then not atomic.
         #[arg(long)]
         single_writer: bool,
+        /// The table folder was copied or moved: mirror the source's history afresh here,
+        /// then set the old metadata (which names the old place) aside in
+        /// `metadata.relocated-<time>/`. See docs/relocation.md.
+        #[arg(long)]
+        rebuild: bool,
     },
     /// In-commit mode over HTTP: answer Hudi's write-commit callback
     /// (`hoodie.write.commit.callback.http.url`), mirroring each commit before answering
@@ -376,12 +381,14 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             skip_file_check,
             from_latest,
             single_writer,
+            rebuild,
         } => {
             let options = SyncOptions {
                 hudi: HudiOptions { mor_read_optimized },
                 skip_file_check,
                 from_latest,
                 single_writer,
+                rebuild,
                 ..Default::default()
             };
             let mut progress = Progress::new();
@@ -395,6 +402,14 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             match report.written.len() {
                 0 => println!("{table}: up to date, nothing to mirror"),
                 n => println!("{table}: {n} snapshots written"),
+            }
+            if let Some(r) = &report.rebuilt {
+                println!(
+                    "{table}: rebuilt here; the old metadata (written for {}) was moved, not deleted, to {} ({} files)",
+                    r.old_locations.join(", "),
+                    r.set_aside_in,
+                    r.files
+                );
             }
         }
         Command::Snapshots { table } => {
@@ -559,6 +574,9 @@ fn print_inspect(r: &InspectReport) {
         i.orphan_files,
         i.partitioning.join(", ")
     );
+    for old in &i.relocated_from {
+        println!("  relocated: metadata/ holds Iceberg metadata written for {old}, not for this location (the folder was copied or moved); orphans are not counted. Run `xlake sync --rebuild {}`", r.table);
+    }
     for d in &r.degraded {
         println!("  degraded: {d}");
     }
@@ -595,5 +613,8 @@ fn print_check(r: &CheckReport, allowed_lag: usize) {
     }
     for d in &r.file_differences {
         println!("  file: {d}");
+    }
+    if let Some(old) = &r.relocated_from {
+        println!("  relocated: the Iceberg metadata was written for {old}, but the table is at {} (copied or moved): its paths point at the old place. Run `xlake sync --rebuild {}`", r.table, r.table);
     }
 }

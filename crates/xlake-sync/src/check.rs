@@ -47,6 +47,9 @@ pub struct CheckReport {
     pub lag_ms: i64,
     /// With `deep`: how the current snapshot's live files differ from the source's.
     pub file_differences: Vec<String>,
+    /// The location the current metadata was written for, when it is not this table's
+    /// (the folder was copied or moved): every path in it points at the old place.
+    pub relocated_from: Option<String>,
 }
 
 impl CheckReport {
@@ -66,6 +69,7 @@ impl CheckReport {
             && self.duplicates.is_empty()
             && self.out_of_order.is_empty()
             && self.file_differences.is_empty()
+            && self.relocated_from.is_none()
     }
 }
 
@@ -98,7 +102,12 @@ pub async fn check_with(
 ) -> Result<CheckReport, SyncError> {
     let store = TableStore::open(location)?;
     let table = IcebergTable::new(store.clone());
-    let loaded = table.load().await?;
+    // A copied or moved table is reported, not refused: that is a finding.
+    let loaded = table.load_as_found().await?;
+    let relocated_from = loaded
+        .as_ref()
+        .and_then(|l| table.recorded_elsewhere(l))
+        .map(str::to_string);
     if let Some(loaded) = &loaded {
         // Readers other than Java read exactly the hint: it must name the current version.
         let hint = store.get("metadata/version-hint.text").await.map_err(|e| match e {
@@ -130,6 +139,7 @@ pub async fn check_with(
         format: format.into(),
         source_commits: listing.commits.len(),
         snapshots: ancestry.len(),
+        relocated_from,
         ..Default::default()
     };
 
@@ -193,7 +203,8 @@ pub async fn check_with(
     if let (Some(n), Some(last)) = (newest, listing.commits.last()) {
         report.lag_ms = (last.time_ms - listing.commits[n].time_ms).max(0);
     }
-    if deep {
+    // (A relocated table's files are named at the old place: nothing to compare.)
+    if deep && report.relocated_from.is_none() {
         let snapshot_of: HashMap<String, i64> = ancestry
             .iter()
             .filter_map(|(id, _, m)| Some((m.as_ref()?.source_identifier.clone()?, *id)))
