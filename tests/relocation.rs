@@ -1,5 +1,6 @@
 //! A table folder copied or moved keeps Iceberg metadata naming the old place. Every
-//! command that writes or cleans refuses it naming both places, `check` fails, `inspect`
+//! command that writes or cleans (sync, commit, serve, run, cleanup, expire) refuses it
+//! naming both places, `check` fails, `inspect`
 //! reports it, nothing is deleted; `sync --rebuild` mirrors it afresh at the new place and
 //! sets the old metadata aside. And `vN.metadata.json` lists snapshots in commit order.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -179,6 +180,39 @@ fn rebuild(table: &Path, old_metadata: &BTreeMap<PathBuf, Vec<u8>>) -> PathBuf {
     aside[0].clone()
 }
 
+/// `xlake serve` answering Hudi's commit callback for `instant` of `table`: status, body.
+fn serve_callback(table: &Path, instant: &str) -> (u16, String) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_xlake"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
+    let body = serde_json::json!({"commitTime": instant, "basePath": s(table)}).to_string();
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        stream,
+        "POST /hudi HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    server.kill().unwrap();
+    let _ = server.wait();
+    let status = response.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (status, response)
+}
+
 #[test]
 fn a_copied_table_is_refused_then_rebuilt_and_the_original_is_untouched() {
     let (dir, root) = common::hudi::extract("sample_table_cow_v9_txns_simple_nometa");
@@ -190,6 +224,14 @@ fn a_copied_table_is_refused_then_rebuilt_and_the_original_is_untouched() {
     let old_metadata = tree(&root.join("metadata"));
     let newest = common::hudi::data_instants(&root).last().unwrap().0.clone();
     assert_refused_everywhere(&root, &copy, &["--instant", &newest]);
+    let before = tree(&copy);
+    let (status, body) = serve_callback(&copy, &newest);
+    assert_eq!(status, 500, "{body}");
+    assert!(
+        body.contains(s(&root)) && body.contains(s(&copy)) && body.contains("--rebuild"),
+        "{body}"
+    );
+    assert!(tree(&copy) == before, "the callback changed the copy");
     rebuild(&copy, &old_metadata);
     assert!(tree(&root) == original, "the original changed");
     // The original is still a table of its own.
