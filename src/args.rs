@@ -94,6 +94,11 @@ pub enum Command {
         /// On a first sync, write one snapshot of the current state, not the history.
         #[arg(long)]
         from_latest: bool,
+        /// The table folder was copied or moved: mirror the source's history afresh here,
+        /// then set the old metadata (which names the old place) aside in
+        /// `metadata.relocated-<time>/`. See docs/relocation.md.
+        #[arg(long)]
+        rebuild: bool,
         #[command(flatten)]
         writer: WriterArg,
     },

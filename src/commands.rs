@@ -61,12 +61,14 @@ pub async fn run(command: Command) -> Outcome {
             view,
             skip_file_check,
             from_latest,
+            rebuild,
             writer,
         } => {
             source_table(&table).await?;
             let options = SyncOptions {
                 skip_file_check,
                 from_latest,
+                rebuild,
                 ..options(&view, &writer)
             };
             sync_and_print(&table, &options).await
@@ -221,6 +223,14 @@ async fn sync_and_print(table: &str, options: &SyncOptions) -> Outcome {
     match report.written.len() {
         0 => outln!("{table}: up to date, nothing to mirror"),
         n => outln!("{table}: {n} snapshots written"),
+    }
+    if let Some(r) = &report.rebuilt {
+        outln!(
+            "{table}: rebuilt here; the old metadata (written for {}) was moved, not deleted, to {} ({} files)",
+            r.old_locations.join(", "),
+            r.set_aside_in,
+            r.files
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -129,6 +129,9 @@ pub fn inspect(r: &InspectReport) {
             i.partitioning.join(", ")
         ),
     }
+    for old in &i.relocated_from {
+        outln!("  relocated: metadata/ holds Iceberg metadata written for {old}, not for this location (the folder was copied or moved); orphans are not counted. Run `xlake sync --rebuild {}`", r.table);
+    }
     for d in &r.degraded {
         outln!("  degraded: {d}");
     }
@@ -170,6 +173,9 @@ pub fn check(r: &CheckReport) {
     }
     if r.deep {
         deep(&r.compared);
+    }
+    if let Some(old) = &r.relocated_from {
+        outln!("  relocated: the Iceberg metadata was written for {old}, but the table is at {} (copied or moved): its paths point at the old place. Run `xlake sync --rebuild {}`", r.table, r.table);
     }
 }
 

@@ -83,6 +83,17 @@ pub enum IcebergError {
         /// What is wrong.
         reason: String,
     },
+    /// The current metadata was written for another location: the table folder was copied
+    /// or moved, and its manifests and data file paths still point at the old place.
+    #[error("{table}: {file} was written for the table at {recorded}, not at {table}: the table folder was copied or moved, and its Iceberg metadata still points at the old place. Nothing was changed; run `xlake sync --rebuild {table}` to mirror the table afresh here (the old metadata is set aside, not deleted)")]
+    Relocated {
+        /// Table location (where the table is now).
+        table: String,
+        /// The `vN.metadata.json` read.
+        file: String,
+        /// The location that metadata records.
+        recorded: String,
+    },
     /// Another writer committed this version first; nothing was overwritten. Re-plan.
     #[error("{table}: another writer committed metadata/v{version}.metadata.json first; nothing was overwritten, re-plan and retry")]
     CommitConflict {

@@ -7,6 +7,8 @@
 //! | module | what it does |
 //! |---|---|
 //! | [`table`] | [`IcebergTable`]: load the current `vN.metadata.json`, commit a change set atomically |
+//! | [`encode`] | the bytes of `vN.metadata.json`: snapshots in commit order, as Java writes them |
+//! | [`relocation`] | a copied or moved table: its old metadata files, set aside for a rebuild |
 //! | [`schema`] | neutral schema to Iceberg schema with stable field ids; the name mapping |
 //! | [`partition`] | partition specs and partition tuples |
 //! | [`value`] | neutral values to Iceberg datums (bounds, partition values); bound truncation |
@@ -24,6 +26,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod deletes;
+pub mod encode;
 pub mod error;
 pub mod expire;
 pub mod footer;
@@ -31,6 +34,7 @@ mod manifest;
 pub mod merge;
 pub mod orphans;
 pub mod partition;
+pub mod relocation;
 pub mod schema;
 pub mod summary;
 pub mod table;

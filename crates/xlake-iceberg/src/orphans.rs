@@ -1,6 +1,7 @@
 //! Orphan metadata files: manifests, manifest lists and delete files left by attempts that
 //! never committed (a lost race, a crash before `vN.metadata.json`). Only files under
-//! `metadata/` are ever considered, so data files are never touched.
+//! `metadata/` are ever considered, so data files are never touched; and none while the
+//! folder holds metadata written for another location (a copied or moved table).
 
 use std::collections::HashSet;
 
@@ -21,6 +22,15 @@ async fn referenced(store: &TableStore, metadata_files: &[String]) -> Result<Has
     for path in metadata_files {
         let bytes = store.get(path).await?;
         let metadata = crate::table::parse_metadata(&bytes).map_err(|e| corrupt(path, e))?;
+        // A copied or moved table's versions name the old place: every file here would
+        // look unreferenced. Nothing is an orphan until a rebuild sets that history aside.
+        if !store.is_here(metadata.location()) {
+            return Err(IcebergError::Relocated {
+                table: store.location().to_string(),
+                file: store.absolute(path),
+                recorded: metadata.location().to_string(),
+            });
+        }
         lists.extend(metadata.snapshots().map(|s| s.manifest_list().to_string()));
     }
     let mut out: HashSet<String> = HashSet::new();
@@ -46,15 +56,11 @@ async fn referenced(store: &TableStore, metadata_files: &[String]) -> Result<Has
 }
 
 /// Files under `metadata/` that no retained metadata version references and that were last
-/// modified before `cutoff_ms` (ms since the epoch), as table-relative paths.
+/// modified before `cutoff_ms` (ms since the epoch), as table-relative paths. Refuses
+/// ([`IcebergError::Relocated`]) while any version there was written for another location.
 pub async fn orphan_files(store: &TableStore, cutoff_ms: i64) -> Result<Vec<String>> {
     let listed = store.list_recursive("metadata").await?;
-    let is_version = |p: &str| {
-        p.rsplit('/')
-            .next()
-            .and_then(|n| n.strip_prefix('v')?.strip_suffix(".metadata.json"))
-            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-    };
+    let is_version = crate::relocation::is_version_file;
     let versions: Vec<String> = listed
         .iter()
         .filter(|e| is_version(&e.path))

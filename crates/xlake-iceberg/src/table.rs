@@ -23,6 +23,7 @@ use xlake_model::{ChangeSet, DataFile, FileFormat};
 use xlake_storage::{PutOutcome, RetryPolicy, StorageError, TableStore};
 
 use crate::deletes::position_delete_file;
+use crate::encode::metadata_json;
 use crate::error::{IcebergError, Result};
 use crate::footer::{footer_stats, read_footer};
 use crate::manifest::{read_entries, read_manifest_list, write_manifest, write_manifest_list};
@@ -196,8 +197,32 @@ impl IcebergTable {
     }
 
     /// The current version, or `None` when no Iceberg table exists yet. Refuses metadata
-    /// that xlake (or XTable) did not write.
+    /// that xlake (or XTable) did not write, and metadata written for another location
+    /// ([`IcebergError::Relocated`]: the table folder was copied or moved).
     pub async fn load(&self) -> Result<Option<LoadedTable>> {
+        let loaded = self.load_as_found().await?;
+        if let Some(l) = &loaded {
+            if let Some(recorded) = self.recorded_elsewhere(l) {
+                return Err(IcebergError::Relocated {
+                    table: self.table(),
+                    file: self.store.absolute(&metadata_file(l.version)),
+                    recorded: recorded.to_string(),
+                });
+            }
+        }
+        Ok(loaded)
+    }
+
+    /// The location `loaded` records, when it is not this table's: the folder was copied or
+    /// moved since (see [`TableStore::is_here`] for what counts as the same place).
+    pub fn recorded_elsewhere<'a>(&self, loaded: &'a LoadedTable) -> Option<&'a str> {
+        let recorded = loaded.metadata.location();
+        (!self.store.is_here(recorded)).then_some(recorded)
+    }
+
+    /// [`Self::load`], also when the metadata was written for another location (for
+    /// reports, and to rebuild; see [`Self::recorded_elsewhere`]).
+    pub async fn load_as_found(&self) -> Result<Option<LoadedTable>> {
         let hinted = match self.store.get(VERSION_HINT).await {
             Ok(bytes) => Some(parse_hint(&bytes).map_err(|e| self.corrupt(VERSION_HINT, e))?),
             Err(StorageError::NotFound { .. }) => None,
@@ -289,7 +314,7 @@ impl IcebergTable {
         }
         // Compact, as Java writes it: every reader loads every `vN` whole, and indentation
         // was a fifth of its bytes.
-        let body = serde_json::to_vec(metadata)
+        let body = metadata_json(metadata)
             .map_err(|e| before(self.corrupt(&metadata_file(version), e)))?;
         // A failure after the write comes after the object was created.
         let after = |error: IcebergError| Unpublished {
@@ -414,7 +439,9 @@ impl IcebergTable {
     /// loaded makes the put-if-absent of the next version fail: the result is then
     /// [`IcebergError::CommitConflict`], and the caller re-plans. A change set that cannot
     /// be committed ends the batch: the ones before it are published, and its error
-    /// returned beside them.
+    /// returned beside them. A `base` written for another location (a copied or moved
+    /// table, from [`Self::load_as_found`]) is replaced, not built on: the batch starts a
+    /// new history in the version after it (`xlake sync --rebuild`).
     pub async fn commit_batch_on(
         &self,
         base: Option<LoadedTable>,
@@ -437,9 +464,13 @@ impl IcebergTable {
         changes: &[&ChangeSet],
     ) -> Batch {
         let mut batch = Batch::default();
+        let next_version = loaded.as_ref().map_or(1, |l| l.version + 1);
+        let on = loaded
+            .as_ref()
+            .filter(|l| self.recorded_elsewhere(l).is_none());
         let mut draft = Draft {
-            base: loaded.as_ref(),
-            metadata: loaded.as_ref().map(|l| l.metadata.clone()),
+            base: on,
+            metadata: on.map(|l| l.metadata.clone()),
             expired_logs: Vec::new(),
             last_list: None,
         };
@@ -471,10 +502,7 @@ impl IcebergTable {
         let Some(metadata) = draft.metadata.filter(|_| !staged.is_empty()) else {
             return batch;
         };
-        let version = match self
-            .publish(loaded.as_ref().map_or(1, |l| l.version + 1), &metadata)
-            .await
-        {
+        let version = match self.publish(next_version, &metadata).await {
             Ok(version) => version,
             Err(Unpublished {
                 error,

@@ -526,6 +526,29 @@ impl TableStore {
         }
     }
 
+    /// Whether `location` (a table location recorded in metadata) names this table root.
+    /// Spellings of one place are the same: `file:///a/t`, `file:/a/t` and `/a/t`, with or
+    /// without a trailing slash; local paths are compared in canonical form (symlinks
+    /// resolved, as far as the path exists), so a table reached through a link is at home;
+    /// URLs by scheme (`s3a://` and `s3n://` as `s3://`), authority and path. A copied or
+    /// moved table's metadata names another place.
+    pub fn is_here(&self, location: &str) -> bool {
+        match (local_path(location), local_path(&self.location)) {
+            (Some(there), Some(here)) => there == here || canonical(&there) == canonical(&here),
+            (None, None) => remote_key(location) == remote_key(&self.location),
+            _ => false,
+        }
+    }
+
+    /// Move an object within the store (replacing anything at `to`). On local disk a
+    /// rename; elsewhere a copy, then a delete of the original.
+    pub async fn rename(&self, from: &str, to: &str) -> Result<(), StorageError> {
+        let (source, target) = (self.object_path(from)?, self.object_path(to)?);
+        self.retrying(from, || self.store.rename(&source, &target))
+            .await
+            .map_err(|e| self.backend_error(from, e))
+    }
+
     /// The path relative to the table root, if the location lies under it.
     pub fn relative<'a>(&self, path: &'a str) -> Option<&'a str> {
         if !is_absolute(path) {
@@ -732,6 +755,61 @@ impl TableStore {
     }
 }
 
+/// A location as a local path: a `file:` URL or a plain path; `None` for other URLs.
+fn local_path(location: &str) -> Option<std::path::PathBuf> {
+    let trimmed = location.trim_end_matches('/');
+    let trimmed = if trimmed.is_empty() && !location.is_empty() {
+        "/"
+    } else {
+        trimmed
+    };
+    match Url::parse(trimmed) {
+        Ok(url) if url.scheme() == "file" => url.to_file_path().ok(),
+        Ok(url) if url.scheme().len() > 1 => None,
+        // Lexically tidy: `a//b`, `a/./b` name `a/b`.
+        _ => Some(std::path::Path::new(trimmed).components().collect()),
+    }
+}
+
+/// A local path with symlinks resolved as far as it exists (a moved table's old path may
+/// be gone, while a parent of it is a link).
+fn canonical(path: &std::path::Path) -> std::path::PathBuf {
+    let mut rest = Vec::new();
+    let mut at = path;
+    loop {
+        if let Ok(real) = std::fs::canonicalize(at) {
+            return rest.iter().rev().fold(real, |p, name| p.join(name));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// A remote location in comparable form: `scheme://authority/path`, the scheme lower case
+/// with Hadoop's `s3a`/`s3n` read as `s3`, no trailing slash.
+fn remote_key(location: &str) -> String {
+    let trimmed = location.trim_end_matches('/');
+    match Url::parse(trimmed) {
+        Ok(url) => {
+            let scheme = match url.scheme() {
+                "s3a" | "s3n" => "s3",
+                other => other,
+            };
+            format!(
+                "{scheme}://{}{}",
+                url.authority(),
+                url.path().trim_end_matches('/')
+            )
+        }
+        Err(_) => trimmed.to_string(),
+    }
+}
+
 fn is_absolute(path: &str) -> bool {
     path.starts_with('/') || path.contains("://")
 }
@@ -823,6 +901,53 @@ mod tests {
                 "{location}"
             );
         }
+    }
+
+    #[test]
+    fn a_location_is_here_in_any_spelling_and_through_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let path = real.to_str().unwrap();
+        let store = TableStore::open(path).unwrap();
+        for same in [
+            path.to_string(),
+            format!("{path}/"),
+            format!("file://{path}"),
+            format!("file:{path}/"),
+            format!("{}/./real", dir.path().display()),
+            link.to_str().unwrap().to_string(),
+        ] {
+            assert!(store.is_here(&same), "{same}");
+        }
+        // Opened through the link, the recorded real path is here too.
+        assert!(TableStore::open(link.to_str().unwrap())
+            .unwrap()
+            .is_here(path));
+        for other in [
+            format!("{path}-copy"),
+            dir.path().join("gone/t").to_str().unwrap().to_string(),
+            format!("s3://bucket{path}"),
+        ] {
+            assert!(!store.is_here(&other), "{other}");
+        }
+        // A moved table: its old place no longer exists.
+        let moved = dir.path().join("moved");
+        std::fs::rename(&real, &moved).unwrap();
+        let store = TableStore::open(moved.to_str().unwrap()).unwrap();
+        assert!(!store.is_here(path));
+    }
+
+    #[test]
+    fn remote_locations_compare_by_scheme_authority_and_path() {
+        let key = |l: &str| remote_key(l);
+        assert_eq!(key("s3://b/t/"), key("s3a://b/t"));
+        assert_eq!(key("s3n://b/t"), key("S3://b/t"));
+        assert_ne!(key("s3://b/t"), key("s3://b/t2"));
+        assert_ne!(key("s3://b/t"), key("s3://c/t"));
+        assert_ne!(key("s3://b/t"), key("gs://b/t"));
     }
 
     /// A store over `dir` through a [`faults::FaultyStore`], named as a remote location

@@ -72,6 +72,9 @@ pub struct CheckReport {
     pub allowed_lag: usize,
     /// [`Self::consistent_within`] `allowed_lag`: what the exit code says.
     pub consistent: bool,
+    /// The location the current metadata was written for, when it is not this table's
+    /// (the folder was copied or moved): every path in it points at the old place.
+    pub relocated_from: Option<String>,
 }
 
 impl CheckReport {
@@ -98,6 +101,7 @@ impl CheckReport {
             && self.duplicates.is_empty()
             && self.out_of_order.is_empty()
             && self.file_differences.is_empty()
+            && self.relocated_from.is_none()
     }
 }
 
@@ -130,8 +134,13 @@ pub async fn check_with(
 ) -> Result<CheckReport, SyncError> {
     let store = TableStore::open(location)?;
     let table = IcebergTable::new(store.clone());
-    let loaded = table.load().await?;
+    // A copied or moved table is reported, not refused: that is a finding.
+    let loaded = table.load_as_found().await?;
     let options = &crate::with_recorded_view(options, loaded.as_ref());
+    let relocated_from = loaded
+        .as_ref()
+        .and_then(|l| table.recorded_elsewhere(l))
+        .map(str::to_string);
     if let Some(loaded) = &loaded {
         // Readers other than Java read exactly the hint: it must name the current version.
         let hint = store.get("metadata/version-hint.text").await.map_err(|e| match e {
@@ -163,6 +172,7 @@ pub async fn check_with(
         format: format.into(),
         source_commits: listing.commits.len(),
         snapshots: ancestry.len(),
+        relocated_from,
         ..Default::default()
     };
 
@@ -226,7 +236,8 @@ pub async fn check_with(
     if let (Some(n), Some(last)) = (newest, listing.commits.last()) {
         report.lag_ms = (last.time_ms - listing.commits[n].time_ms).max(0);
     }
-    if deep {
+    // (A relocated table's files are named at the old place: nothing to compare.)
+    if deep && report.relocated_from.is_none() {
         let snapshot_of: HashMap<String, i64> = ancestry
             .iter()
             .filter_map(|(id, _, m)| Some((m.as_ref()?.source_identifier.clone()?, *id)))

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use xlake_hudi::properties::{KeyGenerator, TableType};
 use xlake_iceberg::orphans::orphan_files;
+use xlake_iceberg::relocation::foreign_versions;
 use xlake_iceberg::IcebergTable;
 use xlake_storage::{Entry, TableStore};
 
@@ -75,8 +76,12 @@ pub struct IcebergHealth {
     pub snapshots: usize,
     /// Manifests of the current snapshot.
     pub manifests: usize,
-    /// Metadata files no retained version references.
+    /// Metadata files no retained version references (not counted while
+    /// `relocated_from` is set: then nothing is an orphan).
     pub orphan_files: usize,
+    /// The location(s) metadata versions in `metadata/` were written for, when not this
+    /// table's: the folder was copied or moved (`xlake sync --rebuild` mirrors it afresh).
+    pub relocated_from: Vec<String>,
     /// Partition fields of the current spec (`transform(column)`), empty if unpartitioned.
     pub partitioning: Vec<String>,
 }
@@ -100,7 +105,8 @@ pub struct InspectReport {
 pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectReport, SyncError> {
     let store = TableStore::open(location)?;
     let iceberg = IcebergTable::new(store.clone());
-    let loaded = iceberg.load().await?;
+    // A copied or moved table is reported, not refused.
+    let loaded = iceberg.load_as_found().await?;
     let options = crate::with_recorded_view(options, loaded.as_ref());
     let (source, _) = Source::open(store.clone(), &options).await?;
     let mut report = InspectReport {
@@ -178,6 +184,14 @@ pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectRep
         }
     }
     if let Some(loaded) = loaded {
+        let mut relocated_from: Vec<String> = foreign_versions(&store)
+            .await?
+            .into_iter()
+            .map(|v| v.recorded)
+            .collect();
+        relocated_from.sort();
+        relocated_from.dedup();
+        let at_home = iceberg.recorded_elsewhere(&loaded).is_none();
         let m = &loaded.metadata;
         let metadata = store.list_recursive("metadata").await?;
         let current_path = format!("metadata/v{}.metadata.json", loaded.version);
@@ -189,8 +203,17 @@ pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectRep
                 .find(|e| e.path == current_path)
                 .map_or(0, |e| e.size),
             snapshots: m.snapshots().count(),
-            manifests: iceberg.current_manifests().await?,
-            orphan_files: orphan_files(&store, i64::MAX).await?.len(),
+            manifests: if at_home {
+                iceberg.current_manifests().await?
+            } else {
+                0
+            },
+            orphan_files: if relocated_from.is_empty() {
+                orphan_files(&store, i64::MAX).await?.len()
+            } else {
+                0
+            },
+            relocated_from,
             partitioning: m
                 .default_partition_spec()
                 .fields()

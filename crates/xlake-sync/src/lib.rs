@@ -16,6 +16,7 @@
 //! | [`job`] | the scheduled job over the tables of a config file |
 //! | [`snapshots`](snapshots::snapshots) | the snapshot list and the source commit each records |
 //! | [`locate`](locate::locate) | what a location holds (source table, Iceberg metadata), before a command acts |
+//! | [`rebuild`] | `sync --rebuild`: a copied or moved table mirrored afresh at its new place |
 //! | [`SyncError`] | errors of the engine and of the crates it drives |
 //!
 //! A commit the target has no snapshot for is pending, unless it is older than the oldest
@@ -28,6 +29,7 @@ pub mod check;
 pub mod inspect;
 pub mod job;
 pub mod locate;
+pub mod rebuild;
 pub mod snapshots;
 
 pub use check::{check, check_with, CheckReport};
@@ -76,6 +78,14 @@ pub enum SyncError {
         /// Table location.
         table: String,
     },
+    /// `--rebuild` could not write a history at the table's new location.
+    #[error("{table}: rebuild: {reason}")]
+    Rebuild {
+        /// Table location.
+        table: String,
+        /// Why.
+        reason: String,
+    },
     /// In-commit mode: the named commit is not (or cannot be) mirrored.
     #[error("{table}: source commit {commit} is not mirrored: {reason}")]
     NotMirrored {
@@ -103,6 +113,10 @@ pub struct SyncOptions {
     /// The operator vouches that only this process writes the table's Iceberg metadata:
     /// a store without put-if-absent is then accepted.
     pub single_writer: bool,
+    /// The table folder was copied or moved (its metadata records another location):
+    /// mirror the source's history afresh here, then set the old metadata files aside
+    /// (see [`rebuild`]). On a table at home, a plain sync.
+    pub rebuild: bool,
 }
 
 /// Open the table root at `location` as `options` say.
@@ -159,6 +173,8 @@ pub struct SyncReport {
     pub written: Vec<Mirrored>,
     /// Notes for the operator from the source.
     pub notes: Vec<String>,
+    /// With [`SyncOptions::rebuild`]: the old history set aside, if there was one.
+    pub rebuilt: Option<rebuild::Rebuilt>,
 }
 
 /// A source of either format.
@@ -306,13 +322,25 @@ async fn run(
     'plan: loop {
         // One read of the metadata per plan: it gives the mirrored commits and is the base
         // the first batch builds on; each batch hands the next the version it published.
-        let mut base = target.load().await?;
+        // A relocated table is refused, unless rebuilding: then its metadata mirrors
+        // nothing here, and the first batch starts a new history after it.
+        let mut base = if options.rebuild {
+            target.load_as_found().await?
+        } else {
+            target.load().await?
+        };
+        let relocated = base
+            .as_ref()
+            .is_some_and(|l| target.recorded_elsewhere(l).is_some());
         // A writer that died (or lost the reply) between its metadata file and the hint
         // left readers that trust the hint on an old version: point it right first.
-        if let Some(loaded) = base.as_mut() {
+        if let Some(loaded) = base.as_mut().filter(|_| !relocated) {
             target.heal_hint(loaded).await?;
         }
-        let (_, synced) = base.as_ref().map_or((None, Vec::new()), |l| l.head());
+        let (_, synced) = base
+            .as_ref()
+            .filter(|_| !relocated)
+            .map_or((None, Vec::new()), |l| l.head());
         let mirrored: BTreeSet<String> = synced
             .into_iter()
             .filter_map(|(_, m)| m.source_identifier)
@@ -395,10 +423,16 @@ async fn run(
         let until_mirrored = until.is_some_and(|u| {
             mirrored.contains(u) || report.written.iter().any(|m| m.commit.id == u)
         });
-        return match stopped {
-            Some(e) if !reached => Err(e),
-            _ => Ok((report, until_mirrored)),
-        };
+        if let Some(e) = stopped.filter(|_| !reached) {
+            return Err(e);
+        }
+        if options.rebuild {
+            report.rebuilt = rebuild::set_aside_old_history(&store).await?;
+            if report.rebuilt.is_none() {
+                report.notes.push("--rebuild: the Iceberg metadata here already belongs to this location; nothing to set aside".into());
+            }
+        }
+        return Ok((report, until_mirrored));
     }
 }
 
