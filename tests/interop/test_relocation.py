@@ -2,7 +2,8 @@
 original deleted: pyiceberg and DuckDB read, at every source commit's snapshot, the rows the
 source engine (hudi-rs, delta-rs) returns. And snapshots come out in commit order as
 pyiceberg lists them (`snapshots()[0]` is the first commit), also for a table whose
-metadata an older xlake wrote with the list scrambled, once it has committed again."""
+metadata an older xlake wrote with the list scrambled, once it has committed again. The
+same copy and rebuild on S3 (moto), between two prefixes of a bucket."""
 import json
 import pathlib
 import random
@@ -13,7 +14,9 @@ import pytest
 import delta_source as delta
 import hudi_source as hudi
 from readers import current_metadata_path, snapshot_for, zoned_columns
+from remote import assert_rows_match, delta_expected, delta_history, ok, sync_and_check
 from rows import canonical_rows
+from test_s3 import S3DuckDB, S3PyIceberg, s3  # noqa: F401 (s3: the moto server fixture)
 from xlake_cli import sync, xlake
 
 HUDI = "sample_table_cow_v9_txns_simple_nometa"
@@ -136,3 +139,27 @@ def test_a_scrambled_snapshot_list_is_fixed_by_the_next_commit(tmp_path):
     seq, first, first_inspected = _pyiceberg_order(table)
     assert seq == list(range(1, len(versions) + 1)), seq
     assert first == first_inspected == "0"
+
+
+
+def test_a_table_copied_to_another_s3_prefix_is_rebuilt_there(s3):
+    """On S3 (moto on loopback), where locations are URLs and setting aside is a copy and a
+    delete: a Delta table copied to another prefix is refused, rebuilt there, and once the
+    original prefix is emptied reads in pyiceberg and DuckDB as delta-rs reads it."""
+    prefix, copy = "reloc_src", "reloc_copy"
+    versions = delta_history(s3, prefix)
+    sync_and_check(s3, prefix)
+    for key in s3.keys(f"{prefix}/"):
+        s3.client.copy_object(Bucket=s3.bucket, CopySource={"Bucket": s3.bucket, "Key": key}, Key=copy + key[len(prefix):])
+    refused = s3.xlake("sync", s3.url(copy))
+    assert refused.returncode != 0, refused.stdout
+    assert s3.url(prefix) in refused.stderr and "--rebuild" in refused.stderr, refused.stderr
+    assert s3.xlake("check", s3.url(copy)).returncode == 1
+    rebuilt = ok(s3.xlake("sync", s3.url(copy), "--rebuild"), "sync --rebuild")
+    assert "metadata.relocated-" in rebuilt.stdout, rebuilt.stdout
+    aside = [k for k in s3.keys(f"{copy}/") if "/metadata.relocated-" in k]
+    assert any(k.endswith(".metadata.json") for k in aside), aside
+    for key in s3.keys(f"{prefix}/"):
+        s3.client.delete_object(Bucket=s3.bucket, Key=key)
+    ok(s3.xlake("check", s3.url(copy), "--deep", "--all"), "check --deep --all")
+    assert_rows_match(s3, [S3PyIceberg(s3), S3DuckDB(s3)], copy, delta_expected(s3, copy, versions))

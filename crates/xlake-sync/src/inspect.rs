@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use xlake_hudi::properties::{KeyGenerator, TableType};
 use xlake_iceberg::orphans::orphan_files;
-use xlake_iceberg::relocation::foreign_versions;
+use xlake_iceberg::IcebergError;
 use xlake_iceberg::IcebergTable;
 use xlake_storage::{Entry, TableStore};
 
@@ -184,14 +184,17 @@ pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectRep
         }
     }
     if let Some(loaded) = loaded {
-        let mut relocated_from: Vec<String> = foreign_versions(&store)
-            .await?
-            .into_iter()
-            .map(|v| v.recorded)
-            .collect();
-        relocated_from.sort();
-        relocated_from.dedup();
         let at_home = iceberg.recorded_elsewhere(&loaded).is_none();
+        // The orphan listing reads every version, and refuses at the first one written for
+        // another location (the current one, or one a rebuild has yet to set aside).
+        let (orphans, relocated_from) = match iceberg.recorded_elsewhere(&loaded) {
+            Some(recorded) => (0, vec![recorded.to_string()]),
+            None => match orphan_files(&store, i64::MAX).await {
+                Ok(found) => (found.len(), Vec::new()),
+                Err(IcebergError::Relocated { recorded, .. }) => (0, vec![recorded]),
+                Err(e) => return Err(e.into()),
+            },
+        };
         let m = &loaded.metadata;
         let metadata = store.list_recursive("metadata").await?;
         let current_path = format!("metadata/v{}.metadata.json", loaded.version);
@@ -208,11 +211,7 @@ pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectRep
             } else {
                 0
             },
-            orphan_files: if relocated_from.is_empty() {
-                orphan_files(&store, i64::MAX).await?.len()
-            } else {
-                0
-            },
+            orphan_files: orphans,
             relocated_from,
             partitioning: m
                 .default_partition_spec()
