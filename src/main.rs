@@ -12,9 +12,10 @@ use xlake_iceberg::orphans::orphan_files;
 use xlake_iceberg::summary::iso_instant;
 use xlake_iceberg::{IcebergTable, Retention, SyncMetadata};
 use xlake_storage::TableStore;
-use xlake_sync::callback::serve;
 use xlake_sync::inspect::{inspect, InspectReport};
 use xlake_sync::job::{parse_duration, run_once, JobConfig, TableResult};
+use xlake_sync::serve::access::{Allowed, Key};
+use xlake_sync::serve::{bind, serve, MetricsEndpoint, ServeConfig};
 use xlake_sync::{check_with, mirror_commit, open_store, sync, CheckReport, Mirrored, SyncOptions};
 
 /// Make a Hudi or Delta table readable as Apache Iceberg, in place.
@@ -57,13 +58,54 @@ enum Command {
         #[arg(long)]
         single_writer: bool,
     },
-    /// In-commit mode over HTTP: answer Hudi's write-commit callback
-    /// (`hoodie.write.commit.callback.http.url`), mirroring each commit before answering
-    /// (200 when mirrored, 500 with the reason when not).
+    /// The long-running service: answers Hudi's write-commit callback
+    /// (`hoodie.write.commit.callback.http.url`) by mirroring each commit before answering
+    /// (200 mirrored, 500 with the reason), serves /healthz, /readyz and /metrics, and with
+    /// --config also runs the scheduled sync and the periodic check (see docs/service.md).
     Serve {
-        /// Address to listen on, e.g. 127.0.0.1:8089 (port 0: any free port).
+        /// Address to listen on, `host:port` (`localhost:8089`, `0.0.0.0:8089`; port 0: any free port).
         #[arg(long)]
         listen: String,
+        /// Serve /healthz, /readyz and /metrics on this address instead of --listen.
+        #[arg(long)]
+        metrics_listen: Option<String>,
+        /// File whose first line is the key callbacks must send in HUDI-CALLBACK-KEY
+        /// (else XLAKE_CALLBACK_KEY).
+        #[arg(long)]
+        key_file: Option<std::path::PathBuf>,
+        /// Accept callbacks without a key: anyone reaching the port can make xlake read and
+        /// write the allowed tables.
+        #[arg(long)]
+        insecure_no_key: bool,
+        /// Accept Hudi's public default key (`hudi_write_commit_http_callback`) as the key.
+        #[arg(long)]
+        allow_default_key: bool,
+        /// Location prefix callbacks may name (repeatable; also `allow` in the config).
+        /// Without any, only the tables of --config are served.
+        #[arg(long = "allow")]
+        allow: Vec<String>,
+        /// Job config (as for `run`): its tables are served, synced every --every and
+        /// checked every --check-every.
+        #[arg(long)]
+        config: Option<std::path::PathBuf>,
+        /// Sync the config's tables on this interval (`30s`, `5m`, `1h`).
+        #[arg(long, requires = "config")]
+        every: Option<String>,
+        /// Check every known table on this interval and export the result and lag.
+        #[arg(long)]
+        check_every: Option<String>,
+        /// Tables mirrored at once (default: the config's `concurrency`, else 4).
+        #[arg(long)]
+        concurrency: Option<usize>,
+        /// Time a client has to send a request's headers.
+        #[arg(long, default_value = "10s")]
+        header_timeout: String,
+        /// Time a client has to send a request's body.
+        #[arg(long, default_value = "30s")]
+        body_timeout: String,
+        /// Largest request body, bytes.
+        #[arg(long, default_value_t = 64 << 20)]
+        max_body: usize,
         /// Mirror merge-on-read tables' base files only.
         #[arg(long)]
         mor_read_optimized: bool,
@@ -86,6 +128,9 @@ enum Command {
         /// Repeat every interval (`30s`, `5m`, `1h`) until SIGTERM or Ctrl-C.
         #[arg(long)]
         every: Option<String>,
+        /// With --every: serve /healthz, /readyz and /metrics on this address.
+        #[arg(long, requires = "every")]
+        metrics_listen: Option<String>,
     },
     /// In-commit mode, the last step of a write job: mirror everything pending up to this
     /// commit; exit 0 only if the commit then has its Iceberg snapshot.
@@ -211,16 +256,65 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     match cli.command {
         Command::Serve {
             listen,
+            metrics_listen,
+            key_file,
+            insecure_no_key,
+            allow_default_key,
+            allow,
+            config,
+            every,
+            check_every,
+            concurrency,
+            header_timeout,
+            body_timeout,
+            max_body,
             mor_read_optimized,
             single_writer,
         } => {
-            let listener = tokio::net::TcpListener::bind(&listen).await?;
-            println!("listening on {}", listener.local_addr()?);
-            let options = SyncOptions {
-                single_writer,
-                ..read_optimized(mor_read_optimized)
+            let jobs = config.as_deref().map(read_job_config).transpose()?;
+            let key = Key::configured(
+                std::env::var("XLAKE_CALLBACK_KEY").ok(),
+                key_file.as_deref(),
+                insecure_no_key,
+                allow_default_key,
+            )?;
+            if insecure_no_key {
+                eprintln!("xlake: WARNING: --insecure-no-key: callbacks are not authenticated");
+            }
+            let duration = |d: Option<String>| d.as_deref().map(parse_duration).transpose();
+            let settings = ServeConfig {
+                key,
+                allowed: Allowed::for_service(&allow, jobs.as_ref())?,
+                options: SyncOptions {
+                    single_writer,
+                    ..read_optimized(mor_read_optimized)
+                },
+                concurrency: concurrency
+                    .or(jobs.as_ref().map(|j| j.concurrency))
+                    .unwrap_or(4),
+                header_timeout: parse_duration(&header_timeout)?,
+                body_timeout: parse_duration(&body_timeout)?,
+                max_body,
+                every: duration(every)?,
+                check_every: duration(check_every)?,
+                jobs,
             };
-            serve(listener, options).await?;
+            let listener = bind(&listen).await?;
+            println!("listening on {}", listener.local_addr()?);
+            let metrics = match metrics_listen {
+                Some(address) => Some(bind(&address).await?),
+                None => None,
+            };
+            if let Some(m) = &metrics {
+                println!("metrics on {}", m.local_addr()?);
+            }
+            let mut signals = StopSignals::install()?;
+            let stop = async move {
+                signals
+                    .within(std::time::Duration::from_secs(u32::MAX.into()))
+                    .await;
+            };
+            serve(listener, metrics, settings, stop).await?;
         }
         Command::Inspect {
             table,
@@ -294,15 +388,23 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             config,
             once,
             every,
+            metrics_listen,
         } => {
-            let text = std::fs::read_to_string(&config)
-                .map_err(|e| format!("{}: {e}", config.display()))?;
-            let config =
-                JobConfig::parse(&text).map_err(|e| format!("{}: {e}", config.display()))?;
+            let config = read_job_config(&config)?;
             let interval = every.as_deref().map(parse_duration).transpose()?;
+            let endpoint = match metrics_listen {
+                Some(address) => Some(MetricsEndpoint::start(bind(&address).await?)),
+                None => None,
+            };
             let mut signals = StopSignals::install()?;
             loop {
-                let results = run_once(&config, print_table_result).await;
+                let results = run_once(&config, |r| {
+                    print_table_result(r);
+                    if let Some(e) = &endpoint {
+                        e.record(r);
+                    }
+                })
+                .await;
                 let failed = results.iter().filter(|r| r.outcome.is_err()).count();
                 let written: usize = results
                     .iter()
@@ -435,6 +537,12 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A job config file, parsed; errors name the file.
+fn read_job_config(path: &std::path::Path) -> Result<JobConfig, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    JobConfig::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Sync options with nothing but the merge-on-read choice set.

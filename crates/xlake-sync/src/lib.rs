@@ -10,10 +10,10 @@
 //! | [`sync`], [`sync_store`] | mirror every pending completed commit of one table |
 //! | [`SyncOptions`] | operator choices (merge-on-read opt-in, Iceberg table properties) |
 //! | [`Mirrored`] | one snapshot written, as reported while syncing |
-//! | [`callback`] | the HTTP endpoint for Hudi's write-commit callback (in-commit mode) |
 //! | [`check`](check::check) | the invariant checker: one snapshot per completed commit, in order |
 //! | [`inspect`](inspect::inspect) | the health report: metadata each format keeps, degraded mirroring |
 //! | [`job`] | the scheduled job over the tables of a config file |
+//! | [`serve`] | the long-running service: Hudi's write-commit callback, scheduled sync, check, metrics |
 //! | [`SyncError`] | errors of the engine and of the crates it drives |
 //!
 //! A commit the target has no snapshot for is pending, unless it is older than the oldest
@@ -21,10 +21,10 @@
 //! written in source order; a writer that loses a race re-plans from the target's state.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
-pub mod callback;
 pub mod check;
 pub mod inspect;
 pub mod job;
+pub mod serve;
 
 pub use check::{check, check_with, CheckReport};
 
@@ -76,6 +76,9 @@ pub enum SyncError {
         /// Why.
         reason: String,
     },
+    /// The service cannot start or run as configured.
+    #[error("serve: {0}")]
+    Service(String),
 }
 
 /// Operator choices.
@@ -93,6 +96,10 @@ pub struct SyncOptions {
     /// The operator vouches that only this process writes the table's Iceberg metadata:
     /// a store without put-if-absent is then accepted.
     pub single_writer: bool,
+    /// When set (by `serve`), every data file a commit adds must lie under one of these
+    /// normalised locations (the table's own first): a commit naming any other file fails
+    /// before anything outside is read.
+    pub data_roots: Option<Vec<String>>,
 }
 
 /// Open the table root at `location` as `options` say.
@@ -331,6 +338,7 @@ async fn run(
             report.already_mirrored = changes.len() - pending.len();
             report.notes = notes;
         }
+        confine(&table, &pending, options)?;
         let mut remaining = pending.len();
         for chunk in pending.chunks(BATCH_SIZE) {
             let mut batch = target.commit_batch_on(base.take(), chunk).await;
@@ -370,6 +378,29 @@ async fn run(
             _ => Ok((report, until_mirrored)),
         };
     }
+}
+
+/// With `options.data_roots`: refuse a change set adding a data file outside them (a
+/// crafted log naming `/etc/...`); the error names the commit, the log the file.
+fn confine(table: &str, pending: &[&ChangeSet], options: &SyncOptions) -> Result<(), SyncError> {
+    let Some(roots) = &options.data_roots else {
+        return Ok(());
+    };
+    for change in pending {
+        if let Some(file) = change
+            .added
+            .iter()
+            .find(|f| !serve::access::data_file_allowed(&f.path, roots))
+        {
+            tracing::error!(table = %table, commit = %change.commit.id, file = %file.path, "data file outside the table and the allowed locations");
+            return Err(SyncError::NotMirrored {
+                table: table.to_string(),
+                commit: change.commit.id.clone(),
+                reason: "it adds a data file outside the table and the allowed locations (named in the service log); allow that location with --allow".into(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A replay reduced to one full-state change set: the newest commit, holding every file
