@@ -385,3 +385,28 @@ fn sigterm_lets_the_mirror_in_flight_finish_and_answer() {
     let (code, text) = common::xlake(&["check", root.to_str().unwrap()]);
     assert_eq!(code, 0, "{text}");
 }
+
+#[test]
+fn with_a_config_the_service_syncs_its_tables_and_serves_only_them() {
+    let (_dir, root, _) = delta_table(2, None);
+    let (_other_dir, other, other_last) = hudi_table();
+    let config = root.parent().unwrap().join("tables.toml");
+    std::fs::write(
+        &config,
+        format!("[[tables]]\nlocation = \"{}\"\n", root.display()),
+    )
+    .unwrap();
+    let server = Server::start(&["--config", config.to_str().unwrap(), "--every", "1s"]);
+    // Not listed, and no --allow: refused.
+    let (status, body) = server.post(Some(KEY), &message(&other, &other_last).to_string());
+    assert_eq!(status, 403, "{body}");
+    assert!(!other.join("metadata").exists());
+    // The listed table is mirrored by the scheduled cycle, without any callback.
+    for _ in 0..240 {
+        if common::xlake(&["check", root.to_str().unwrap()]).0 == 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    panic!("the scheduled cycle did not mirror {}", root.display());
+}
