@@ -393,7 +393,11 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             let config = read_job_config(&config)?;
             let interval = every.as_deref().map(parse_duration).transpose()?;
             let endpoint = match metrics_listen {
-                Some(address) => Some(MetricsEndpoint::start(bind(&address).await?)),
+                Some(address) => {
+                    let listener = bind(&address).await?;
+                    println!("metrics on {}", listener.local_addr()?);
+                    Some(MetricsEndpoint::start(listener))
+                }
                 None => None,
             };
             let mut signals = StopSignals::install()?;

@@ -410,3 +410,34 @@ fn with_a_config_the_service_syncs_its_tables_and_serves_only_them() {
     }
     panic!("the scheduled cycle did not mirror {}", root.display());
 }
+
+#[test]
+fn the_scheduled_job_serves_health_and_metrics() {
+    let (_dir, root, _) = delta_table(1, None);
+    let config = root.parent().unwrap().join("tables.toml");
+    std::fs::write(
+        &config,
+        format!("[[tables]]\nlocation = \"{}\"\n", root.display()),
+    )
+    .unwrap();
+    let mut job = Command::new(env!("CARGO_BIN_EXE_xlake"))
+        .args(["run", "--config", config.to_str().unwrap(), "--every", "1s"])
+        .args(["--metrics-listen", "localhost:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(job.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr = first.strip_prefix("metrics on ").unwrap().to_string();
+    // The first cycle's summary line.
+    while !lines.next().unwrap().unwrap().contains("tables:") {}
+    let (status, text) = request(&addr, "GET", "/metrics", None, "");
+    assert_eq!(status, 200);
+    assert!(
+        text.contains("xlake_snapshots_written_total{table="),
+        "{text}"
+    );
+    assert_eq!(request(&addr, "GET", "/healthz", None, "").0, 200);
+    let _ = job.kill();
+    let _ = job.wait();
+}
