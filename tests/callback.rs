@@ -441,3 +441,37 @@ fn the_scheduled_job_serves_health_and_metrics() {
     let _ = job.kill();
     let _ = job.wait();
 }
+
+#[test]
+fn a_body_that_does_not_arrive_in_time_is_answered_408_and_a_chunked_one_over_the_limit_413() {
+    let (_dir, root, _) = hudi_table();
+    let server = Server::start(&[
+        "--allow",
+        &allow(&root),
+        "--body-timeout",
+        "1s",
+        "--max-body",
+        "64",
+    ]);
+    let mut stream = TcpStream::connect(&server.addr).unwrap();
+    write!(
+        stream,
+        "POST / HTTP/1.1\r\nHost: x\r\nHUDI-CALLBACK-KEY: {KEY}\r\nContent-Length: 50\r\n\r\n{{\"commitTime\""
+    )
+    .unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    assert!(response.starts_with("HTTP/1.1 408"), "{response}");
+    // No Content-Length: the limit applies while reading.
+    let mut stream = TcpStream::connect(&server.addr).unwrap();
+    let chunk = "x".repeat(100);
+    write!(
+        stream,
+        "POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nHUDI-CALLBACK-KEY: {KEY}\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{chunk}\r\n0\r\n\r\n",
+        chunk.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    assert!(response.starts_with("HTTP/1.1 413"), "{response}");
+}

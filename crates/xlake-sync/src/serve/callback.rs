@@ -16,9 +16,10 @@ use axum::http::header;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
-use http_body_util::BodyExt;
+use http_body_util::{BodyExt, LengthLimitError};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use tower_http::timeout::TimeoutError;
 
 use super::access::KEY_HEADER;
 use super::metrics::failure_kind;
@@ -139,11 +140,11 @@ async fn read_message(body: Body) -> Result<CallbackMessage, Outcome> {
     let bytes = match body.collect().await {
         Ok(b) => b.to_bytes(),
         Err(e) => {
-            let source = std::error::Error::source(&e).map(|s| s.to_string());
-            let text = source.unwrap_or_else(|| e.to_string());
-            let (status, kind) = if text.contains("length limit") {
+            let inner = e.into_inner();
+            let text = inner.to_string();
+            let (status, kind) = if caused_by::<LengthLimitError>(inner.as_ref()) {
                 (StatusCode::PAYLOAD_TOO_LARGE, "too_large")
-            } else if text.contains("timed out") || text.contains("timeout") {
+            } else if caused_by::<TimeoutError>(inner.as_ref()) {
                 (StatusCode::REQUEST_TIMEOUT, "body_timeout")
             } else {
                 (StatusCode::BAD_REQUEST, "bad_request")
@@ -162,6 +163,18 @@ async fn read_message(body: Body) -> Result<CallbackMessage, Outcome> {
             &format!("not a Hudi commit callback message (commitTime and basePath required): {e}"),
         )
     })
+}
+
+/// Whether `E` is `error` or one of its sources.
+fn caused_by<E: std::error::Error + 'static>(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if e.is::<E>() {
+            return true;
+        }
+        next = e.source();
+    }
+    false
 }
 
 /// Mirror the commit under the table's lock and a concurrency permit.
