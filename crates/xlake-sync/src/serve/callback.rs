@@ -183,7 +183,6 @@ async fn mirror(state: &ServiceState, message: &CallbackMessage, table: &str) ->
     let location = open_location(&message.base_path);
     let mut options = state.config.options.clone();
     options.data_roots = Some(state.config.allowed.data_roots(table));
-    state.remember(table, &location, &state.config.options);
     let lock = state.table_lock(table);
     let _table = lock.lock().await;
     let Ok(_permit) = state.permits.acquire().await else {
@@ -202,6 +201,8 @@ async fn mirror(state: &ServiceState, message: &CallbackMessage, table: &str) ->
     let took = started.elapsed();
     match result {
         Ok(report) => {
+            // Checked periodically from now on (only tables that exist and mirrored once).
+            state.remember(table, &location, &state.config.options);
             state
                 .metrics
                 .sync_done(table, took, Ok(report.written.len()));
