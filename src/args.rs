@@ -121,16 +121,58 @@ pub enum Command {
         #[command(flatten)]
         writer: WriterArg,
     },
-    /// In-commit mode over HTTP: answer Hudi's write-commit callback
-    /// (`hoodie.write.commit.callback.http.url`), mirroring each commit before answering
-    /// (200 when mirrored, 500 with the reason when not).
+    /// The long-running service: answers Hudi's write-commit callback
+    /// (`hoodie.write.commit.callback.http.url`) by mirroring each commit before answering
+    /// (200 mirrored, 500 with the reason), serves /healthz, /readyz and /metrics, and with
+    /// --config also runs the scheduled sync and the periodic check (see docs/service.md).
     #[command(
-        after_help = "Example:\n  xlake serve --listen 127.0.0.1:8089\n  (then set hoodie.write.commit.callback.http.url=http://127.0.0.1:8089/ in the writer)"
+        after_help = "Examples:\n  XLAKE_CALLBACK_KEY=... xlake serve --listen 127.0.0.1:8089 --allow /data/lake\n  (then set hoodie.write.commit.callback.http.url=http://127.0.0.1:8089/ and\n   hoodie.write.commit.callback.http.api.key to the same key in the writer)\n  xlake serve --listen 0.0.0.0:8089 --key-file /etc/xlake/key --config tables.toml --every 5m --check-every 10m"
     )]
     Serve {
-        /// Address to listen on, e.g. 127.0.0.1:8089 (port 0: any free port).
+        /// Address to listen on, `host:port` (`localhost:8089`, `0.0.0.0:8089`; port 0: any
+        /// free port).
         #[arg(long)]
         listen: String,
+        /// Serve /healthz, /readyz and /metrics on this address instead of --listen.
+        #[arg(long)]
+        metrics_listen: Option<String>,
+        /// File whose first line is the key callbacks must send in HUDI-CALLBACK-KEY
+        /// (else XLAKE_CALLBACK_KEY).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+        /// Accept callbacks without a key: anyone reaching the port can make xlake read and
+        /// write the allowed tables.
+        #[arg(long)]
+        insecure_no_key: bool,
+        /// Accept Hudi's public default key (`hudi_write_commit_http_callback`) as the key.
+        #[arg(long)]
+        allow_default_key: bool,
+        /// Location prefix callbacks may name (repeatable; also `allow` in the config).
+        /// Without any, only the tables of --config are served.
+        #[arg(long = "allow")]
+        allow: Vec<String>,
+        /// Job config (as for `run`): its tables are served, synced every --every and
+        /// checked every --check-every.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Sync the config's tables on this interval (`30s`, `5m`, `1h`).
+        #[arg(long, requires = "config", value_name = "INTERVAL", value_parser = parse_interval)]
+        every: Option<Duration>,
+        /// Check every known table on this interval and export the result and lag.
+        #[arg(long, value_name = "INTERVAL", value_parser = parse_interval)]
+        check_every: Option<Duration>,
+        /// Tables mirrored at once (default: the config's `concurrency`, else 4).
+        #[arg(long)]
+        concurrency: Option<usize>,
+        /// Time a client has to send a request's headers.
+        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        header_timeout: Duration,
+        /// Time a client has to send a request's body.
+        #[arg(long, default_value = "30s", value_parser = parse_duration)]
+        body_timeout: Duration,
+        /// Largest request body, bytes.
+        #[arg(long, default_value_t = 64 << 20)]
+        max_body: usize,
         #[command(flatten)]
         view: ViewArg,
         #[command(flatten)]
@@ -153,6 +195,9 @@ pub enum Command {
         /// Repeat every interval (`30s`, `5m`, `1h`; at least 1s) until SIGTERM or Ctrl-C.
         #[arg(long, value_name = "INTERVAL", value_parser = parse_interval)]
         every: Option<Duration>,
+        /// With --every: serve /healthz, /readyz and /metrics on this address.
+        #[arg(long, requires = "every")]
+        metrics_listen: Option<String>,
     },
     /// Check that every completed source commit has exactly one Iceberg snapshot, in order.
     /// Exit 0: consistent; 1: violations (missing, unknown, duplicated, out of order,

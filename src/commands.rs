@@ -10,10 +10,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use xlake_hudi::HudiOptions;
 use xlake_iceberg::orphans::orphan_files;
 use xlake_iceberg::{IcebergTable, Retention};
-use xlake_sync::callback::serve;
 use xlake_sync::inspect::inspect;
 use xlake_sync::job::{run_once, JobConfig};
 use xlake_sync::locate::{locate, Located};
+use xlake_sync::serve::access::{Allowed, Key};
+use xlake_sync::serve::{bind, serve, MetricsEndpoint, ServeConfig};
 use xlake_sync::snapshots::snapshots;
 use xlake_sync::{check_with, mirror_commit, sync, SyncOptions};
 
@@ -96,19 +97,70 @@ pub async fn run(command: Command) -> Outcome {
         }
         Command::Serve {
             listen,
+            metrics_listen,
+            key_file,
+            insecure_no_key,
+            allow_default_key,
+            allow,
+            config,
+            every,
+            check_every,
+            concurrency,
+            header_timeout,
+            body_timeout,
+            max_body,
             view,
             writer,
         } => {
-            let listener = tokio::net::TcpListener::bind(&listen).await?;
+            let jobs = config.as_deref().map(read_job_config).transpose()?;
+            let key = Key::configured(
+                std::env::var("XLAKE_CALLBACK_KEY").ok(),
+                key_file.as_deref(),
+                insecure_no_key,
+                allow_default_key,
+            )
+            .map_err(usage)?;
+            if insecure_no_key {
+                crate::out::errln!(
+                    "xlake: WARNING: --insecure-no-key: callbacks are not authenticated"
+                );
+            }
+            let settings = ServeConfig {
+                key,
+                allowed: Allowed::for_service(&allow, jobs.as_ref()).map_err(usage)?,
+                options: options(&view, &writer),
+                concurrency: concurrency
+                    .or(jobs.as_ref().map(|j| j.concurrency))
+                    .unwrap_or(4),
+                header_timeout,
+                body_timeout,
+                max_body,
+                every,
+                check_every,
+                jobs,
+            };
+            let listener = bind(&listen).await?;
             outln!("listening on {}", listener.local_addr()?);
-            serve(listener, options(&view, &writer)).await?;
+            let metrics = match metrics_listen {
+                Some(address) => Some(bind(&address).await?),
+                None => None,
+            };
+            if let Some(m) = &metrics {
+                outln!("metrics on {}", m.local_addr()?);
+            }
+            let mut signals = StopSignals::install()?;
+            let stop = async move {
+                signals.within(Duration::from_secs(u32::MAX.into())).await;
+            };
+            serve(listener, metrics, settings, stop).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Run {
             config,
             once,
             every,
-        } => job(&config, every.filter(|_| !once)).await,
+            metrics_listen,
+        } => job(&config, every.filter(|_| !once), metrics_listen).await,
         Command::Check {
             table: TableArg { table },
             deep,
@@ -249,14 +301,32 @@ async fn demo(dir: &Path) -> Outcome {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn job(config: &Path, every: Option<Duration>) -> Outcome {
+/// A job config file, parsed; errors name the file (exit 2).
+fn read_job_config(config: &Path) -> Result<JobConfig, Failure> {
     let text =
         std::fs::read_to_string(config).map_err(|e| usage(format!("{}: {e}", config.display())))?;
-    let config =
-        JobConfig::parse(&text).map_err(|e| usage(format!("{}: {e}", config.display())))?;
+    JobConfig::parse(&text).map_err(|e| usage(format!("{}: {e}", config.display())))
+}
+
+async fn job(config: &Path, every: Option<Duration>, metrics_listen: Option<String>) -> Outcome {
+    let config = read_job_config(config)?;
+    let endpoint = match metrics_listen {
+        Some(address) => {
+            let listener = bind(&address).await?;
+            outln!("metrics on {}", listener.local_addr()?);
+            Some(MetricsEndpoint::start(listener))
+        }
+        None => None,
+    };
     let mut signals = StopSignals::install()?;
     loop {
-        let results = run_once(&config, print::table_result).await;
+        let results = run_once(&config, |r| {
+            print::table_result(r);
+            if let Some(e) = &endpoint {
+                e.record(r);
+            }
+        })
+        .await;
         let failed = results.iter().filter(|r| r.outcome.is_err()).count();
         let written: usize = results
             .iter()

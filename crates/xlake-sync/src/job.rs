@@ -22,6 +22,9 @@ pub struct JobConfig {
     /// The tables.
     #[serde(default)]
     pub tables: Vec<TableEntry>,
+    /// `serve`: location prefixes callbacks may name, besides the listed tables.
+    #[serde(default)]
+    pub allow: Vec<String>,
 }
 
 fn default_concurrency() -> usize {
@@ -145,6 +148,8 @@ pub struct TableResult {
     pub outcome: Result<SyncReport, SyncError>,
     /// What the expiry after it did, if the sync succeeded and the entry asks for one.
     pub expired: Option<Expired>,
+    /// How long the sync and expiry took.
+    pub took: Duration,
 }
 
 /// Sync every table once, `config.concurrency` at a time; `on_result` is called as each
@@ -155,29 +160,7 @@ pub async fn run_once(
 ) -> Vec<TableResult> {
     let mut results = Vec::with_capacity(config.tables.len());
     let mut running = futures::stream::iter(config.tables.iter().cloned())
-        .map(|entry| async move {
-            let options = SyncOptions {
-                hudi: HudiOptions {
-                    mor_read_optimized: entry.mor_read_optimized,
-                },
-                skip_file_check: entry.skip_file_check,
-                single_writer: entry.single_writer,
-                ..Default::default()
-            };
-            let mut outcome = sync(&entry.location, &options, |_| {}).await;
-            let mut expired = None;
-            if outcome.is_ok() && entry.expire {
-                match expire(&entry, &options).await {
-                    Ok(e) => expired = Some(e),
-                    Err(e) => outcome = Err(e),
-                }
-            }
-            TableResult {
-                location: entry.location,
-                outcome,
-                expired,
-            }
-        })
+        .map(sync_entry)
         .buffer_unordered(config.concurrency);
     while let Some(result) = running.next().await {
         if let Err(e) = &result.outcome {
@@ -187,6 +170,38 @@ pub async fn run_once(
         results.push(result);
     }
     results
+}
+
+/// The sync options an entry asks for.
+pub fn entry_options(entry: &TableEntry) -> SyncOptions {
+    SyncOptions {
+        hudi: HudiOptions {
+            mor_read_optimized: entry.mor_read_optimized,
+        },
+        skip_file_check: entry.skip_file_check,
+        single_writer: entry.single_writer,
+        ..Default::default()
+    }
+}
+
+/// Sync one entry, then expire its snapshots if it asks for that.
+pub async fn sync_entry(entry: TableEntry) -> TableResult {
+    let started = std::time::Instant::now();
+    let options = entry_options(&entry);
+    let mut outcome = sync(&entry.location, &options, |_| {}).await;
+    let mut expired = None;
+    if outcome.is_ok() && entry.expire {
+        match expire(&entry, &options).await {
+            Ok(e) => expired = Some(e),
+            Err(e) => outcome = Err(e),
+        }
+    }
+    TableResult {
+        location: entry.location,
+        outcome,
+        expired,
+        took: started.elapsed(),
+    }
 }
 
 /// The expiry of one entry, now.

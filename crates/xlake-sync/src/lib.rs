@@ -10,13 +10,13 @@
 //! | [`sync`], [`sync_store`] | mirror every pending completed commit of one table |
 //! | [`SyncOptions`] | operator choices (merge-on-read opt-in, Iceberg table properties) |
 //! | [`Mirrored`] | one snapshot written, as reported while syncing |
-//! | [`callback`] | the HTTP endpoint for Hudi's write-commit callback (in-commit mode) |
 //! | [`check`](check::check) | the invariant checker: one snapshot per completed commit, in order |
 //! | [`inspect`](inspect::inspect) | the health report: metadata each format keeps, degraded mirroring |
 //! | [`job`] | the scheduled job over the tables of a config file |
 //! | [`snapshots`](snapshots::snapshots) | the snapshot list and the source commit each records |
 //! | [`locate`](locate::locate) | what a location holds (source table, Iceberg metadata), before a command acts |
 //! | [`rebuild`] | `sync --rebuild`: a copied or moved table mirrored afresh at its new place |
+//! | [`serve`] | the long-running service: Hudi's write-commit callback, scheduled sync, check, metrics |
 //! | [`SyncError`] | errors of the engine and of the crates it drives |
 //!
 //! A commit the target has no snapshot for is pending, unless it is older than the oldest
@@ -24,12 +24,12 @@
 //! written in source order; a writer that loses a race re-plans from the target's state.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
-pub mod callback;
 pub mod check;
 pub mod inspect;
 pub mod job;
 pub mod locate;
 pub mod rebuild;
+pub mod serve;
 pub mod snapshots;
 
 pub use check::{check, check_with, CheckReport};
@@ -96,6 +96,9 @@ pub enum SyncError {
         /// Why.
         reason: String,
     },
+    /// The service cannot start or run as configured.
+    #[error("serve: {0}")]
+    Service(String),
 }
 
 /// Operator choices.
@@ -117,6 +120,10 @@ pub struct SyncOptions {
     /// mirror the source's history afresh here, then set the old metadata files aside
     /// (see [`rebuild`]). On a table at home, a plain sync.
     pub rebuild: bool,
+    /// When set (by `serve`), every data file a commit adds must lie under one of these
+    /// normalised locations (the table's own first): a commit naming any other file fails
+    /// before anything outside is read.
+    pub data_roots: Option<Vec<String>>,
 }
 
 /// Open the table root at `location` as `options` say.
@@ -389,6 +396,7 @@ async fn run(
             report.already_mirrored = changes.len() - pending.len();
             report.notes = notes;
         }
+        confine(&table, &pending, options)?;
         let mut remaining = pending.len();
         for chunk in pending.chunks(BATCH_SIZE) {
             let mut batch = target.commit_batch_on(base.take(), chunk).await;
@@ -434,6 +442,29 @@ async fn run(
         }
         return Ok((report, until_mirrored));
     }
+}
+
+/// With `options.data_roots`: refuse a change set adding a data file outside them (a
+/// crafted log naming `/etc/...`); the error names the commit, the log the file.
+fn confine(table: &str, pending: &[&ChangeSet], options: &SyncOptions) -> Result<(), SyncError> {
+    let Some(roots) = &options.data_roots else {
+        return Ok(());
+    };
+    for change in pending {
+        if let Some(file) = change
+            .added
+            .iter()
+            .find(|f| !serve::access::data_file_allowed(&f.path, roots))
+        {
+            tracing::error!(table = %table, commit = %change.commit.id, file = %file.path, "data file outside the table and the allowed locations");
+            return Err(SyncError::NotMirrored {
+                table: table.to_string(),
+                commit: change.commit.id.clone(),
+                reason: "it adds a data file outside the table and the allowed locations (named in the service log); allow that location with --allow".into(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A replay reduced to one full-state change set: the newest commit, holding every file

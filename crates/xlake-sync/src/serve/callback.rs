@@ -1,0 +1,322 @@
+//! One write-commit callback. Hudi POSTs a JSON `HoodieWriteCommitCallbackMessage`
+//! (`commitTime`, `tableName`, `basePath`, ...) after each commit, with its API key in
+//! the `HUDI-CALLBACK-KEY` header. In order: 401 without the key (the body is not read),
+//! 400/408/413 for a body that is malformed, too slow or too large, 403 for a `basePath`
+//! outside the allowed locations; then the commit is mirrored under the table's lock and
+//! answered 200, or 500 naming the commit and why (never a path outside the table). Every
+//! callback is logged at info level: peer, table, commit, status, duration.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use http_body_util::{BodyExt, LengthLimitError};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tower_http::timeout::TimeoutError;
+
+use super::access::KEY_HEADER;
+use super::metrics::failure_kind;
+use super::{off_thread, Peer, ServiceState};
+use crate::{mirror_commit, SyncError};
+
+/// The fields of Hudi's callback message the endpoint needs.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CallbackMessage {
+    commit_time: String,
+    base_path: String,
+    #[serde(default)]
+    table_name: Option<String>,
+}
+
+/// What the audit line and the answer need.
+struct Outcome {
+    status: StatusCode,
+    body: Value,
+    table: String,
+    commit: String,
+}
+
+impl Outcome {
+    fn refused(status: StatusCode, error: &str, message: &str) -> Self {
+        Self {
+            status,
+            body: json!({"mirrored": false, "error": error, "message": message}),
+            table: String::new(),
+            commit: String::new(),
+        }
+    }
+}
+
+/// Answer one request on the callback listener.
+pub(crate) async fn answer(
+    State(state): State<Arc<ServiceState>>,
+    Extension(Peer(peer)): Extension<Peer>,
+    request: Request,
+) -> Response {
+    let started = Instant::now();
+    let outcome = handle(&state, request).await;
+    let ms = started.elapsed().as_millis();
+    tracing::info!(%peer, table = %outcome.table, commit = %outcome.commit, status = outcome.status.as_u16(), ms, "callback");
+    state.metrics.callback(outcome.status.as_u16());
+    let body = serde_json::to_vec(&outcome.body).unwrap_or_default();
+    (
+        outcome.status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
+}
+
+async fn handle(state: &ServiceState, request: Request) -> Outcome {
+    let (parts, body) = request.into_parts();
+    if parts.method != Method::POST {
+        return Outcome::refused(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            "callbacks are POST requests",
+        );
+    }
+    if !state.config.key.accepts(presented_key(&parts.headers)) {
+        return Outcome::refused(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            &format!(
+                "missing or wrong {KEY_HEADER} header (hoodie.write.commit.callback.http.api.key)"
+            ),
+        );
+    }
+    let message = match read_message(body).await {
+        Ok(m) => m,
+        Err(refused) => return refused,
+    };
+    let commit = message.commit_time.clone();
+    let with = |mut o: Outcome, table: &str| {
+        o.commit = commit.clone();
+        o.table = table.to_string();
+        if let Some(b) = o.body.as_object_mut() {
+            b.insert("commitTime".into(), json!(commit));
+        }
+        o
+    };
+    let Some(table) = state.config.allowed.table(&message.base_path) else {
+        tracing::warn!(base_path = %message.base_path, commit = %commit, "refused: basePath outside the allowed locations");
+        return with(
+            Outcome::refused(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "basePath is outside the locations this service may serve",
+            ),
+            &message.base_path,
+        );
+    };
+    if !state.ready.load(Ordering::SeqCst) {
+        return with(
+            Outcome::refused(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting_down",
+                "the service is shutting down; run `xlake commit` or retry",
+            ),
+            &table,
+        );
+    }
+    with(mirror(state, &message, &table).await, &table)
+}
+
+/// The key header's bytes, if present.
+fn presented_key(headers: &HeaderMap) -> Option<&[u8]> {
+    headers.get(KEY_HEADER).map(|v| v.as_bytes())
+}
+
+/// The body as a callback message, or the answer refusing it.
+async fn read_message(body: Body) -> Result<CallbackMessage, Outcome> {
+    let bytes = match body.collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            let inner = e.into_inner();
+            let text = inner.to_string();
+            let (status, kind) = if caused_by::<LengthLimitError>(inner.as_ref()) {
+                (StatusCode::PAYLOAD_TOO_LARGE, "too_large")
+            } else if caused_by::<TimeoutError>(inner.as_ref()) {
+                (StatusCode::REQUEST_TIMEOUT, "body_timeout")
+            } else {
+                (StatusCode::BAD_REQUEST, "bad_request")
+            };
+            return Err(Outcome::refused(
+                status,
+                kind,
+                &format!("reading the body: {text}"),
+            ));
+        }
+    };
+    serde_json::from_slice(&bytes).map_err(|e| {
+        Outcome::refused(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            &format!("not a Hudi commit callback message (commitTime and basePath required): {e}"),
+        )
+    })
+}
+
+/// Whether `E` is `error` or one of its sources.
+fn caused_by<E: std::error::Error + 'static>(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if e.is::<E>() {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
+/// Mirror the commit under the table's lock and a concurrency permit.
+async fn mirror(state: &ServiceState, message: &CallbackMessage, table: &str) -> Outcome {
+    let commit = &message.commit_time;
+    let location = open_location(&message.base_path);
+    let mut options = state.config.options.clone();
+    options.data_roots = Some(state.config.allowed.data_roots(table));
+    let lock = state.table_lock(table);
+    let _table = lock.lock().await;
+    let Ok(_permit) = state.permits.acquire().await else {
+        return Outcome::refused(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            "the service is shutting down",
+        );
+    };
+    let started = Instant::now();
+    let (at, id) = (location.clone(), commit.clone());
+    let result = off_thread("mirror", move || async move {
+        mirror_commit(&at, &options, &id, |_| {}).await
+    })
+    .await;
+    let took = started.elapsed();
+    match result {
+        Ok(report) => {
+            // Checked periodically from now on (only tables that exist and mirrored once).
+            state.remember(table, &location, &state.config.options);
+            state
+                .metrics
+                .sync_done(table, took, Ok(report.written.len()));
+            Outcome {
+                status: StatusCode::OK,
+                body: json!({
+                    "mirrored": true,
+                    "tableName": message.table_name,
+                    "snapshotsWritten": report.written.len(),
+                }),
+                table: String::new(),
+                commit: String::new(),
+            }
+        }
+        Err(e) => {
+            tracing::error!(table = %table, commit = %commit, error = %e, "callback: mirroring failed");
+            state.metrics.sync_done(table, took, Err(failure_kind(&e)));
+            Outcome {
+                status: StatusCode::INTERNAL_SERVER_ERROR,
+                body: json!({
+                    "mirrored": false,
+                    "tableName": message.table_name,
+                    "error": failure_kind(&e),
+                    "message": public_message(&e, &location, table),
+                }),
+                table: String::new(),
+                commit: String::new(),
+            }
+        }
+    }
+}
+
+/// The location to open: local paths with `.`/`..` resolved (not symlinks, so metadata
+/// keeps the path Hudi uses), URLs as sent.
+fn open_location(base_path: &str) -> String {
+    let local = base_path
+        .strip_prefix("file://")
+        .or_else(|| base_path.strip_prefix("file:"));
+    match local {
+        Some(p) => lexical_path(p),
+        None if base_path.starts_with('/') => lexical_path(base_path),
+        None => base_path.to_string(),
+    }
+}
+
+fn lexical_path(path: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            p => out.push(p),
+        }
+    }
+    format!("/{}", out.join("/"))
+}
+
+/// The error as the caller may see it: which commit and why, with paths inside the table
+/// made relative, any other path and any byte count replaced. The log has it all.
+pub(crate) fn public_message(e: &SyncError, location: &str, table: &str) -> String {
+    if let SyncError::NotMirrored { commit, reason, .. } = e {
+        return redact(
+            &format!("source commit {commit} is not mirrored: {reason}"),
+            location,
+            table,
+        );
+    }
+    redact(&e.to_string(), location, table)
+}
+
+fn redact(text: &str, location: &str, table: &str) -> String {
+    let words: Vec<&str> = text.split(' ').collect();
+    let mut out = Vec::with_capacity(words.len());
+    for (i, w) in words.iter().enumerate() {
+        let inside = [location, table]
+            .iter()
+            .filter(|t| !t.is_empty())
+            .find_map(|t| w.strip_prefix(*t));
+        let next = words.get(i + 1).copied().unwrap_or_default();
+        let prev = if i > 0 { words[i - 1] } else { "" };
+        let digits = !w.is_empty()
+            && w.trim_end_matches([',', ':', ';', ')'])
+                .chars()
+                .all(|c| c.is_ascii_digit());
+        let word = if let Some(rest) = inside {
+            format!("<table>{rest}")
+        } else if w.contains("://") || w.trim_start_matches(['(', '"', '\'']).starts_with('/') {
+            "<path outside the table>".to_string()
+        } else if digits && (next.starts_with("bytes") || prev == "has") {
+            "<n>".to_string()
+        } else {
+            (*w).to_string()
+        };
+        out.push(word);
+    }
+    out.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_name_no_path_outside_the_table_nor_sizes() {
+        let text = "/lake/t: source commit 3: data file /etc/hostname: the source records 10 bytes, storage has 13";
+        let r = redact(text, "/lake/t", "/lake/t");
+        assert_eq!(r, "<table>: source commit 3: data file <path outside the table> the source records <n> bytes, storage has <n>");
+        assert_eq!(
+            redact("s3://b/t/x.parquet: not found", "s3://b/t", "s3://b/t"),
+            "<table>/x.parquet: not found"
+        );
+        assert_eq!(open_location("file:/a/./b/../c/"), "/a/c");
+        assert_eq!(open_location("s3a://b/t"), "s3a://b/t");
+    }
+}
