@@ -13,7 +13,7 @@ use xlake_sync::job::{parse_duration, parse_interval};
 #[command(
     version,
     about,
-    after_help = "Exit codes: 0 done; 1 failed (for check: violations found); 2 cannot start (bad arguments, a location that is not a table, a config that does not parse; for check: could not check). See docs/cli.md."
+    after_help = "Exit codes: 0 done; 1 failed (for check: violations found); 2 cannot start (bad arguments, a location that is not a table, a config that does not parse; for check: could not check); 141 standard output closed (e.g. `| head`). See docs/cli.md."
 )]
 pub struct Cli {
     /// Log format on stderr (logs are filtered with RUST_LOG, e.g. RUST_LOG=info).

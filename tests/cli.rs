@@ -127,8 +127,9 @@ fn a_closed_pipe_ends_every_printing_command_quietly_with_141() {
         vec!["expire", t],
         vec!["cleanup", t, "--dry-run"],
         vec!["run", "--config", c, "--once"],
-        // Would repeat forever: the closed pipe ends it at the first line.
+        // Would run forever: the closed pipe ends them at the first line.
         vec!["run", "--config", c, "--every", "1s"],
+        vec!["serve", "--listen", "127.0.0.1:0"],
     ];
     for args in &cases {
         let (code, err) = into_closed_pipe(args);

@@ -2,7 +2,8 @@
 //!
 //! A [`TableStore`] is a table's root location on an `object_store` backend: local disk
 //! by default, `s3://`, `gs://` and `az://` with the `cloud` feature and options from
-//! the environment. Sources read their logs through it and the Iceberg target writes
+//! the environment. Only `scheme://` makes a URL (`tbl:1` is a path); a scheme no build
+//! opens (`hdfs://`) is refused saying so, and a local root must be an existing folder. Sources read their logs through it and the Iceberg target writes
 //! through it, so there is one I/O stack and one place for credentials.
 //!
 //! Paths given to a [`TableStore`] are either relative to the table root or absolute
@@ -157,7 +158,9 @@ impl Journal {
 /// a server error, an I/O error): the same request again after a pause that doubles each
 /// time. Requests refused for a reason (not found, already exists, permission denied,
 /// not supported) are never retried. Cloud backends also retry inside `object_store`
-/// (HTTP 5xx and timeouts); these retries come on top, for what gets through that.
+/// (HTTP 5xx and timeouts); these retries come on top, for what gets through that. A
+/// backend's generic error that carries an OS refusal (not a directory, permission
+/// denied, ...) is not retried either.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Attempts in all, the first included (1: no retry).
