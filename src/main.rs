@@ -392,6 +392,9 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             for note in &report.notes {
                 println!("note: {note}");
             }
+            for d in &report.degraded {
+                println!("degraded: {d}");
+            }
             match report.written.len() {
                 0 => println!("{table}: up to date, nothing to mirror"),
                 n => println!("{table}: {n} snapshots written"),

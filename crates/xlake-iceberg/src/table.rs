@@ -28,7 +28,10 @@ use crate::footer::{footer_stats, read_footer};
 use crate::manifest::{read_entries, read_manifest_list, write_manifest, write_manifest_list};
 use crate::partition::{partition_tuple, same_fields, to_unbound_spec};
 use crate::schema::{merge_mappings, name_mapping, to_iceberg_schema};
-use crate::summary::{standard_summary, Counts, SyncMetadata, SOURCE_COMMIT_TIME, XTABLE_METADATA};
+use crate::summary::{
+    degraded_value, standard_summary, Counts, SyncMetadata, DEGRADED, SOURCE_COMMIT_TIME,
+    XTABLE_METADATA,
+};
 use crate::value::{to_datum, truncate_lower, truncate_upper};
 
 pub(crate) const METADATA_DIR: &str = "metadata";
@@ -836,6 +839,9 @@ impl IcebergTable {
             SOURCE_COMMIT_TIME.into(),
             change.commit.commit_time_ms.to_string(),
         );
+        if let Some(degraded) = degraded_value(&change.degraded) {
+            summary.insert(DEGRADED.into(), degraded);
+        }
         for (key, value) in &change.notes {
             summary.entry(key.clone()).or_insert_with(|| value.clone());
         }

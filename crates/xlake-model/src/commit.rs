@@ -66,6 +66,11 @@ pub struct ChangeSet {
     /// the target works out the difference from what it holds. For commits whose effect
     /// the source cannot name file by file (a rollback of an instant no longer logged).
     pub full_state: bool,
+    /// What this commit is mirrored without, in words for the operator (a column left out
+    /// because the target cannot hold its type, a view instead of the whole table). Each
+    /// note is kept with the snapshot and shown by sync and inspect; an empty list means
+    /// the snapshot holds exactly what the source commit holds.
+    pub degraded: Vec<String>,
 }
 
 impl ChangeSet {
@@ -80,6 +85,7 @@ impl ChangeSet {
             data_change: true,
             notes: BTreeMap::new(),
             full_state: false,
+            degraded: Vec::new(),
         }
     }
 }

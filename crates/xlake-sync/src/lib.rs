@@ -129,6 +129,9 @@ pub struct SyncReport {
     pub written: Vec<Mirrored>,
     /// Notes for the operator from the source.
     pub notes: Vec<String>,
+    /// What the snapshots written by this sync mirror their commits without (each note
+    /// once; the snapshots carry them in their summaries as `xlake.degraded`).
+    pub degraded: Vec<String>,
 }
 
 /// A source of either format.
@@ -337,6 +340,12 @@ async fn run(
             base = batch.table.take();
             for (committed, change) in batch.committed.into_iter().zip(chunk.iter()) {
                 remaining -= 1;
+                for d in &change.degraded {
+                    if !report.degraded.contains(d) {
+                        tracing::warn!(table = %table, commit = %change.commit.id, "mirrored in a degraded way: {d}");
+                        report.degraded.push(d.clone());
+                    }
+                }
                 let m = Mirrored {
                     commit: change.commit.clone(),
                     added: change.added.len(),
