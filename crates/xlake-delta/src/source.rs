@@ -45,6 +45,17 @@ struct State {
     protocol: Protocol,
     table: TableSchema,
     spec: PartitionSpec,
+    /// What change sets under this schema are mirrored without (`void` columns).
+    degraded: Vec<String>,
+}
+
+impl State {
+    /// A change set of `commit` under this state's schema and spec.
+    fn change_set(&self, commit: SourceCommit) -> ChangeSet {
+        let mut change = ChangeSet::new(commit, self.table.schema.clone(), self.spec.clone());
+        change.degraded = self.degraded.clone();
+        change
+    }
 }
 
 impl DeltaSource {
@@ -115,11 +126,17 @@ impl DeltaSource {
                 .map(PartitionField::identity)
                 .collect(),
         );
+        let degraded = table
+            .void_columns
+            .iter()
+            .map(|c| format!("column {c}: Delta type void (every value null) has no Iceberg v2 type; left out of the Iceberg schema"))
+            .collect();
         Ok(State {
             metadata,
             protocol,
             table,
             spec,
+            degraded,
         })
     }
 
@@ -224,11 +241,7 @@ impl DeltaSource {
                     .as_ref()
                     .and_then(|i| i.operation.clone())
                     .unwrap_or_else(|| "commit".into());
-                let mut change = ChangeSet::new(
-                    self.commit(version, action, time),
-                    s.table.schema.clone(),
-                    s.spec.clone(),
-                );
+                let mut change = s.change_set(self.commit(version, action, time));
                 for add in &commit.adds {
                     change
                         .added
@@ -457,11 +470,7 @@ impl DeltaSource {
             ),
         };
         let action = action.unwrap_or_else(|| "CHECKPOINT".into());
-        let mut change = ChangeSet::new(
-            self.commit(version, action, time),
-            state.table.schema.clone(),
-            state.spec.clone(),
-        );
+        let mut change = state.change_set(self.commit(version, action, time));
         for file in snapshot.log_data() {
             let partition_values: HashMap<String, Option<String>> = file
                 .partition_values()
