@@ -32,6 +32,11 @@ const SUPPORTED_READER_FEATURES: [&str; 9] = [
     "deletionVectors",
 ];
 
+/// Table property that turns change data feed on.
+const CHANGE_DATA_FEED: &str = "delta.enableChangeDataFeed";
+/// The change data feed column some writers leave in data files.
+const CHANGE_TYPE_COLUMN: &str = "_change_type";
+
 /// A Delta table opened for reading.
 #[derive(Debug)]
 pub struct DeltaSource {
@@ -47,6 +52,8 @@ struct State {
     spec: PartitionSpec,
     /// What change sets under this schema are mirrored without (`void` columns).
     degraded: Vec<String>,
+    /// Columns data files may hold that Delta readers skip.
+    ignored: Vec<String>,
 }
 
 impl State {
@@ -54,6 +61,7 @@ impl State {
     fn change_set(&self, commit: SourceCommit) -> ChangeSet {
         let mut change = ChangeSet::new(commit, self.table.schema.clone(), self.spec.clone());
         change.degraded = self.degraded.clone();
+        change.ignored_columns = self.ignored.clone();
         change
     }
 }
@@ -131,12 +139,23 @@ impl DeltaSource {
             .iter()
             .map(|c| format!("column {c}: Delta type void (every value null) has no Iceberg v2 type; left out of the Iceberg schema"))
             .collect();
+        // With change data feed on, Spark (Delta 2.x) writes `_change_type` into data files
+        // of some commits; readers take only the schema's columns.
+        let cdf = metadata
+            .property(CHANGE_DATA_FEED)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let ignored = if cdf {
+            vec![CHANGE_TYPE_COLUMN.to_string()]
+        } else {
+            Vec::new()
+        };
         Ok(State {
             metadata,
             protocol,
             table,
             spec,
             degraded,
+            ignored,
         })
     }
 

@@ -13,7 +13,7 @@ use crate::file_group::{parse_base_file_name, BaseFile, Effect, FileGroups};
 use crate::instant::{instant_millis, Instant};
 use crate::partition_path::{partition_spec, partition_values};
 use crate::properties::{parse_properties, TableConfig, TableType};
-use crate::schema::avro_to_schema;
+use crate::schema::{avro_to_schema, META_COLUMNS};
 use crate::timeline::{read_instant, Timeline};
 
 /// Summary note on snapshots of a merge-on-read table mirrored read-optimized.
@@ -384,6 +384,7 @@ impl HudiSource {
                     };
                 }
                 let mut change = ChangeSet::new(commit, schema.clone(), spec.clone());
+                change.ignored_columns = self.ignored_columns();
                 change.full_state = full_state;
                 change.data_change = data_change;
                 self.fill(&mut change, effect, instant)?;
@@ -398,6 +399,17 @@ impl HudiSource {
         }
         .await;
         Ok(Replay::new(out, notes, replay.err()))
+    }
+
+    /// Columns base files hold that readers skip: with `hoodie.populate.meta.fields=false`
+    /// Hudi still writes the five meta columns (null but `_hoodie_file_name`), and
+    /// leaves them out of the table's rows.
+    fn ignored_columns(&self) -> Vec<String> {
+        if self.config.meta_fields {
+            Vec::new()
+        } else {
+            META_COLUMNS.iter().map(|c| c.to_string()).collect()
+        }
     }
 
     fn fill(&self, change: &mut ChangeSet, effect: Effect, instant: &Instant) -> Result<()> {

@@ -27,7 +27,9 @@ use crate::error::{IcebergError, Result};
 use crate::footer::{footer_stats, read_footer};
 use crate::manifest::{read_entries, read_manifest_list, write_manifest, write_manifest_list};
 use crate::partition::{partition_tuple, same_fields, to_unbound_spec};
-use crate::schema::{merge_mappings, name_mapping, to_iceberg_schema};
+use crate::schema::{
+    first_free_id, merge_mappings, name_mapping, reserved_mappings, to_iceberg_schema,
+};
 use crate::summary::{
     degraded_value, standard_summary, Counts, SyncMetadata, DEGRADED, SOURCE_COMMIT_TIME,
     XTABLE_METADATA,
@@ -570,6 +572,23 @@ impl IcebergTable {
             .and_then(|m| m.properties().get(DEFAULT_SCHEMA_NAME_MAPPING))
             .and_then(|text| serde_json::from_str(text).ok());
         let mut mapping = name_mapping(&converted, &aliases);
+        // File columns the source's readers skip: mapped to ids no column has, and that
+        // last-column-id keeps from ever being handed out.
+        let reserved = reserved_mappings(
+            &change.ignored_columns,
+            &converted,
+            &mapping,
+            previous.as_ref(),
+            first_free_id(
+                &change.schema,
+                &converted,
+                current.map_or(0, |m| m.last_column_id()),
+            ),
+        );
+        let last_column_id = reserved.iter().filter_map(|f| f.field_id()).max();
+        if !reserved.is_empty() {
+            mapping = NameMapping::new(mapping.fields().iter().cloned().chain(reserved).collect());
+        }
         if let Some(previous) = &previous {
             mapping = merge_mappings(&mapping, previous);
         }
@@ -577,8 +596,14 @@ impl IcebergTable {
 
         // The same builder twice: staged without a snapshot first, to learn the bound spec
         // and schema ids the manifests need; then again with the snapshot.
-        let builder =
-            || self.base_builder(draft, &converted, schema_changed, &unbound, &properties);
+        let builder = || {
+            self.base_builder(
+                draft,
+                (&converted, schema_changed, last_column_id),
+                &unbound,
+                &properties,
+            )
+        };
         // The snapshot, at the source commit's time (never earlier than the previous one).
         let floor = current.map_or(i64::MIN, |m| {
             m.history()
@@ -997,25 +1022,31 @@ impl IcebergTable {
         Ok(diff)
     }
 
-    /// A builder holding the schema, spec and properties of this commit (no snapshot yet).
+    /// A builder holding the schema, spec and properties of this commit (no snapshot yet);
+    /// `last-column-id` is raised to `reserved` (ids of ignored file columns) if below.
     fn base_builder(
         &self,
         draft: &Draft<'_>,
-        schema: &IcebergSchema,
-        schema_changed: bool,
+        (schema, schema_changed, reserved): (&IcebergSchema, bool, Option<i32>),
         unbound: &UnboundPartitionSpec,
         properties: &HashMap<String, String>,
     ) -> Result<TableMetadataBuilder> {
         let err = self.spec_error("apply schema and partition spec");
         let Some(metadata) = &draft.metadata else {
-            let empty = self.empty_metadata(schema, unbound, properties)?;
+            let empty = self.empty_metadata(schema, unbound, properties, reserved)?;
             return Ok(TableMetadataBuilder::new_from_metadata(empty, None));
         };
         // Only the published version a draft starts from enters the metadata log.
         let previous = draft
             .base
             .map(|l| self.store.absolute(&metadata_file(l.version)));
-        let mut builder = TableMetadataBuilder::new_from_metadata(metadata.clone(), previous);
+        let raised = match reserved {
+            Some(id) if id > metadata.last_column_id() => {
+                self.with_last_column_id(metadata.clone(), id)?
+            }
+            _ => metadata.clone(),
+        };
+        let mut builder = TableMetadataBuilder::new_from_metadata(raised, previous);
         if schema_changed {
             builder = builder.add_current_schema(schema.clone()).map_err(&err)?;
         }
@@ -1041,6 +1072,7 @@ impl IcebergTable {
         schema: &IcebergSchema,
         unbound: &UnboundPartitionSpec,
         properties: &HashMap<String, String>,
+        reserved: Option<i32>,
     ) -> Result<TableMetadata> {
         let err = self.spec_error("create table metadata");
         let spec = IcebergSpec::builder(schema.clone())
@@ -1054,7 +1086,7 @@ impl IcebergTable {
             "location": self.store.location(),
             "last-sequence-number": 0,
             "last-updated-ms": 0,
-            "last-column-id": schema.highest_field_id(),
+            "last-column-id": schema.highest_field_id().max(reserved.unwrap_or(0)),
             "current-schema-id": schema.schema_id(),
             "schemas": [schema],
             "default-spec-id": 0,
@@ -1070,6 +1102,17 @@ impl IcebergTable {
         });
         serde_json::from_value(value)
             .map_err(|e| self.corrupt(METADATA_DIR, format!("new table metadata: {e}")))
+    }
+
+    /// `metadata` with `last-column-id` set to `id` (iceberg-rust's builder only raises it
+    /// to the schemas' highest id; ids of ignored file columns must count too).
+    fn with_last_column_id(&self, metadata: TableMetadata, id: i32) -> Result<TableMetadata> {
+        let invalid = |e: serde_json::Error| {
+            self.corrupt(METADATA_DIR, format!("raising last-column-id: {e}"))
+        };
+        let mut value = serde_json::to_value(&metadata).map_err(invalid)?;
+        value["last-column-id"] = id.into();
+        serde_json::from_value(value).map_err(invalid)
     }
 
     /// Iceberg data files for the change set's added files.

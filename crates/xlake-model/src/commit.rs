@@ -71,6 +71,11 @@ pub struct ChangeSet {
     /// note is kept with the snapshot and shown by sync and inspect; an empty list means
     /// the snapshot holds exactly what the source commit holds.
     pub degraded: Vec<String>,
+    /// Top-level columns the data files may hold although `schema` does not name them,
+    /// because the source's readers skip them (Hudi meta columns of a table that does not
+    /// populate them, Delta's change-data-feed `_change_type`). The target must make its
+    /// readers skip them too.
+    pub ignored_columns: Vec<String>,
 }
 
 impl ChangeSet {
@@ -86,6 +91,7 @@ impl ChangeSet {
             notes: BTreeMap::new(),
             full_state: false,
             degraded: Vec::new(),
+            ignored_columns: Vec::new(),
         }
     }
 }
