@@ -396,6 +396,9 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 println!("degraded: {d}");
             }
             match report.written.len() {
+                0 if report.created_empty.is_some() => println!(
+                    "{table}: no completed commit yet; created the Iceberg table with the source's schema and no snapshot"
+                ),
                 0 => println!("{table}: up to date, nothing to mirror"),
                 n => println!("{table}: {n} snapshots written"),
             }

@@ -3,7 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use xlake_model::{
-    ChangeSet, CommitListing, DataFile, ListedCommit, Replay, Schema, SourceCommit, SourceFormat,
+    ChangeSet, CommitListing, DataFile, DeclaredTable, ListedCommit, Replay, Schema, SourceCommit,
+    SourceFormat,
 };
 use xlake_storage::{StorageError, TableStore};
 
@@ -399,6 +400,26 @@ impl HudiSource {
         }
         .await;
         Ok(Replay::new(out, notes, replay.err()))
+    }
+
+    /// The table as `hoodie.table.create.schema` declares it, for a table with no completed
+    /// commit yet; `None` when the property is absent.
+    pub fn declared_table(&self) -> Result<Option<DeclaredTable>> {
+        let Some(text) = &self.config.create_schema else {
+            return Ok(None);
+        };
+        let schema =
+            avro_to_schema(text, self.config.meta_fields).map_err(|e| HudiError::Properties {
+                table: self.store.location().to_string(),
+                reason: format!("hoodie.table.create.schema: {e}"),
+            })?;
+        let (partition_spec, _) = partition_spec(&self.config, &schema);
+        Ok(Some(DeclaredTable {
+            format: SourceFormat::Hudi,
+            schema,
+            partition_spec,
+            ignored_columns: self.ignored_columns(),
+        }))
     }
 
     /// Columns base files hold that readers skip: with `hoodie.populate.meta.fields=false`

@@ -96,6 +96,21 @@ impl ChangeSet {
     }
 }
 
+/// A source table as it is declared before any completed commit (its creation schema): an
+/// empty table, which the target holds as a table with no snapshot, so that readers find
+/// it and return no rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeclaredTable {
+    /// Source format.
+    pub format: SourceFormat,
+    /// The declared schema.
+    pub schema: Schema,
+    /// The declared partition spec.
+    pub partition_spec: PartitionSpec,
+    /// As [`ChangeSet::ignored_columns`]: columns its data files will hold unread.
+    pub ignored_columns: Vec<String>,
+}
+
 /// A completed source commit as listed cheaply (from names, without reading it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListedCommit {
