@@ -397,9 +397,10 @@ impl DeltaSource {
 
     /// The schema state in force at `version`, without reading its file list: from the
     /// newest `metaData` and `protocol` actions at or before it, in the commits since the
-    /// last classic checkpoint and, for what they do not change, the checkpoint's two
-    /// columns. Other layouts (V2 sidecars, multi-part, no checkpoint) go through
-    /// deltalake-core.
+    /// last classic checkpoint (or since version 0 when there is none) and, for what they do
+    /// not change, the checkpoint's two columns. Other layouts (V2 sidecars, multi-part, a
+    /// log without its early commits) go through deltalake-core, which refuses types it does
+    /// not know (`void`).
     async fn schema_at(&self, version: u64) -> Result<State> {
         match self.newest_metadata(version).await {
             Ok(Some((metadata, protocol))) => self.state(version, metadata, protocol),
@@ -416,15 +417,20 @@ impl DeltaSource {
         &self,
         version: u64,
     ) -> std::result::Result<Option<(MetaData, Protocol)>, String> {
-        let Some(&checkpoint) = self.log.checkpoints.range(..=version).next_back() else {
-            return Ok(None);
+        // From the newest checkpoint at or before `version`, or from version 0 without one.
+        let checkpoint = match self.log.checkpoints.range(..=version).next_back() {
+            Some(&c) => {
+                let classic = format!("{LOG_DIR}/{c:020}.checkpoint.parquet");
+                match self.store.size(&classic).await.map_err(|e| e.to_string())? {
+                    Some(size) => Some((c, classic, size)),
+                    None => return Ok(None),
+                }
+            }
+            None => None,
         };
-        let classic = format!("{LOG_DIR}/{checkpoint:020}.checkpoint.parquet");
-        let Some(size) = self.store.size(&classic).await.map_err(|e| e.to_string())? else {
-            return Ok(None);
-        };
+        let first = checkpoint.as_ref().map_or(0, |(c, _, _)| c + 1);
         let (mut metadata, mut protocol) = (None, None);
-        for v in (checkpoint + 1..=version).rev() {
+        for v in (first..=version).rev() {
             if metadata.is_some() && protocol.is_some() {
                 break;
             }
@@ -444,6 +450,9 @@ impl DeltaSource {
             protocol = protocol.or(commit.protocol);
         }
         if metadata.is_none() || protocol.is_none() {
+            let Some((_, classic, size)) = checkpoint else {
+                return Ok(None);
+            };
             let (m, p) = checkpoint::metadata_and_protocol(&self.store, &classic, size).await?;
             metadata = metadata.or(m);
             protocol = protocol.or(p);
