@@ -130,6 +130,7 @@ pub fn delta_actions(data: &[u8]) {
     let mut table = delta_schema::TableSchema {
         schema: typed_schema(),
         logical: HashMap::new(),
+        void_columns: Vec::new(),
     };
     if let Some(meta) = &commit.metadata {
         for mapped in [false, true] {
@@ -153,7 +154,9 @@ pub fn delta_actions(data: &[u8]) {
         if let Some(dv) = &add.deletion_vector {
             if let Ok(d) = serde_json::from_value::<deletion_vector::Descriptor>(dv.clone()) {
                 if d.storage_type == "i" {
-                    if let Ok(bytes) = deletion_vector::z85_decode(&d.path_or_inline_dv) {
+                    if let Ok(bytes) =
+                        deletion_vector::z85_decode_sized(&d.path_or_inline_dv, d.size_in_bytes)
+                    {
                         let _ = deletion_vector::positions(&bytes);
                     }
                 }
@@ -170,6 +173,7 @@ pub fn delta_stats(data: &[u8]) {
     let table = delta_schema::TableSchema {
         schema: typed_schema(),
         logical: HashMap::from([("col-1".to_string(), "i".to_string())]),
+        void_columns: Vec::new(),
     };
     let _ = values::parse_stats(text, &table);
     for field in &table.schema.fields {

@@ -272,7 +272,13 @@ async fn sync_and_print(table: &str, options: &SyncOptions) -> Outcome {
     for note in &report.notes {
         outln!("note: {note}");
     }
+    for d in &report.degraded {
+        outln!("degraded: {d}");
+    }
     match report.written.len() {
+        0 if report.created_empty.is_some() => outln!(
+            "{table}: no completed commit yet; created the Iceberg table with the source's schema and no snapshot"
+        ),
         0 => outln!("{table}: up to date, nothing to mirror"),
         n => outln!("{table}: {n} snapshots written"),
     }

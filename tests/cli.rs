@@ -129,7 +129,14 @@ fn a_closed_pipe_ends_every_printing_command_quietly_with_141() {
         vec!["run", "--config", c, "--once"],
         // Would run forever: the closed pipe ends them at the first line.
         vec!["run", "--config", c, "--every", "1s"],
-        vec!["serve", "--listen", "127.0.0.1:0", "--insecure-no-key", "--allow", t],
+        vec![
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--insecure-no-key",
+            "--allow",
+            t,
+        ],
     ];
     for args in &cases {
         let (code, err) = into_closed_pipe(args);

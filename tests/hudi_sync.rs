@@ -86,13 +86,36 @@ async fn every_completed_data_instant_gets_one_snapshot_in_order() {
 }
 
 #[tokio::test]
-async fn empty_table_syncs_to_nothing() {
+async fn empty_table_gets_a_table_without_snapshots() {
     let (_dir, root) = extract("sample_table_cow_v6_empty");
     let report = sync(root.to_str().unwrap(), &SyncOptions::default(), |_| {})
         .await
         .unwrap();
     assert_eq!((report.source_commits, report.written.len()), (0, 0));
-    assert!(metadata_snapshot(&root).is_empty());
+    assert_eq!(report.created_empty, Some(1));
+    let table = IcebergTable::new(TableStore::open(root.to_str().unwrap()).unwrap());
+    let metadata = table.load().await.unwrap().unwrap().metadata;
+    assert!(metadata.current_snapshot().is_none());
+    let names: Vec<&str> = metadata
+        .current_schema()
+        .as_struct()
+        .fields()
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect();
+    assert_eq!(&names[5..], ["id", "name", "isActive"], "{names:?}");
+    // A second sync finds the table there and writes nothing.
+    let before = metadata_snapshot(&root);
+    let again = sync(root.to_str().unwrap(), &SyncOptions::default(), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(again.created_empty, None);
+    assert_eq!(metadata_snapshot(&root), before);
+    let report =
+        xlake_sync::check_with(root.to_str().unwrap(), &SyncOptions::default(), true, true)
+            .await
+            .unwrap();
+    assert!(report.consistent(), "{report:?}");
 }
 
 #[tokio::test]

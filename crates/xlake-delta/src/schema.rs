@@ -16,6 +16,11 @@ pub struct TableSchema {
     pub schema: Schema,
     /// Dotted physical path (as in stats and partition values) to dotted logical path.
     pub logical: HashMap<String, String>,
+    /// Logical paths of the columns left out of `schema` because their type is `void`
+    /// (Spark's NullType): every value is null and writers store none in data files, but
+    /// the neutral schema has no type for them. A list or map of `void`, and a struct left
+    /// with no field, are left out whole.
+    pub void_columns: Vec<String>,
 }
 
 impl TableSchema {
@@ -39,8 +44,8 @@ pub fn parse_schema(
         .get("fields")
         .and_then(Json::as_array)
         .ok_or("schemaString has no fields")?;
-    let mut logical = HashMap::new();
-    let mut out = struct_fields(fields, "", "", mapped, &mut logical)?;
+    let mut paths = Paths::default();
+    let mut out = struct_fields(fields, "", "", mapped, &mut paths)?;
     for f in &mut out {
         if partition_columns.contains(&f.name) {
             f.nullable = true;
@@ -48,125 +53,153 @@ pub fn parse_schema(
     }
     Ok(TableSchema {
         schema: Schema::new(out),
-        logical,
+        logical: paths.logical,
+        void_columns: paths.void,
     })
 }
 
+/// What parsing learns besides the fields: physical to logical paths, `void` columns.
+#[derive(Default)]
+struct Paths {
+    logical: HashMap<String, String>,
+    void: Vec<String>,
+}
+
+/// The fields of a struct, less those of type `void` (recorded in `paths.void`).
 fn struct_fields(
     fields: &[Json],
     logical_prefix: &str,
     physical_prefix: &str,
     mapped: bool,
-    map: &mut HashMap<String, String>,
+    paths: &mut Paths,
 ) -> Result<Vec<Field>, String> {
-    fields
-        .iter()
-        .map(|f| {
-            let name = f
-                .get("name")
-                .and_then(Json::as_str)
-                .ok_or("field without name")?;
-            let meta = f.get("metadata");
-            let physical = meta
-                .and_then(|m| m.get(PHYSICAL_NAME))
-                .and_then(Json::as_str)
-                .filter(|_| mapped)
-                .unwrap_or(name);
-            let join = |p: &str, n: &str| {
-                if p.is_empty() {
-                    n.to_string()
-                } else {
-                    format!("{p}.{n}")
-                }
-            };
-            let (lpath, ppath) = (join(logical_prefix, name), join(physical_prefix, physical));
-            map.insert(ppath.clone(), lpath.clone());
-            let data_type = data_type(
-                f.get("type").unwrap_or(&Json::Null),
-                &lpath,
-                &ppath,
-                mapped,
-                map,
-            )?;
-            let nullable = f.get("nullable").and_then(Json::as_bool).unwrap_or(true);
-            let mut field = Field::new(name, data_type, nullable);
-            if mapped {
-                field.id = meta
-                    .and_then(|m| m.get(MAPPING_ID))
-                    .and_then(Json::as_i64)
-                    .and_then(|i| i32::try_from(i).ok());
-                if physical != name {
-                    field.aliases.push(physical.to_string());
-                }
-            }
-            field.doc = meta
-                .and_then(|m| m.get("comment"))
-                .and_then(Json::as_str)
-                .map(String::from);
-            Ok(field)
-        })
-        .collect()
+    let mut out = Vec::with_capacity(fields.len());
+    for f in fields {
+        if let Some(field) = struct_field(f, logical_prefix, physical_prefix, mapped, paths)? {
+            out.push(field);
+        }
+    }
+    Ok(out)
 }
 
+/// One field of a struct; `None` when its type is `void` (or holds only `void`).
+fn struct_field(
+    f: &Json,
+    logical_prefix: &str,
+    physical_prefix: &str,
+    mapped: bool,
+    paths: &mut Paths,
+) -> Result<Option<Field>, String> {
+    let name = f
+        .get("name")
+        .and_then(Json::as_str)
+        .ok_or("field without name")?;
+    let meta = f.get("metadata");
+    let physical = meta
+        .and_then(|m| m.get(PHYSICAL_NAME))
+        .and_then(Json::as_str)
+        .filter(|_| mapped)
+        .unwrap_or(name);
+    let join = |p: &str, n: &str| {
+        if p.is_empty() {
+            n.to_string()
+        } else {
+            format!("{p}.{n}")
+        }
+    };
+    let (lpath, ppath) = (join(logical_prefix, name), join(physical_prefix, physical));
+    paths.logical.insert(ppath.clone(), lpath.clone());
+    let Some(data_type) = data_type(
+        f.get("type").unwrap_or(&Json::Null),
+        &lpath,
+        &ppath,
+        mapped,
+        paths,
+    )?
+    else {
+        paths.void.push(lpath);
+        return Ok(None);
+    };
+    let nullable = f.get("nullable").and_then(Json::as_bool).unwrap_or(true);
+    let mut field = Field::new(name, data_type, nullable);
+    if mapped {
+        field.id = meta
+            .and_then(|m| m.get(MAPPING_ID))
+            .and_then(Json::as_i64)
+            .and_then(|i| i32::try_from(i).ok());
+        if physical != name {
+            field.aliases.push(physical.to_string());
+        }
+    }
+    field.doc = meta
+        .and_then(|m| m.get("comment"))
+        .and_then(Json::as_str)
+        .map(String::from);
+    Ok(Some(field))
+}
+
+/// The neutral type of a Delta type; `None` for `void` and for nested types that hold
+/// nothing else (a list or map of `void`, a struct whose every field is `void`).
 fn data_type(
     t: &Json,
     lpath: &str,
     ppath: &str,
     mapped: bool,
-    map: &mut HashMap<String, String>,
-) -> Result<DataType, String> {
+    paths: &mut Paths,
+) -> Result<Option<DataType>, String> {
     let err = |what: String| format!("column {lpath}: {what}");
+    let child = |key: &str, paths: &mut Paths| {
+        data_type(
+            t.get(key).unwrap_or(&Json::Null),
+            lpath,
+            ppath,
+            mapped,
+            paths,
+        )
+    };
     match t {
-        Json::String(name) => primitive(name).map(DataType::Primitive).map_err(err),
+        Json::String(name) if name == "void" => Ok(None),
+        Json::String(name) => primitive(name)
+            .map(|p| Some(DataType::Primitive(p)))
+            .map_err(err),
         Json::Object(obj) => match obj.get("type").and_then(Json::as_str) {
             Some("struct") => {
                 let fields = obj
                     .get("fields")
                     .and_then(Json::as_array)
                     .ok_or_else(|| err("struct without fields".into()))?;
-                Ok(DataType::Struct(struct_fields(
-                    fields, lpath, ppath, mapped, map,
-                )?))
+                let kept = struct_fields(fields, lpath, ppath, mapped, paths)?;
+                if kept.is_empty() && !fields.is_empty() {
+                    // Left out whole: the struct is named, not each of its fields.
+                    let inside = format!("{lpath}.");
+                    paths.void.retain(|p| !p.starts_with(&inside));
+                    return Ok(None);
+                }
+                Ok(Some(DataType::Struct(kept)))
             }
             Some("array") => {
-                let element = data_type(
-                    obj.get("elementType").unwrap_or(&Json::Null),
-                    lpath,
-                    ppath,
-                    mapped,
-                    map,
-                )?;
                 let nullable = obj
                     .get("containsNull")
                     .and_then(Json::as_bool)
                     .unwrap_or(true);
-                Ok(DataType::List(Box::new(Field::new(
-                    "element", element, nullable,
-                ))))
+                Ok(child("elementType", paths)?.map(|element| {
+                    DataType::List(Box::new(Field::new("element", element, nullable)))
+                }))
             }
             Some("map") => {
-                let key = data_type(
-                    obj.get("keyType").unwrap_or(&Json::Null),
-                    lpath,
-                    ppath,
-                    mapped,
-                    map,
-                )?;
-                let value = data_type(
-                    obj.get("valueType").unwrap_or(&Json::Null),
-                    lpath,
-                    ppath,
-                    mapped,
-                    map,
-                )?;
                 let nullable = obj
                     .get("valueContainsNull")
                     .and_then(Json::as_bool)
                     .unwrap_or(true);
-                Ok(DataType::Map {
+                let (Some(key), Some(value)) =
+                    (child("keyType", paths)?, child("valueType", paths)?)
+                else {
+                    return Ok(None);
+                };
+                Ok(Some(DataType::Map {
                     key: Box::new(Field::new("key", key, false)),
                     value: Box::new(Field::new("value", value, nullable)),
-                })
+                }))
             }
             other => Err(err(format!("unknown type {other:?}"))),
         },
@@ -246,6 +279,7 @@ mod tests {
         assert!(
             unmapped.schema.fields[0].aliases.is_empty() && unmapped.schema.fields[0].id.is_none()
         );
+        assert!(t.void_columns.is_empty());
         assert!(parse_schema(
             r#"{"type":"struct","fields":[{"name":"v","type":"variant"}]}"#,
             false,
@@ -253,5 +287,33 @@ mod tests {
         )
         .unwrap_err()
         .contains("column v"));
+    }
+
+    #[test]
+    fn void_columns_are_left_out_and_named() {
+        let text = r#"{"type":"struct","fields":[
+            {"name":"id","type":"long","nullable":true,"metadata":{}},
+            {"name":"v","type":"void","nullable":true,"metadata":{}},
+            {"name":"s","type":{"type":"struct","fields":[
+                {"name":"x","type":"integer","nullable":true,"metadata":{}},
+                {"name":"n","type":"void","nullable":true,"metadata":{}}]},"nullable":true,"metadata":{}},
+            {"name":"all_void","type":{"type":"struct","fields":[
+                {"name":"a","type":"void","nullable":true,"metadata":{}}]},"nullable":true,"metadata":{}},
+            {"name":"l","type":{"type":"array","elementType":"void","containsNull":true},"nullable":true,"metadata":{}},
+            {"name":"m","type":{"type":"map","keyType":"string","valueType":"void","valueContainsNull":true},"nullable":true,"metadata":{}},
+            {"name":"empty","type":{"type":"struct","fields":[]},"nullable":true,"metadata":{}}
+        ]}"#;
+        let t = parse_schema(text, false, &[]).unwrap();
+        let names: Vec<&str> = t.schema.fields.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["id", "s", "empty"]);
+        assert_eq!(t.schema.primitive_at("s.x"), Some(&PrimitiveType::Int));
+        assert_eq!(t.void_columns, ["v", "s.n", "all_void", "l", "m"]);
+        // Any other unknown type still refuses the schema.
+        assert!(parse_schema(
+            r#"{"type":"struct","fields":[{"name":"v","type":"interval"}]}"#,
+            false,
+            &[]
+        )
+        .is_err());
     }
 }

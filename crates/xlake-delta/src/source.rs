@@ -32,6 +32,11 @@ const SUPPORTED_READER_FEATURES: [&str; 9] = [
     "deletionVectors",
 ];
 
+/// Table property that turns change data feed on.
+const CHANGE_DATA_FEED: &str = "delta.enableChangeDataFeed";
+/// The change data feed column some writers leave in data files.
+const CHANGE_TYPE_COLUMN: &str = "_change_type";
+
 /// A Delta table opened for reading.
 #[derive(Debug)]
 pub struct DeltaSource {
@@ -45,6 +50,20 @@ struct State {
     protocol: Protocol,
     table: TableSchema,
     spec: PartitionSpec,
+    /// What change sets under this schema are mirrored without (`void` columns).
+    degraded: Vec<String>,
+    /// Columns data files may hold that Delta readers skip.
+    ignored: Vec<String>,
+}
+
+impl State {
+    /// A change set of `commit` under this state's schema and spec.
+    fn change_set(&self, commit: SourceCommit) -> ChangeSet {
+        let mut change = ChangeSet::new(commit, self.table.schema.clone(), self.spec.clone());
+        change.degraded = self.degraded.clone();
+        change.ignored_columns = self.ignored.clone();
+        change
+    }
 }
 
 impl DeltaSource {
@@ -115,11 +134,28 @@ impl DeltaSource {
                 .map(PartitionField::identity)
                 .collect(),
         );
+        let degraded = table
+            .void_columns
+            .iter()
+            .map(|c| format!("column {c}: Delta type void (every value null) has no Iceberg v2 type; left out of the Iceberg schema"))
+            .collect();
+        // With change data feed on, Spark (Delta 2.x) writes `_change_type` into data files
+        // of some commits; readers take only the schema's columns.
+        let cdf = metadata
+            .property(CHANGE_DATA_FEED)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let ignored = if cdf {
+            vec![CHANGE_TYPE_COLUMN.to_string()]
+        } else {
+            Vec::new()
+        };
         Ok(State {
             metadata,
             protocol,
             table,
             spec,
+            degraded,
+            ignored,
         })
     }
 
@@ -224,11 +260,7 @@ impl DeltaSource {
                     .as_ref()
                     .and_then(|i| i.operation.clone())
                     .unwrap_or_else(|| "commit".into());
-                let mut change = ChangeSet::new(
-                    self.commit(version, action, time),
-                    s.table.schema.clone(),
-                    s.spec.clone(),
-                );
+                let mut change = s.change_set(self.commit(version, action, time));
                 for add in &commit.adds {
                     change
                         .added
@@ -365,9 +397,10 @@ impl DeltaSource {
 
     /// The schema state in force at `version`, without reading its file list: from the
     /// newest `metaData` and `protocol` actions at or before it, in the commits since the
-    /// last classic checkpoint and, for what they do not change, the checkpoint's two
-    /// columns. Other layouts (V2 sidecars, multi-part, no checkpoint) go through
-    /// deltalake-core.
+    /// last classic checkpoint (or since version 0 when there is none) and, for what they do
+    /// not change, the checkpoint's two columns. Other layouts (V2 sidecars, multi-part, a
+    /// log without its early commits) go through deltalake-core, which refuses types it does
+    /// not know (`void`).
     async fn schema_at(&self, version: u64) -> Result<State> {
         match self.newest_metadata(version).await {
             Ok(Some((metadata, protocol))) => self.state(version, metadata, protocol),
@@ -384,15 +417,20 @@ impl DeltaSource {
         &self,
         version: u64,
     ) -> std::result::Result<Option<(MetaData, Protocol)>, String> {
-        let Some(&checkpoint) = self.log.checkpoints.range(..=version).next_back() else {
-            return Ok(None);
+        // From the newest checkpoint at or before `version`, or from version 0 without one.
+        let checkpoint = match self.log.checkpoints.range(..=version).next_back() {
+            Some(&c) => {
+                let classic = format!("{LOG_DIR}/{c:020}.checkpoint.parquet");
+                match self.store.size(&classic).await.map_err(|e| e.to_string())? {
+                    Some(size) => Some((c, classic, size)),
+                    None => return Ok(None),
+                }
+            }
+            None => None,
         };
-        let classic = format!("{LOG_DIR}/{checkpoint:020}.checkpoint.parquet");
-        let Some(size) = self.store.size(&classic).await.map_err(|e| e.to_string())? else {
-            return Ok(None);
-        };
+        let first = checkpoint.as_ref().map_or(0, |(c, _, _)| c + 1);
         let (mut metadata, mut protocol) = (None, None);
-        for v in (checkpoint + 1..=version).rev() {
+        for v in (first..=version).rev() {
             if metadata.is_some() && protocol.is_some() {
                 break;
             }
@@ -412,6 +450,9 @@ impl DeltaSource {
             protocol = protocol.or(commit.protocol);
         }
         if metadata.is_none() || protocol.is_none() {
+            let Some((_, classic, size)) = checkpoint else {
+                return Ok(None);
+            };
             let (m, p) = checkpoint::metadata_and_protocol(&self.store, &classic, size).await?;
             metadata = metadata.or(m);
             protocol = protocol.or(p);
@@ -457,11 +498,7 @@ impl DeltaSource {
             ),
         };
         let action = action.unwrap_or_else(|| "CHECKPOINT".into());
-        let mut change = ChangeSet::new(
-            self.commit(version, action, time),
-            state.table.schema.clone(),
-            state.spec.clone(),
-        );
+        let mut change = state.change_set(self.commit(version, action, time));
         for file in snapshot.log_data() {
             let partition_values: HashMap<String, Option<String>> = file
                 .partition_values()

@@ -3,7 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use xlake_model::{
-    ChangeSet, CommitListing, DataFile, ListedCommit, Replay, Schema, SourceCommit, SourceFormat,
+    ChangeSet, CommitListing, DataFile, DeclaredTable, ListedCommit, Replay, Schema, SourceCommit,
+    SourceFormat,
 };
 use xlake_storage::{StorageError, TableStore};
 
@@ -13,7 +14,7 @@ use crate::file_group::{parse_base_file_name, BaseFile, Effect, FileGroups};
 use crate::instant::{instant_millis, Instant};
 use crate::partition_path::{partition_spec, partition_values};
 use crate::properties::{parse_properties, TableConfig, TableType};
-use crate::schema::avro_to_schema;
+use crate::schema::{avro_to_schema, META_COLUMNS};
 use crate::timeline::{read_instant, Timeline};
 
 /// Summary note on snapshots of a merge-on-read table mirrored read-optimized.
@@ -384,6 +385,7 @@ impl HudiSource {
                     };
                 }
                 let mut change = ChangeSet::new(commit, schema.clone(), spec.clone());
+                change.ignored_columns = self.ignored_columns();
                 change.full_state = full_state;
                 change.data_change = data_change;
                 self.fill(&mut change, effect, instant)?;
@@ -398,6 +400,37 @@ impl HudiSource {
         }
         .await;
         Ok(Replay::new(out, notes, replay.err()))
+    }
+
+    /// The table as `hoodie.table.create.schema` declares it, for a table with no completed
+    /// commit yet; `None` when the property is absent.
+    pub fn declared_table(&self) -> Result<Option<DeclaredTable>> {
+        let Some(text) = &self.config.create_schema else {
+            return Ok(None);
+        };
+        let schema =
+            avro_to_schema(text, self.config.meta_fields).map_err(|e| HudiError::Properties {
+                table: self.store.location().to_string(),
+                reason: format!("hoodie.table.create.schema: {e}"),
+            })?;
+        let (partition_spec, _) = partition_spec(&self.config, &schema);
+        Ok(Some(DeclaredTable {
+            format: SourceFormat::Hudi,
+            schema,
+            partition_spec,
+            ignored_columns: self.ignored_columns(),
+        }))
+    }
+
+    /// Columns base files hold that readers skip: with `hoodie.populate.meta.fields=false`
+    /// Hudi still writes the five meta columns (null but `_hoodie_file_name`), and
+    /// leaves them out of the table's rows.
+    fn ignored_columns(&self) -> Vec<String> {
+        if self.config.meta_fields {
+            Vec::new()
+        } else {
+            META_COLUMNS.iter().map(|c| c.to_string()).collect()
+        }
     }
 
     fn fill(&self, change: &mut ChangeSet, effect: Effect, instant: &Instant) -> Result<()> {

@@ -9,13 +9,13 @@
 //! | [`table`] | [`IcebergTable`]: load the current `vN.metadata.json`, commit a change set atomically |
 //! | [`encode`] | the bytes of `vN.metadata.json`: snapshots in commit order, as Java writes them |
 //! | [`relocation`] | a copied or moved table: its old metadata files, set aside for a rebuild |
-//! | [`schema`] | neutral schema to Iceberg schema with stable field ids; the name mapping |
+//! | [`schema`] | neutral schema to Iceberg schema with stable field ids; the name mapping, with reserved ids for file columns readers must skip |
 //! | [`partition`] | partition specs and partition tuples |
 //! | [`value`] | neutral values to Iceberg datums (bounds, partition values); bound truncation |
 //! | [`expire`] | snapshot expiry in step with the source's cleaner or vacuum, plus count and age limits |
 //! | [`deletes`] | position-delete files for rows a source deleted (Delta deletion vectors) |
 //! | [`footer`] | record counts and column stats from Parquet footers, when the source has none |
-//! | [`summary`] | snapshot summary counters and `XTABLE_METADATA` ([`SyncMetadata`]) |
+//! | [`summary`] | snapshot summary counters, `XTABLE_METADATA` ([`SyncMetadata`]) and `xlake.degraded` |
 //! | [`orphans`] | metadata files no retained version references (for cleanup) |
 //! | [`merge`] | merging small manifests, so manifest lists stay short as commits accumulate |
 //! | `manifest` | manifests and manifest lists via iceberg-rust's writers, persisted through [`xlake_storage`] |

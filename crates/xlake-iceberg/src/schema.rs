@@ -371,6 +371,49 @@ fn mapped(field: &NestedField, mut names: Vec<String>, aliases: &Aliases) -> Map
     MappedField::new(Some(field.id), names, children)
 }
 
+/// The lowest id a column new to this commit may take: above `last_column_id`, every id
+/// of `converted` (the commit's schema, ids assigned) and, when the source assigns ids,
+/// at [`OWN_ID_BASE_WITH_SOURCE_IDS`] or above.
+pub fn first_free_id(schema: &Schema, converted: &IcebergSchema, last_column_id: i32) -> i32 {
+    next_free_id(schema, last_column_id.max(converted.highest_field_id()))
+}
+
+/// Name-mapping entries for `ignored` top-level columns: columns data files hold that the
+/// schema does not name because the source's readers skip them. A file column the name
+/// mapping does not name fails pyiceberg and DuckDB; one mapped to an id no schema field
+/// has is read by none. Each ignored column keeps the id `previous` (the table's mapping so
+/// far) gave it; a new one takes the next id from `first_id` on. The caller keeps these
+/// ids counted in `last-column-id`, so that no later column takes them. A name `current`
+/// (the schema's own mapping) holds is a real column, not ignored.
+pub fn reserved_mappings(
+    ignored: &[String],
+    converted: &IcebergSchema,
+    current: &NameMapping,
+    previous: Option<&NameMapping>,
+    first_id: i32,
+) -> Vec<MappedField> {
+    let taken = |name: &String| current.fields().iter().any(|f| f.names().contains(name));
+    let mut next = first_id;
+    let mut out: Vec<MappedField> = Vec::new();
+    for name in ignored {
+        if taken(name) || out.iter().any(|f| f.names().contains(name)) {
+            continue;
+        }
+        let kept = previous
+            .into_iter()
+            .flat_map(|p| p.fields())
+            .filter(|f| f.names().contains(name))
+            .filter_map(|f| f.field_id())
+            .find(|id| converted.field_by_id(*id).is_none());
+        let id = kept.unwrap_or_else(|| {
+            next += 1;
+            next - 1
+        });
+        out.push(MappedField::new(Some(id), vec![name.clone()], Vec::new()));
+    }
+    out
+}
+
 /// `current` plus every field of `previous` it lacks (matched by field id, recursively),
 /// with the names of both: a column dropped from the schema keeps its mapping, as older
 /// snapshots still read files that hold it.
@@ -667,6 +710,72 @@ mod tests {
             json,
             r#"[{"field-id":1,"names":["b"]},{"field-id":2,"names":["a"]}]"#
         );
+    }
+
+    #[test]
+    fn ignored_columns_get_reserved_ids_that_stay() {
+        let ids = |m: &[MappedField]| -> Vec<(Option<i32>, Vec<String>)> {
+            m.iter()
+                .map(|f| (f.field_id(), f.names().to_vec()))
+                .collect()
+        };
+        let neutral = Schema::new(vec![Field::optional("a", PrimitiveType::Long)]);
+        let v1 = to_iceberg_schema(&neutral, None, &[], 0, 0).unwrap().0;
+        let own = name_mapping(&v1, &Aliases::new());
+        let ignored = vec!["_x".to_string(), "_y".to_string(), "a".to_string()];
+        let first = first_free_id(&neutral, &v1, 0);
+        assert_eq!(first, 2);
+        let reserved = reserved_mappings(&ignored, &v1, &own, None, first);
+        // `a` is a real column: never ignored.
+        assert_eq!(
+            ids(&reserved),
+            [
+                (Some(2), vec!["_x".to_string()]),
+                (Some(3), vec!["_y".to_string()])
+            ]
+        );
+        let table_mapping = merge_mappings(
+            &NameMapping::new(own.fields().iter().cloned().chain(reserved).collect()),
+            &own,
+        );
+        // The next schema, with last-column-id counting the reserved ids: a new column
+        // takes 4, and the ignored columns keep 2 and 3.
+        let mut evolved = neutral.clone();
+        evolved
+            .fields
+            .push(Field::optional("b", PrimitiveType::Int));
+        let v2 = to_iceberg_schema(&evolved, Some(&v1), &[], 3, 1).unwrap().0;
+        assert_eq!(v2.field_by_name("b").unwrap().id, 4);
+        let own2 = name_mapping(&v2, &Aliases::new());
+        let again = reserved_mappings(
+            &ignored,
+            &v2,
+            &own2,
+            Some(&table_mapping),
+            first_free_id(&evolved, &v2, 3),
+        );
+        assert_eq!(
+            ids(&again),
+            [
+                (Some(2), vec!["_x".to_string()]),
+                (Some(3), vec!["_y".to_string()])
+            ]
+        );
+        // With source ids (Delta column mapping), reserved ids stay clear of the source's.
+        let mut mapped = Field::optional("c", PrimitiveType::Long);
+        mapped.id = Some(5);
+        let with_ids = Schema::new(vec![mapped]);
+        let v3 = to_iceberg_schema(&with_ids, None, &[], 0, 0).unwrap().0;
+        let first = first_free_id(&with_ids, &v3, 0);
+        assert_eq!(first, OWN_ID_BASE_WITH_SOURCE_IDS);
+        let r = reserved_mappings(
+            &ignored[..1],
+            &v3,
+            &name_mapping(&v3, &Aliases::new()),
+            None,
+            first,
+        );
+        assert_eq!(ids(&r), [(Some(first), vec!["_x".to_string()])]);
     }
 
     #[test]

@@ -10,6 +10,24 @@ use xlake_model::SourceCommit;
 pub const XTABLE_METADATA: &str = "XTABLE_METADATA";
 /// Summary key holding the source commit's own time when the snapshot's had to be clamped.
 pub const SOURCE_COMMIT_TIME: &str = "xlake.source-commit-time-ms";
+/// Summary key listing, as a JSON array of strings, what a snapshot mirrors its source
+/// commit without (see [`ChangeSet::degraded`](xlake_model::ChangeSet::degraded)); absent
+/// when the snapshot is exact.
+pub const DEGRADED: &str = "xlake.degraded";
+
+/// The value of [`DEGRADED`] for these notes; `None` when there are none.
+pub fn degraded_value(notes: &[String]) -> Option<String> {
+    (!notes.is_empty()).then(|| serde_json::to_string(notes).unwrap_or_default())
+}
+
+/// The notes a snapshot summary lists under [`DEGRADED`] (a value that is not a JSON
+/// array of strings is taken as one note).
+pub fn degraded_notes(summary: &HashMap<String, String>) -> Vec<String> {
+    match summary.get(DEGRADED) {
+        None => Vec::new(),
+        Some(v) => serde_json::from_str(v).unwrap_or_else(|_| vec![v.clone()]),
+    }
+}
 
 /// The JSON under [`XTABLE_METADATA`], field for field as XTable's `TableSyncMetadata`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -246,6 +264,17 @@ mod tests {
             third["total-records"], "15",
             "data records are not reduced by deletes"
         );
+    }
+
+    #[test]
+    fn degraded_notes_round_trip() {
+        assert_eq!(degraded_value(&[]), None);
+        let notes = vec!["column v: void".to_string(), "a \"quoted\" one".to_string()];
+        let summary = HashMap::from([(DEGRADED.to_string(), degraded_value(&notes).unwrap())]);
+        assert_eq!(degraded_notes(&summary), notes);
+        assert!(degraded_notes(&HashMap::new()).is_empty());
+        let plain = HashMap::from([(DEGRADED.to_string(), "free text".to_string())]);
+        assert_eq!(degraded_notes(&plain), ["free text"]);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use iceberg::spec::{
     SnapshotRetention, SortOrder, Struct, Summary, TableMetadata, TableMetadataBuilder, Type,
     UnboundPartitionSpec, DEFAULT_SCHEMA_NAME_MAPPING, MAIN_BRANCH,
 };
-use xlake_model::{ChangeSet, DataFile, FileFormat};
+use xlake_model::{ChangeSet, DataFile, DeclaredTable, FileFormat, Schema};
 use xlake_storage::{PutOutcome, RetryPolicy, StorageError, TableStore};
 
 use crate::deletes::position_delete_file;
@@ -28,8 +28,13 @@ use crate::error::{IcebergError, Result};
 use crate::footer::{footer_stats, read_footer};
 use crate::manifest::{read_entries, read_manifest_list, write_manifest, write_manifest_list};
 use crate::partition::{partition_tuple, same_fields, to_unbound_spec};
-use crate::schema::{merge_mappings, name_mapping, to_iceberg_schema};
-use crate::summary::{standard_summary, Counts, SyncMetadata, SOURCE_COMMIT_TIME, XTABLE_METADATA};
+use crate::schema::{
+    first_free_id, merge_mappings, name_mapping, reserved_mappings, to_iceberg_schema, Aliases,
+};
+use crate::summary::{
+    degraded_value, standard_summary, Counts, SyncMetadata, DEGRADED, SOURCE_COMMIT_TIME,
+    XTABLE_METADATA,
+};
 use crate::value::{to_datum, truncate_lower, truncate_upper};
 
 pub(crate) const METADATA_DIR: &str = "metadata";
@@ -40,6 +45,9 @@ pub const METRICS_MODE_DEFAULT: &str = "write.metadata.metrics.default";
 /// Table property: how many previous metadata files the metadata log keeps.
 pub const PREVIOUS_VERSIONS_MAX: &str = "write.metadata.previous-versions-max";
 const VERSION_HINT: &str = "metadata/version-hint.text";
+/// Table property naming the source format of a table xlake created without a snapshot
+/// (which has no `XTABLE_METADATA` to tell it is ours).
+pub const SOURCE_FORMAT_PROPERTY: &str = "xlake.source-format";
 /// How many data files have their existence checked (and footers read) at once.
 pub(crate) const FILE_CHECK_CONCURRENCY: usize = 16;
 
@@ -268,11 +276,14 @@ impl IcebergTable {
         let path = metadata_file(version);
         let bytes = self.store.get(&path).await?;
         let metadata = parse_metadata(&bytes).map_err(|e| self.corrupt(&path, e))?;
-        let ours = metadata.current_snapshot().is_some_and(|s| {
-            s.summary()
+        let ours = match metadata.current_snapshot() {
+            Some(s) => s
+                .summary()
                 .additional_properties
-                .contains_key(XTABLE_METADATA)
-        });
+                .contains_key(XTABLE_METADATA),
+            // A table created before the source's first commit.
+            None => metadata.properties().contains_key(SOURCE_FORMAT_PROPERTY),
+        };
         if !ours {
             return Err(IcebergError::ForeignMetadata {
                 table: self.table(),
@@ -583,27 +594,23 @@ impl IcebergTable {
             .is_none_or(|s| s.as_struct() != converted.as_struct());
         let unbound =
             to_unbound_spec(&change.partition_spec, &converted).map_err(not_representable)?;
-        let mut properties = self.properties.clone();
-        // Bounds xlake writes are safe for pruning but not always exact (Delta truncates
-        // timestamps, footers are rescaled, strings cut): engines must not answer MIN/MAX
-        // from them, which Iceberg Spark does unless the metrics mode says counts.
-        properties
-            .entry(METRICS_MODE_DEFAULT.to_string())
-            .or_insert_with(|| "counts".to_string());
-        // Older snapshots still read through older schemas: keep their columns mapped.
-        let previous: Option<NameMapping> = current
-            .and_then(|m| m.properties().get(DEFAULT_SCHEMA_NAME_MAPPING))
-            .and_then(|text| serde_json::from_str(text).ok());
-        let mut mapping = name_mapping(&converted, &aliases);
-        if let Some(previous) = &previous {
-            mapping = merge_mappings(&mapping, previous);
-        }
-        properties.insert(DEFAULT_SCHEMA_NAME_MAPPING.into(), json(&mapping));
+        let (properties, last_column_id) = self.commit_properties(
+            &change.schema,
+            (&converted, &aliases),
+            &change.ignored_columns,
+            current,
+        );
 
         // The same builder twice: staged without a snapshot first, to learn the bound spec
         // and schema ids the manifests need; then again with the snapshot.
-        let builder =
-            || self.base_builder(draft, &converted, schema_changed, &unbound, &properties);
+        let builder = || {
+            self.base_builder(
+                draft,
+                (&converted, schema_changed, last_column_id),
+                &unbound,
+                &properties,
+            )
+        };
         // The snapshot, at the source commit's time (never earlier than the previous one).
         let floor = current.map_or(i64::MIN, |m| {
             m.history()
@@ -864,6 +871,9 @@ impl IcebergTable {
             SOURCE_COMMIT_TIME.into(),
             change.commit.commit_time_ms.to_string(),
         );
+        if let Some(degraded) = degraded_value(&change.degraded) {
+            summary.insert(DEGRADED.into(), degraded);
+        }
         for (key, value) in &change.notes {
             summary.entry(key.clone()).or_insert_with(|| value.clone());
         }
@@ -1019,25 +1029,119 @@ impl IcebergTable {
         Ok(diff)
     }
 
-    /// A builder holding the schema, spec and properties of this commit (no snapshot yet).
+    /// The table properties of a commit of the neutral `schema`, converted to `converted`:
+    /// the operator's, the metrics mode, and the name mapping (merged with the table's so
+    /// far, plus reserved entries for `ignored` file columns). Also the highest reserved id,
+    /// which `last-column-id` must count.
+    fn commit_properties(
+        &self,
+        schema: &Schema,
+        (converted, aliases): (&IcebergSchema, &Aliases),
+        ignored: &[String],
+        current: Option<&TableMetadata>,
+    ) -> (HashMap<String, String>, Option<i32>) {
+        let mut properties = self.properties.clone();
+        // Bounds xlake writes are safe for pruning but not always exact (Delta truncates
+        // timestamps, footers are rescaled, strings cut): engines must not answer MIN/MAX
+        // from them, which Iceberg Spark does unless the metrics mode says counts.
+        properties
+            .entry(METRICS_MODE_DEFAULT.to_string())
+            .or_insert_with(|| "counts".to_string());
+        // Older snapshots still read through older schemas: keep their columns mapped.
+        let previous: Option<NameMapping> = current
+            .and_then(|m| m.properties().get(DEFAULT_SCHEMA_NAME_MAPPING))
+            .and_then(|text| serde_json::from_str(text).ok());
+        let mut mapping = name_mapping(converted, aliases);
+        // File columns the source's readers skip: mapped to ids no column has, and that
+        // last-column-id keeps from ever being handed out.
+        let last_column_id = current.map_or(0, |m| m.last_column_id());
+        let reserved = reserved_mappings(
+            ignored,
+            converted,
+            &mapping,
+            previous.as_ref(),
+            first_free_id(schema, converted, last_column_id),
+        );
+        let highest_reserved = reserved.iter().filter_map(|f| f.field_id()).max();
+        if !reserved.is_empty() {
+            mapping = NameMapping::new(mapping.fields().iter().cloned().chain(reserved).collect());
+        }
+        if let Some(previous) = &previous {
+            mapping = merge_mappings(&mapping, previous);
+        }
+        properties.insert(DEFAULT_SCHEMA_NAME_MAPPING.into(), json(&mapping));
+        (properties, highest_reserved)
+    }
+
+    /// Create the table with `declared`'s schema and partition spec and no snapshot, for a
+    /// source table with no completed commit yet: readers then find an empty table rather
+    /// than none. Returns the version written; `None` when the table exists already (or
+    /// another writer created it meanwhile).
+    pub async fn create_empty(&self, declared: &DeclaredTable) -> Result<Option<u64>> {
+        if self.load().await?.is_some() {
+            return Ok(None);
+        }
+        self.store.verify_put_if_absent().await?;
+        let not_representable =
+            |p: crate::schema::SchemaProblem| IcebergError::SchemaNotRepresentable {
+                table: self.table(),
+                commit: "(none: the table has no completed commit)".into(),
+                column: p.column,
+                reason: p.reason,
+            };
+        let (converted, aliases) =
+            to_iceberg_schema(&declared.schema, None, &[], 0, 0).map_err(not_representable)?;
+        let unbound =
+            to_unbound_spec(&declared.partition_spec, &converted).map_err(not_representable)?;
+        let (mut properties, reserved) = self.commit_properties(
+            &declared.schema,
+            (&converted, &aliases),
+            &declared.ignored_columns,
+            None,
+        );
+        properties.insert(
+            SOURCE_FORMAT_PROPERTY.into(),
+            declared.format.as_str().into(),
+        );
+        let metadata = self.empty_metadata(&converted, &unbound, &properties, reserved)?;
+        match self.publish(1, &metadata).await {
+            Ok(version) => {
+                tracing::info!(table = %self.table(), version, "created the Iceberg table without a snapshot: the source has no completed commit");
+                Ok(Some(version))
+            }
+            Err(Unpublished {
+                error: IcebergError::CommitConflict { .. },
+                ..
+            }) => Ok(None),
+            Err(u) => Err(u.error),
+        }
+    }
+
+    /// A builder holding the schema, spec and properties of this commit (no snapshot yet);
+    /// `last-column-id` is raised to `reserved` (ids of ignored file columns) if below.
     fn base_builder(
         &self,
         draft: &Draft<'_>,
-        schema: &IcebergSchema,
-        schema_changed: bool,
+        (schema, schema_changed, reserved): (&IcebergSchema, bool, Option<i32>),
         unbound: &UnboundPartitionSpec,
         properties: &HashMap<String, String>,
     ) -> Result<TableMetadataBuilder> {
         let err = self.spec_error("apply schema and partition spec");
         let Some(metadata) = &draft.metadata else {
-            let empty = self.empty_metadata(schema, unbound, properties)?;
+            let empty = self.empty_metadata(schema, unbound, properties, reserved)?;
             return Ok(TableMetadataBuilder::new_from_metadata(empty, None));
         };
         // Only the published version a draft starts from enters the metadata log.
         let previous = draft
             .base
             .map(|l| self.store.absolute(&metadata_file(l.version)));
-        let mut builder = TableMetadataBuilder::new_from_metadata(metadata.clone(), previous);
+        let raised = match reserved {
+            Some(id) if id > metadata.last_column_id() => {
+                self.with_last_column_id(metadata.clone(), id)?
+            }
+            _ => metadata.clone(),
+        };
+        let mut builder = TableMetadataBuilder::new_from_metadata(raised, previous);
         if schema_changed {
             builder = builder.add_current_schema(schema.clone()).map_err(&err)?;
         }
@@ -1063,6 +1167,7 @@ impl IcebergTable {
         schema: &IcebergSchema,
         unbound: &UnboundPartitionSpec,
         properties: &HashMap<String, String>,
+        reserved: Option<i32>,
     ) -> Result<TableMetadata> {
         let err = self.spec_error("create table metadata");
         let spec = IcebergSpec::builder(schema.clone())
@@ -1076,7 +1181,7 @@ impl IcebergTable {
             "location": self.store.location(),
             "last-sequence-number": 0,
             "last-updated-ms": 0,
-            "last-column-id": schema.highest_field_id(),
+            "last-column-id": schema.highest_field_id().max(reserved.unwrap_or(0)),
             "current-schema-id": schema.schema_id(),
             "schemas": [schema],
             "default-spec-id": 0,
@@ -1092,6 +1197,17 @@ impl IcebergTable {
         });
         serde_json::from_value(value)
             .map_err(|e| self.corrupt(METADATA_DIR, format!("new table metadata: {e}")))
+    }
+
+    /// `metadata` with `last-column-id` set to `id` (iceberg-rust's builder only raises it
+    /// to the schemas' highest id; ids of ignored file columns must count too).
+    fn with_last_column_id(&self, metadata: TableMetadata, id: i32) -> Result<TableMetadata> {
+        let invalid = |e: serde_json::Error| {
+            self.corrupt(METADATA_DIR, format!("raising last-column-id: {e}"))
+        };
+        let mut value = serde_json::to_value(&metadata).map_err(invalid)?;
+        value["last-column-id"] = id.into();
+        serde_json::from_value(value).map_err(invalid)
     }
 
     /// Iceberg data files for the change set's added files.

@@ -66,6 +66,16 @@ pub struct ChangeSet {
     /// the target works out the difference from what it holds. For commits whose effect
     /// the source cannot name file by file (a rollback of an instant no longer logged).
     pub full_state: bool,
+    /// What this commit is mirrored without, in words for the operator (a column left out
+    /// because the target cannot hold its type, a view instead of the whole table). Each
+    /// note is kept with the snapshot and shown by sync and inspect; an empty list means
+    /// the snapshot holds exactly what the source commit holds.
+    pub degraded: Vec<String>,
+    /// Top-level columns the data files may hold although `schema` does not name them,
+    /// because the source's readers skip them (Hudi meta columns of a table that does not
+    /// populate them, Delta's change-data-feed `_change_type`). The target must make its
+    /// readers skip them too.
+    pub ignored_columns: Vec<String>,
 }
 
 impl ChangeSet {
@@ -80,8 +90,25 @@ impl ChangeSet {
             data_change: true,
             notes: BTreeMap::new(),
             full_state: false,
+            degraded: Vec::new(),
+            ignored_columns: Vec::new(),
         }
     }
+}
+
+/// A source table as it is declared before any completed commit (its creation schema): an
+/// empty table, which the target holds as a table with no snapshot, so that readers find
+/// it and return no rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeclaredTable {
+    /// Source format.
+    pub format: SourceFormat,
+    /// The declared schema.
+    pub schema: Schema,
+    /// The declared partition spec.
+    pub partition_spec: PartitionSpec,
+    /// As [`ChangeSet::ignored_columns`]: columns its data files will hold unread.
+    pub ignored_columns: Vec<String>,
 }
 
 /// A completed source commit as listed cheaply (from names, without reading it).

@@ -10,7 +10,7 @@
 //! | [`partition`] | [`PartitionSpec`], [`PartitionField`], [`Transform`]: how files are grouped |
 //! | [`value`] | [`Value`]: one typed scalar (partition values, column bounds) |
 //! | [`file`] | [`DataFile`] (with deleted row positions), [`ColumnStats`]: what a commit adds or removes |
-//! | [`commit`] | [`SourceCommit`], [`ChangeSet`], [`Replay`]: source commits and their effect |
+//! | [`commit`] | [`SourceCommit`], [`ChangeSet`], [`Replay`]: source commits and their effect; [`DeclaredTable`]: a table before its first commit |
 //!
 //! The model holds data only; it does no I/O.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -21,7 +21,9 @@ pub mod partition;
 pub mod schema;
 pub mod value;
 
-pub use commit::{ChangeSet, CommitListing, ListedCommit, Replay, SourceCommit, SourceFormat};
+pub use commit::{
+    ChangeSet, CommitListing, DeclaredTable, ListedCommit, Replay, SourceCommit, SourceFormat,
+};
 pub use file::{ColumnStats, DataFile, FileFormat};
 pub use partition::{PartitionField, PartitionSpec, Transform};
 pub use schema::{DataType, Field, PrimitiveType, Schema, TimeUnit};

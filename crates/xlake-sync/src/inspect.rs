@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use xlake_hudi::properties::{KeyGenerator, TableType};
 use xlake_iceberg::orphans::orphan_files;
+use xlake_iceberg::summary::degraded_notes;
 use xlake_iceberg::IcebergError;
 use xlake_iceberg::IcebergTable;
 use xlake_storage::{Entry, TableStore};
@@ -97,7 +98,8 @@ pub struct InspectReport {
     pub hudi: Option<HudiHealth>,
     /// The Iceberg side.
     pub iceberg: IcebergHealth,
-    /// What is mirrored in a degraded way (read-optimized view, unpartitioned fallback).
+    /// What is mirrored in a degraded way (read-optimized view, unpartitioned fallback, and
+    /// what the current snapshot's summary lists under `xlake.degraded`).
     pub degraded: Vec<String>,
 }
 
@@ -196,6 +198,13 @@ pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectRep
             },
         };
         let m = &loaded.metadata;
+        if let Some(current) = m.current_snapshot() {
+            for note in degraded_notes(&current.summary().additional_properties) {
+                if !report.degraded.contains(&note) {
+                    report.degraded.push(note);
+                }
+            }
+        }
         let metadata = store.list_recursive("metadata").await?;
         let current_path = format!("metadata/v{}.metadata.json", loaded.version);
         report.iceberg = IcebergHealth {

@@ -39,7 +39,7 @@ use std::collections::{BTreeSet, HashMap};
 use xlake_delta::{DeltaError, DeltaSource};
 use xlake_hudi::{HudiError, HudiOptions, HudiSource};
 use xlake_iceberg::{Committed, IcebergError, IcebergTable};
-use xlake_model::{ChangeSet, Replay, SourceCommit};
+use xlake_model::{ChangeSet, DeclaredTable, Replay, SourceCommit};
 use xlake_storage::{StorageError, TableStore};
 
 /// How often in a row a commit is re-planned after losing a race while no writer makes
@@ -182,6 +182,12 @@ pub struct SyncReport {
     pub notes: Vec<String>,
     /// With [`SyncOptions::rebuild`]: the old history set aside, if there was one.
     pub rebuilt: Option<rebuild::Rebuilt>,
+    /// What the snapshots written by this sync mirror their commits without (each note
+    /// once; the snapshots carry them in their summaries as `xlake.degraded`).
+    pub degraded: Vec<String>,
+    /// The source has no completed commit yet, and this sync created the Iceberg table
+    /// with its declared schema and no snapshot (this version of it).
+    pub created_empty: Option<u64>,
 }
 
 /// A source of either format.
@@ -209,6 +215,15 @@ impl Source {
         Err(SyncError::NotATable {
             table: store.location().to_string(),
         })
+    }
+
+    /// The table as the source declares it before its first completed commit, if it does.
+    /// (A Delta table has none: it exists from version 0, which gets a snapshot.)
+    async fn declared_table(&self) -> Result<Option<DeclaredTable>, SyncError> {
+        match self {
+            Self::Hudi(s) => Ok(s.declared_table()?),
+            Self::Delta(_) => Ok(None),
+        }
     }
 
     /// The source's change sets and notes, and the error that cut its replay short.
@@ -376,6 +391,15 @@ async fn run(
             Err(e) => return Err(e),
         };
         notes.dedup();
+        // No completed commit yet: an Iceberg table with the declared schema and no
+        // snapshot, so that readers and catalogs find an empty table.
+        if base.is_none() && changes.is_empty() && stopped.is_none() && until.is_none() {
+            if let Some(declared) = source.declared_table().await? {
+                report.created_empty = target.create_empty(&declared).await?;
+            }
+            report.notes = notes;
+            return Ok((report, false));
+        }
         if mirrored.len() > last_seen {
             retries = 0;
             last_seen = mirrored.len();
@@ -403,6 +427,12 @@ async fn run(
             base = batch.table.take();
             for (committed, change) in batch.committed.into_iter().zip(chunk.iter()) {
                 remaining -= 1;
+                for d in &change.degraded {
+                    if !report.degraded.contains(d) {
+                        tracing::warn!(table = %table, commit = %change.commit.id, "mirrored in a degraded way: {d}");
+                        report.degraded.push(d.clone());
+                    }
+                }
                 let m = Mirrored {
                     commit: change.commit.clone(),
                     added: change.added.len(),

@@ -1,0 +1,375 @@
+"""Issue 19, fidelity on tables written by other engines (docs/fidelity.md): test tables
+built here, synced by `xlake sync` and read by pyiceberg, DuckDB and Spark at every source
+commit against the source engine (hudi-rs, delta-rs); `xlake check --deep --all` must call
+each one consistent.
+
+1. Columns data files hold that the schema does not name (Hudi meta columns of a table with
+   `hoodie.populate.meta.fields=false`; Delta `_change_type` under change data feed).
+3. A Hudi table with no completed commit: an Iceberg table with no snapshot.
+6. An inline deletion vector whose last Z85 group does not fit 32 bits.
+7. Delta `void` columns: left out of the Iceberg schema, marked degraded.
+"""
+import json
+import pathlib
+import shutil
+import struct
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable, write_deltalake
+from deltalake.table import TableFeatures
+
+import delta_source as delta
+import hudi_source as hudi
+from readers import ENGINES, PyIceberg, current_metadata_path, snapshot_for, zoned_columns
+from rows import canonical_rows
+from xlake_cli import sync, xlake
+
+
+def synced(table, flags=()):
+    result = sync(table, flags)
+    assert result.returncode == 0, f"`xlake sync {table}` exited {result.returncode}:\n{result.stderr}"
+    return result
+
+
+def deep_check(table):
+    result = xlake("check", table, "--deep", "--all")
+    assert result.returncode == 0 and "consistent" in result.stdout, f"check --deep --all:\n{result.stdout}\n{result.stderr}"
+
+
+def metadata(table):
+    return json.loads(pathlib.Path(current_metadata_path(table)).read_text())
+
+
+def compare(engines, table, expected, skip=()):
+    """expected: {source id: (columns, canonical rows)}; every engine at every snapshot.
+    `skip`: oracle columns the Iceberg table must not have (checked), left out of rows."""
+    table = str(table)
+    snapshots = PyIceberg().snapshots(table)
+    zoned = zoned_columns(table)
+    for engine in ENGINES:
+        reader = engines(engine)
+        for source_id, (columns, want) in expected.items():
+            rows = reader.rows_at_snapshot(table, snapshot_for(snapshots, str(source_id))["snapshot_id"])
+            where = f"{table} @ {source_id}, {engine}"
+            if rows:
+                assert not set(skip) & set(rows[0]), f"{where}: columns that must be left out: {set(skip) & set(rows[0])}"
+                missing = [c for c in columns if c not in skip and c not in rows[0]]
+                assert not missing, f"{where}: columns missing from the Iceberg read: {missing}"
+            kept = [c for c in columns if c not in skip]
+            want = canonical_rows(want, kept)
+            assert canonical_rows(rows, kept, zoned) == want, f"{where}: rows differ from the source engine"
+
+
+def delta_expected(table, versions=None):
+    out = {}
+    for v in versions if versions is not None else delta.snapshot_versions(table):
+        got = delta.oracle_table(table, v)
+        out[v] = (got.column_names, canonical_rows(got.to_pylist(), got.column_names))
+    return out
+
+
+def hudi_expected(table):
+    out = {}
+    for requested, _, _ in hudi.snapshot_instants(table):
+        got = hudi.oracle_table(table, requested)
+        out[requested] = (got.column_names, canonical_rows(got.to_pylist(), got.column_names))
+    return out
+
+
+def reserved_mapping_entries(table):
+    """Name-mapping entries whose id no schema field has: {name: id}; each id must be counted
+    in last-column-id, so that no later column takes it."""
+    meta = metadata(table)
+    ids = set()
+
+    def walk(fields):
+        for f in fields:
+            ids.add(f["id"])
+            t = f["type"]
+            if isinstance(t, dict):
+                walk(t.get("fields", []))
+                for key in ("element-id", "key-id", "value-id"):
+                    if key in t:
+                        ids.add(t[key])
+                for key in ("element", "key", "value"):
+                    if isinstance(t.get(key), dict):
+                        walk(t[key].get("fields", []))
+
+    for schema in meta["schemas"]:
+        walk(schema["fields"])
+    mapping = json.loads(meta["properties"]["schema.name-mapping.default"])
+    out = {n: e["field-id"] for e in mapping if e["field-id"] not in ids for n in e["names"]}
+    assert all(i <= meta["last-column-id"] for i in out.values()), f"reserved ids above last-column-id: {out}"
+    return out
+
+
+# --- 1. columns the schema does not name -------------------------------------------------
+
+def test_hudi_meta_columns_not_populated(tmp_path, engines):
+    """A copy of a fixture with `hoodie.populate.meta.fields=false`: its base files still hold
+    the five `_hoodie_*` columns, which hudi-rs leaves out of its rows."""
+    table = hudi.extract("sample_table_cow_v9_txns_simple_nometa", tmp_path)
+    with open(table / ".hoodie" / "hoodie.properties", "a") as f:
+        f.write("hoodie.populate.meta.fields=false\n")
+    files = [p for p in table.rglob("*.parquet") if ".hoodie" not in p.parts]
+    assert "_hoodie_commit_time" in pq.read_schema(files[0]).names
+    synced(table)
+    expected = hudi_expected(table)
+    for columns, _ in expected.values():
+        assert not [c for c in columns if c.startswith("_hoodie_")], columns
+    reserved = reserved_mapping_entries(table)
+    assert set(reserved) == {
+        "_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"
+    }, reserved
+    compare(engines, table, expected)
+    deep_check(table)
+
+
+def _scratch_file(tmp_path, name, data):
+    """A Parquet data file and its add action, written by delta-rs into a scratch table."""
+    scratch = tmp_path / name
+    write_deltalake(scratch, data)
+    add = next(a["add"] for a in delta.actions(scratch, 0) if "add" in a)
+    return scratch / add["path"], add
+
+
+def _commit(table, version, actions, operation):
+    body = [{"commitInfo": {"timestamp": 1_700_000_000_000 + version * 1000, "operation": operation}}, *actions]
+    path = pathlib.Path(table) / "_delta_log" / f"{version:020}.json"
+    path.write_text("".join(json.dumps(a) + "\n" for a in body))
+
+
+def test_delta_change_type_in_data_files(tmp_path, engines):
+    """Change data feed on; one version adds a file that also holds `_change_type` (as Spark's
+    Delta 2.x does for some UPDATEs); a later version adds a column. Synced after every
+    version, so the reserved id must survive later commits and schema changes."""
+    table = tmp_path / "cdf"
+    expected = {}
+
+    def step():
+        v = DeltaTable(str(table)).version()
+        expected.update(delta_expected(table, [v]))
+        synced(table)
+
+    write_deltalake(table, pa.table({"id": pa.array([1, 2], pa.int64()), "s": ["a", "b"]}),
+                    configuration={"delta.enableChangeDataFeed": "true"})
+    step()
+    file, add = _scratch_file(tmp_path, "scratch", pa.table({
+        "id": pa.array([3], pa.int64()), "s": ["c"], "_change_type": pa.array([None], pa.string())}))
+    shutil.copy(file, table / file.name)
+    _commit(table, 1, [{"add": dict(add, path=file.name)}], "UPDATE")
+    assert "_change_type" in pq.read_schema(table / file.name).names
+    step()
+    write_deltalake(table, pa.table({"id": pa.array([4], pa.int64()), "s": ["d"], "e": pa.array([7], pa.int32())}),
+                    mode="append", schema_mode="merge")
+    step()
+    write_deltalake(table, pa.table({"id": pa.array([5], pa.int64()), "s": ["e"], "e": pa.array([8], pa.int32())}), mode="append")
+    step()
+    for columns, _ in expected.values():
+        assert "_change_type" not in columns
+    reserved = reserved_mapping_entries(table)
+    assert set(reserved) == {"_change_type"}, reserved
+    compare(engines, table, expected)
+    deep_check(table)
+
+
+# --- 3. a source table with no completed commit ------------------------------------------
+
+def _zero_rows_with_columns(engines, table, columns):
+    table = str(table)
+    assert metadata(table).get("current-snapshot-id", -1) in (-1, None)
+    for engine in ENGINES:
+        reader = engines(engine)
+        if engine == "pyiceberg":
+            from pyiceberg.table import StaticTable
+
+            got = StaticTable.from_metadata(current_metadata_path(table)).scan().to_arrow()
+            names, n = got.column_names, got.num_rows
+        elif engine == "duckdb":
+            got = reader.con.execute("SELECT * FROM iceberg_scan(?)", [table]).fetch_arrow_table()
+            names, n = got.column_names, got.num_rows
+        else:
+            df = reader.spark.read.format("iceberg").load(table)
+            names, n = df.columns, df.count()
+        assert (n, names) == (0, columns), f"{engine}: {n} rows, columns {names}"
+
+
+def test_hudi_table_without_commits(tmp_path, engines):
+    """The empty fixture, and a copy of a fixture whose instants are set aside: an Iceberg
+    table with the create schema and no snapshot; once the instants are back, one snapshot
+    per instant on top of it."""
+    empty = hudi.extract("sample_table_cow_v6_empty", tmp_path / "empty")
+    result = synced(empty)
+    assert "no snapshot" in result.stdout, result.stdout
+    oracle = hudi.oracle_table(empty, "99991231235959999")
+    assert oracle.num_rows == 0
+    _zero_rows_with_columns(engines, empty, oracle.column_names)
+    deep_check(empty)
+
+    table = hudi.extract("sample_table_cow_v9_txns_simple_nometa", tmp_path / "later")
+    aside = tmp_path / "aside"
+    aside.mkdir()
+    instants = [p for p in (table / ".hoodie" / "timeline").iterdir() if p.is_file() and p.name[:1].isdigit()]
+    assert instants
+    for p in instants:
+        shutil.move(p, aside / p.name)
+    synced(table)
+    columns = [f["name"] for f in metadata(table)["schemas"][0]["fields"]]
+    _zero_rows_with_columns(engines, table, columns)
+    deep_check(table)
+    for p in instants:
+        shutil.move(aside / p.name, p)
+    uuid = metadata(table)["table-uuid"]
+    synced(table)
+    assert metadata(table)["table-uuid"] == uuid, "the first commit builds on the empty table"
+    expected = hudi_expected(table)
+    assert len(PyIceberg().snapshots(str(table))) == len(expected)
+    compare(engines, table, expected)
+    deep_check(table)
+
+
+# --- 6. an inline deletion vector whose last Z85 group overflows ---------------------------
+
+Z85 = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+
+
+def _group(value):
+    digits = []
+    for _ in range(5):
+        digits.append(Z85[value % 85])
+        value //= 85
+    return bytes(reversed(digits)).decode()
+
+
+def _z85(data):
+    """Delta's encodeBytes: zero-padded to a multiple of 4, 5 characters per group."""
+    data = data + bytes(-len(data) % 4)
+    return "".join(_group(struct.unpack(">I", data[i:i + 4])[0]) for i in range(0, len(data), 4))
+
+
+def _bitmap_array(positions):
+    """A RoaringBitmapArray (Delta's portable layout) of positions below 2^16: magic, one
+    bitmap of key 0, a roaring bitmap with one array container."""
+    values = sorted(positions)
+    roaring = struct.pack("<IIHHI", 12346, 1, 0, len(values) - 1, 16) + b"".join(struct.pack("<H", v) for v in values)
+    return struct.pack("<IQI", 1681511377, 1, 0) + roaring
+
+
+def _dv_table(path, text, size, cardinality):
+    """10 rows; the deletionVectors feature; then version 2 re-adds the file with an inline
+    vector of Z85 `text`."""
+    write_deltalake(path, pa.table({"id": pa.array(range(10), pa.int64()), "s": [f"r{i}" for i in range(10)]}))
+    DeltaTable(str(path)).alter.add_feature([TableFeatures.DeletionVectors], allow_protocol_versions_increase=True)
+    add = next(a["add"] for a in delta.actions(path, 0) if "add" in a)
+    dv = {"storageType": "i", "pathOrInlineDv": text, "sizeInBytes": size, "cardinality": cardinality}
+    remove = {"path": add["path"], "dataChange": True, "deletionTimestamp": 1_700_000_002_000,
+              "extendedFileMetadata": True, "partitionValues": {}, "size": add["size"]}
+    _commit(path, 2, [{"remove": remove}, {"add": dict(add, deletionVector=dv)}], "DELETE")
+
+
+def test_inline_deletion_vector_with_overflowing_last_group(tmp_path, engines):
+    """Rows 1, 4, 6 deleted. The vector is 38 bytes, so its last group holds 2 bytes and 2 of
+    padding; written 2^32 higher it still decodes, in Delta's reference codec (groups taken
+    modulo 2^32, bytes kept within sizeInBytes), to the same bytes. delta-rs 1.6.6 decodes
+    that group differently (it keeps row 6), so the rows to expect are delta-rs's on a twin
+    table whose vector is encoded plainly."""
+    data = _bitmap_array([1, 4, 6])
+    assert len(data) % 4 == 2
+    plain = _z85(data)
+    last = struct.unpack(">I", data[-2:] + b"\0\0")[0]
+    assert last + 2**32 < 85**5
+    overflowing = plain[:-5] + _group(last + 2**32)
+    twin, table = tmp_path / "plain", tmp_path / "overflowing"
+    _dv_table(twin, plain, len(data), 3)
+    _dv_table(table, overflowing, len(data), 3)
+    expected = delta_expected(twin)
+    assert sorted(r["id"] for r in expected[2][1]) == [0, 2, 3, 5, 7, 8, 9]
+    synced(twin)
+    synced(table)
+    compare(engines, table, expected)
+    compare(engines, twin, expected)
+    deep_check(table)
+
+    # Anything else malformed is still refused, naming the version: a cardinality the
+    # vector does not hold, a group that overflows before the last.
+    for name, text, cardinality, message in [
+        ("count", plain, 4, "holds 3 rows, the log says 4"),
+        ("early", plain[:5] + _group(struct.unpack(">I", data[4:8])[0] + 2**32) + plain[10:], 3, "overflows"),
+    ]:
+        bad = tmp_path / name
+        _dv_table(bad, text, len(data), cardinality)
+        result = sync(bad)
+        assert result.returncode != 0 and message in result.stderr and "version 2" in result.stderr, result.stderr
+        assert len(PyIceberg().snapshots(str(bad))) == 2, "versions before the bad one are mirrored"
+
+
+# --- 7. Delta void columns ---------------------------------------------------------------
+
+def _set_schema(table, version, edit):
+    """Rewrite the metaData of commit `version` with edit(fields) applied to its schema."""
+    path = pathlib.Path(table) / "_delta_log" / f"{version:020}.json"
+    actions = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for a in actions:
+        if "metaData" in a:
+            schema = json.loads(a["metaData"]["schemaString"])
+            edit(schema["fields"])
+            a["metaData"]["schemaString"] = json.dumps(schema)
+    path.write_text("".join(json.dumps(a) + "\n" for a in actions))
+
+
+def test_delta_void_columns(tmp_path, engines):
+    """A top-level void column `v` and a void field `st.n` inside a struct, which Spark stores
+    in no file; then version 2 gives `v` a type (long) and adds a file holding it."""
+    table = tmp_path / "void"
+    st = pa.struct([("x", pa.int32())])
+    write_deltalake(table, pa.table({"id": pa.array([1, 2], pa.int64()), "st": pa.array([{"x": 1}, None], st)}))
+    write_deltalake(table, pa.table({"id": pa.array([3], pa.int64()), "st": pa.array([{"x": 3}], st)}), mode="append")
+
+    def add_void(fields):
+        fields.append({"name": "v", "type": "void", "nullable": True, "metadata": {}})
+        struct_type = next(f for f in fields if f["name"] == "st")["type"]
+        struct_type["fields"].append({"name": "n", "type": "void", "nullable": True, "metadata": {}})
+
+    _set_schema(table, 0, add_void)
+    expected = delta_expected(table)
+    for _, rows in expected.values():
+        assert all(r["v"] is None and (r["st"] is None or r["st"]["n"] is None) for r in rows), rows
+    result = synced(table)
+    assert "degraded: column v: Delta type void" in result.stdout and "column st.n" in result.stdout, result.stdout
+
+    # Version 2: `v` becomes a long (Spark's schema merge of void with long).
+    file, add = _scratch_file(tmp_path, "scratch", pa.table({
+        "id": pa.array([4], pa.int64()), "st": pa.array([{"x": 4}], st), "v": pa.array([40], pa.int64())}))
+    shutil.copy(file, table / file.name)
+    meta = next(a["metaData"] for a in delta.actions(table, 0) if "metaData" in a)
+    schema = json.loads(meta["schemaString"])
+    next(f for f in schema["fields"] if f["name"] == "v")["type"] = "long"
+    meta = dict(meta, schemaString=json.dumps(schema))
+    _commit(table, 2, [{"metaData": meta}, {"add": dict(add, path=file.name)}], "WRITE")
+    expected.update(delta_expected(table, [2]))
+    synced(table)
+
+    meta = metadata(table)
+    names = lambda s: [f["name"] for f in s["fields"]]  # noqa: E731
+    first, current = min(meta["schemas"], key=lambda s: s["schema-id"]), next(s for s in meta["schemas"] if s["schema-id"] == meta["current-schema-id"])
+    assert names(first) == ["id", "st"] and names(current) == ["id", "st", "v"], meta["schemas"]
+    snapshots = {json.loads(s["summary"]["XTABLE_METADATA"])["sourceIdentifier"]: s for s in PyIceberg().snapshots(str(table))}
+    for v in ("0", "1"):
+        assert "column v" in snapshots[v]["summary"]["xlake.degraded"], snapshots[v]["summary"]
+    assert "column st.n" in snapshots["2"]["summary"]["xlake.degraded"]
+    assert "column v:" not in snapshots["2"]["summary"]["xlake.degraded"]
+    inspect = json.loads(xlake("inspect", table, "--json").stdout)
+    assert any("column st.n" in d for d in inspect["degraded"]), inspect["degraded"]
+
+    # Every version without `st.n`; versions 0 and 1 without `v` (every value null in Delta).
+    def without_n(rows):
+        return [dict(r, st=None if r["st"] is None else {k: x for k, x in r["st"].items() if k != "n"}) for r in rows]
+
+    expected = {k: (cols, without_n(rows)) for k, (cols, rows) in expected.items()}
+    assert len(snapshots) == 3
+    compare(engines, table, {k: e for k, e in expected.items() if k < 2}, skip=["v"])
+    compare(engines, table, {2: expected[2]})
+    assert sorted((r["id"], r["v"]) for r in expected[2][1]) == [(1, None), (2, None), (3, None), (4, 40)]
+    deep_check(table)
