@@ -344,6 +344,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 progress.snapshot(&mirrored_line(m), m.remaining)
             })
             .await?;
+            print_degraded(&report.written);
             println!(
                 "{table}: source commit {commit} is mirrored ({} snapshots written)",
                 report.written.len()
@@ -392,6 +393,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             for note in &report.notes {
                 println!("note: {note}");
             }
+            print_degraded(&report.written);
             match report.written.len() {
                 0 => println!("{table}: up to date, nothing to mirror"),
                 n => println!("{table}: {n} snapshots written"),
@@ -508,6 +510,15 @@ impl StopSignals {
 }
 
 /// The line of one snapshot written.
+/// The columns the written snapshots first mirrored in a layout some readers misread.
+fn print_degraded(written: &[Mirrored]) {
+    for m in written {
+        for entry in &m.committed.degraded {
+            println!("degraded (from commit {}): {entry}", m.commit.id);
+        }
+    }
+}
+
 fn mirrored_line(m: &Mirrored) -> String {
     format!(
         "{} {} {:<14} +{} -{} files -> snapshot {} (v{})",

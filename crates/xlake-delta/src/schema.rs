@@ -8,6 +8,26 @@ use xlake_model::{DataType, Field, PrimitiveType, Schema, TimeUnit};
 
 const MAPPING_ID: &str = "delta.columnMapping.id";
 const PHYSICAL_NAME: &str = "delta.columnMapping.physicalName";
+/// Ids of list elements and map keys and values (IcebergCompat), on the nearest struct
+/// field, keyed `<physical name>.element`, `<physical name>.key`, … .
+const NESTED_IDS: &str = "delta.columnMapping.nested.ids";
+
+/// Where a list element or map key or value stands for `delta.columnMapping.nested.ids`:
+/// its key and the map holding the ids, if any.
+#[derive(Clone, Copy)]
+struct Nested<'a> {
+    key: &'a str,
+    ids: Option<&'a Json>,
+}
+
+impl Nested<'_> {
+    fn id(&self, suffix: &str) -> Option<i32> {
+        self.ids
+            .and_then(|m| m.get(format!("{}.{suffix}", self.key)))
+            .and_then(Json::as_i64)
+            .and_then(|i| i32::try_from(i).ok())
+    }
+}
 
 /// A table schema and, for column mapping, the physical-to-logical path map.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,10 +101,14 @@ fn struct_fields(
             };
             let (lpath, ppath) = (join(logical_prefix, name), join(physical_prefix, physical));
             map.insert(ppath.clone(), lpath.clone());
+            let nested = Nested {
+                key: physical,
+                ids: meta.and_then(|m| m.get(NESTED_IDS)).filter(|_| mapped),
+            };
             let data_type = data_type(
                 f.get("type").unwrap_or(&Json::Null),
-                &lpath,
-                &ppath,
+                (&lpath, &ppath),
+                nested,
                 mapped,
                 map,
             )?;
@@ -110,8 +134,8 @@ fn struct_fields(
 
 fn data_type(
     t: &Json,
-    lpath: &str,
-    ppath: &str,
+    (lpath, ppath): (&str, &str),
+    nested: Nested<'_>,
     mapped: bool,
     map: &mut HashMap<String, String>,
 ) -> Result<DataType, String> {
@@ -129,10 +153,14 @@ fn data_type(
                 )?))
             }
             Some("array") => {
+                let key = format!("{}.element", nested.key);
                 let element = data_type(
                     obj.get("elementType").unwrap_or(&Json::Null),
-                    lpath,
-                    ppath,
+                    (lpath, ppath),
+                    Nested {
+                        key: &key,
+                        ..nested
+                    },
                     mapped,
                     map,
                 )?;
@@ -140,22 +168,32 @@ fn data_type(
                     .get("containsNull")
                     .and_then(Json::as_bool)
                     .unwrap_or(true);
-                Ok(DataType::List(Box::new(Field::new(
-                    "element", element, nullable,
-                ))))
+                let mut element = Field::new("element", element, nullable);
+                element.id = nested.id("element");
+                Ok(DataType::List(Box::new(element)))
             }
             Some("map") => {
+                let (key_key, value_key) = (
+                    format!("{}.key", nested.key),
+                    format!("{}.value", nested.key),
+                );
                 let key = data_type(
                     obj.get("keyType").unwrap_or(&Json::Null),
-                    lpath,
-                    ppath,
+                    (lpath, ppath),
+                    Nested {
+                        key: &key_key,
+                        ..nested
+                    },
                     mapped,
                     map,
                 )?;
                 let value = data_type(
                     obj.get("valueType").unwrap_or(&Json::Null),
-                    lpath,
-                    ppath,
+                    (lpath, ppath),
+                    Nested {
+                        key: &value_key,
+                        ..nested
+                    },
                     mapped,
                     map,
                 )?;
@@ -163,9 +201,13 @@ fn data_type(
                     .get("valueContainsNull")
                     .and_then(Json::as_bool)
                     .unwrap_or(true);
+                let mut key = Field::new("key", key, false);
+                key.id = nested.id("key");
+                let mut value = Field::new("value", value, nullable);
+                value.id = nested.id("value");
                 Ok(DataType::Map {
-                    key: Box::new(Field::new("key", key, false)),
-                    value: Box::new(Field::new("value", value, nullable)),
+                    key: Box::new(key),
+                    value: Box::new(value),
                 })
             }
             other => Err(err(format!("unknown type {other:?}"))),
@@ -253,5 +295,33 @@ mod tests {
         )
         .unwrap_err()
         .contains("column v"));
+    }
+
+    #[test]
+    fn nested_ids_name_list_elements_and_map_keys_and_values() {
+        let text = r#"{"type":"struct","fields":[
+            {"name":"l","type":{"type":"array","elementType":{"type":"map","keyType":"string","valueType":"integer","valueContainsNull":true},"containsNull":true},"nullable":true,
+             "metadata":{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-l",
+               "delta.columnMapping.nested.ids":{"col-l.element":10,"col-l.element.key":11,"col-l.element.value":12}}},
+            {"name":"m","type":{"type":"map","keyType":"string","valueType":"string","valueContainsNull":true},"nullable":true,
+             "metadata":{"delta.columnMapping.id":2,"delta.columnMapping.physicalName":"col-m"}}
+        ]}"#;
+        let t = parse_schema(text, true, &[]).unwrap();
+        let DataType::List(element) = &t.schema.fields[0].data_type else {
+            panic!("not a list")
+        };
+        assert_eq!(element.id, Some(10));
+        let DataType::Map { key, value } = &element.data_type else {
+            panic!("not a map")
+        };
+        assert_eq!((key.id, value.id), (Some(11), Some(12)));
+        let DataType::Map { key, value } = &t.schema.fields[1].data_type else {
+            panic!("not a map")
+        };
+        assert_eq!(
+            (key.id, value.id),
+            (None, None),
+            "no nested ids: xlake assigns"
+        );
     }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use xlake_hudi::properties::{KeyGenerator, TableType};
+use xlake_iceberg::fidelity::{degraded_entries, DEGRADED};
 use xlake_iceberg::orphans::orphan_files;
 use xlake_iceberg::IcebergTable;
 use xlake_storage::{Entry, TableStore};
@@ -91,7 +92,8 @@ pub struct InspectReport {
     pub hudi: Option<HudiHealth>,
     /// The Iceberg side.
     pub iceberg: IcebergHealth,
-    /// What is mirrored in a degraded way (read-optimized view, unpartitioned fallback).
+    /// What is mirrored in a degraded way (read-optimized view, unpartitioned fallback, and
+    /// the `xlake.degraded` entries of the current snapshot: columns some readers misread).
     pub degraded: Vec<String>,
 }
 
@@ -173,6 +175,13 @@ pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectRep
     let iceberg = IcebergTable::new(store.clone());
     if let Some(loaded) = iceberg.load().await? {
         let m = &loaded.metadata;
+        // Columns of mirrored files some Iceberg readers misread (sticky: the current
+        // snapshot carries every earlier snapshot's entries).
+        if let Some(current) = m.current_snapshot() {
+            report.degraded.extend(degraded_entries(
+                current.summary().additional_properties.get(DEGRADED),
+            ));
+        }
         let metadata = store.list_recursive("metadata").await?;
         let current_path = format!("metadata/v{}.metadata.json", loaded.version);
         report.iceberg = IcebergHealth {
