@@ -138,7 +138,7 @@ def column_mapped(dest, nested_ids):
 
 def millis_timestamps(dest):
     """Versions: 0 a file with microsecond timestamps; 1 a file with millisecond ones (the
-    first to reference TIMESTAMP_MILLIS); 2 removes the microsecond file."""
+    first to reference TIMESTAMP_MILLIS); 2 removes the microsecond file. Both plain-encoded."""
     table = pathlib.Path(dest)
     table.mkdir(parents=True, exist_ok=True)
     delta = [
@@ -153,7 +153,9 @@ def millis_timestamps(dest):
                  "local": t0 + dt.timedelta(minutes=i)} for i in range(5)]
         schema = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC")), ("local", pa.timestamp("us"))])
         name = f"part-{k:05d}-{uuid.uuid4()}.parquet"
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema), table / name, coerce_timestamps=unit)
+        # Plain-encoded: Spark's vectorized reader fails on plain TIMESTAMP_MILLIS pages, not
+        # on dictionary-encoded ones (writers fall back to plain when a dictionary grows).
+        pq.write_table(pa.Table.from_pylist(rows, schema=schema), table / name, coerce_timestamps=unit, use_dictionary=False)
         names.append((name, len(rows)))
     protocol = {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["timestampNtz"], "writerFeatures": ["timestampNtz"]}}
     _commit(table, 0, [protocol, _metadata(delta, {}), _add(table, *names[0])])

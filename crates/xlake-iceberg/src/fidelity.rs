@@ -70,7 +70,15 @@ pub fn findings(
     schema: &IcebergSchema,
     mapping: &NameMapping,
 ) -> BTreeSet<Finding> {
-    let root = meta.file_metadata().schema();
+    schema_findings(meta.file_metadata().schema(), schema, mapping)
+}
+
+/// [`findings`] of a Parquet schema (`root`: the message type).
+pub fn schema_findings(
+    root: &ParquetType,
+    schema: &IcebergSchema,
+    mapping: &NameMapping,
+) -> BTreeSet<Finding> {
     let mut walk = Walk {
         schema,
         has_ids: any_id(root.get_fields()),
@@ -228,4 +236,107 @@ pub fn degraded_value(entries: &BTreeSet<String>) -> Option<String> {
     (!entries.is_empty())
         .then(|| serde_json::to_string(&entries.iter().collect::<Vec<_>>()).ok())
         .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{name_mapping, to_iceberg_schema};
+    use parquet::schema::parser::parse_message_type;
+    use xlake_model::{DataType, Field, PrimitiveType, Schema, TimeUnit};
+
+    fn list(name: &str, element: DataType) -> Field {
+        Field::new(
+            name,
+            DataType::List(Box::new(Field::new("element", element, true))),
+            true,
+        )
+    }
+
+    fn found(message: &str, fields: Vec<Field>) -> Vec<(String, Shape)> {
+        let (schema, aliases) = to_iceberg_schema(&Schema::new(fields), None, &[], 0, 0).unwrap();
+        let mapping = name_mapping(&schema, &aliases);
+        let root = parse_message_type(message).unwrap();
+        schema_findings(&root, &schema, &mapping)
+            .into_iter()
+            .map(|f| (f.column, f.shape))
+            .collect()
+    }
+
+    #[test]
+    fn two_level_lists_are_found_three_level_ones_are_not() {
+        let int = DataType::Primitive(PrimitiveType::Int);
+        let fields = vec![
+            list("a", int.clone()),
+            list("b", int.clone()),
+            list("c", int),
+        ];
+        let message = "message m {
+            optional group a (LIST) { repeated group array { optional int32 x; optional int32 y; } }
+            optional group b (LIST) { repeated int32 element; }
+            optional group c (LIST) { repeated group list { optional int32 element; } }
+        }";
+        assert_eq!(
+            found(message, fields),
+            vec![
+                ("a".to_string(), Shape::TwoLevelList),
+                ("b".to_string(), Shape::TwoLevelList)
+            ]
+        );
+    }
+
+    #[test]
+    fn millisecond_timestamps_are_found_by_logical_or_converted_type() {
+        let ts = |name: &str| {
+            Field::new(
+                name,
+                DataType::Primitive(PrimitiveType::Timestamp {
+                    unit: TimeUnit::Micros,
+                    with_zone: true,
+                }),
+                true,
+            )
+        };
+        let message = "message m {
+            optional int64 a (TIMESTAMP(MILLIS,true));
+            optional int64 b (TIMESTAMP_MILLIS);
+            optional int64 c (TIMESTAMP(MICROS,true));
+        }";
+        assert_eq!(
+            found(message, vec![ts("a"), ts("b"), ts("c")]),
+            vec![
+                ("a".to_string(), Shape::TimestampMillis),
+                ("b".to_string(), Shape::TimestampMillis)
+            ]
+        );
+    }
+
+    #[test]
+    fn nested_fields_without_ids_count_only_in_files_with_ids() {
+        let mut id = Field::new("id", DataType::Primitive(PrimitiveType::Int), true);
+        id.id = Some(1);
+        id.aliases = vec!["col-1".into()];
+        let mut tags = list("tags", DataType::Primitive(PrimitiveType::Int));
+        tags.id = Some(2);
+        tags.aliases = vec!["col-2".into()];
+        let fields = vec![id, tags];
+        let with_ids = "message m {
+            optional int32 col-1 = 1;
+            optional group col-2 (LIST) = 2 { repeated group list { optional int32 element; } }
+        }";
+        assert_eq!(
+            found(with_ids, fields.clone()),
+            vec![("tags".to_string(), Shape::NestedWithoutIds)]
+        );
+        let nested_ids = "message m {
+            optional int32 col-1 = 1;
+            optional group col-2 (LIST) = 2 { repeated group list { optional int32 element = 7; } }
+        }";
+        assert_eq!(found(nested_ids, fields.clone()), vec![]);
+        let no_ids = "message m {
+            optional int32 col-1;
+            optional group col-2 (LIST) { repeated group list { optional int32 element; } }
+        }";
+        assert_eq!(found(no_ids, fields), vec![]);
+    }
 }

@@ -1173,9 +1173,12 @@ impl IcebergTable {
             ));
         }
         let mut found = BTreeSet::new();
+        // Layouts are looked for where files are checked (`--skip-file-check` trusts the
+        // source and reads no file it does not need).
+        let needs_stats = record_count.is_none() || column_stats.is_empty();
         if !gone
             && file.format == FileFormat::Parquet
-            && (record_count.is_none() || column_stats.is_empty() || inspect.is_some())
+            && (needs_stats || (inspect.is_some() && self.verify_files))
         {
             let meta = read_footer(&self.store, &file.path, file.size_bytes)
                 .await
