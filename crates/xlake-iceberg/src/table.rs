@@ -1120,12 +1120,11 @@ impl IcebergTable {
         let inspect = may_degrade(schema.as_struct().fields()).then_some(mapping);
         // Every file is seen through before an error is returned: a delete file still being
         // written when the others were dropped would escape the journal.
-        let results: Vec<Result<(IcebergDataFile, Option<IcebergDataFile>, BTreeSet<Finding>)>> =
-            futures::stream::iter(change.added.iter())
-                .map(|f| self.added_file(change, f, (schema, spec, &partition_type), inspect))
-                .buffered(FILE_CHECK_CONCURRENCY)
-                .collect()
-                .await;
+        let results: Vec<Result<AddedFile>> = futures::stream::iter(change.added.iter())
+            .map(|f| self.added_file(change, f, (schema, spec, &partition_type), inspect))
+            .buffered(FILE_CHECK_CONCURRENCY)
+            .collect()
+            .await;
         let (mut data, mut deletes, mut found) = (Vec::new(), Vec::new(), BTreeSet::new());
         for (d, delete, f) in results.into_iter().collect::<Result<Vec<_>>>()? {
             data.push(d);
@@ -1141,7 +1140,7 @@ impl IcebergTable {
         file: &DataFile,
         (schema, spec, partition_type): (&IcebergSchema, &IcebergSpec, &iceberg::spec::StructType),
         inspect: Option<&NameMapping>,
-    ) -> Result<(IcebergDataFile, Option<IcebergDataFile>, BTreeSet<Finding>)> {
+    ) -> Result<AddedFile> {
         let location = self.store.absolute(&file.path);
         let invalid = |reason: String| IcebergError::InvalidDataFile {
             table: self.table(),
@@ -1369,6 +1368,10 @@ fn fresh_snapshot_id(current: Option<&TableMetadata>) -> i64 {
         }
     }
 }
+
+/// One added file in Iceberg's terms: the data file, the position-delete file of the rows
+/// the source deleted from it, and its layouts some readers misread.
+type AddedFile = (IcebergDataFile, Option<IcebergDataFile>, BTreeSet<Finding>);
 
 /// Whether fields hold a list, a map or a timestamp, whose files may be laid out in a way
 /// some readers misread (see [`crate::fidelity`]).
