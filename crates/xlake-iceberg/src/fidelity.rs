@@ -42,7 +42,7 @@ impl Shape {
         match self {
             Shape::TwoLevelList => "two-level Parquet list (legacy parquet-avro layout); Iceberg Java/Spark cannot read this column (apache/iceberg#9497), pyiceberg and DuckDB can",
             Shape::TimestampMillis => "Parquet TIMESTAMP_MILLIS; Spark's vectorized reader fails on it, so the table sets read.parquet.vectorization.enabled=false",
-            Shape::NestedWithoutIds => "list elements or map keys/values carry no Parquet field id while other columns do; readers that resolve by field id (Spark, pyiceberg, DuckDB) cannot read its nested values",
+            Shape::NestedWithoutIds => "list elements or map keys/values carry no Parquet field id while other columns do; Spark and DuckDB resolve by field id and cannot read its nested values (pyiceberg reads them through the name mapping)",
         }
     }
 }
