@@ -89,6 +89,9 @@ pub async fn run(command: Command) -> Outcome {
                 progress.snapshot(&print::mirrored_line(m), m.remaining)
             })
             .await?;
+            for d in &report.degraded {
+                outln!("degraded: {d}");
+            }
             outln!(
                 "{table}: source commit {commit} is mirrored ({} snapshots written)",
                 report.written.len()

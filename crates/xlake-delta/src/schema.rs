@@ -9,6 +9,27 @@ use xlake_model::{DataType, Field, PrimitiveType, Schema, TimeUnit};
 const MAPPING_ID: &str = "delta.columnMapping.id";
 const PHYSICAL_NAME: &str = "delta.columnMapping.physicalName";
 
+/// Ids of list elements and map keys and values (IcebergCompat), on the nearest struct
+/// field, keyed `<physical name>.element`, `<physical name>.key`, … .
+const NESTED_IDS: &str = "delta.columnMapping.nested.ids";
+
+/// Where a list element or map key or value stands for `delta.columnMapping.nested.ids`:
+/// its key and the map holding the ids, if any.
+#[derive(Clone, Copy)]
+struct Nested<'a> {
+    key: &'a str,
+    ids: Option<&'a Json>,
+}
+
+impl Nested<'_> {
+    fn id(&self, suffix: &str) -> Option<i32> {
+        self.ids
+            .and_then(|m| m.get(format!("{}.{suffix}", self.key)))
+            .and_then(Json::as_i64)
+            .and_then(|i| i32::try_from(i).ok())
+    }
+}
+
 /// A table schema and, for column mapping, the physical-to-logical path map.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableSchema {
@@ -109,10 +130,14 @@ fn struct_field(
     };
     let (lpath, ppath) = (join(logical_prefix, name), join(physical_prefix, physical));
     paths.logical.insert(ppath.clone(), lpath.clone());
+    let nested = Nested {
+        key: physical,
+        ids: meta.and_then(|m| m.get(NESTED_IDS)).filter(|_| mapped),
+    };
     let Some(data_type) = data_type(
         f.get("type").unwrap_or(&Json::Null),
-        &lpath,
-        &ppath,
+        (&lpath, &ppath),
+        nested,
         mapped,
         paths,
     )?
@@ -142,17 +167,22 @@ fn struct_field(
 /// nothing else (a list or map of `void`, a struct whose every field is `void`).
 fn data_type(
     t: &Json,
-    lpath: &str,
-    ppath: &str,
+    (lpath, ppath): (&str, &str),
+    nested: Nested<'_>,
     mapped: bool,
     paths: &mut Paths,
 ) -> Result<Option<DataType>, String> {
     let err = |what: String| format!("column {lpath}: {what}");
-    let child = |key: &str, paths: &mut Paths| {
+    // A list element or map key or value, its nested-ids key `<nested.key>.<suffix>`.
+    let child = |key: &str, suffix: &str, paths: &mut Paths| {
+        let nested_key = format!("{}.{suffix}", nested.key);
         data_type(
             t.get(key).unwrap_or(&Json::Null),
-            lpath,
-            ppath,
+            (lpath, ppath),
+            Nested {
+                key: &nested_key,
+                ..nested
+            },
             mapped,
             paths,
         )
@@ -182,8 +212,10 @@ fn data_type(
                     .get("containsNull")
                     .and_then(Json::as_bool)
                     .unwrap_or(true);
-                Ok(child("elementType", paths)?.map(|element| {
-                    DataType::List(Box::new(Field::new("element", element, nullable)))
+                Ok(child("elementType", "element", paths)?.map(|element| {
+                    let mut element = Field::new("element", element, nullable);
+                    element.id = nested.id("element");
+                    DataType::List(Box::new(element))
                 }))
             }
             Some("map") => {
@@ -191,14 +223,19 @@ fn data_type(
                     .get("valueContainsNull")
                     .and_then(Json::as_bool)
                     .unwrap_or(true);
-                let (Some(key), Some(value)) =
-                    (child("keyType", paths)?, child("valueType", paths)?)
-                else {
+                let (Some(key), Some(value)) = (
+                    child("keyType", "key", paths)?,
+                    child("valueType", "value", paths)?,
+                ) else {
                     return Ok(None);
                 };
+                let mut key = Field::new("key", key, false);
+                key.id = nested.id("key");
+                let mut value = Field::new("value", value, nullable);
+                value.id = nested.id("value");
                 Ok(Some(DataType::Map {
-                    key: Box::new(Field::new("key", key, false)),
-                    value: Box::new(Field::new("value", value, nullable)),
+                    key: Box::new(key),
+                    value: Box::new(value),
                 }))
             }
             other => Err(err(format!("unknown type {other:?}"))),
@@ -315,5 +352,33 @@ mod tests {
             &[]
         )
         .is_err());
+    }
+
+    #[test]
+    fn nested_ids_name_list_elements_and_map_keys_and_values() {
+        let text = r#"{"type":"struct","fields":[
+            {"name":"l","type":{"type":"array","elementType":{"type":"map","keyType":"string","valueType":"integer","valueContainsNull":true},"containsNull":true},"nullable":true,
+             "metadata":{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-l",
+               "delta.columnMapping.nested.ids":{"col-l.element":10,"col-l.element.key":11,"col-l.element.value":12}}},
+            {"name":"m","type":{"type":"map","keyType":"string","valueType":"string","valueContainsNull":true},"nullable":true,
+             "metadata":{"delta.columnMapping.id":2,"delta.columnMapping.physicalName":"col-m"}}
+        ]}"#;
+        let t = parse_schema(text, true, &[]).unwrap();
+        let DataType::List(element) = &t.schema.fields[0].data_type else {
+            panic!("not a list")
+        };
+        assert_eq!(element.id, Some(10));
+        let DataType::Map { key, value } = &element.data_type else {
+            panic!("not a map")
+        };
+        assert_eq!((key.id, value.id), (Some(11), Some(12)));
+        let DataType::Map { key, value } = &t.schema.fields[1].data_type else {
+            panic!("not a map")
+        };
+        assert_eq!(
+            (key.id, value.id),
+            (None, None),
+            "no nested ids: xlake assigns"
+        );
     }
 }

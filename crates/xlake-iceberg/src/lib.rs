@@ -14,6 +14,7 @@
 //! | [`value`] | neutral values to Iceberg datums (bounds, partition values); bound truncation |
 //! | [`expire`] | snapshot expiry in step with the source's cleaner or vacuum, plus count and age limits |
 //! | [`deletes`] | position-delete files for rows a source deleted (Delta deletion vectors) |
+//! | [`fidelity`] | Parquet layouts some readers misread (two-level lists, millisecond timestamps, nested fields without ids); `xlake.degraded` |
 //! | [`footer`] | record counts and column stats from Parquet footers, when the source has none |
 //! | [`summary`] | snapshot summary counters, `XTABLE_METADATA` ([`SyncMetadata`]) and `xlake.degraded` |
 //! | [`orphans`] | metadata files no retained version references (for cleanup) |
@@ -29,6 +30,7 @@ pub mod deletes;
 pub mod encode;
 pub mod error;
 pub mod expire;
+pub mod fidelity;
 pub mod footer;
 mod manifest;
 pub mod merge;

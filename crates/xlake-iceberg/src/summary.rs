@@ -10,14 +10,18 @@ use xlake_model::SourceCommit;
 pub const XTABLE_METADATA: &str = "XTABLE_METADATA";
 /// Summary key holding the source commit's own time when the snapshot's had to be clamped.
 pub const SOURCE_COMMIT_TIME: &str = "xlake.source-commit-time-ms";
-/// Summary key listing, as a JSON array of strings, what a snapshot mirrors its source
-/// commit without (see [`ChangeSet::degraded`](xlake_model::ChangeSet::degraded)); absent
-/// when the snapshot is exact.
+/// Summary key listing, as a JSON array of `"<column>: <what>"` strings, what a snapshot
+/// mirrors its source commit without: notes of the source
+/// ([`ChangeSet::degraded`](xlake_model::ChangeSet::degraded)) and layouts found in the
+/// files ([`fidelity`](crate::fidelity)). Sticky: each snapshot carries its parent's
+/// entries too. Absent when the snapshot is exact.
 pub const DEGRADED: &str = "xlake.degraded";
 
-/// The value of [`DEGRADED`] for these notes; `None` when there are none.
-pub fn degraded_value(notes: &[String]) -> Option<String> {
-    (!notes.is_empty()).then(|| serde_json::to_string(notes).unwrap_or_default())
+/// The value of [`DEGRADED`] holding `entries`; `None` when there are none.
+pub fn degraded_value(entries: &std::collections::BTreeSet<String>) -> Option<String> {
+    (!entries.is_empty())
+        .then(|| serde_json::to_string(&entries.iter().collect::<Vec<_>>()).ok())
+        .flatten()
 }
 
 /// The notes a snapshot summary lists under [`DEGRADED`] (a value that is not a JSON
@@ -268,9 +272,10 @@ mod tests {
 
     #[test]
     fn degraded_notes_round_trip() {
-        assert_eq!(degraded_value(&[]), None);
-        let notes = vec!["column v: void".to_string(), "a \"quoted\" one".to_string()];
-        let summary = HashMap::from([(DEGRADED.to_string(), degraded_value(&notes).unwrap())]);
+        assert_eq!(degraded_value(&Default::default()), None);
+        let notes = vec!["a \"quoted\" one".to_string(), "column v: void".to_string()];
+        let set = notes.iter().cloned().collect();
+        let summary = HashMap::from([(DEGRADED.to_string(), degraded_value(&set).unwrap())]);
         assert_eq!(degraded_notes(&summary), notes);
         assert!(degraded_notes(&HashMap::new()).is_empty());
         let plain = HashMap::from([(DEGRADED.to_string(), "free text".to_string())]);

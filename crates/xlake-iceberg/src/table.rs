@@ -7,7 +7,7 @@
 //! and finally rewrites `version-hint.text`. Until that put succeeds nothing a reader sees
 //! has changed; a writer that loses the race gets [`IcebergError::CommitConflict`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -25,6 +25,7 @@ use xlake_storage::{PutOutcome, RetryPolicy, StorageError, TableStore};
 use crate::deletes::position_delete_file;
 use crate::encode::metadata_json;
 use crate::error::{IcebergError, Result};
+use crate::fidelity::{findings, is_layout_entry, Finding, Shape, PARQUET_VECTORIZATION};
 use crate::footer::{footer_stats, read_footer};
 use crate::manifest::{read_entries, read_manifest_list, write_manifest, write_manifest_list};
 use crate::partition::{partition_tuple, same_fields, to_unbound_spec};
@@ -32,8 +33,8 @@ use crate::schema::{
     first_free_id, merge_mappings, name_mapping, reserved_mappings, to_iceberg_schema, Aliases,
 };
 use crate::summary::{
-    degraded_value, standard_summary, Counts, SyncMetadata, DEGRADED, SOURCE_COMMIT_TIME,
-    XTABLE_METADATA,
+    degraded_notes, degraded_value, standard_summary, Counts, SyncMetadata, DEGRADED,
+    SOURCE_COMMIT_TIME, XTABLE_METADATA,
 };
 use crate::value::{to_datum, truncate_lower, truncate_upper};
 
@@ -112,6 +113,9 @@ pub struct Committed {
     pub snapshot_id: i64,
     /// Its `timestamp-ms`.
     pub timestamp_ms: i64,
+    /// Entries of [`DEGRADED`](crate::fidelity::DEGRADED) this snapshot added (columns of
+    /// its files first found in a layout some readers misread).
+    pub degraded: Vec<String>,
 }
 
 /// What a batch commit did: the snapshots published (all in one version), and the error
@@ -530,12 +534,16 @@ impl IcebergTable {
             }
         };
         self.expire_metadata_files(&metadata, &expired_logs).await;
-        for (commit, (snapshot_id, timestamp_ms)) in staged {
+        for (commit, (snapshot_id, timestamp_ms, degraded)) in staged {
             tracing::info!(table = %self.table(), commit = %commit, version, snapshot_id, "committed Iceberg snapshot");
+            for entry in &degraded {
+                tracing::warn!(table = %self.table(), commit = %commit, "degraded: {entry}");
+            }
             batch.committed.push(Committed {
                 version,
                 snapshot_id,
                 timestamp_ms,
+                degraded,
             });
         }
         batch.table = Some(LoadedTable {
@@ -547,8 +555,13 @@ impl IcebergTable {
     }
 
     /// Write the manifests and manifest list of one change set as a snapshot on top of
-    /// `draft`, and add it to the draft's metadata. Returns the snapshot id and time.
-    async fn stage(&self, change: &ChangeSet, draft: &mut Draft<'_>) -> Result<(i64, i64)> {
+    /// `draft`, and add it to the draft's metadata. Returns the snapshot id and time, and
+    /// the degraded entries it added.
+    async fn stage(
+        &self,
+        change: &ChangeSet,
+        draft: &mut Draft<'_>,
+    ) -> Result<(i64, i64, Vec<String>)> {
         let commit_id = change.commit.id.clone();
         let last_list = draft.last_list.take();
         let current = draft.metadata.as_ref();
@@ -594,7 +607,7 @@ impl IcebergTable {
             .is_none_or(|s| s.as_struct() != converted.as_struct());
         let unbound =
             to_unbound_spec(&change.partition_spec, &converted).map_err(not_representable)?;
-        let (properties, last_column_id) = self.commit_properties(
+        let (mut properties, last_column_id, mapping) = self.commit_properties(
             &change.schema,
             (&converted, &aliases),
             &change.ignored_columns,
@@ -603,12 +616,12 @@ impl IcebergTable {
 
         // The same builder twice: staged without a snapshot first, to learn the bound spec
         // and schema ids the manifests need; then again with the snapshot.
-        let builder = || {
+        let builder = |properties: &HashMap<String, String>| {
             self.base_builder(
                 draft,
                 (&converted, schema_changed, last_column_id),
                 &unbound,
-                &properties,
+                properties,
             )
         };
         // The snapshot, at the source commit's time (never earlier than the previous one).
@@ -639,7 +652,7 @@ impl IcebergTable {
             operation: Operation::Append,
             additional_properties: HashMap::new(),
         };
-        let staged = builder()?
+        let staged = builder(&properties)?
             .add_snapshot(snapshot(
                 String::new(),
                 placeholder,
@@ -656,7 +669,28 @@ impl IcebergTable {
 
         // Files added: checked, measured, and described in Iceberg's terms; rows a source
         // deleted from them become position-delete files.
-        let (added, added_deletes) = self.added_files(change, &schema, &spec).await?;
+        let (added, added_deletes, found) =
+            self.added_files(change, &schema, &spec, &mapping).await?;
+        // Layouts found in files stay named while the table lives; a source's notes are
+        // per commit.
+        let parent_degraded: BTreeSet<String> = parent
+            .as_ref()
+            .map(|p| degraded_notes(&p.summary().additional_properties))
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        let mut degraded: BTreeSet<String> = parent_degraded
+            .iter()
+            .filter(|e| is_layout_entry(e))
+            .cloned()
+            .collect();
+        degraded.extend(change.degraded.iter().cloned());
+        degraded.extend(found.iter().map(Finding::entry));
+        // Spark's vectorized reader fails on TIMESTAMP_MILLIS; its row reader does not. Set
+        // in the version that first references such a file; table properties stay set.
+        if found.iter().any(|f| f.shape == Shape::TimestampMillis) {
+            properties.insert(PARQUET_VECTORIZATION.into(), "false".into());
+        }
 
         // Files removed: find the manifests holding them, and the delete files of them.
         let parent_manifests = match (&parent, last_list) {
@@ -871,17 +905,18 @@ impl IcebergTable {
             SOURCE_COMMIT_TIME.into(),
             change.commit.commit_time_ms.to_string(),
         );
-        if let Some(degraded) = degraded_value(&change.degraded) {
-            summary.insert(DEGRADED.into(), degraded);
-        }
         for (key, value) in &change.notes {
             summary.entry(key.clone()).or_insert_with(|| value.clone());
         }
+        match degraded_value(&degraded) {
+            Some(value) => summary.insert(DEGRADED.into(), value),
+            None => summary.remove(DEGRADED),
+        };
         let summary = Summary {
             operation,
             additional_properties: summary,
         };
-        let built = builder()?
+        let built = builder(&properties)?
             .add_snapshot(snapshot(list_location.clone(), summary, schema.schema_id()))
             .and_then(|b| {
                 b.set_ref(
@@ -899,7 +934,8 @@ impl IcebergTable {
         draft.metadata = Some(built.metadata);
         draft.base = None;
         draft.last_list = Some((list_location, listed));
-        Ok((snapshot_id, timestamp_ms))
+        let added_entries = degraded.difference(&parent_degraded).cloned().collect();
+        Ok((snapshot_id, timestamp_ms, added_entries))
     }
 
     /// The paths a manifest's live entries are about, if this process has seen it.
@@ -1032,14 +1068,14 @@ impl IcebergTable {
     /// The table properties of a commit of the neutral `schema`, converted to `converted`:
     /// the operator's, the metrics mode, and the name mapping (merged with the table's so
     /// far, plus reserved entries for `ignored` file columns). Also the highest reserved id,
-    /// which `last-column-id` must count.
+    /// which `last-column-id` must count, and the name mapping itself.
     fn commit_properties(
         &self,
         schema: &Schema,
         (converted, aliases): (&IcebergSchema, &Aliases),
         ignored: &[String],
         current: Option<&TableMetadata>,
-    ) -> (HashMap<String, String>, Option<i32>) {
+    ) -> (HashMap<String, String>, Option<i32>, NameMapping) {
         let mut properties = self.properties.clone();
         // Bounds xlake writes are safe for pruning but not always exact (Delta truncates
         // timestamps, footers are rescaled, strings cut): engines must not answer MIN/MAX
@@ -1070,7 +1106,7 @@ impl IcebergTable {
             mapping = merge_mappings(&mapping, previous);
         }
         properties.insert(DEFAULT_SCHEMA_NAME_MAPPING.into(), json(&mapping));
-        (properties, highest_reserved)
+        (properties, highest_reserved, mapping)
     }
 
     /// Create the table with `declared`'s schema and partition spec and no snapshot, for a
@@ -1093,7 +1129,7 @@ impl IcebergTable {
             to_iceberg_schema(&declared.schema, None, &[], 0, 0).map_err(not_representable)?;
         let unbound =
             to_unbound_spec(&declared.partition_spec, &converted).map_err(not_representable)?;
-        let (mut properties, reserved) = self.commit_properties(
+        let (mut properties, reserved, _) = self.commit_properties(
             &declared.schema,
             (&converted, &aliases),
             &declared.ignored_columns,
@@ -1216,31 +1252,41 @@ impl IcebergTable {
         change: &ChangeSet,
         schema: &IcebergSchema,
         spec: &IcebergSpec,
-    ) -> Result<(Vec<IcebergDataFile>, Vec<IcebergDataFile>)> {
+        mapping: &NameMapping,
+    ) -> Result<(
+        Vec<IcebergDataFile>,
+        Vec<IcebergDataFile>,
+        BTreeSet<Finding>,
+    )> {
         let partition_type = spec
             .partition_type(schema)
             .map_err(self.spec_error("partition type"))?;
+        // Footers are read for the layouts some readers misread only where the schema can
+        // hold one: a list, a map or a timestamp.
+        let inspect = may_degrade(schema.as_struct().fields()).then_some(mapping);
         // Every file is seen through before an error is returned: a delete file still being
         // written when the others were dropped would escape the journal.
-        let results: Vec<Result<(IcebergDataFile, Option<IcebergDataFile>)>> =
-            futures::stream::iter(change.added.iter())
-                .map(|f| self.added_file(change, f, schema, spec, &partition_type))
-                .buffered(FILE_CHECK_CONCURRENCY)
-                .collect()
-                .await;
-        let both = results.into_iter().collect::<Result<Vec<_>>>()?;
-        let (data, deletes): (Vec<_>, Vec<_>) = both.into_iter().unzip();
-        Ok((data, deletes.into_iter().flatten().collect()))
+        let results: Vec<Result<AddedFile>> = futures::stream::iter(change.added.iter())
+            .map(|f| self.added_file(change, f, (schema, spec, &partition_type), inspect))
+            .buffered(FILE_CHECK_CONCURRENCY)
+            .collect()
+            .await;
+        let (mut data, mut deletes, mut found) = (Vec::new(), Vec::new(), BTreeSet::new());
+        for (d, delete, f) in results.into_iter().collect::<Result<Vec<_>>>()? {
+            data.push(d);
+            deletes.extend(delete);
+            found.extend(f);
+        }
+        Ok((data, deletes, found))
     }
 
     async fn added_file(
         &self,
         change: &ChangeSet,
         file: &DataFile,
-        schema: &IcebergSchema,
-        spec: &IcebergSpec,
-        partition_type: &iceberg::spec::StructType,
-    ) -> Result<(IcebergDataFile, Option<IcebergDataFile>)> {
+        (schema, spec, partition_type): (&IcebergSchema, &IcebergSpec, &iceberg::spec::StructType),
+        inspect: Option<&NameMapping>,
+    ) -> Result<AddedFile> {
         let location = self.store.absolute(&file.path);
         let invalid = |reason: String| IcebergError::InvalidDataFile {
             table: self.table(),
@@ -1271,13 +1317,20 @@ impl IcebergTable {
                 "is gone from storage (removed by a later source commit and cleaned) and the source records no row count for it".into(),
             ));
         }
+        let mut found = BTreeSet::new();
+        // Layouts are looked for where files are checked (`--skip-file-check` trusts the
+        // source and reads no file it does not need).
+        let needs_stats = record_count.is_none() || column_stats.is_empty();
         if !gone
             && file.format == FileFormat::Parquet
-            && (record_count.is_none() || column_stats.is_empty())
+            && (needs_stats || (inspect.is_some() && self.verify_files))
         {
             let meta = read_footer(&self.store, &file.path, file.size_bytes)
                 .await
                 .map_err(&invalid)?;
+            if let Some(mapping) = inspect {
+                found = findings(&meta, schema, mapping);
+            }
             let footer = footer_stats(&meta, &change.schema);
             if let Some(n) = record_count {
                 if n != footer.record_count {
@@ -1355,7 +1408,7 @@ impl IcebergTable {
             .build()
             .map_err(|e| invalid(e.to_string()))?;
         if file.deleted_rows.is_empty() {
-            return Ok((data, None));
+            return Ok((data, None, found));
         }
         // The deleted rows, as a position-delete file beside the metadata.
         if let Some(beyond) = file.deleted_rows.iter().find(|&&p| p >= record_count) {
@@ -1381,7 +1434,7 @@ impl IcebergTable {
             .referenced_data_file(Some(location.clone()))
             .build()
             .map_err(|e| invalid(e.to_string()))?;
-        Ok((data, Some(deletes)))
+        Ok((data, Some(deletes), found))
     }
 
     /// Delete metadata files that fell out of the metadata log, if the table asks for it.
@@ -1460,4 +1513,21 @@ fn fresh_snapshot_id(current: Option<&TableMetadata>) -> i64 {
             return id;
         }
     }
+}
+
+/// One added file in Iceberg's terms: the data file, the position-delete file of the rows
+/// the source deleted from it, and its layouts some readers misread.
+type AddedFile = (IcebergDataFile, Option<IcebergDataFile>, BTreeSet<Finding>);
+
+/// Whether fields hold a list, a map or a timestamp, whose files may be laid out in a way
+/// some readers misread (see [`crate::fidelity`]).
+fn may_degrade(fields: &[iceberg::spec::NestedFieldRef]) -> bool {
+    fields.iter().any(|f| match f.field_type.as_ref() {
+        Type::List(_) | Type::Map(_) => true,
+        Type::Struct(s) => may_degrade(s.fields()),
+        Type::Primitive(p) => matches!(
+            p,
+            iceberg::spec::PrimitiveType::Timestamp | iceberg::spec::PrimitiveType::Timestamptz
+        ),
+    })
 }

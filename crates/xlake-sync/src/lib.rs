@@ -427,10 +427,11 @@ async fn run(
             base = batch.table.take();
             for (committed, change) in batch.committed.into_iter().zip(chunk.iter()) {
                 remaining -= 1;
-                for d in &change.degraded {
-                    if !report.degraded.contains(d) {
-                        tracing::warn!(table = %table, commit = %change.commit.id, "mirrored in a degraded way: {d}");
-                        report.degraded.push(d.clone());
+                // The target logs each entry as it first appears.
+                for d in &committed.degraded {
+                    let line = format!("{d} (from commit {})", change.commit.id);
+                    if !report.degraded.iter().any(|r| r.starts_with(d.as_str())) {
+                        report.degraded.push(line);
                     }
                 }
                 let m = Mirrored {
