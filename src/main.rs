@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use progress::Progress;
+use xlake_catalog::{Advanced, CatalogTarget};
 use xlake_hudi::HudiOptions;
 use xlake_iceberg::orphans::orphan_files;
 use xlake_iceberg::summary::iso_instant;
@@ -56,6 +57,8 @@ enum Command {
         /// without put-if-absent (conditional writes), whose commits are then not atomic.
         #[arg(long)]
         single_writer: bool,
+        #[command(flatten)]
+        catalog: CatalogArgs,
     },
     /// In-commit mode over HTTP: answer Hudi's write-commit callback
     /// (`hoodie.write.commit.callback.http.url`), mirroring each commit before answering
@@ -71,6 +74,8 @@ enum Command {
         /// without put-if-absent (conditional writes), whose commits are then not atomic.
         #[arg(long)]
         single_writer: bool,
+        #[command(flatten)]
+        catalog: CatalogArgs,
     },
     /// The scheduled job: sync every table listed in a TOML config, a few at a time.
     /// One table's failure never stops the others; each is reported.
@@ -105,6 +110,8 @@ enum Command {
         /// without put-if-absent (conditional writes), whose commits are then not atomic.
         #[arg(long)]
         single_writer: bool,
+        #[command(flatten)]
+        catalog: CatalogArgs,
     },
     /// Check that every completed source commit has exactly one Iceberg snapshot, in order.
     /// Exit 0: consistent; 1: violations (missing, unknown, duplicated, out of order,
@@ -128,6 +135,9 @@ enum Command {
         /// The table is merge-on-read and mirrored read-optimized.
         #[arg(long)]
         mor_read_optimized: bool,
+        /// Also check that this catalog's entry points at the current version.
+        #[command(flatten)]
+        catalog: CatalogArgs,
     },
     /// The health report: side by side, the metadata each format keeps, and anything
     /// mirrored in a degraded way.
@@ -182,6 +192,31 @@ enum Command {
     },
 }
 
+/// The catalog entry to keep pointing at the table's current version (docs/catalogs.md).
+#[derive(clap::Args)]
+struct CatalogArgs {
+    /// Catalog URI: sqlite:///abs/path.db, postgresql://user@host:port/db,
+    /// rest+http(s)://host/path; credentials from the environment.
+    #[arg(long, value_name = "URI", requires = "catalog_table")]
+    catalog: Option<String>,
+    /// The table's name in the catalog: <namespace>.<name>.
+    #[arg(long, value_name = "NAMESPACE.NAME", requires = "catalog")]
+    catalog_table: Option<String>,
+    /// The catalog's own name (the JDBC catalog's catalog_name).
+    #[arg(long, value_name = "NAME", requires = "catalog")]
+    catalog_name: Option<String>,
+}
+
+impl CatalogArgs {
+    fn target(&self) -> Result<Option<CatalogTarget>, xlake_catalog::CatalogError> {
+        CatalogTarget::from_options(
+            self.catalog.as_deref(),
+            self.catalog_name.as_deref(),
+            self.catalog_table.as_deref(),
+        )
+    }
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -213,13 +248,15 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             listen,
             mor_read_optimized,
             single_writer,
+            catalog,
         } => {
-            let listener = tokio::net::TcpListener::bind(&listen).await?;
-            println!("listening on {}", listener.local_addr()?);
             let options = SyncOptions {
                 single_writer,
+                catalog: catalog.target()?,
                 ..read_optimized(mor_read_optimized)
             };
+            let listener = tokio::net::TcpListener::bind(&listen).await?;
+            println!("listening on {}", listener.local_addr()?);
             serve(listener, options).await?;
         }
         Command::Inspect {
@@ -332,9 +369,11 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             version,
             mor_read_optimized,
             single_writer,
+            catalog,
         } => {
             let options = SyncOptions {
                 single_writer,
+                catalog: catalog.target()?,
                 ..read_optimized(mor_read_optimized)
             };
             let commit =
@@ -348,6 +387,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 "{table}: source commit {commit} is mirrored ({} snapshots written)",
                 report.written.len()
             );
+            print_catalog(&report);
         }
         Command::Check {
             table,
@@ -356,8 +396,12 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             allowed_lag,
             json,
             mor_read_optimized,
+            catalog,
         } => {
-            let options = read_optimized(mor_read_optimized);
+            let options = SyncOptions {
+                catalog: catalog.target()?,
+                ..read_optimized(mor_read_optimized)
+            };
             let report = check_with(&table, &options, deep, all).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -376,12 +420,14 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             skip_file_check,
             from_latest,
             single_writer,
+            catalog,
         } => {
             let options = SyncOptions {
                 hudi: HudiOptions { mor_read_optimized },
                 skip_file_check,
                 from_latest,
                 single_writer,
+                catalog: catalog.target()?,
                 ..Default::default()
             };
             let mut progress = Progress::new();
@@ -396,6 +442,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 0 => println!("{table}: up to date, nothing to mirror"),
                 n => println!("{table}: {n} snapshots written"),
             }
+            print_catalog(&report);
         }
         Command::Snapshots { table } => {
             let iceberg = IcebergTable::new(TableStore::open(&table)?);
@@ -435,6 +482,16 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a sync did to the catalog entry.
+fn print_catalog(report: &xlake_sync::SyncReport) {
+    match &report.catalog {
+        Some(Advanced::Registered(to)) => println!("catalog: registered at {to}"),
+        Some(Advanced::Moved(from, to)) => println!("catalog: moved from {from} to {to}"),
+        Some(Advanced::Current(at)) => println!("catalog: already at {at}"),
+        None => {}
+    }
 }
 
 /// Sync options with nothing but the merge-on-read choice set.
@@ -595,5 +652,12 @@ fn print_check(r: &CheckReport, allowed_lag: usize) {
     }
     for d in &r.file_differences {
         println!("  file: {d}");
+    }
+    if let Some(c) = &r.catalog {
+        let at = c.pointer.as_deref().unwrap_or("(no entry)");
+        println!("  catalog {} table {}: {at}", c.catalog, c.table);
+        if let Some(p) = &c.problem {
+            println!("  catalog: {p}");
+        }
     }
 }

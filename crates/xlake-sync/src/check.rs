@@ -9,6 +9,7 @@ use xlake_iceberg::{IcebergTable, LoadedTable};
 use xlake_model::CommitListing;
 use xlake_storage::{StorageError, TableStore};
 
+use crate::catalog::{state, CatalogState};
 use crate::{Source, SyncError, SyncOptions};
 
 /// A snapshot naming a source commit the source does not hold as completed.
@@ -47,6 +48,9 @@ pub struct CheckReport {
     pub lag_ms: i64,
     /// With `deep`: how the current snapshot's live files differ from the source's.
     pub file_differences: Vec<String>,
+    /// With a catalog: where its entry points, and what is wrong with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<CatalogState>,
 }
 
 impl CheckReport {
@@ -66,6 +70,7 @@ impl CheckReport {
             && self.duplicates.is_empty()
             && self.out_of_order.is_empty()
             && self.file_differences.is_empty()
+            && self.catalog.as_ref().is_none_or(|c| c.problem.is_none())
     }
 }
 
@@ -200,6 +205,10 @@ pub async fn check_with(
             .collect();
         report.file_differences =
             compare_files(&source, &table, loaded.as_ref(), &store, &snapshot_of, all).await?;
+    }
+    if let Some(target) = &options.catalog {
+        let version = loaded.as_ref().map(|l| l.version);
+        report.catalog = Some(state(&store, target, version).await?);
     }
     Ok(report)
 }

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use std::time::Duration;
 
 use crate::{open_store, sync, SyncError, SyncOptions, SyncReport};
+use xlake_catalog::CatalogTarget;
 use xlake_hudi::HudiOptions;
 use xlake_iceberg::{Expired, IcebergTable, Retention};
 
@@ -51,6 +52,16 @@ pub struct TableEntry {
     /// With `expire`: expire snapshots older than this (`12h`, `7d`).
     #[serde(default)]
     pub max_snapshot_age: Option<String>,
+    /// A catalog to register the table in and keep pointing at its current version
+    /// (`sqlite:///…`, `postgresql://…`, `rest+http(s)://…`); needs `catalog_table`.
+    #[serde(default)]
+    pub catalog: Option<String>,
+    /// `namespace.table` in `catalog`.
+    #[serde(default)]
+    pub catalog_table: Option<String>,
+    /// The catalog's own name (default `xlake`).
+    #[serde(default)]
+    pub catalog_name: Option<String>,
 }
 
 fn yes() -> bool {
@@ -58,6 +69,16 @@ fn yes() -> bool {
 }
 
 impl TableEntry {
+    /// The catalog entry this table asks for, checked.
+    pub fn catalog_target(&self) -> Result<Option<CatalogTarget>, String> {
+        CatalogTarget::from_options(
+            self.catalog.as_deref(),
+            self.catalog_name.as_deref(),
+            self.catalog_table.as_deref(),
+        )
+        .map_err(|e| e.to_string())
+    }
+
     /// The retention this entry asks for, as of `now_ms`.
     pub fn retention(&self, now_ms: i64) -> Result<Retention, String> {
         let max_age_ms = self
@@ -101,6 +122,8 @@ impl JobConfig {
         }
         for t in &config.tables {
             t.retention(0).map_err(|e| format!("{}: {e}", t.location))?;
+            t.catalog_target()
+                .map_err(|e| format!("{}: {e}", t.location))?;
             if !t.expire && (t.keep_snapshots.is_some() || t.max_snapshot_age.is_some()) {
                 return Err(format!(
                     "{}: keep_snapshots and max_snapshot_age need expire = true",
@@ -138,6 +161,8 @@ pub async fn run_once(
                 },
                 skip_file_check: entry.skip_file_check,
                 single_writer: entry.single_writer,
+                // `parse` has validated the catalog options.
+                catalog: entry.catalog_target().ok().flatten(),
                 ..Default::default()
             };
             let mut outcome = sync(&entry.location, &options, |_| {}).await;
@@ -173,7 +198,12 @@ async fn expire(entry: &TableEntry, options: &SyncOptions) -> Result<Expired, Sy
     // `parse` has validated the entry.
     let retention = entry.retention(now_ms).unwrap_or_default();
     let store = open_store(&entry.location, options)?;
-    Ok(IcebergTable::new(store).expire(&retention).await?)
+    let expired = IcebergTable::new(store.clone()).expire(&retention).await?;
+    // An expiry publishes a new version: the catalog follows it.
+    if let Some(target) = &options.catalog {
+        crate::catalog::point(&store, target).await?;
+    }
+    Ok(expired)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! | [`sync`], [`sync_store`] | mirror every pending completed commit of one table |
 //! | [`SyncOptions`] | operator choices (merge-on-read opt-in, Iceberg table properties) |
 //! | [`Mirrored`] | one snapshot written, as reported while syncing |
+//! | [`catalog`] | the catalog entry: checked before publishing, moved forward after |
 //! | [`callback`] | the HTTP endpoint for Hudi's write-commit callback (in-commit mode) |
 //! | [`check`](check::check) | the invariant checker: one snapshot per completed commit, in order |
 //! | [`inspect`](inspect::inspect) | the health report: metadata each format keeps, degraded mirroring |
@@ -22,6 +23,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod callback;
+pub mod catalog;
 pub mod check;
 pub mod inspect;
 pub mod job;
@@ -30,6 +32,7 @@ pub use check::{check, check_with, CheckReport};
 
 use std::collections::{BTreeSet, HashMap};
 
+use xlake_catalog::{Advanced, CatalogError, CatalogTarget};
 use xlake_delta::{DeltaError, DeltaSource};
 use xlake_hudi::{HudiError, HudiOptions, HudiSource};
 use xlake_iceberg::{Committed, IcebergError, IcebergTable};
@@ -60,6 +63,9 @@ pub enum SyncError {
     /// The Iceberg target failed.
     #[error(transparent)]
     Iceberg(#[from] IcebergError),
+    /// The catalog failed or refused the entry.
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
     /// The location holds neither a Hudi nor a Delta table.
     #[error("{table}: neither .hoodie/hoodie.properties nor _delta_log/ found: not a Hudi or Delta table")]
     NotATable {
@@ -93,6 +99,8 @@ pub struct SyncOptions {
     /// The operator vouches that only this process writes the table's Iceberg metadata:
     /// a store without put-if-absent is then accepted.
     pub single_writer: bool,
+    /// The catalog entry to keep pointing at the current version.
+    pub catalog: Option<CatalogTarget>,
 }
 
 /// Open the table root at `location` as `options` say.
@@ -129,6 +137,8 @@ pub struct SyncReport {
     pub written: Vec<Mirrored>,
     /// Notes for the operator from the source.
     pub notes: Vec<String>,
+    /// What was done to the catalog entry, when there is one.
+    pub catalog: Option<Advanced>,
 }
 
 /// A source of either format.
@@ -216,18 +226,24 @@ pub async fn mirror_commit(
             "the source has no such completed commit that gets a snapshot (newest: {newest})"
         )));
     }
-    let (report, mirrored) = run(
+    let entry = precheck_catalog(&store, options).await?;
+    let outcome = run(
         store.clone(),
         (source, format),
         options,
         Some(commit),
         progress,
     )
-    .await?;
+    .await;
+    let (mut report, mirrored) = outcome?;
     if !mirrored {
         return Err(not_mirrored(
             "the sync finished without a snapshot for it".into(),
         ));
+    }
+    // In-commit mode succeeds only once the catalog points at the commit's snapshot too.
+    if let Some(entry) = &entry {
+        report.catalog = entry.advance(&store).await?;
     }
     Ok(report)
 }
@@ -249,7 +265,30 @@ pub async fn sync_store(
     progress: impl FnMut(&Mirrored),
 ) -> Result<SyncReport, SyncError> {
     let source = Source::open(store.clone(), options).await?;
-    Ok(run(store, source, options, None, progress).await?.0)
+    let entry = precheck_catalog(&store, options).await?;
+    let outcome = run(store.clone(), source, options, None, progress).await;
+    let Some(entry) = entry else {
+        return Ok(outcome?.0);
+    };
+    // Also after a failure part-way: what was published gets its pointer (a sync that
+    // stops at the same bad commit every time must not leave the pointer behind forever).
+    let pointed = entry.advance(&store).await;
+    let mut report = outcome?.0;
+    report.catalog = pointed?;
+    Ok(report)
+}
+
+/// Open the catalog entry the options name and check it before anything is published.
+async fn precheck_catalog(
+    store: &TableStore,
+    options: &SyncOptions,
+) -> Result<Option<catalog::Entry>, SyncError> {
+    let Some(target) = &options.catalog else {
+        return Ok(None);
+    };
+    let entry = catalog::Entry::open(target)?;
+    entry.precheck(store).await?;
+    Ok(Some(entry))
 }
 
 /// Mirror pending commits in order, stopping after `until` when given; also says whether
