@@ -80,6 +80,9 @@ impl SqliteCatalog {
             )?;
             // Concurrent syncs of one catalog wait for each other's write locks.
             db.busy_timeout(std::time::Duration::from_secs(30))?;
+            // Write-ahead logging: readers that keep a transaction open (JDBC connection
+            // pools of engines reading the catalog) do not block the pointer's move.
+            db.pragma_update(None, "journal_mode", "WAL")?;
             db.execute_batch(&format!("{CREATE_TABLES}; {CREATE_NAMESPACES};"))?;
             f(&db, &name)
         })
