@@ -188,14 +188,18 @@ def by_name_pyiceberg(catalog, tmp_path, columns):
 
 
 def by_name_spark(spark, catalog, tmp_path, columns):
-    prefix = f"spark.sql.catalog.{catalog.name}"
+    return by_name_spark_conf(spark, catalog.name, {"type": "jdbc", **catalog.spark_conf()}, tmp_path, columns)
+
+
+def by_name_spark_conf(spark, name, conf, tmp_path, columns):
+    """Spark's rows of sales.orders in the Iceberg catalog `name` configured with `conf`."""
+    prefix = f"spark.sql.catalog.{name}"
     spark.conf.set(prefix, "org.apache.iceberg.spark.SparkCatalog")
-    spark.conf.set(f"{prefix}.type", "jdbc")
     spark.conf.set(f"{prefix}.warehouse", f"file://{tmp_path}/spark-wh")
     spark.conf.set(f"{prefix}.cache-enabled", "false")
-    for k, v in catalog.spark_conf().items():
+    for k, v in conf.items():
         spark.conf.set(f"{prefix}.{k}", v)
-    rows = spark.table(f"{catalog.name}.sales.orders").collect()
+    rows = spark.table(f"{name}.sales.orders").collect()
     return canonical_rows([r.asDict(recursive=True) for r in rows], columns)
 
 
