@@ -15,9 +15,12 @@
 //! | [`pointer`] | the rules: refuse foreign entries, register, move only forward |
 //! | [`sql`] | the JDBC-catalog layout (Iceberg Java `JdbcCatalog`, pyiceberg `SqlCatalog`) over SQLite and, with `postgres`, PostgreSQL |
 //! | `rest` | an Iceberg REST catalog (feature `rest`) |
+//! | `glue` | the AWS Glue Data Catalog (feature `glue`) |
 //! | [`CatalogError`] | errors, each naming the catalog and the table |
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+#[cfg(feature = "glue")]
+pub mod glue;
 pub mod pointer;
 #[cfg(feature = "rest")]
 pub mod rest;

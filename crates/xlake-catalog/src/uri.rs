@@ -5,6 +5,7 @@
 //! | `sqlite:///abs/path/catalog.db` | JDBC layout in a SQLite file (always built) |
 //! | `postgresql://user@host:port/db` | JDBC layout in PostgreSQL (feature `postgres`; password from the URI or `PGPASSWORD`) |
 //! | `rest+http://host:port/path`, `rest+https://…` | Iceberg REST catalog (feature `rest`; credentials from the environment, see `rest`) |
+//! | `glue://`, `glue://<catalog-id>` | AWS Glue (feature `glue`; region, endpoint, keys from the AWS environment) |
 
 use crate::sql::SqliteCatalog;
 use crate::{Catalog, CatalogError, Result, TableIdent};
@@ -109,10 +110,7 @@ pub fn open(target: &CatalogTarget) -> Result<Box<dyn Catalog>> {
         }
         "postgresql" | "postgres" => postgres(target),
         "rest+http" | "rest+https" => rest(target),
-        "glue" => Err(config_error(
-            uri,
-            "Glue catalogs are not supported by this build (see docs/catalogs.md)",
-        )),
+        "glue" => glue(target),
         _ => Err(config_error(
             uri,
             "unknown catalog kind; expected sqlite:///path, postgresql://user@host:port/db, rest+http(s)://host/path",
@@ -146,6 +144,19 @@ fn postgres(target: &CatalogTarget) -> Result<Box<dyn Catalog>> {
     Err(config_error(
         &target.uri,
         "PostgreSQL catalogs need a build with the `postgres` feature (or `cloud`)",
+    ))
+}
+
+#[cfg(feature = "glue")]
+fn glue(target: &CatalogTarget) -> Result<Box<dyn Catalog>> {
+    Ok(Box::new(crate::glue::GlueCatalog::new(target)?))
+}
+
+#[cfg(not(feature = "glue"))]
+fn glue(target: &CatalogTarget) -> Result<Box<dyn Catalog>> {
+    Err(config_error(
+        &target.uri,
+        "Glue catalogs need a build with the `glue` feature (or `cloud`)",
     ))
 }
 
