@@ -243,4 +243,26 @@ mod tests {
         assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
         assert!(parse_duration("5 m").is_err());
     }
+
+    #[test]
+    fn catalog_options_are_checked_when_parsed() {
+        let config = JobConfig::parse(
+            "[[tables]]\nlocation = \"/a\"\ncatalog = \"sqlite:///c.db\"\ncatalog_table = \"ns.a\"\ncatalog_name = \"prod\"\n",
+        )
+        .unwrap();
+        let target = config.tables[0].catalog_target().unwrap().unwrap();
+        assert_eq!(
+            (target.name.as_str(), target.table.as_str()),
+            ("prod", "ns.a")
+        );
+        for bad in [
+            "catalog = \"sqlite:///c.db\"\n",
+            "catalog_table = \"ns.a\"\n",
+            "catalog = \"sqlite:///c.db\"\ncatalog_table = \"a\"\n",
+            "catalog = \"oracle://h\"\ncatalog_table = \"ns.a\"\n",
+        ] {
+            let e = JobConfig::parse(&format!("[[tables]]\nlocation = \"/a\"\n{bad}")).unwrap_err();
+            assert!(e.starts_with("/a: "), "{e}");
+        }
+    }
 }
