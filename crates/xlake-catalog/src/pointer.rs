@@ -92,24 +92,30 @@ pub async fn advance(
     version: u64,
 ) -> Result<Advanced> {
     let target = metadata_location(table_root, version);
+    // What this call changed; after a write, the entry is read once more, so that a
+    // catalog without an atomic swap (REST) that let an older writer in gets moved again.
+    let mut done: Option<Advanced> = None;
     for _ in 0..MAX_ATTEMPTS {
-        let outcome = match precheck(catalog, table, table_root).await? {
+        let swapped = match precheck(catalog, table, table_root).await? {
             None => match catalog.register(table, &target).await? {
-                Swap::Done => return Ok(Advanced::Registered(target)),
+                Swap::Done => Advanced::Registered(target.clone()),
                 Swap::Lost => continue,
             },
             Some(p) if our_version(&p.location, table_root) >= Some(version) => {
-                return Ok(Advanced::Current(p.location));
+                return Ok(done.unwrap_or(Advanced::Current(p.location)));
             }
-            Some(p) => (catalog.swap(table, &p, &target).await?, p.location),
+            Some(p) => match catalog.swap(table, &p, &target).await? {
+                Swap::Done => Advanced::Moved(p.location, target.clone()),
+                Swap::Lost => continue,
+            },
         };
-        match outcome {
-            (Swap::Done, from) => {
-                tracing::info!(catalog = %catalog.describe(), table = %table, from = %from, to = %target, "moved the catalog pointer");
-                return Ok(Advanced::Moved(from, target));
-            }
-            (Swap::Lost, _) => continue,
-        }
+        tracing::info!(catalog = %catalog.describe(), table = %table, done = ?swapped, "catalog pointer written");
+        done = Some(match (done, swapped) {
+            // Registered, then moved again after an older writer: still registered here.
+            (Some(Advanced::Registered(_)), _) => Advanced::Registered(target.clone()),
+            (Some(Advanced::Moved(from, _)), _) => Advanced::Moved(from, target.clone()),
+            (_, s) => s,
+        });
     }
     Err(CatalogError::Contended {
         catalog: catalog.describe(),
