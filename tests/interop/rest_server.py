@@ -11,6 +11,7 @@ token.
 
     python rest_server.py <sqlite path> <port file>   # writes the bound port, serves forever
 """
+import base64
 import json
 import pathlib
 import re
@@ -49,15 +50,23 @@ class Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(n) if n else b""
         if self.headers.get("Content-Type", "").startswith("application/x-www-form-urlencoded"):
             return dict(urllib.parse.parse_qsl(raw.decode()))
-        return json.loads(raw or b"{}")
+        try:
+            return json.loads(raw or b"{}")
+        except ValueError:  # a form sent without its content type
+            return dict(urllib.parse.parse_qsl(raw.decode()))
 
     def route(self, method):
         url = urllib.parse.urlsplit(self.path)
         path = url.path
         if path == "/v1/oauth/tokens" and method == "POST":
             form = self.body()
+            # RFC 6749 2.3.1: the client's id and secret in the form or as HTTP Basic (DuckDB).
+            basic = self.headers.get("Authorization", "")
+            if basic.startswith("Basic "):
+                pair = base64.b64decode(basic[6:]).decode().split(":", 1)
+                form["client_id"], form["client_secret"] = (urllib.parse.unquote(x) for x in pair)
             if form.get("client_id") == CLIENT_ID and form.get("client_secret") == CLIENT_SECRET:
-                return self.reply(200, {"access_token": TOKEN, "token_type": "bearer", "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"})
+                return self.reply(200, {"access_token": TOKEN, "token_type": "bearer", "expires_in": 3600, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"})
             return self.reply(401, {"error": "invalid_client"})
         if self.headers.get("Authorization") != f"Bearer {TOKEN}":
             return self.error(401, "NotAuthorizedException", "missing or wrong bearer token")

@@ -1,6 +1,7 @@
 """REST catalogs: xlake registers and moves the table in an Iceberg REST catalog (the suite's
 spec test server, rest_server.py, on loopback, with OAuth2 client credentials and a prefix);
-pyiceberg's RestCatalog and Spark's RESTCatalog read it by name and return delta-rs's rows."""
+pyiceberg's RestCatalog, Spark's RESTCatalog and DuckDB's `ATTACH … (TYPE iceberg)` read it
+by name and return delta-rs's rows."""
 import concurrent.futures
 import os
 import pathlib
@@ -51,6 +52,22 @@ def reader(rest):
     return RestCatalog("rest", uri=rest, credential=CREDENTIAL)
 
 
+def by_name_duckdb(rest, columns):
+    """DuckDB's rows of sales.orders, attached through the REST catalog (a fresh attach)."""
+    from readers import DuckDB
+
+    con = DuckDB().con
+    con.execute("LOAD httpfs")
+    con.execute(
+        "CREATE SECRET rest_secret (TYPE iceberg, CLIENT_ID ?, CLIENT_SECRET ?, OAUTH2_SERVER_URI ?)".replace("?", "'{}'").format(
+            rest_server.CLIENT_ID, rest_server.CLIENT_SECRET, f"{rest}/v1/oauth/tokens"
+        )
+    )
+    con.execute(f"ATTACH 'wh' AS rest_cat (TYPE iceberg, ENDPOINT '{rest}', SECRET rest_secret)")
+    rows = con.execute("SELECT * FROM rest_cat.sales.orders").fetch_arrow_table().to_pylist()
+    return canonical_rows(rows, columns)
+
+
 def pointer(rest):
     return reader(rest).load_table("sales.orders").metadata_location
 
@@ -71,6 +88,7 @@ def test_readers_find_the_table_by_name_through_rest(tmp_path, rest, spark):
         rows = [r for b in t.scan().to_arrow_batch_reader() for r in b.to_pylist()]
         assert canonical_rows(rows, columns) == want, f"pyiceberg at version {version}"
         assert by_name_spark_conf(spark, f"xl_rest_{os.getpid()}", conf, tmp_path, columns) == want, f"spark at {version}"
+        assert by_name_duckdb(rest, columns) == want, f"duckdb at {version}"
     assert run(rest, "check", table).returncode == 0
 
 
