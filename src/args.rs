@@ -66,6 +66,21 @@ pub struct WriterArg {
     pub single_writer: bool,
 }
 
+/// The catalog entry to keep pointing at the table's current version (docs/catalogs.md).
+#[derive(Args, Default)]
+pub struct CatalogArgs {
+    /// Catalog URI: sqlite:///abs/path.db, postgresql://user@host:port/db,
+    /// rest+http(s)://host/path, glue://; credentials from the environment.
+    #[arg(long, value_name = "URI", requires = "catalog_table")]
+    pub catalog: Option<String>,
+    /// The table's name in the catalog: <namespace>.<name>.
+    #[arg(long, value_name = "NAMESPACE.NAME", requires = "catalog")]
+    pub catalog_table: Option<String>,
+    /// The catalog's own name (the JDBC catalog's catalog_name; default xlake).
+    #[arg(long, value_name = "NAME", requires = "catalog")]
+    pub catalog_name: Option<String>,
+}
+
 /// The commands.
 #[derive(Subcommand)]
 pub enum Command {
@@ -100,6 +115,8 @@ pub enum Command {
         #[arg(long)]
         rebuild: bool,
         #[command(flatten)]
+        catalog: CatalogArgs,
+        #[command(flatten)]
         writer: WriterArg,
     },
     /// In-commit mode, the last step of a write job: mirror everything pending up to this
@@ -118,6 +135,8 @@ pub enum Command {
         version: Option<u64>,
         #[command(flatten)]
         view: ViewArg,
+        #[command(flatten)]
+        catalog: CatalogArgs,
         #[command(flatten)]
         writer: WriterArg,
     },
@@ -176,6 +195,8 @@ pub enum Command {
         #[command(flatten)]
         view: ViewArg,
         #[command(flatten)]
+        catalog: CatalogArgs,
+        #[command(flatten)]
         writer: WriterArg,
     },
     /// The scheduled job: sync every table listed in a TOML config, a few at a time.
@@ -221,6 +242,9 @@ pub enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Also check that this catalog's entry points at the current version.
+        #[command(flatten)]
+        catalog: CatalogArgs,
         #[command(flatten)]
         view: ViewArg,
     },

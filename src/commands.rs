@@ -18,7 +18,7 @@ use xlake_sync::serve::{bind, serve, MetricsEndpoint, ServeConfig};
 use xlake_sync::snapshots::snapshots;
 use xlake_sync::{check_with, mirror_commit, sync, SyncOptions};
 
-use crate::args::{Command, TableArg, ViewArg, WriterArg};
+use crate::args::{CatalogArgs, Command, TableArg, ViewArg, WriterArg};
 use crate::demo::{self, DemoError};
 use crate::out::outln;
 use crate::print;
@@ -63,6 +63,7 @@ pub async fn run(command: Command) -> Outcome {
             skip_file_check,
             from_latest,
             rebuild,
+            catalog,
             writer,
         } => {
             source_table(&table).await?;
@@ -70,6 +71,7 @@ pub async fn run(command: Command) -> Outcome {
                 skip_file_check,
                 from_latest,
                 rebuild,
+                catalog: catalog_target(&catalog)?,
                 ..options(&view, &writer)
             };
             sync_and_print(&table, &options).await
@@ -79,19 +81,25 @@ pub async fn run(command: Command) -> Outcome {
             instant,
             version,
             view,
+            catalog,
             writer,
         } => {
             source_table(&table).await?;
+            let options = SyncOptions {
+                catalog: catalog_target(&catalog)?,
+                ..options(&view, &writer)
+            };
             let commit =
                 instant.unwrap_or_else(|| version.map(|v| v.to_string()).unwrap_or_default());
             let mut progress = Progress::new();
-            let report = mirror_commit(&table, &options(&view, &writer), &commit, |m| {
+            let report = mirror_commit(&table, &options, &commit, |m| {
                 progress.snapshot(&print::mirrored_line(m), m.remaining)
             })
             .await?;
             for d in &report.degraded {
                 outln!("degraded: {d}");
             }
+            print::catalog(&report);
             outln!(
                 "{table}: source commit {commit} is mirrored ({} snapshots written)",
                 report.written.len()
@@ -113,6 +121,7 @@ pub async fn run(command: Command) -> Outcome {
             body_timeout,
             max_body,
             view,
+            catalog,
             writer,
         } => {
             let jobs = config.as_deref().map(read_job_config).transpose()?;
@@ -131,7 +140,10 @@ pub async fn run(command: Command) -> Outcome {
             let settings = ServeConfig {
                 key,
                 allowed: Allowed::for_service(&allow, jobs.as_ref()).map_err(usage)?,
-                options: options(&view, &writer),
+                options: SyncOptions {
+                    catalog: catalog_target(&catalog)?,
+                    ..options(&view, &writer)
+                },
                 concurrency: concurrency
                     .or(jobs.as_ref().map(|j| j.concurrency))
                     .unwrap_or(4),
@@ -170,10 +182,14 @@ pub async fn run(command: Command) -> Outcome {
             all,
             allowed_lag,
             json,
+            catalog,
             view,
         } => {
             source_table(&table).await?;
-            let options = options(&view, &WriterArg::default());
+            let options = SyncOptions {
+                catalog: catalog_target(&catalog)?,
+                ..options(&view, &WriterArg::default())
+            };
             let report = check_with(&table, &options, deep, all)
                 .await?
                 .with_allowed_lag(allowed_lag);
@@ -244,6 +260,16 @@ fn options(view: &ViewArg, writer: &WriterArg) -> SyncOptions {
     }
 }
 
+/// The catalog entry the options name, if any; bad options are a usage error (exit 2).
+fn catalog_target(c: &CatalogArgs) -> Result<Option<xlake_catalog::CatalogTarget>, Failure> {
+    xlake_catalog::CatalogTarget::from_options(
+        c.catalog.as_deref(),
+        c.catalog_name.as_deref(),
+        c.catalog_table.as_deref(),
+    )
+    .map_err(usage)
+}
+
 /// Refuse (exit 2) a location without a Hudi or Delta table.
 async fn source_table(location: &str) -> Result<Located, Failure> {
     locate(location)
@@ -285,6 +311,7 @@ async fn sync_and_print(table: &str, options: &SyncOptions) -> Outcome {
         0 => outln!("{table}: up to date, nothing to mirror"),
         n => outln!("{table}: {n} snapshots written"),
     }
+    print::catalog(&report);
     if let Some(r) = &report.rebuilt {
         outln!(
             "{table}: rebuilt here; the old metadata (written for {}) was moved, not deleted, to {} ({} files)",

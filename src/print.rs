@@ -174,6 +174,13 @@ pub fn check(r: &CheckReport) {
     if r.deep {
         deep(&r.compared);
     }
+    if let Some(c) = &r.catalog {
+        let at = c.pointer.as_deref().unwrap_or("(no entry)");
+        outln!("  catalog {} table {}: {at}", c.catalog, c.table);
+        if let Some(p) = &c.problem {
+            outln!("  catalog: {p}");
+        }
+    }
     if let Some(old) = &r.relocated_from {
         outln!("  relocated: the Iceberg metadata was written for {old}, but the table is at {} (copied or moved): its paths point at the old place. Run `xlake sync --rebuild {}`", r.table, r.table);
     }
@@ -200,5 +207,16 @@ fn deep(compared: &[Comparison]) {
     }
     for d in compared.iter().flat_map(|c| &c.differences) {
         outln!("  file: {d}");
+    }
+}
+
+/// What a sync did to the catalog entry.
+pub fn catalog(report: &xlake_sync::SyncReport) {
+    use xlake_catalog::Advanced;
+    match &report.catalog {
+        Some(Advanced::Registered(to)) => outln!("catalog: registered at {to}"),
+        Some(Advanced::Moved(from, to)) => outln!("catalog: moved from {from} to {to}"),
+        Some(Advanced::Current(at)) => outln!("catalog: already at {at}"),
+        None => {}
     }
 }

@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+JDBC_JARS = [j for j in ("/usr/share/java/sqlite-jdbc.jar", "/usr/share/java/postgresql.jar") if os.path.exists(j)]
 
 
 @pytest.fixture(scope="session")
@@ -36,6 +37,10 @@ def spark():
         SparkSession.builder.master("local[1]")
         .appName("xlake-interop")
         .config("spark.jars", jars[0])
+        # JDBC drivers (Debian's libxerial-sqlite-jdbc-java, libpostgresql-jdbc-java) for
+        # Iceberg's JdbcCatalog in test_catalog.py; on the driver's class path so that
+        # java.sql.DriverManager finds them.
+        .config("spark.driver.extraClassPath", ":".join(JDBC_JARS))
         .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")

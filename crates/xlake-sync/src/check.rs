@@ -9,6 +9,7 @@ use xlake_iceberg::{IcebergTable, LoadedTable};
 use xlake_model::CommitListing;
 use xlake_storage::{StorageError, TableStore};
 
+use crate::catalog::{state, CatalogState};
 use crate::{Source, SyncError, SyncOptions};
 
 /// A snapshot naming a source commit the source does not hold as completed.
@@ -75,6 +76,9 @@ pub struct CheckReport {
     /// The location the current metadata was written for, when it is not this table's
     /// (the folder was copied or moved): every path in it points at the old place.
     pub relocated_from: Option<String>,
+    /// With a catalog: where its entry points, and what is wrong with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<CatalogState>,
 }
 
 impl CheckReport {
@@ -102,6 +106,7 @@ impl CheckReport {
             && self.out_of_order.is_empty()
             && self.file_differences.is_empty()
             && self.relocated_from.is_none()
+            && self.catalog.as_ref().is_none_or(|c| c.problem.is_none())
     }
 }
 
@@ -250,6 +255,10 @@ pub async fn check_with(
             .iter()
             .flat_map(|c| c.differences.iter().cloned())
             .collect();
+    }
+    if let Some(target) = &options.catalog {
+        let version = loaded.as_ref().map(|l| l.version);
+        report.catalog = Some(state(&store, target, version).await?);
     }
     Ok(report.with_allowed_lag(0))
 }

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::{open_store, sync, SyncError, SyncOptions, SyncReport};
+use xlake_catalog::CatalogTarget;
 use xlake_hudi::HudiOptions;
 use xlake_iceberg::{Expired, IcebergTable, Retention};
 use xlake_storage::TableStore;
@@ -56,6 +57,16 @@ pub struct TableEntry {
     /// With `expire`: expire snapshots older than this (`12h`, `7d`).
     #[serde(default)]
     pub max_snapshot_age: Option<String>,
+    /// A catalog to register the table in and keep pointing at its current version
+    /// (`sqlite:///…`, `postgresql://…`, `rest+http(s)://…`); needs `catalog_table`.
+    #[serde(default)]
+    pub catalog: Option<String>,
+    /// `namespace.table` in `catalog`.
+    #[serde(default)]
+    pub catalog_table: Option<String>,
+    /// The catalog's own name (default `xlake`).
+    #[serde(default)]
+    pub catalog_name: Option<String>,
 }
 
 fn yes() -> bool {
@@ -63,6 +74,16 @@ fn yes() -> bool {
 }
 
 impl TableEntry {
+    /// The catalog entry this table asks for, checked.
+    pub fn catalog_target(&self) -> Result<Option<CatalogTarget>, String> {
+        CatalogTarget::from_options(
+            self.catalog.as_deref(),
+            self.catalog_name.as_deref(),
+            self.catalog_table.as_deref(),
+        )
+        .map_err(|e| e.to_string())
+    }
+
     /// The retention this entry asks for, as of `now_ms`.
     pub fn retention(&self, now_ms: i64) -> Result<Retention, String> {
         let max_age_ms = self
@@ -128,6 +149,8 @@ impl JobConfig {
                 ));
             }
             t.retention(0).map_err(|e| format!("{}: {e}", t.location))?;
+            t.catalog_target()
+                .map_err(|e| format!("{}: {e}", t.location))?;
             if !t.expire && (t.keep_snapshots.is_some() || t.max_snapshot_age.is_some()) {
                 return Err(format!(
                     "{}: keep_snapshots and max_snapshot_age need expire = true",
@@ -180,6 +203,8 @@ pub fn entry_options(entry: &TableEntry) -> SyncOptions {
         },
         skip_file_check: entry.skip_file_check,
         single_writer: entry.single_writer,
+        // `parse` has validated the catalog options.
+        catalog: entry.catalog_target().ok().flatten(),
         ..Default::default()
     }
 }
@@ -212,7 +237,12 @@ async fn expire(entry: &TableEntry, options: &SyncOptions) -> Result<Expired, Sy
     // `parse` has validated the entry.
     let retention = entry.retention(now_ms).unwrap_or_default();
     let store = open_store(&entry.location, options)?;
-    Ok(IcebergTable::new(store).expire(&retention).await?)
+    let expired = IcebergTable::new(store.clone()).expire(&retention).await?;
+    // An expiry publishes a new version: the catalog follows it.
+    if let Some(target) = &options.catalog {
+        crate::catalog::point(&store, target).await?;
+    }
+    Ok(expired)
 }
 
 #[cfg(test)]
@@ -285,5 +315,27 @@ mod tests {
             "[[tables]]\nlocation = \"s3://b/t\"\n[[tables]]\nlocation = \"s3://b/u\"\n"
         )
         .is_ok());
+    }
+
+    #[test]
+    fn catalog_options_are_checked_when_parsed() {
+        let config = JobConfig::parse(
+            "[[tables]]\nlocation = \"/a\"\ncatalog = \"sqlite:///c.db\"\ncatalog_table = \"ns.a\"\ncatalog_name = \"prod\"\n",
+        )
+        .unwrap();
+        let target = config.tables[0].catalog_target().unwrap().unwrap();
+        assert_eq!(
+            (target.name.as_str(), target.table.as_str()),
+            ("prod", "ns.a")
+        );
+        for bad in [
+            "catalog = \"sqlite:///c.db\"\n",
+            "catalog_table = \"ns.a\"\n",
+            "catalog = \"sqlite:///c.db\"\ncatalog_table = \"a\"\n",
+            "catalog = \"oracle://h\"\ncatalog_table = \"ns.a\"\n",
+        ] {
+            let e = JobConfig::parse(&format!("[[tables]]\nlocation = \"/a\"\n{bad}")).unwrap_err();
+            assert!(e.starts_with("/a: "), "{e}");
+        }
     }
 }

@@ -10,6 +10,7 @@
 //! | [`sync`], [`sync_store`] | mirror every pending completed commit of one table |
 //! | [`SyncOptions`] | operator choices (merge-on-read opt-in, Iceberg table properties) |
 //! | [`Mirrored`] | one snapshot written, as reported while syncing |
+//! | [`catalog`] | the catalog entry: checked before publishing, moved forward after |
 //! | [`check`](check::check) | the invariant checker: one snapshot per completed commit, in order |
 //! | [`inspect`](inspect::inspect) | the health report: metadata each format keeps, degraded mirroring |
 //! | [`job`] | the scheduled job over the tables of a config file |
@@ -24,6 +25,7 @@
 //! written in source order; a writer that loses a race re-plans from the target's state.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod catalog;
 pub mod check;
 pub mod inspect;
 pub mod job;
@@ -36,6 +38,7 @@ pub use check::{check, check_with, CheckReport};
 
 use std::collections::{BTreeSet, HashMap};
 
+use xlake_catalog::{Advanced, CatalogError, CatalogTarget};
 use xlake_delta::{DeltaError, DeltaSource};
 use xlake_hudi::{HudiError, HudiOptions, HudiSource};
 use xlake_iceberg::{Committed, IcebergError, IcebergTable};
@@ -66,6 +69,9 @@ pub enum SyncError {
     /// The Iceberg target failed.
     #[error(transparent)]
     Iceberg(#[from] IcebergError),
+    /// The catalog failed or refused the entry.
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
     /// The location holds neither a Hudi nor a Delta table.
     #[error("{table}: neither .hoodie/hoodie.properties nor _delta_log/ found: not a Hudi or Delta table")]
     NotATable {
@@ -124,6 +130,8 @@ pub struct SyncOptions {
     /// normalised locations (the table's own first): a commit naming any other file fails
     /// before anything outside is read.
     pub data_roots: Option<Vec<String>>,
+    /// The catalog entry to keep pointing at the current version.
+    pub catalog: Option<CatalogTarget>,
 }
 
 /// Open the table root at `location` as `options` say.
@@ -188,6 +196,8 @@ pub struct SyncReport {
     /// The source has no completed commit yet, and this sync created the Iceberg table
     /// with its declared schema and no snapshot (this version of it).
     pub created_empty: Option<u64>,
+    /// What was done to the catalog entry, when there is one.
+    pub catalog: Option<Advanced>,
 }
 
 /// A source of either format.
@@ -284,18 +294,24 @@ pub async fn mirror_commit(
             "the source has no such completed commit that gets a snapshot (newest: {newest})"
         )));
     }
-    let (report, mirrored) = run(
+    let entry = precheck_catalog(&store, options).await?;
+    let outcome = run(
         store.clone(),
         (source, format),
         options,
         Some(commit),
         progress,
     )
-    .await?;
+    .await;
+    let (mut report, mirrored) = outcome?;
     if !mirrored {
         return Err(not_mirrored(
             "the sync finished without a snapshot for it".into(),
         ));
+    }
+    // In-commit mode succeeds only once the catalog points at the commit's snapshot too.
+    if let Some(entry) = &entry {
+        report.catalog = entry.advance(&store).await?;
     }
     Ok(report)
 }
@@ -317,7 +333,30 @@ pub async fn sync_store(
     progress: impl FnMut(&Mirrored),
 ) -> Result<SyncReport, SyncError> {
     let source = Source::open(store.clone(), options).await?;
-    Ok(run(store, source, options, None, progress).await?.0)
+    let entry = precheck_catalog(&store, options).await?;
+    let outcome = run(store.clone(), source, options, None, progress).await;
+    let Some(entry) = entry else {
+        return Ok(outcome?.0);
+    };
+    // Also after a failure part-way: what was published gets its pointer (a sync that
+    // stops at the same bad commit every time must not leave the pointer behind forever).
+    let pointed = entry.advance(&store).await;
+    let mut report = outcome?.0;
+    report.catalog = pointed?;
+    Ok(report)
+}
+
+/// Open the catalog entry the options name and check it before anything is published.
+async fn precheck_catalog(
+    store: &TableStore,
+    options: &SyncOptions,
+) -> Result<Option<catalog::Entry>, SyncError> {
+    let Some(target) = &options.catalog else {
+        return Ok(None);
+    };
+    let entry = catalog::Entry::open(target)?;
+    entry.precheck(store).await?;
+    Ok(Some(entry))
 }
 
 /// Mirror pending commits in order, stopping after `until` when given; also says whether

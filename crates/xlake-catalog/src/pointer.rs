@@ -1,0 +1,164 @@
+//! The pointer rules, the same for every catalog kind:
+//!
+//! - an entry that points outside this table's `metadata/` folder (or at a file there that
+//!   is not one of xlake's `vN.metadata.json`) is foreign: refused, never moved;
+//! - no entry: register one at the current version (creating the namespace);
+//! - an entry at an older `vN` of ours: compare-and-swap it to the current one; a lost race
+//!   re-reads and tries again;
+//! - an entry at the current or a newer `vN` (another writer got further): left as it is.
+//!   The pointer only moves forward.
+
+use crate::{Catalog, CatalogError, Pointer, Result, Swap, TableIdent};
+
+/// Attempts before giving up on a pointer that keeps changing under us.
+const MAX_ATTEMPTS: usize = 20;
+
+/// What [`advance`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Advanced {
+    /// Registered a new entry at this location.
+    Registered(String),
+    /// Moved the entry from the first location to the second.
+    Moved(String, String),
+    /// The entry already pointed at this version or a newer one (this location).
+    Current(String),
+}
+
+/// The `metadata/` folder of the table at `table_root` (how messages name it).
+pub fn metadata_dir(table_root: &str) -> String {
+    format!("{}/metadata/", table_root.trim_end_matches('/'))
+}
+
+/// The location of `vN.metadata.json` of the table at `table_root`.
+pub fn metadata_location(table_root: &str, version: u64) -> String {
+    format!("{}v{version}.metadata.json", metadata_dir(table_root))
+}
+
+/// The N of `location` when it is one of this table's `vN.metadata.json`. Local roots
+/// also match their `file:` URL spellings, which other writers of the catalog may use.
+pub fn our_version(location: &str, table_root: &str) -> Option<u64> {
+    let dir = metadata_dir(table_root);
+    let rest = [location, strip_file_scheme(location)]
+        .into_iter()
+        .find_map(|l| l.strip_prefix(dir.as_str()))?;
+    let n = rest.strip_prefix('v')?.strip_suffix(".metadata.json")?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    n.parse().ok()
+}
+
+fn strip_file_scheme(location: &str) -> &str {
+    if let Some(rest) = location.strip_prefix("file://") {
+        rest
+    } else if let Some(rest) = location.strip_prefix("file:") {
+        rest
+    } else {
+        location
+    }
+}
+
+fn foreign(catalog: &dyn Catalog, table: &TableIdent, found: &str, root: &str) -> CatalogError {
+    CatalogError::Foreign {
+        catalog: catalog.describe(),
+        table: table.to_string(),
+        found: found.to_string(),
+        expected: metadata_dir(root),
+    }
+}
+
+/// Before publishing: refuse when the entry exists and is not this table's; also proves the
+/// catalog is reachable with the credentials given. Returns the entry as found.
+pub async fn precheck(
+    catalog: &dyn Catalog,
+    table: &TableIdent,
+    table_root: &str,
+) -> Result<Option<Pointer>> {
+    let found = catalog.load_pointer(table).await?;
+    if let Some(p) = &found {
+        if our_version(&p.location, table_root).is_none() {
+            return Err(foreign(catalog, table, &p.location, table_root));
+        }
+    }
+    Ok(found)
+}
+
+/// After the hint: make the entry point at `vN` (`version`) of the table at `table_root`,
+/// or leave it at a newer one.
+pub async fn advance(
+    catalog: &dyn Catalog,
+    table: &TableIdent,
+    table_root: &str,
+    version: u64,
+) -> Result<Advanced> {
+    let target = metadata_location(table_root, version);
+    // What this call changed; after a write, the entry is read once more, so that a
+    // catalog without an atomic swap (REST) that let an older writer in gets moved again.
+    let mut done: Option<Advanced> = None;
+    for _ in 0..MAX_ATTEMPTS {
+        let swapped = match precheck(catalog, table, table_root).await? {
+            None => match catalog.register(table, &target).await? {
+                Swap::Done => Advanced::Registered(target.clone()),
+                Swap::Lost => continue,
+            },
+            Some(p) if our_version(&p.location, table_root) >= Some(version) => {
+                return Ok(done.unwrap_or(Advanced::Current(p.location)));
+            }
+            Some(p) => match catalog.swap(table, &p, &target).await? {
+                Swap::Done => Advanced::Moved(p.location, target.clone()),
+                Swap::Lost => continue,
+            },
+        };
+        tracing::info!(catalog = %catalog.describe(), table = %table, done = ?swapped, "catalog pointer written");
+        done = Some(match (done, swapped) {
+            // Registered, then moved again after an older writer: still registered here.
+            (Some(Advanced::Registered(_)), _) => Advanced::Registered(target.clone()),
+            (Some(Advanced::Moved(from, _)), _) => Advanced::Moved(from, target.clone()),
+            (_, s) => s,
+        });
+    }
+    Err(CatalogError::Contended {
+        catalog: catalog.describe(),
+        table: table.to_string(),
+        attempts: MAX_ATTEMPTS,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_our_vn_files_are_ours() {
+        let root = "/data/t";
+        assert_eq!(
+            our_version("/data/t/metadata/v12.metadata.json", root),
+            Some(12)
+        );
+        assert_eq!(
+            our_version("file:///data/t/metadata/v3.metadata.json", root),
+            Some(3)
+        );
+        assert_eq!(
+            our_version("file:/data/t/metadata/v3.metadata.json", root),
+            Some(3)
+        );
+        assert_eq!(
+            our_version("/data/t2/metadata/v3.metadata.json", root),
+            None
+        );
+        assert_eq!(
+            our_version("/data/t/metadata/00001-x.metadata.json", root),
+            None
+        );
+        assert_eq!(our_version("/data/t/metadata/v.metadata.json", root), None);
+        assert_eq!(
+            our_version("/data/t/metadata/sub/v1.metadata.json", root),
+            None
+        );
+        assert_eq!(
+            our_version("s3://b/t/metadata/v1.metadata.json", "s3://b/t"),
+            Some(1)
+        );
+    }
+}
