@@ -36,7 +36,11 @@ fn serve_moves_the_pointer_before_it_answers_and_refuses_a_second_table() {
     let db = tempfile::tempdir().unwrap();
     let uri = format!("sqlite://{}/c.db", db.path().display());
     let mut server = Command::new(env!("CARGO_BIN_EXE_xlake"))
-        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(["serve", "--listen", "127.0.0.1:0", "--insecure-no-key"])
+        .arg("--allow")
+        .arg(&root)
+        .arg("--allow")
+        .arg(&other)
         .args(catalog_args(&uri, "lake.txns"))
         .stdout(Stdio::piped())
         .spawn()

@@ -184,7 +184,13 @@ fn rebuild(table: &Path, old_metadata: &BTreeMap<PathBuf, Vec<u8>>) -> PathBuf {
 fn serve_callback(table: &Path, instant: &str) -> (u16, String) {
     use std::io::{BufRead, BufReader, Read, Write};
     let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_xlake"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--insecure-no-key", "--allow"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--insecure-no-key",
+            "--allow",
+        ])
         .arg(table)
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -231,9 +237,7 @@ fn a_copied_table_is_refused_then_rebuilt_and_the_original_is_untouched() {
     // The answer names the relocation and the way out, but no path outside the table
     // (the service never echoes those; its log has the full message).
     assert!(
-        body.contains("copied or moved")
-            && body.contains("--rebuild")
-            && !body.contains(s(&root)),
+        body.contains("copied or moved") && body.contains("--rebuild") && !body.contains(s(&root)),
         "{body}"
     );
     assert!(tree(&copy) == before, "the callback changed the copy");

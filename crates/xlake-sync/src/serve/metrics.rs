@@ -195,6 +195,7 @@ pub fn failure_kind(e: &SyncError) -> &'static str {
         SyncError::Iceberg(_) => "iceberg_target",
         SyncError::NotATable { .. } | SyncError::NoTable { .. } => "not_a_table",
         SyncError::Rebuild { .. } => "rebuild",
+        SyncError::Catalog(_) => "catalog",
         SyncError::NotMirrored { .. } => "not_mirrored",
         SyncError::Service(_) => "service",
     }
