@@ -56,6 +56,10 @@ enum Command {
         /// without put-if-absent (conditional writes), whose commits are then not atomic.
         #[arg(long)]
         single_writer: bool,
+        /// Iceberg format version to write (2 or 3; default: the table's own, 2 for a new
+        /// table). 3 upgrades a v2 mirror in place and carries deletion vectors as Puffin.
+        #[arg(long, value_parser = clap::value_parser!(u8).range(2..=3))]
+        format_version: Option<u8>,
     },
     /// In-commit mode over HTTP: answer Hudi's write-commit callback
     /// (`hoodie.write.commit.callback.http.url`), mirroring each commit before answering
@@ -71,12 +75,16 @@ enum Command {
         /// without put-if-absent (conditional writes), whose commits are then not atomic.
         #[arg(long)]
         single_writer: bool,
+        /// Iceberg format version to write (2 or 3; default: the table's own, 2 for a new
+        /// table). 3 upgrades a v2 mirror in place and carries deletion vectors as Puffin.
+        #[arg(long, value_parser = clap::value_parser!(u8).range(2..=3))]
+        format_version: Option<u8>,
     },
     /// The scheduled job: sync every table listed in a TOML config, a few at a time.
     /// One table's failure never stops the others; each is reported.
     Run {
         /// Config file: `concurrency = N` and `[[tables]]` entries with `location` and
-        /// optionally `mor_read_optimized`, `skip_file_check`, `single_writer`, `expire`
+        /// optionally `mor_read_optimized`, `skip_file_check`, `single_writer`, `format_version`, `expire`
         /// (default true), `keep_snapshots`, `max_snapshot_age` (see the README).
         #[arg(long)]
         config: std::path::PathBuf,
@@ -105,6 +113,10 @@ enum Command {
         /// without put-if-absent (conditional writes), whose commits are then not atomic.
         #[arg(long)]
         single_writer: bool,
+        /// Iceberg format version to write (2 or 3; default: the table's own, 2 for a new
+        /// table). 3 upgrades a v2 mirror in place and carries deletion vectors as Puffin.
+        #[arg(long, value_parser = clap::value_parser!(u8).range(2..=3))]
+        format_version: Option<u8>,
     },
     /// Check that every completed source commit has exactly one Iceberg snapshot, in order.
     /// Exit 0: consistent; 1: violations (missing, unknown, duplicated, out of order,
@@ -213,11 +225,13 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             listen,
             mor_read_optimized,
             single_writer,
+            format_version,
         } => {
             let listener = tokio::net::TcpListener::bind(&listen).await?;
             println!("listening on {}", listener.local_addr()?);
             let options = SyncOptions {
                 single_writer,
+                format_version,
                 ..read_optimized(mor_read_optimized)
             };
             serve(listener, options).await?;
@@ -332,9 +346,11 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             version,
             mor_read_optimized,
             single_writer,
+            format_version,
         } => {
             let options = SyncOptions {
                 single_writer,
+                format_version,
                 ..read_optimized(mor_read_optimized)
             };
             let commit =
@@ -376,12 +392,14 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             skip_file_check,
             from_latest,
             single_writer,
+            format_version,
         } => {
             let options = SyncOptions {
                 hudi: HudiOptions { mor_read_optimized },
                 skip_file_check,
                 from_latest,
                 single_writer,
+                format_version,
                 ..Default::default()
             };
             let mut progress = Progress::new();

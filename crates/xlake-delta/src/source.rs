@@ -322,6 +322,10 @@ impl DeltaSource {
             file.deleted_rows = deletion_vector::read(&self.store, &descriptor)
                 .await
                 .map_err(|e| format!("{}: deletion vector: {e}", add.path))?;
+            file.deletion_vector = Some(
+                crate::vector_bytes::vector_of(&descriptor)
+                    .map_err(|e| format!("{}: deletion vector: {e}", add.path))?,
+            );
         }
         Ok(file)
     }

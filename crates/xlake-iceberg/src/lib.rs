@@ -12,6 +12,8 @@
 //! | [`value`] | neutral values to Iceberg datums (bounds, partition values); bound truncation |
 //! | [`expire`] | snapshot expiry in step with the source's cleaner or vacuum, plus count and age limits |
 //! | [`deletes`] | position-delete files for rows a source deleted (Delta deletion vectors) |
+//! | [`puffin`] | v3 deletion vectors: `deletion-vector-v1` blobs copied from the source, Puffin files |
+//! | [`v3`] | which format version a commit writes, upgrades in place, a snapshot's vectors |
 //! | [`footer`] | record counts and column stats from Parquet footers, when the source has none |
 //! | [`summary`] | snapshot summary counters and `XTABLE_METADATA` ([`SyncMetadata`]) |
 //! | [`orphans`] | metadata files no retained version references (for cleanup) |
@@ -31,9 +33,11 @@ mod manifest;
 pub mod merge;
 pub mod orphans;
 pub mod partition;
+pub mod puffin;
 pub mod schema;
 pub mod summary;
 pub mod table;
+pub mod v3;
 pub mod value;
 
 pub use error::{IcebergError, Result};

@@ -140,6 +140,8 @@ pub struct IcebergTable {
     pub(crate) store: TableStore,
     properties: HashMap<String, String>,
     verify_files: bool,
+    /// The format version asked for (`None`: the table's own, 2 for a new table).
+    pub(crate) format_version: Option<iceberg::spec::FormatVersion>,
     /// Per manifest read or written by this process, the paths its live entries are
     /// about (data file paths; for delete manifests, the data files deleted from), so a
     /// backfill that removes files reads each manifest once, not once per commit.
@@ -157,6 +159,7 @@ impl IcebergTable {
             store,
             properties: HashMap::new(),
             verify_files: true,
+            format_version: None,
             live_paths: Arc::default(),
         }
     }
@@ -171,6 +174,13 @@ impl IcebergTable {
     /// Whether to check that every added file exists with the recorded size (default true).
     pub fn verify_files(mut self, verify: bool) -> Self {
         self.verify_files = verify;
+        self
+    }
+
+    /// The Iceberg format version to write: a new table gets it, an older table is
+    /// upgraded to it in its next snapshot (see [`crate::v3`]).
+    pub fn format_version(mut self, version: iceberg::spec::FormatVersion) -> Self {
+        self.format_version = Some(version);
         self
     }
 
@@ -513,6 +523,8 @@ impl IcebergTable {
         let commit_id = change.commit.id.clone();
         let last_list = draft.last_list.take();
         let current = draft.metadata.as_ref();
+        let version = self.target_version(current)?;
+        let v3 = version >= iceberg::spec::FormatVersion::V3;
         let resolved;
         let change = if change.full_state {
             resolved = self.as_difference(change, current).await?;
@@ -587,16 +599,21 @@ impl IcebergTable {
         let snapshot_id = fresh_snapshot_id(current);
         let sequence_number = current.map_or(0, |m| m.last_sequence_number()) + 1;
         let parent = current.and_then(|m| m.current_snapshot()).cloned();
-        let snapshot = |manifest_list: String, summary: Summary, schema_id: i32| {
-            Snapshot::builder()
+        // v3 row lineage: the rows this snapshot gives ids start at the table's next-row-id.
+        let first_row_id = v3.then(|| current.map_or(0, |m| m.next_row_id()));
+        let snapshot = |manifest_list: String, summary: Summary, schema_id: i32, rows: u64| {
+            let builder = Snapshot::builder()
                 .with_snapshot_id(snapshot_id)
                 .with_parent_snapshot_id(parent.as_ref().map(|p| p.snapshot_id()))
                 .with_sequence_number(sequence_number)
                 .with_timestamp_ms(timestamp_ms)
                 .with_manifest_list(manifest_list)
                 .with_summary(summary)
-                .with_schema_id(schema_id)
-                .build()
+                .with_schema_id(schema_id);
+            match first_row_id {
+                Some(first) => builder.with_row_range(first, rows).build(),
+                None => builder.build(),
+            }
         };
         // Staged with a placeholder snapshot, so that its time (not the wall clock, which
         // may lag a source's commit times) stamps the metadata as the real commit will.
@@ -609,6 +626,7 @@ impl IcebergTable {
                 String::new(),
                 placeholder,
                 current.map_or(converted.schema_id(), |m| m.current_schema().schema_id()),
+                0,
             ))
             .and_then(|b| b.build())
             .map_err(self.spec_error("apply schema and partition spec"))?
@@ -621,7 +639,11 @@ impl IcebergTable {
 
         // Files added: checked, measured, and described in Iceberg's terms; rows a source
         // deleted from them become position-delete files.
-        let (added, added_deletes) = self.added_files(change, &schema, &spec).await?;
+        let (added, mut added_deletes) = self.added_files(change, &schema, &spec, v3).await?;
+        if v3 {
+            // Deletion vectors as they are, in one Puffin file (no position-delete files).
+            added_deletes = self.vector_deletes(change, &added, &spec).await?;
+        }
 
         // Files removed: find the manifests holding them, and the delete files of them.
         let parent_manifests = match (&parent, last_list) {
@@ -738,7 +760,7 @@ impl IcebergTable {
             let mf = write_manifest(
                 &self.store,
                 &location,
-                snapshot_id,
+                (snapshot_id, version),
                 (schema.clone(), (*spec).clone()),
                 deletes,
                 |w| files.into_iter().try_for_each(|f| w.add_file(f, -1)),
@@ -770,7 +792,7 @@ impl IcebergTable {
             let mf = write_manifest(
                 &self.store,
                 &location,
-                snapshot_id,
+                (snapshot_id, version),
                 (
                     schema_holding(&staged, old_spec, &schema),
                     (**old_spec).clone(),
@@ -805,12 +827,12 @@ impl IcebergTable {
         let list_location = self.store.absolute(&format!(
             "{METADATA_DIR}/snap-{snapshot_id}-1-{commit_uuid}.avro"
         ));
-        let listed = write_manifest_list(
+        let (listed, added_rows) = write_manifest_list(
             &self.store,
             &list_location,
             snapshot_id,
             parent.as_ref().map(|p| p.snapshot_id()),
-            sequence_number,
+            (sequence_number, first_row_id),
             manifests,
         )
         .await
@@ -844,7 +866,12 @@ impl IcebergTable {
             additional_properties: summary,
         };
         let built = builder()?
-            .add_snapshot(snapshot(list_location.clone(), summary, schema.schema_id()))
+            .add_snapshot(snapshot(
+                list_location.clone(),
+                summary,
+                schema.schema_id(),
+                added_rows,
+            ))
             .and_then(|b| {
                 b.set_ref(
                     MAIN_BRANCH,
@@ -1010,6 +1037,10 @@ impl IcebergTable {
             .base
             .map(|l| self.store.absolute(&metadata_file(l.version)));
         let mut builder = TableMetadataBuilder::new_from_metadata(metadata.clone(), previous);
+        let version = self.target_version(Some(metadata))?;
+        if version > metadata.format_version() {
+            builder = builder.upgrade_format_version(version).map_err(&err)?;
+        }
         if schema_changed {
             builder = builder.add_current_schema(schema.clone()).map_err(&err)?;
         }
@@ -1042,8 +1073,9 @@ impl IcebergTable {
             .add_unbound_fields(unbound.fields().iter().cloned())
             .and_then(|b| b.build())
             .map_err(&err)?;
-        let value = serde_json::json!({
-            "format-version": 2,
+        let version = self.target_version(None)?;
+        let mut value = serde_json::json!({
+            "format-version": if version >= iceberg::spec::FormatVersion::V3 { 3 } else { 2 },
             "table-uuid": uuid::Uuid::new_v4().to_string(),
             "location": self.store.location(),
             "last-sequence-number": 0,
@@ -1062,6 +1094,9 @@ impl IcebergTable {
             "metadata-log": [],
             "refs": {},
         });
+        if version >= iceberg::spec::FormatVersion::V3 {
+            value["next-row-id"] = 0.into();
+        }
         serde_json::from_value(value)
             .map_err(|e| self.corrupt(METADATA_DIR, format!("new table metadata: {e}")))
     }
@@ -1072,6 +1107,7 @@ impl IcebergTable {
         change: &ChangeSet,
         schema: &IcebergSchema,
         spec: &IcebergSpec,
+        v3: bool,
     ) -> Result<(Vec<IcebergDataFile>, Vec<IcebergDataFile>)> {
         let partition_type = spec
             .partition_type(schema)
@@ -1080,7 +1116,7 @@ impl IcebergTable {
         // written when the others were dropped would escape the journal.
         let results: Vec<Result<(IcebergDataFile, Option<IcebergDataFile>)>> =
             futures::stream::iter(change.added.iter())
-                .map(|f| self.added_file(change, f, schema, spec, &partition_type))
+                .map(|f| self.added_file(change, f, (schema, spec), &partition_type, v3))
                 .buffered(FILE_CHECK_CONCURRENCY)
                 .collect()
                 .await;
@@ -1093,9 +1129,9 @@ impl IcebergTable {
         &self,
         change: &ChangeSet,
         file: &DataFile,
-        schema: &IcebergSchema,
-        spec: &IcebergSpec,
+        (schema, spec): (&IcebergSchema, &IcebergSpec),
         partition_type: &iceberg::spec::StructType,
+        v3: bool,
     ) -> Result<(IcebergDataFile, Option<IcebergDataFile>)> {
         let location = self.store.absolute(&file.path);
         let invalid = |reason: String| IcebergError::InvalidDataFile {
@@ -1210,7 +1246,8 @@ impl IcebergTable {
             .upper_bounds(upper_bounds)
             .build()
             .map_err(|e| invalid(e.to_string()))?;
-        if file.deleted_rows.is_empty() {
+        // (A v3 table gets deletion vectors instead: see `vector_deletes`.)
+        if file.deleted_rows.is_empty() || v3 {
             return Ok((data, None));
         }
         // The deleted rows, as a position-delete file beside the metadata.

@@ -42,6 +42,9 @@ pub struct TableEntry {
     /// Only this job writes the table: accept a store without put-if-absent.
     #[serde(default)]
     pub single_writer: bool,
+    /// The Iceberg format version to write (2 or 3; default: the table's own, 2 if new).
+    #[serde(default)]
+    pub format_version: Option<u8>,
     /// After syncing, expire snapshots that read files the source deleted (default on).
     #[serde(default = "yes")]
     pub expire: bool,
@@ -101,6 +104,9 @@ impl JobConfig {
         }
         for t in &config.tables {
             t.retention(0).map_err(|e| format!("{}: {e}", t.location))?;
+            if let Some(n) = t.format_version {
+                xlake_iceberg::v3::format_version(n).map_err(|e| format!("{}: {e}", t.location))?;
+            }
             if !t.expire && (t.keep_snapshots.is_some() || t.max_snapshot_age.is_some()) {
                 return Err(format!(
                     "{}: keep_snapshots and max_snapshot_age need expire = true",
@@ -138,6 +144,7 @@ pub async fn run_once(
                 },
                 skip_file_check: entry.skip_file_check,
                 single_writer: entry.single_writer,
+                format_version: entry.format_version,
                 ..Default::default()
             };
             let mut outcome = sync(&entry.location, &options, |_| {}).await;

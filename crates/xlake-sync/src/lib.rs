@@ -93,6 +93,9 @@ pub struct SyncOptions {
     /// The operator vouches that only this process writes the table's Iceberg metadata:
     /// a store without put-if-absent is then accepted.
     pub single_writer: bool,
+    /// The Iceberg format version to write (2 or 3); `None`: the table's own, 2 for a new
+    /// table. A v2 table asked for 3 is upgraded in place at the start of the sync.
+    pub format_version: Option<u8>,
 }
 
 /// Open the table root at `location` as `options` say.
@@ -262,9 +265,20 @@ async fn run(
     mut progress: impl FnMut(&Mirrored),
 ) -> Result<(SyncReport, bool), SyncError> {
     let table = store.location().to_string();
-    let target = IcebergTable::new(store.clone())
+    let mut target = IcebergTable::new(store.clone())
         .with_properties(options.properties.clone())
         .verify_files(!options.skip_file_check);
+    if let Some(n) = options.format_version {
+        let version = xlake_iceberg::v3::format_version(n).map_err(|reason| {
+            IcebergError::CorruptMetadata {
+                table: table.clone(),
+                file: "metadata".into(),
+                reason,
+            }
+        })?;
+        target = target.format_version(version);
+    }
+    let mut upgrade_note = None;
     let mut report = SyncReport {
         format: format.into(),
         ..Default::default()
@@ -281,6 +295,16 @@ async fn run(
         // left readers that trust the hint on an old version: point it right first.
         if let Some(loaded) = base.as_mut() {
             target.heal_hint(loaded).await?;
+            // Asked for a newer format version: upgrade first, in its own `vN`, and say so.
+            let from = loaded.metadata.format_version();
+            if let Some(upgraded) = target.upgrade(loaded).await? {
+                upgrade_note = Some(format!(
+                    "upgraded the Iceberg table from format version {from} to {} in metadata/v{}.metadata.json; existing position-delete files stay valid for the snapshots that hold them, new deletion vectors are written as Puffin deletion vectors",
+                    upgraded.metadata.format_version(),
+                    upgraded.version
+                ));
+                *loaded = upgraded;
+            }
         }
         let (_, synced) = base.as_ref().map_or((None, Vec::new()), |l| l.head());
         let mirrored: BTreeSet<String> = synced
@@ -330,6 +354,7 @@ async fn run(
             report.source_commits = changes.len();
             report.already_mirrored = changes.len() - pending.len();
             report.notes = notes;
+            report.notes.extend(upgrade_note.take());
         }
         let mut remaining = pending.len();
         for chunk in pending.chunks(BATCH_SIZE) {
