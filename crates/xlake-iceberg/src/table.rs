@@ -1075,7 +1075,7 @@ impl IcebergTable {
             .map_err(&err)?;
         let version = self.target_version(None)?;
         let mut value = serde_json::json!({
-            "format-version": if version >= iceberg::spec::FormatVersion::V3 { 3 } else { 2 },
+            "format-version": crate::v3::version_number(version),
             "table-uuid": uuid::Uuid::new_v4().to_string(),
             "location": self.store.location(),
             "last-sequence-number": 0,

@@ -24,6 +24,15 @@ use crate::table::{
 /// The format version xlake writes when nothing else is asked for.
 pub const DEFAULT_FORMAT_VERSION: FormatVersion = FormatVersion::V2;
 
+/// The number of a format version (`FormatVersion` displays as `v2`).
+pub fn version_number(v: FormatVersion) -> u8 {
+    match v {
+        FormatVersion::V1 => 1,
+        FormatVersion::V2 => 2,
+        FormatVersion::V3 => 3,
+    }
+}
+
 /// The format version `n` (2 or 3).
 pub fn format_version(n: u8) -> std::result::Result<FormatVersion, String> {
     match n {

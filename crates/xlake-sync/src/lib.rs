@@ -268,6 +268,7 @@ async fn run(
     let mut target = IcebergTable::new(store.clone())
         .with_properties(options.properties.clone())
         .verify_files(!options.skip_file_check);
+    use xlake_iceberg::v3::version_number;
     if let Some(n) = options.format_version {
         let version = xlake_iceberg::v3::format_version(n).map_err(|reason| {
             IcebergError::CorruptMetadata {
@@ -296,11 +297,11 @@ async fn run(
         if let Some(loaded) = base.as_mut() {
             target.heal_hint(loaded).await?;
             // Asked for a newer format version: upgrade first, in its own `vN`, and say so.
-            let from = loaded.metadata.format_version();
+            let from = version_number(loaded.metadata.format_version());
             if let Some(upgraded) = target.upgrade(loaded).await? {
                 upgrade_note = Some(format!(
                     "upgraded the Iceberg table from format version {from} to {} in metadata/v{}.metadata.json; existing position-delete files stay valid for the snapshots that hold them, new deletion vectors are written as Puffin deletion vectors",
-                    upgraded.metadata.format_version(),
+                    version_number(upgraded.metadata.format_version()),
                     upgraded.version
                 ));
                 *loaded = upgraded;
