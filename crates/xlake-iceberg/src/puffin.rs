@@ -65,17 +65,23 @@ pub async fn read_vector(
             bytes.to_vec()
         }
     };
-    let bitmap = bitmap_of(&framed)?;
+    let which = match &vector.bytes {
+        VectorBytes::Inline(_) => "inline deletion vector".to_string(),
+        VectorBytes::Stored { path, offset, .. } => {
+            format!("deletion vector file {path} (offset {offset})")
+        }
+    };
+    let bitmap = bitmap_of(&framed).map_err(|e| format!("{which}: {e}"))?;
     if bitmap.len() != vector.cardinality {
         return Err(format!(
-            "deletion vector holds {} rows, the source's log says {}",
+            "{which}: the vector holds {} rows, the source's log says {}",
             bitmap.len(),
             vector.cardinality
         ));
     }
     if let Some(max) = bitmap.max().filter(|&m| m >= record_count) {
         return Err(format!(
-            "deletion vector deletes row {max} of a file of {record_count} rows"
+            "{which}: deletes row {max} of a file of {record_count} rows"
         ));
     }
     Ok(framed)

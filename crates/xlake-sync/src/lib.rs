@@ -161,6 +161,13 @@ impl Source {
         })
     }
 
+    /// Leave deletion vectors undecoded (the target copies them as they are).
+    fn carry_deletion_vectors(&mut self) {
+        if let Self::Delta(s) = self {
+            s.decode_deletion_vectors(false);
+        }
+    }
+
     /// The source's change sets and notes, and the error that cut its replay short.
     async fn change_sets(
         &self,
@@ -259,7 +266,7 @@ pub async fn sync_store(
 /// `until` is mirrored at the end.
 async fn run(
     store: TableStore,
-    (source, format): (Source, &'static str),
+    (mut source, format): (Source, &'static str),
     options: &SyncOptions,
     until: Option<&str>,
     mut progress: impl FnMut(&Mirrored),
@@ -306,6 +313,15 @@ async fn run(
                 ));
                 *loaded = upgraded;
             }
+        }
+        // A v3 table takes deletion vectors as they are: the source need not decode them.
+        let v3 = base
+            .as_ref()
+            .map_or(options.format_version == Some(3), |l| {
+                version_number(l.metadata.format_version()) >= 3
+            });
+        if v3 {
+            source.carry_deletion_vectors();
         }
         let (_, synced) = base.as_ref().map_or((None, Vec::new()), |l| l.head());
         let mirrored: BTreeSet<String> = synced
