@@ -708,7 +708,7 @@ impl IcebergTable {
             let hits: Vec<String> = entries
                 .iter()
                 .filter(|e| e.is_alive() && removes(e, data))
-                .map(|e| e.file_path().to_string())
+                .map(|e| entry_key(e, data))
                 .collect();
             rewrites.push((mf, entries, data, hits));
         }
@@ -779,10 +779,10 @@ impl IcebergTable {
             self.cache_paths(
                 &location,
                 live.iter()
-                    .filter(|e| !hits.contains(e.file_path()))
+                    .filter(|e| !hits.contains(&entry_key(e, data)))
                     .map(|e| e.data_file()),
             );
-            for e in live.iter().filter(|e| hits.contains(e.file_path())) {
+            for e in live.iter().filter(|e| hits.contains(&entry_key(e, data))) {
                 counts.count(!data, false, e.record_count(), e.file_size_in_bytes());
                 partitions.insert((
                     old.partition_spec_id,
@@ -803,7 +803,7 @@ impl IcebergTable {
                         let seq = e.sequence_number().unwrap_or(0);
                         let file_seq = e.file_sequence_number;
                         let snapshot = e.snapshot_id().unwrap_or(0);
-                        if hits.contains(e.file_path()) {
+                        if hits.contains(&entry_key(&e, data)) {
                             w.add_delete_file(e.data_file, seq, file_seq)?;
                         } else {
                             w.add_existing_file(e.data_file, snapshot, seq, file_seq)?;
@@ -1321,6 +1321,15 @@ pub(crate) fn schema_holding(
         .find(|s| holds(s))
         .cloned()
         .unwrap_or_else(|| current.clone())
+}
+
+/// What identifies a manifest entry a commit removes: a data file's path; a delete file's
+/// data file (v3 deletion vectors of many data files share one Puffin file).
+fn entry_key(e: &ManifestEntry, data: bool) -> String {
+    match e.data_file().referenced_data_file() {
+        Some(referenced) if !data => referenced,
+        _ => e.file_path().to_string(),
+    }
 }
 
 /// The snapshots of the current ancestry of `m`, oldest first: (snapshot id, time, what it
