@@ -279,3 +279,102 @@ fn edit_log(root: &Path, from: &str, to: &str) {
     assert!(text.contains(from), "{from}");
     std::fs::write(log, text.replace(from, to)).unwrap();
 }
+
+fn change_set(
+    id: &str,
+    added: Vec<xlake_model::DataFile>,
+    removed: &[&str],
+) -> xlake_model::ChangeSet {
+    use xlake_model::{Field, PartitionSpec, PrimitiveType, Schema, SourceCommit, SourceFormat};
+    let commit = SourceCommit {
+        format: SourceFormat::Delta,
+        id: id.into(),
+        action: "DELETE".into(),
+        requested_ms: None,
+        commit_time_ms: 1_700_000_000_000 + id.parse::<i64>().unwrap(),
+    };
+    let schema = Schema::new(vec![Field::required("id", PrimitiveType::Long)]);
+    let mut change = xlake_model::ChangeSet::new(commit, schema, PartitionSpec::unpartitioned());
+    change.added = added;
+    change.removed = removed.iter().map(|p| p.to_string()).collect();
+    change
+}
+
+fn with_vector(path: &str, rows: &[u64]) -> xlake_model::DataFile {
+    let framed = frame_positions(rows).unwrap();
+    let mut f = xlake_model::DataFile::parquet(path, 100, Some(10));
+    f.column_stats = vec![("id".into(), Default::default())];
+    f.deletion_vector = Some(DeletionVector {
+        bytes: VectorBytes::Inline(framed[4..framed.len() - 4].to_vec()),
+        cardinality: rows.len() as u64,
+    });
+    f
+}
+
+/// Live deletion vector entries of the current snapshot: data file -> (Puffin, cardinality).
+async fn live_vectors(table: &IcebergTable) -> Vec<(String, String, u64)> {
+    let loaded = table.load().await.unwrap().unwrap();
+    let snapshot = loaded.metadata.current_snapshot().unwrap();
+    let list = std::fs::read(snapshot.manifest_list()).unwrap();
+    let list = ManifestList::parse_with_version(&list, FormatVersion::V3).unwrap();
+    let mut out = Vec::new();
+    for mf in list.entries() {
+        if mf.content == ManifestContentType::Deletes {
+            let m = Manifest::parse_avro(&std::fs::read(&mf.manifest_path).unwrap()).unwrap();
+            for e in m.entries().iter().filter(|e| e.is_alive()) {
+                let f = e.data_file();
+                let data = f.referenced_data_file().unwrap();
+                let data = data.rsplit('/').next().unwrap().to_string();
+                out.push((data, f.file_path().to_string(), f.record_count()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn replacing_one_vector_of_a_shared_puffin_file_keeps_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+    let table = IcebergTable::new(store)
+        .verify_files(false)
+        .format_version(FormatVersion::V3);
+    // Version 1: vectors for a and b, in one Puffin file.
+    table
+        .commit(&change_set(
+            "1",
+            vec![
+                with_vector("a.parquet", &[1]),
+                with_vector("b.parquet", &[2, 3]),
+            ],
+            &[],
+        ))
+        .await
+        .unwrap();
+    let first = live_vectors(&table).await;
+    assert_eq!(first.len(), 2);
+    assert_eq!(first[0].1, first[1].1, "one Puffin file for the commit");
+    // Version 2: a's vector replaced (a removed and added again); b's stays.
+    table
+        .commit(&change_set(
+            "2",
+            vec![with_vector("a.parquet", &[1, 4, 5])],
+            &["a.parquet"],
+        ))
+        .await
+        .unwrap();
+    let second = live_vectors(&table).await;
+    assert_eq!(
+        second
+            .iter()
+            .map(|(d, _, n)| (d.as_str(), *n))
+            .collect::<Vec<_>>(),
+        [("a.parquet", 3), ("b.parquet", 2)]
+    );
+    assert_ne!(
+        second[0].1, first[0].1,
+        "a's new vector is in the new Puffin file"
+    );
+    assert_eq!(second[1].1, first[1].1, "b's vector is still the old blob");
+}
