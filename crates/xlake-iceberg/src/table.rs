@@ -525,6 +525,9 @@ impl IcebergTable {
         let current = draft.metadata.as_ref();
         let version = self.target_version(current)?;
         let v3 = version >= iceberg::spec::FormatVersion::V3;
+        if current.is_some_and(|m| m.format_version() < version) {
+            tracing::warn!(table = %self.table(), commit = %commit_id, "upgrading the Iceberg table's format version in this commit");
+        }
         let resolved;
         let change = if change.full_state {
             resolved = self.as_difference(change, current).await?;

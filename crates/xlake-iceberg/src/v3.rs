@@ -53,15 +53,13 @@ impl IcebergTable {
             Some(asked) if asked < m.format_version() => Err(self.corrupt(
                 METADATA_DIR,
                 format!(
-                    "the table is at Iceberg format version {}, format version {asked} was asked for: versions are never downgraded",
-                    m.format_version()
+                    "the table is at Iceberg format version {}, format version {} was asked for: versions are never downgraded",
+                    version_number(m.format_version()),
+                    version_number(asked)
                 ),
             )),
-            Some(asked) if asked > m.format_version() => {
-                tracing::warn!(table = %self.table(), from = %m.format_version(), to = %asked, "upgrading the Iceberg table's format version in this commit");
-                Ok(asked)
-            }
-            _ => Ok(m.format_version()),
+            Some(asked) => Ok(asked.max(m.format_version())),
+            None => Ok(m.format_version()),
         }
     }
 

@@ -9,7 +9,7 @@
 //! | [`schema`] | [`Schema`], [`Field`], [`DataType`], [`PrimitiveType`]: columns, nesting, nullability |
 //! | [`partition`] | [`PartitionSpec`], [`PartitionField`], [`Transform`]: how files are grouped |
 //! | [`value`] | [`Value`]: one typed scalar (partition values, column bounds) |
-//! | [`file`] | [`DataFile`] (with deleted row positions), [`ColumnStats`]: what a commit adds or removes |
+//! | [`file`] | [`DataFile`] (with its deletion vector, and deleted row positions), [`ColumnStats`]: what a commit adds or removes |
 //! | [`deletion`] | [`DeletionVector`]: a deleted-rows bitmap where the source stores it |
 //! | [`commit`] | [`SourceCommit`], [`ChangeSet`], [`Replay`]: source commits and their effect |
 //!
