@@ -378,3 +378,67 @@ async fn replacing_one_vector_of_a_shared_puffin_file_keeps_the_others() {
     );
     assert_eq!(second[1].1, first[1].1, "b's vector is still the old blob");
 }
+
+#[tokio::test]
+async fn nanosecond_timestamps_are_v3_only() {
+    use arrow_array::{Int64Array, RecordBatch, TimestampNanosecondArray};
+    use arrow_schema::{DataType as A, Field as AF, Schema as AS, TimeUnit as AU};
+    use xlake_model::{Field, PrimitiveType, Schema, TimeUnit};
+
+    let dir = tempfile::tempdir().unwrap();
+    let arrow_schema = std::sync::Arc::new(AS::new(vec![
+        AF::new("id", A::Int64, false),
+        AF::new("ts", A::Timestamp(AU::Nanosecond, None), true),
+    ]));
+    let batch = RecordBatch::try_new(
+        arrow_schema.clone(),
+        vec![
+            std::sync::Arc::new(Int64Array::from(vec![1, 2])),
+            std::sync::Arc::new(TimestampNanosecondArray::from(vec![
+                1_700_000_000_000_000_001,
+                1_700_000_000_000_000_999,
+            ])),
+        ],
+    )
+    .unwrap();
+    let path = dir.path().join("x.parquet");
+    let mut w = parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&path).unwrap(),
+        arrow_schema,
+        None,
+    )
+    .unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let mut change = change_set("1", vec![], &[]);
+    change.schema = Schema::new(vec![
+        Field::required("id", PrimitiveType::Long),
+        Field::optional(
+            "ts",
+            PrimitiveType::Timestamp {
+                unit: TimeUnit::Nanos,
+                with_zone: false,
+            },
+        ),
+    ]);
+    change.added = vec![xlake_model::DataFile::parquet(
+        "x.parquet",
+        std::fs::metadata(&path).unwrap().len(),
+        None,
+    )];
+    let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+    let err = IcebergTable::new(store.clone())
+        .commit(&change)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("column ts") && err.contains("format version 3"),
+        "{err}"
+    );
+    let table = IcebergTable::new(store).format_version(FormatVersion::V3);
+    table.commit(&change).await.unwrap();
+    let metadata = table.load().await.unwrap().unwrap().metadata;
+    let ts = metadata.current_schema().field_by_name("ts").unwrap();
+    assert_eq!(ts.field_type.to_string(), "timestamp_ns");
+}

@@ -525,6 +525,15 @@ impl IcebergTable {
         let current = draft.metadata.as_ref();
         let version = self.target_version(current)?;
         let v3 = version >= iceberg::spec::FormatVersion::V3;
+        if let Some((column, reason)) = (!v3).then(|| crate::v3::needs_v3(&change.schema)).flatten()
+        {
+            return Err(IcebergError::SchemaNotRepresentable {
+                table: self.table(),
+                commit: commit_id,
+                column,
+                reason,
+            });
+        }
         if current.is_some_and(|m| m.format_version() < version) {
             tracing::warn!(table = %self.table(), commit = %commit_id, "upgrading the Iceberg table's format version in this commit");
         }

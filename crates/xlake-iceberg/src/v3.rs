@@ -13,7 +13,7 @@ use iceberg::spec::{
     DataContentType, DataFile as IcebergDataFile, DataFileBuilder, DataFileFormat, FormatVersion,
     PartitionSpec as IcebergSpec, TableMetadata, TableMetadataBuilder,
 };
-use xlake_model::ChangeSet;
+use xlake_model::{ChangeSet, DataType, Field, PrimitiveType, TimeUnit};
 
 use crate::error::{IcebergError, Result};
 use crate::puffin::{frame_positions, read_vector, write_puffin, VectorBlob};
@@ -40,6 +40,34 @@ pub fn format_version(n: u8) -> std::result::Result<FormatVersion, String> {
         3 => Ok(FormatVersion::V3),
         other => Err(format!("format version {other} is not supported (2 or 3)")),
     }
+}
+
+/// The first column of `schema` whose type needs format version 3 (nanosecond
+/// timestamps), and why: a v2 table refuses it.
+pub fn needs_v3(schema: &xlake_model::Schema) -> Option<(String, String)> {
+    fn walk(fields: &[Field], prefix: &str) -> Option<String> {
+        fields.iter().find_map(|f| {
+            let path = format!("{prefix}{}", f.name);
+            match &f.data_type {
+                DataType::Primitive(PrimitiveType::Timestamp {
+                    unit: TimeUnit::Nanos,
+                    ..
+                }) => Some(path),
+                DataType::Primitive(_) => None,
+                DataType::Struct(children) => walk(children, &format!("{path}.")),
+                DataType::List(element) => walk(std::slice::from_ref(element), &format!("{path}.")),
+                DataType::Map { key, value } => {
+                    walk(&[(**key).clone(), (**value).clone()], &format!("{path}."))
+                }
+            }
+        })
+    }
+    walk(&schema.fields, "").map(|column| {
+        (
+            column,
+            "nanosecond timestamps need Iceberg format version 3 (--format-version 3); this table is version 2".to_string(),
+        )
+    })
 }
 
 impl IcebergTable {
