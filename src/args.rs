@@ -66,6 +66,16 @@ pub struct WriterArg {
     pub single_writer: bool,
 }
 
+/// The Iceberg format version a sync writes.
+#[derive(Args, Default)]
+pub struct FormatVersionArg {
+    /// Iceberg format version to write (2 or 3; default: the table's own, 2 for a new
+    /// table). 3 upgrades a v2 mirror in place and carries deletion vectors as Puffin
+    /// deletion vectors (docs/iceberg-v3.md).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(2..=3))]
+    pub format_version: Option<u8>,
+}
+
 /// The catalog entry to keep pointing at the table's current version (docs/catalogs.md).
 #[derive(Args, Default)]
 pub struct CatalogArgs {
@@ -115,6 +125,8 @@ pub enum Command {
         #[arg(long)]
         rebuild: bool,
         #[command(flatten)]
+        target: FormatVersionArg,
+        #[command(flatten)]
         catalog: CatalogArgs,
         #[command(flatten)]
         writer: WriterArg,
@@ -135,6 +147,8 @@ pub enum Command {
         version: Option<u64>,
         #[command(flatten)]
         view: ViewArg,
+        #[command(flatten)]
+        target: FormatVersionArg,
         #[command(flatten)]
         catalog: CatalogArgs,
         #[command(flatten)]
@@ -195,6 +209,8 @@ pub enum Command {
         #[command(flatten)]
         view: ViewArg,
         #[command(flatten)]
+        target: FormatVersionArg,
+        #[command(flatten)]
         catalog: CatalogArgs,
         #[command(flatten)]
         writer: WriterArg,
@@ -206,7 +222,7 @@ pub enum Command {
     )]
     Run {
         /// Config file: `concurrency = N` and `[[tables]]` entries with `location` and
-        /// optionally `mor_read_optimized`, `skip_file_check`, `single_writer`, `expire`
+        /// optionally `mor_read_optimized`, `skip_file_check`, `single_writer`, `format_version`, `expire`
         /// (default true), `keep_snapshots`, `max_snapshot_age` (see docs/cli.md).
         #[arg(long, value_name = "FILE")]
         config: PathBuf,

@@ -18,7 +18,7 @@ use xlake_sync::serve::{bind, serve, MetricsEndpoint, ServeConfig};
 use xlake_sync::snapshots::snapshots;
 use xlake_sync::{check_with, mirror_commit, sync, SyncOptions};
 
-use crate::args::{CatalogArgs, Command, TableArg, ViewArg, WriterArg};
+use crate::args::{CatalogArgs, Command, FormatVersionArg, TableArg, ViewArg, WriterArg};
 use crate::demo::{self, DemoError};
 use crate::out::outln;
 use crate::print;
@@ -63,6 +63,7 @@ pub async fn run(command: Command) -> Outcome {
             skip_file_check,
             from_latest,
             rebuild,
+            target: FormatVersionArg { format_version },
             catalog,
             writer,
         } => {
@@ -72,6 +73,7 @@ pub async fn run(command: Command) -> Outcome {
                 from_latest,
                 rebuild,
                 catalog: catalog_target(&catalog)?,
+                format_version,
                 ..options(&view, &writer)
             };
             sync_and_print(&table, &options).await
@@ -81,12 +83,14 @@ pub async fn run(command: Command) -> Outcome {
             instant,
             version,
             view,
+            target: FormatVersionArg { format_version },
             catalog,
             writer,
         } => {
             source_table(&table).await?;
             let options = SyncOptions {
                 catalog: catalog_target(&catalog)?,
+                format_version,
                 ..options(&view, &writer)
             };
             let commit =
@@ -121,6 +125,7 @@ pub async fn run(command: Command) -> Outcome {
             body_timeout,
             max_body,
             view,
+            target: FormatVersionArg { format_version },
             catalog,
             writer,
         } => {
@@ -142,6 +147,7 @@ pub async fn run(command: Command) -> Outcome {
                 allowed: Allowed::for_service(&allow, jobs.as_ref()).map_err(usage)?,
                 options: SyncOptions {
                     catalog: catalog_target(&catalog)?,
+                    format_version,
                     ..options(&view, &writer)
                 },
                 concurrency: concurrency

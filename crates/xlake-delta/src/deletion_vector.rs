@@ -123,7 +123,7 @@ pub fn positions(serialized: &[u8]) -> Result<Vec<u64>, String> {
 }
 
 /// The file of a `u` descriptor, relative to the table root.
-fn uuid_path(encoded: &str) -> Result<String, String> {
+pub(crate) fn uuid_path(encoded: &str) -> Result<String, String> {
     let split = encoded
         .len()
         .checked_sub(20)

@@ -12,6 +12,7 @@
 //! | [`action`] | add, remove, metaData, protocol and commitInfo actions of a commit |
 //! | [`schema`] | `schemaString` to the neutral schema, column mapping ids and physical names |
 //! | [`values`] | partition values and JSON statistics to typed values |
+//! | [`vector_bytes`] | where a deletion vector's bytes are, for a target that copies them |
 //! | [`source`] | [`DeltaSource`]: the change sets of a table |
 //!
 //! Deletion vectors are refused, never dropped, until position deletes are written.
@@ -25,6 +26,7 @@ pub mod log;
 pub mod schema;
 pub mod source;
 pub mod values;
+pub mod vector_bytes;
 
 pub use error::{DeltaError, Result};
 pub use source::DeltaSource;

@@ -42,6 +42,9 @@ const CHANGE_TYPE_COLUMN: &str = "_change_type";
 pub struct DeltaSource {
     store: TableStore,
     log: LogListing,
+    /// Decode deletion vectors into [`DataFile::deleted_rows`] (off for a target that
+    /// carries them as they are: each file's `deletion_vector` is filled either way).
+    decode_vectors: bool,
 }
 
 /// Schema, spec and column mapping in force at a version.
@@ -70,7 +73,17 @@ impl DeltaSource {
     /// Open the table: list `_delta_log/`.
     pub async fn open(store: TableStore) -> Result<Self> {
         let log = LogListing::load(&store).await?;
-        Ok(Self { store, log })
+        Ok(Self {
+            store,
+            log,
+            decode_vectors: true,
+        })
+    }
+
+    /// Whether to decode deletion vectors into row positions (default true). A target
+    /// that copies vectors as they are (Iceberg v3) needs only their locations.
+    pub fn decode_deletion_vectors(&mut self, decode: bool) {
+        self.decode_vectors = decode;
     }
 
     /// The log folder's listing.
@@ -351,9 +364,15 @@ impl DeltaSource {
         if let Some(dv) = &add.deletion_vector {
             let descriptor: Descriptor = serde_json::from_value(dv.clone())
                 .map_err(|e| format!("{}: deletion vector descriptor: {e}", add.path))?;
-            file.deleted_rows = deletion_vector::read(&self.store, &descriptor)
-                .await
-                .map_err(|e| format!("{}: deletion vector: {e}", add.path))?;
+            if self.decode_vectors {
+                file.deleted_rows = deletion_vector::read(&self.store, &descriptor)
+                    .await
+                    .map_err(|e| format!("{}: deletion vector: {e}", add.path))?;
+            }
+            file.deletion_vector = Some(
+                crate::vector_bytes::vector_of(&descriptor)
+                    .map_err(|e| format!("{}: deletion vector: {e}", add.path))?,
+            );
         }
         Ok(file)
     }

@@ -15,6 +15,8 @@
 //! | [`expire`] | snapshot expiry in step with the source's cleaner or vacuum, plus count and age limits |
 //! | [`deletes`] | position-delete files for rows a source deleted (Delta deletion vectors) |
 //! | [`fidelity`] | Parquet layouts some readers misread (two-level lists, millisecond timestamps, nested fields without ids); `xlake.degraded` |
+//! | [`puffin`] | v3 deletion vectors: `deletion-vector-v1` blobs copied from the source, Puffin files |
+//! | [`v3`] | which format version a commit writes, upgrades in place, a snapshot's vectors |
 //! | [`footer`] | record counts and column stats from Parquet footers, when the source has none |
 //! | [`summary`] | snapshot summary counters, `XTABLE_METADATA` ([`SyncMetadata`]) and `xlake.degraded` |
 //! | [`orphans`] | metadata files no retained version references (for cleanup) |
@@ -36,10 +38,12 @@ mod manifest;
 pub mod merge;
 pub mod orphans;
 pub mod partition;
+pub mod puffin;
 pub mod relocation;
 pub mod schema;
 pub mod summary;
 pub mod table;
+pub mod v3;
 pub mod value;
 
 pub use error::{IcebergError, Result};

@@ -84,7 +84,7 @@ impl IcebergTable {
                 let merged = write_manifest(
                     &self.store,
                     &path,
-                    snapshot_id,
+                    (snapshot_id, metadata.format_version()),
                     (schema.clone(), (**spec).clone()),
                     false,
                     |w| {

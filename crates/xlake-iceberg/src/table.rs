@@ -153,6 +153,8 @@ pub struct IcebergTable {
     pub(crate) store: TableStore,
     properties: HashMap<String, String>,
     verify_files: bool,
+    /// The format version asked for (`None`: the table's own, 2 for a new table).
+    pub(crate) format_version: Option<iceberg::spec::FormatVersion>,
     /// Per manifest read or written by this process, the paths its live entries are
     /// about (data file paths; for delete manifests, the data files deleted from), so a
     /// backfill that removes files reads each manifest once, not once per commit.
@@ -170,6 +172,7 @@ impl IcebergTable {
             store,
             properties: HashMap::new(),
             verify_files: true,
+            format_version: None,
             live_paths: Arc::default(),
         }
     }
@@ -184,6 +187,13 @@ impl IcebergTable {
     /// Whether to check that every added file exists with the recorded size (default true).
     pub fn verify_files(mut self, verify: bool) -> Self {
         self.verify_files = verify;
+        self
+    }
+
+    /// The Iceberg format version to write: a new table gets it, an older table is
+    /// upgraded to it in its next snapshot (see [`crate::v3`]).
+    pub fn format_version(mut self, version: iceberg::spec::FormatVersion) -> Self {
+        self.format_version = Some(version);
         self
     }
 
@@ -565,6 +575,20 @@ impl IcebergTable {
         let commit_id = change.commit.id.clone();
         let last_list = draft.last_list.take();
         let current = draft.metadata.as_ref();
+        let version = self.target_version(current)?;
+        let v3 = version >= iceberg::spec::FormatVersion::V3;
+        if let Some((column, reason)) = (!v3).then(|| crate::v3::needs_v3(&change.schema)).flatten()
+        {
+            return Err(IcebergError::SchemaNotRepresentable {
+                table: self.table(),
+                commit: commit_id,
+                column,
+                reason,
+            });
+        }
+        if current.is_some_and(|m| m.format_version() < version) {
+            tracing::warn!(table = %self.table(), commit = %commit_id, "upgrading the Iceberg table's format version in this commit");
+        }
         let resolved;
         let change = if change.full_state {
             resolved = self.as_difference(change, current).await?;
@@ -635,16 +659,21 @@ impl IcebergTable {
         let snapshot_id = fresh_snapshot_id(current);
         let sequence_number = current.map_or(0, |m| m.last_sequence_number()) + 1;
         let parent = current.and_then(|m| m.current_snapshot()).cloned();
-        let snapshot = |manifest_list: String, summary: Summary, schema_id: i32| {
-            Snapshot::builder()
+        // v3 row lineage: the rows this snapshot gives ids start at the table's next-row-id.
+        let first_row_id = v3.then(|| current.map_or(0, |m| m.next_row_id()));
+        let snapshot = |manifest_list: String, summary: Summary, schema_id: i32, rows: u64| {
+            let builder = Snapshot::builder()
                 .with_snapshot_id(snapshot_id)
                 .with_parent_snapshot_id(parent.as_ref().map(|p| p.snapshot_id()))
                 .with_sequence_number(sequence_number)
                 .with_timestamp_ms(timestamp_ms)
                 .with_manifest_list(manifest_list)
                 .with_summary(summary)
-                .with_schema_id(schema_id)
-                .build()
+                .with_schema_id(schema_id);
+            match first_row_id {
+                Some(first) => builder.with_row_range(first, rows).build(),
+                None => builder.build(),
+            }
         };
         // Staged with a placeholder snapshot, so that its time (not the wall clock, which
         // may lag a source's commit times) stamps the metadata as the real commit will.
@@ -657,6 +686,7 @@ impl IcebergTable {
                 String::new(),
                 placeholder,
                 current.map_or(converted.schema_id(), |m| m.current_schema().schema_id()),
+                0,
             ))
             .and_then(|b| b.build())
             .map_err(self.spec_error("apply schema and partition spec"))?
@@ -669,8 +699,13 @@ impl IcebergTable {
 
         // Files added: checked, measured, and described in Iceberg's terms; rows a source
         // deleted from them become position-delete files.
-        let (added, added_deletes, found) =
-            self.added_files(change, &schema, &spec, &mapping).await?;
+        let (added, mut added_deletes, found) = self
+            .added_files(change, &schema, &spec, &mapping, v3)
+            .await?;
+        if v3 {
+            // Deletion vectors as they are, in one Puffin file (no position-delete files).
+            added_deletes = self.vector_deletes(change, &added, &spec).await?;
+        }
         // Layouts found in files stay named while the table lives; a source's notes are
         // per commit.
         let parent_degraded: BTreeSet<String> = parent
@@ -755,7 +790,7 @@ impl IcebergTable {
             let hits: Vec<String> = entries
                 .iter()
                 .filter(|e| e.is_alive() && removes(e, data))
-                .map(|e| e.file_path().to_string())
+                .map(|e| entry_key(e, data))
                 .collect();
             rewrites.push((mf, entries, data, hits));
         }
@@ -807,7 +842,7 @@ impl IcebergTable {
             let mf = write_manifest(
                 &self.store,
                 &location,
-                snapshot_id,
+                (snapshot_id, version),
                 (schema.clone(), (*spec).clone()),
                 deletes,
                 |w| files.into_iter().try_for_each(|f| w.add_file(f, -1)),
@@ -826,10 +861,10 @@ impl IcebergTable {
             self.cache_paths(
                 &location,
                 live.iter()
-                    .filter(|e| !hits.contains(e.file_path()))
+                    .filter(|e| !hits.contains(&entry_key(e, data)))
                     .map(|e| e.data_file()),
             );
-            for e in live.iter().filter(|e| hits.contains(e.file_path())) {
+            for e in live.iter().filter(|e| hits.contains(&entry_key(e, data))) {
                 counts.count(!data, false, e.record_count(), e.file_size_in_bytes());
                 partitions.insert((
                     old.partition_spec_id,
@@ -839,7 +874,7 @@ impl IcebergTable {
             let mf = write_manifest(
                 &self.store,
                 &location,
-                snapshot_id,
+                (snapshot_id, version),
                 (
                     schema_holding(&staged, old_spec, &schema),
                     (**old_spec).clone(),
@@ -850,7 +885,7 @@ impl IcebergTable {
                         let seq = e.sequence_number().unwrap_or(0);
                         let file_seq = e.file_sequence_number;
                         let snapshot = e.snapshot_id().unwrap_or(0);
-                        if hits.contains(e.file_path()) {
+                        if hits.contains(&entry_key(&e, data)) {
                             w.add_delete_file(e.data_file, seq, file_seq)?;
                         } else {
                             w.add_existing_file(e.data_file, snapshot, seq, file_seq)?;
@@ -874,12 +909,12 @@ impl IcebergTable {
         let list_location = self.store.absolute(&format!(
             "{METADATA_DIR}/snap-{snapshot_id}-1-{commit_uuid}.avro"
         ));
-        let listed = write_manifest_list(
+        let (listed, added_rows) = write_manifest_list(
             &self.store,
             &list_location,
             snapshot_id,
             parent.as_ref().map(|p| p.snapshot_id()),
-            sequence_number,
+            (sequence_number, first_row_id),
             manifests,
         )
         .await
@@ -917,7 +952,12 @@ impl IcebergTable {
             additional_properties: summary,
         };
         let built = builder(&properties)?
-            .add_snapshot(snapshot(list_location.clone(), summary, schema.schema_id()))
+            .add_snapshot(snapshot(
+                list_location.clone(),
+                summary,
+                schema.schema_id(),
+                added_rows,
+            ))
             .and_then(|b| {
                 b.set_ref(
                     MAIN_BRANCH,
@@ -1178,6 +1218,10 @@ impl IcebergTable {
             _ => metadata.clone(),
         };
         let mut builder = TableMetadataBuilder::new_from_metadata(raised, previous);
+        let version = self.target_version(Some(metadata))?;
+        if version > metadata.format_version() {
+            builder = builder.upgrade_format_version(version).map_err(&err)?;
+        }
         if schema_changed {
             builder = builder.add_current_schema(schema.clone()).map_err(&err)?;
         }
@@ -1211,8 +1255,9 @@ impl IcebergTable {
             .add_unbound_fields(unbound.fields().iter().cloned())
             .and_then(|b| b.build())
             .map_err(&err)?;
-        let value = serde_json::json!({
-            "format-version": 2,
+        let version = self.target_version(None)?;
+        let mut value = serde_json::json!({
+            "format-version": crate::v3::version_number(version),
             "table-uuid": uuid::Uuid::new_v4().to_string(),
             "location": self.store.location(),
             "last-sequence-number": 0,
@@ -1231,6 +1276,9 @@ impl IcebergTable {
             "metadata-log": [],
             "refs": {},
         });
+        if version >= iceberg::spec::FormatVersion::V3 {
+            value["next-row-id"] = 0.into();
+        }
         serde_json::from_value(value)
             .map_err(|e| self.corrupt(METADATA_DIR, format!("new table metadata: {e}")))
     }
@@ -1253,6 +1301,7 @@ impl IcebergTable {
         schema: &IcebergSchema,
         spec: &IcebergSpec,
         mapping: &NameMapping,
+        v3: bool,
     ) -> Result<(
         Vec<IcebergDataFile>,
         Vec<IcebergDataFile>,
@@ -1267,7 +1316,7 @@ impl IcebergTable {
         // Every file is seen through before an error is returned: a delete file still being
         // written when the others were dropped would escape the journal.
         let results: Vec<Result<AddedFile>> = futures::stream::iter(change.added.iter())
-            .map(|f| self.added_file(change, f, (schema, spec, &partition_type), inspect))
+            .map(|f| self.added_file(change, f, (schema, spec, &partition_type), inspect, v3))
             .buffered(FILE_CHECK_CONCURRENCY)
             .collect()
             .await;
@@ -1286,6 +1335,7 @@ impl IcebergTable {
         file: &DataFile,
         (schema, spec, partition_type): (&IcebergSchema, &IcebergSpec, &iceberg::spec::StructType),
         inspect: Option<&NameMapping>,
+        v3: bool,
     ) -> Result<AddedFile> {
         let location = self.store.absolute(&file.path);
         let invalid = |reason: String| IcebergError::InvalidDataFile {
@@ -1407,7 +1457,8 @@ impl IcebergTable {
             .upper_bounds(upper_bounds)
             .build()
             .map_err(|e| invalid(e.to_string()))?;
-        if file.deleted_rows.is_empty() {
+        // (A v3 table gets deletion vectors instead: see `vector_deletes`.)
+        if file.deleted_rows.is_empty() || v3 {
             return Ok((data, None, found));
         }
         // The deleted rows, as a position-delete file beside the metadata.
@@ -1481,6 +1532,15 @@ pub(crate) fn schema_holding(
         .find(|s| holds(s))
         .cloned()
         .unwrap_or_else(|| current.clone())
+}
+
+/// What identifies a manifest entry a commit removes: a data file's path; a delete file's
+/// data file (v3 deletion vectors of many data files share one Puffin file).
+fn entry_key(e: &ManifestEntry, data: bool) -> String {
+    match e.data_file().referenced_data_file() {
+        Some(referenced) if !data => referenced,
+        _ => e.file_path().to_string(),
+    }
 }
 
 /// The snapshots of the current ancestry of `m`, oldest first: (snapshot id, time, what it

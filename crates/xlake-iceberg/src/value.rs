@@ -8,7 +8,9 @@ use xlake_model::{PrimitiveType, TimeUnit, Value};
 /// default metrics mode `truncate(16)` does.
 pub const BOUND_TRUNCATE_LENGTH: usize = 16;
 
-/// The Iceberg type of a neutral leaf type, or why there is none (format version 2).
+/// The Iceberg type of a neutral leaf type, or why there is none. Nanosecond timestamps
+/// map to v3's `timestamp_ns`/`timestamptz_ns`; a v2 table refuses them before this
+/// (`crate::v3::refuse_v3_types`).
 pub fn iceberg_primitive(p: &PrimitiveType) -> Result<IcebergPrimitive, String> {
     Ok(match p {
         PrimitiveType::Boolean => IcebergPrimitive::Boolean,
@@ -31,12 +33,13 @@ pub fn iceberg_primitive(p: &PrimitiveType) -> Result<IcebergPrimitive, String> 
         PrimitiveType::Time => IcebergPrimitive::Time,
         PrimitiveType::Timestamp {
             unit: TimeUnit::Nanos,
-            ..
+            with_zone,
         } => {
-            return Err(
-                "nanosecond timestamps need Iceberg format version 3; this table is version 2"
-                    .into(),
-            )
+            if *with_zone {
+                IcebergPrimitive::TimestamptzNs
+            } else {
+                IcebergPrimitive::TimestampNs
+            }
         }
         PrimitiveType::Timestamp {
             with_zone: false, ..
@@ -99,6 +102,22 @@ pub fn to_datum(
                 Datum::timestamp_micros(micros)
             } else {
                 Datum::timestamptz_micros(micros)
+            }
+        }
+        (Value::Timestamp(v), IcebergPrimitive::TimestampNs | IcebergPrimitive::TimestamptzNs) => {
+            let nanos = match source {
+                PrimitiveType::Timestamp { unit, .. } => match unit {
+                    TimeUnit::Millis => v.checked_mul(1_000_000),
+                    TimeUnit::Micros => v.checked_mul(1_000),
+                    TimeUnit::Nanos => Some(*v),
+                },
+                _ => None,
+            }
+            .ok_or_else(mismatch)?;
+            if *target == IcebergPrimitive::TimestampNs {
+                Datum::timestamp_nanos(nanos)
+            } else {
+                Datum::timestamptz_nanos(nanos)
             }
         }
         (Value::String(s), IcebergPrimitive::String) => Datum::string(s),
@@ -268,7 +287,19 @@ mod tests {
             unit: TimeUnit::Nanos,
             with_zone: false,
         };
-        assert!(iceberg_primitive(&nanos).is_err());
+        assert_eq!(
+            iceberg_primitive(&nanos).unwrap(),
+            IcebergPrimitive::TimestampNs
+        );
+        assert_eq!(
+            to_datum(
+                &Value::Timestamp(1_700_000_000_123_456_789),
+                &nanos,
+                &IcebergPrimitive::TimestampNs
+            )
+            .unwrap(),
+            Datum::timestamp_nanos(1_700_000_000_123_456_789)
+        );
         let target = IcebergPrimitive::Fixed(4);
         assert!(to_datum(&Value::Binary(vec![1]), &PrimitiveType::Fixed(4), &target).is_err());
         assert!(to_datum(

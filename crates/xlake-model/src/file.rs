@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use crate::Value;
+use crate::{DeletionVector, Value};
 
 /// On-disk format of a data file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -51,6 +51,9 @@ pub struct DataFile {
     /// Positions (0-based row numbers, ascending) of the file's rows that are deleted, as a
     /// Delta deletion vector records them. Empty: every row is live.
     pub deleted_rows: Vec<u64>,
+    /// The deletion vector as the source stores it, for a target that carries vectors as
+    /// they are (Iceberg v3); `deleted_rows` then holds the same rows, decoded.
+    pub deletion_vector: Option<DeletionVector>,
     /// The source removes this file again in a later commit, so it may already be deleted
     /// from storage (Hudi clean, Delta vacuum): its absence is then not an error, and the
     /// snapshot that adds it is only history.
@@ -68,6 +71,7 @@ impl DataFile {
             partition: Vec::new(),
             column_stats: Vec::new(),
             deleted_rows: Vec::new(),
+            deletion_vector: None,
             removed_later: false,
         }
     }

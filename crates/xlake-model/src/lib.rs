@@ -9,13 +9,15 @@
 //! | [`schema`] | [`Schema`], [`Field`], [`DataType`], [`PrimitiveType`]: columns, nesting, nullability |
 //! | [`partition`] | [`PartitionSpec`], [`PartitionField`], [`Transform`]: how files are grouped |
 //! | [`value`] | [`Value`]: one typed scalar (partition values, column bounds) |
-//! | [`file`] | [`DataFile`] (with deleted row positions), [`ColumnStats`]: what a commit adds or removes |
+//! | [`file`] | [`DataFile`] (with its deletion vector, and deleted row positions), [`ColumnStats`]: what a commit adds or removes |
+//! | [`deletion`] | [`DeletionVector`]: a deleted-rows bitmap where the source stores it |
 //! | [`commit`] | [`SourceCommit`], [`ChangeSet`], [`Replay`]: source commits and their effect; [`DeclaredTable`]: a table before its first commit |
 //!
 //! The model holds data only; it does no I/O.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod commit;
+pub mod deletion;
 pub mod file;
 pub mod partition;
 pub mod schema;
@@ -24,6 +26,7 @@ pub mod value;
 pub use commit::{
     ChangeSet, CommitListing, DeclaredTable, ListedCommit, Replay, SourceCommit, SourceFormat,
 };
+pub use deletion::{DeletionVector, VectorBytes};
 pub use file::{ColumnStats, DataFile, FileFormat};
 pub use partition::{PartitionField, PartitionSpec, Transform};
 pub use schema::{DataType, Field, PrimitiveType, Schema, TimeUnit};

@@ -48,6 +48,9 @@ pub struct TableEntry {
     /// Only this job writes the table: accept a store without put-if-absent.
     #[serde(default)]
     pub single_writer: bool,
+    /// The Iceberg format version to write (2 or 3; default: the table's own, 2 if new).
+    #[serde(default)]
+    pub format_version: Option<u8>,
     /// After syncing, expire snapshots that read files the source deleted (default on).
     #[serde(default = "yes")]
     pub expire: bool,
@@ -151,6 +154,9 @@ impl JobConfig {
             t.retention(0).map_err(|e| format!("{}: {e}", t.location))?;
             t.catalog_target()
                 .map_err(|e| format!("{}: {e}", t.location))?;
+            if let Some(n) = t.format_version {
+                xlake_iceberg::v3::format_version(n).map_err(|e| format!("{}: {e}", t.location))?;
+            }
             if !t.expire && (t.keep_snapshots.is_some() || t.max_snapshot_age.is_some()) {
                 return Err(format!(
                     "{}: keep_snapshots and max_snapshot_age need expire = true",
@@ -205,6 +211,7 @@ pub fn entry_options(entry: &TableEntry) -> SyncOptions {
         single_writer: entry.single_writer,
         // `parse` has validated the catalog options.
         catalog: entry.catalog_target().ok().flatten(),
+        format_version: entry.format_version,
         ..Default::default()
     }
 }

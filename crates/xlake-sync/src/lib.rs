@@ -132,6 +132,9 @@ pub struct SyncOptions {
     pub data_roots: Option<Vec<String>>,
     /// The catalog entry to keep pointing at the current version.
     pub catalog: Option<CatalogTarget>,
+    /// The Iceberg format version to write (2 or 3); `None`: the table's own, 2 for a new
+    /// table. A v2 table asked for 3 is upgraded in place at the start of the sync.
+    pub format_version: Option<u8>,
 }
 
 /// Open the table root at `location` as `options` say.
@@ -233,6 +236,13 @@ impl Source {
         match self {
             Self::Hudi(s) => Ok(s.declared_table()?),
             Self::Delta(_) => Ok(None),
+        }
+    }
+
+    /// Leave deletion vectors undecoded (the target copies them as they are).
+    fn carry_deletion_vectors(&mut self) {
+        if let Self::Delta(s) = self {
+            s.decode_deletion_vectors(false);
         }
     }
 
@@ -363,15 +373,27 @@ async fn precheck_catalog(
 /// `until` is mirrored at the end.
 async fn run(
     store: TableStore,
-    (source, format): (Source, &'static str),
+    (mut source, format): (Source, &'static str),
     options: &SyncOptions,
     until: Option<&str>,
     mut progress: impl FnMut(&Mirrored),
 ) -> Result<(SyncReport, bool), SyncError> {
     let table = store.location().to_string();
-    let target = IcebergTable::new(store.clone())
+    let mut target = IcebergTable::new(store.clone())
         .with_properties(options.properties.clone())
         .verify_files(!options.skip_file_check);
+    use xlake_iceberg::v3::version_number;
+    if let Some(n) = options.format_version {
+        let version = xlake_iceberg::v3::format_version(n).map_err(|reason| {
+            IcebergError::CorruptMetadata {
+                table: table.clone(),
+                file: "metadata".into(),
+                reason,
+            }
+        })?;
+        target = target.format_version(version);
+    }
+    let mut upgrade_note = None;
     let mut report = SyncReport {
         format: format.into(),
         ..Default::default()
@@ -397,6 +419,25 @@ async fn run(
         // left readers that trust the hint on an old version: point it right first.
         if let Some(loaded) = base.as_mut().filter(|_| !relocated) {
             target.heal_hint(loaded).await?;
+            // Asked for a newer format version: upgrade first, in its own `vN`, and say so.
+            let from = version_number(loaded.metadata.format_version());
+            if let Some(upgraded) = target.upgrade(loaded).await? {
+                upgrade_note = Some(format!(
+                    "upgraded the Iceberg table from format version {from} to {} in metadata/v{}.metadata.json; existing position-delete files stay valid for the snapshots that hold them, new deletion vectors are written as Puffin deletion vectors",
+                    version_number(upgraded.metadata.format_version()),
+                    upgraded.version
+                ));
+                *loaded = upgraded;
+            }
+        }
+        // A v3 table takes deletion vectors as they are: the source need not decode them.
+        let v3 = base
+            .as_ref()
+            .map_or(options.format_version == Some(3), |l| {
+                version_number(l.metadata.format_version()) >= 3
+            });
+        if v3 {
+            source.carry_deletion_vectors();
         }
         let (_, synced) = base
             .as_ref()
@@ -458,6 +499,7 @@ async fn run(
             report.source_commits = changes.len();
             report.already_mirrored = changes.len() - pending.len();
             report.notes = notes;
+            report.notes.extend(upgrade_note.take());
         }
         confine(&table, &pending, options)?;
         let mut remaining = pending.len();

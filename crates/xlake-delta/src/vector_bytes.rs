@@ -1,0 +1,72 @@
+//! Where a deletion vector descriptor's serialized bytes are, in the neutral model's terms
+//! ([`DeletionVector`]), so a target can carry the vector without decoding it.
+
+use xlake_model::{DeletionVector, VectorBytes};
+
+use crate::deletion_vector::{uuid_path, z85_decode, Descriptor};
+
+/// The neutral form of a descriptor: inline bytes decoded from Z85, or the file, offset
+/// and size of a `u` or `p` vector.
+pub fn vector_of(d: &Descriptor) -> Result<DeletionVector, String> {
+    let stored = |path: String| VectorBytes::Stored {
+        path,
+        // Delta's default: the vector follows the file's one-byte format version.
+        offset: d.offset.unwrap_or(1),
+        size: d.size_in_bytes,
+    };
+    let bytes = match d.storage_type.as_str() {
+        "i" => {
+            let mut bytes = z85_decode(&d.path_or_inline_dv)?;
+            // Z85 pads to a multiple of 4 bytes; the size says how many are the vector.
+            let size = usize::try_from(d.size_in_bytes).map_err(|_| "size out of range")?;
+            if size > bytes.len() {
+                return Err(format!(
+                    "inline vector of {} bytes, the log says {size}",
+                    bytes.len()
+                ));
+            }
+            bytes.truncate(size);
+            VectorBytes::Inline(bytes)
+        }
+        "u" => stored(uuid_path(&d.path_or_inline_dv)?),
+        "p" => stored(d.path_or_inline_dv.clone()),
+        other => return Err(format!("unknown deletion vector storage type {other:?}")),
+    };
+    Ok(DeletionVector {
+        bytes,
+        cardinality: d.cardinality,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn descriptor(storage_type: &str, path: &str, offset: Option<u64>) -> Descriptor {
+        Descriptor {
+            storage_type: storage_type.into(),
+            path_or_inline_dv: path.into(),
+            offset,
+            size_in_bytes: 4,
+            cardinality: 1,
+        }
+    }
+
+    #[test]
+    fn each_storage_type_has_its_neutral_form() {
+        let u = vector_of(&descriptor("u", &"0".repeat(20), Some(9))).unwrap();
+        assert_eq!(
+            u.bytes,
+            VectorBytes::Stored {
+                path: "deletion_vector_00000000-0000-0000-0000-000000000000.bin".into(),
+                offset: 9,
+                size: 4
+            }
+        );
+        let p = vector_of(&descriptor("p", "s3://b/t/dv.bin", None)).unwrap();
+        assert!(matches!(p.bytes, VectorBytes::Stored { offset: 1, .. }));
+        let i = vector_of(&descriptor("i", "HelloWorld", None)).unwrap();
+        assert_eq!(i.bytes, VectorBytes::Inline(vec![0x86, 0x4F, 0xD2, 0x6F]));
+        assert!(vector_of(&descriptor("x", "", None)).is_err());
+    }
+}
