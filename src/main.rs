@@ -7,10 +7,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use progress::Progress;
-use xlake_hudi::HudiOptions;
 use xlake_iceberg::orphans::orphan_files;
 use xlake_iceberg::summary::iso_instant;
 use xlake_iceberg::{IcebergTable, Retention, SyncMetadata};
+use xlake_source::SourceOptions;
 use xlake_storage::TableStore;
 use xlake_sync::callback::serve;
 use xlake_sync::inspect::{inspect, InspectReport};
@@ -378,7 +378,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             single_writer,
         } => {
             let options = SyncOptions {
-                hudi: HudiOptions { mor_read_optimized },
+                source: SourceOptions { mor_read_optimized },
                 skip_file_check,
                 from_latest,
                 single_writer,
@@ -440,7 +440,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
 /// Sync options with nothing but the merge-on-read choice set.
 fn read_optimized(mor_read_optimized: bool) -> SyncOptions {
     SyncOptions {
-        hudi: HudiOptions { mor_read_optimized },
+        source: SourceOptions { mor_read_optimized },
         ..Default::default()
     }
 }
@@ -523,30 +523,11 @@ fn mirrored_line(m: &Mirrored) -> String {
 
 fn print_inspect(r: &InspectReport) {
     println!("{}", r.table);
-    if let Some(d) = &r.delta {
-        println!(
-            "  delta:   _delta_log {} files, {} bytes; latest version {}; last checkpoint {}; {} versions since it",
-            d.log.files,
-            d.log.bytes,
-            d.latest_version.map_or("none".into(), |v| v.to_string()),
-            d.last_checkpoint.map_or("none".into(), |v| v.to_string()),
-            d.versions_since_checkpoint.unwrap_or(0)
-        );
-    }
-    if let Some(h) = &r.hudi {
-        println!(
-            "  hudi:    {}; .hoodie {} files, {} bytes; {} completed, {} pending, {} archived files; {} file groups, {} base files; metadata table {}",
-            h.table,
-            h.timeline.files,
-            h.timeline.bytes,
-            h.completed_instants,
-            h.pending_instants,
-            h.archived_files,
-            h.file_groups,
-            h.base_files,
-            if h.metadata_table { "on" } else { "off" }
-        );
-    }
+    println!(
+        "  {:<8} {}",
+        format!("{}:", r.format.to_lowercase()),
+        r.source_line
+    );
     let i = &r.iceberg;
     println!(
         "  iceberg: metadata/ {} files, {} bytes; v{} ({} bytes); {} snapshots; {} manifests in the current one; {} orphan files; partitioning [{}]",

@@ -13,6 +13,7 @@
 //! | [`schema`] | `schemaString` to the neutral schema, column mapping ids and physical names |
 //! | [`values`] | partition values and JSON statistics to typed values |
 //! | [`source`] | [`DeltaSource`]: the change sets of a table |
+//! | [`table_source`] | the engine's contract ([`xlake_source::TableSource`]) and the format's [`KIND`] |
 //!
 //! Deletion vectors are refused, never dropped, until position deletes are written.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -24,7 +25,9 @@ pub mod error;
 pub mod log;
 pub mod schema;
 pub mod source;
+pub mod table_source;
 pub mod values;
 
 pub use error::{DeltaError, Result};
 pub use source::DeltaSource;
+pub use table_source::{FORMAT, KIND};

@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use deltalake_core::kernel::scalars::ScalarExt;
 use xlake_model::{
     ChangeSet, CommitListing, DataFile, ListedCommit, PartitionField, PartitionSpec, Replay,
-    SourceCommit, SourceFormat,
+    SourceCommit,
 };
 use xlake_storage::TableStore;
 
@@ -52,6 +52,11 @@ impl DeltaSource {
     pub async fn open(store: TableStore) -> Result<Self> {
         let log = LogListing::load(&store).await?;
         Ok(Self { store, log })
+    }
+
+    /// The table root.
+    pub fn store(&self) -> &TableStore {
+        &self.store
     }
 
     /// The log folder's listing.
@@ -276,7 +281,7 @@ impl DeltaSource {
 
     fn commit(&self, version: u64, action: String, time: i64) -> SourceCommit {
         SourceCommit {
-            format: SourceFormat::Delta,
+            format: crate::FORMAT,
             id: version.to_string(),
             action,
             requested_ms: None,
@@ -462,6 +467,9 @@ impl DeltaSource {
             state.table.schema.clone(),
             state.spec.clone(),
         );
+        // Decoded first, then described: deltalake-core's file iterator is not `Send`, and
+        // describing a file may read its footer.
+        let mut adds = Vec::new();
         for file in snapshot.log_data() {
             let partition_values: HashMap<String, Option<String>> = file
                 .partition_values()
@@ -487,9 +495,12 @@ impl DeltaSource {
                     .transpose()
                     .map_err(|e| fail(format!("deletion vector descriptor: {e}")))?,
             };
+            adds.push(add);
+        }
+        for add in &adds {
             change
                 .added
-                .push(self.data_file(&state, &add).await.map_err(fail)?);
+                .push(self.data_file(&state, add).await.map_err(fail)?);
         }
         Ok((state, change))
     }

@@ -2,9 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use xlake_model::{
-    ChangeSet, CommitListing, DataFile, ListedCommit, Replay, Schema, SourceCommit, SourceFormat,
-};
+use xlake_model::{ChangeSet, CommitListing, DataFile, ListedCommit, Replay, Schema, SourceCommit};
 use xlake_storage::{StorageError, TableStore};
 
 use crate::commit_metadata::{CommitMetadata, RestoreMetadata, RollbackMetadata};
@@ -19,13 +17,9 @@ use crate::timeline::{read_instant, Timeline};
 /// Summary note on snapshots of a merge-on-read table mirrored read-optimized.
 pub const VIEW_NOTE: &str = "xlake.hudi.view";
 
-/// Choices the operator makes.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct HudiOptions {
-    /// Mirror a merge-on-read table's base files only (its read-optimized view). Without
-    /// this, merge-on-read tables are refused.
-    pub mor_read_optimized: bool,
-}
+/// Choices the operator makes: the neutral source options (`mor_read_optimized` mirrors a
+/// merge-on-read table's base files only; without it, merge-on-read tables are refused).
+pub type HudiOptions = xlake_source::SourceOptions;
 
 /// What to do with a completed instant.
 enum Kind {
@@ -155,6 +149,11 @@ impl HudiSource {
                 .min(),
             strictly_ordered: self.config.version >= 8,
         }
+    }
+
+    /// The table root.
+    pub fn store(&self) -> &TableStore {
+        &self.store
     }
 
     /// The table's timeline.
@@ -355,7 +354,7 @@ impl HudiSource {
                     }
                 }
                 let commit = SourceCommit {
-                    format: SourceFormat::Hudi,
+                    format: crate::FORMAT,
                     id: instant.requested.clone(),
                     action: instant.action.clone(),
                     requested_ms: instant_millis(&instant.requested),

@@ -7,8 +7,8 @@ use serde::Deserialize;
 use std::time::Duration;
 
 use crate::{open_store, sync, SyncError, SyncOptions, SyncReport};
-use xlake_hudi::HudiOptions;
 use xlake_iceberg::{Expired, IcebergTable, Retention};
+use xlake_source::SourceOptions;
 
 /// `tables.toml`.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -133,7 +133,7 @@ pub async fn run_once(
     let mut running = futures::stream::iter(config.tables.iter().cloned())
         .map(|entry| async move {
             let options = SyncOptions {
-                hudi: HudiOptions {
+                source: SourceOptions {
                     mor_read_optimized: entry.mor_read_optimized,
                 },
                 skip_file_check: entry.skip_file_check,

@@ -1,6 +1,7 @@
 //! # xlake-sync: the engine
 //!
-//! Wires a source to the Iceberg target: detects the table's format, asks the source for
+//! Wires a source to the Iceberg target: finds the table's format in the [`sources`]
+//! registry, asks the source (an [`xlake_source::TableSource`]) for
 //! its change sets, asks the target which source commits it already mirrors (from the
 //! snapshots' `XTABLE_METADATA`, the only sync state there is), and commits the rest, one
 //! snapshot per source commit, in order.
@@ -14,6 +15,7 @@
 //! | [`check`](check::check) | the invariant checker: one snapshot per completed commit, in order |
 //! | [`inspect`](inspect::inspect) | the health report: metadata each format keeps, degraded mirroring |
 //! | [`job`] | the scheduled job over the tables of a config file |
+//! | [`sources`] | the registry of source formats: the only module naming Hudi and Delta |
 //! | [`SyncError`] | errors of the engine and of the crates it drives |
 //!
 //! A commit the target has no snapshot for is pending, unless it is older than the oldest
@@ -25,15 +27,15 @@ pub mod callback;
 pub mod check;
 pub mod inspect;
 pub mod job;
+pub mod sources;
 
 pub use check::{check, check_with, CheckReport};
 
 use std::collections::{BTreeSet, HashMap};
 
-use xlake_delta::{DeltaError, DeltaSource};
-use xlake_hudi::{HudiError, HudiOptions, HudiSource};
 use xlake_iceberg::{Committed, IcebergError, IcebergTable};
 use xlake_model::{ChangeSet, Replay, SourceCommit};
+use xlake_source::{CommitState, SourceError, SourceOptions, TableSource};
 use xlake_storage::{StorageError, TableStore};
 
 /// How often in a row a commit is re-planned after losing a race while no writer makes
@@ -51,20 +53,29 @@ pub enum SyncError {
     /// Storage access failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
-    /// The Hudi source failed.
+    /// The source failed.
     #[error(transparent)]
-    Hudi(#[from] HudiError),
-    /// The Delta source failed.
-    #[error(transparent)]
-    Delta(#[from] DeltaError),
+    Source(#[from] SourceError),
     /// The Iceberg target failed.
     #[error(transparent)]
     Iceberg(#[from] IcebergError),
-    /// The location holds neither a Hudi nor a Delta table.
-    #[error("{table}: neither .hoodie/hoodie.properties nor _delta_log/ found: not a Hudi or Delta table")]
+    /// The location holds no table of a format xlake reads.
+    #[error("{table}: not a {formats} table (looked for {markers})")]
     NotATable {
         /// Table location.
         table: String,
+        /// The formats tried (`Hudi or Delta`).
+        formats: String,
+        /// What marks a table of each (`.hoodie/hoodie.properties, _delta_log/`).
+        markers: String,
+    },
+    /// The format asked for is not one xlake reads.
+    #[error("unknown table format {format:?} (known: {known})")]
+    UnknownFormat {
+        /// The format asked for.
+        format: String,
+        /// The formats xlake reads.
+        known: String,
     },
     /// In-commit mode: the named commit is not (or cannot be) mirrored.
     #[error("{table}: source commit {commit} is not mirrored: {reason}")]
@@ -81,8 +92,10 @@ pub enum SyncError {
 /// Operator choices.
 #[derive(Debug, Clone, Default)]
 pub struct SyncOptions {
-    /// Options of the Hudi source.
-    pub hudi: HudiOptions,
+    /// Options a source may honour (the merge-on-read view).
+    pub source: SourceOptions,
+    /// The source format, when chosen explicitly (`hudi`, `delta`); detected when `None`.
+    pub format: Option<String>,
     /// Iceberg table properties to set.
     pub properties: HashMap<String, String>,
     /// On a first sync, write one snapshot of the current state instead of the history.
@@ -131,52 +144,6 @@ pub struct SyncReport {
     pub notes: Vec<String>,
 }
 
-/// A source of either format.
-pub(crate) enum Source {
-    Hudi(HudiSource),
-    Delta(DeltaSource),
-}
-
-impl Source {
-    async fn open(
-        store: TableStore,
-        options: &SyncOptions,
-    ) -> Result<(Self, &'static str), SyncError> {
-        if store.size(".hoodie/hoodie.properties").await?.is_some() {
-            return Ok((
-                Self::Hudi(HudiSource::open(store, options.hudi).await?),
-                "HUDI",
-            ));
-        }
-        // One listing of `_delta_log/` both detects the table and serves the source.
-        let delta = DeltaSource::open(store.clone()).await?;
-        if !delta.log().commits.is_empty() || !delta.log().checkpoints.is_empty() {
-            return Ok((Self::Delta(delta), "DELTA"));
-        }
-        Err(SyncError::NotATable {
-            table: store.location().to_string(),
-        })
-    }
-
-    /// The source's change sets and notes, and the error that cut its replay short.
-    async fn change_sets(
-        &self,
-        mirrored: &BTreeSet<String>,
-    ) -> Result<Replay<SyncError>, SyncError> {
-        fn lift<E: Into<SyncError>>(r: Replay<E>) -> Replay<SyncError> {
-            Replay {
-                changes: r.changes,
-                notes: r.notes,
-                stopped: r.stopped.map(Into::into),
-            }
-        }
-        Ok(match self {
-            Self::Hudi(s) => lift(s.change_sets(mirrored).await?),
-            Self::Delta(s) => lift(s.change_sets(mirrored).await?),
-        })
-    }
-}
-
 /// In-commit mode, the last step of a write job: mirror every pending commit up to and
 /// including `commit` (a Hudi instant time or a Delta version) and succeed only if that
 /// commit then has its snapshot. A commit that is not completed, or that the source does
@@ -194,19 +161,13 @@ pub async fn mirror_commit(
         commit: commit.to_string(),
         reason,
     };
-    let (source, format) = Source::open(store.clone(), options).await?;
-    let listing = match &source {
-        Source::Hudi(s) => {
-            if let Some(i) = s.timeline().pending.iter().find(|i| i.requested == commit) {
-                return Err(not_mirrored(format!(
-                    "the instant is {:?}, not completed",
-                    i.state
-                )));
-            }
-            s.listing()
-        }
-        Source::Delta(s) => s.listing()?,
-    };
+    let source = sources::open(&store, options).await?;
+    if let CommitState::Pending(state) = source.commit_state(commit) {
+        return Err(not_mirrored(format!(
+            "the commit is {state}, not completed"
+        )));
+    }
+    let listing = source.listing()?;
     if !listing.commits.iter().any(|c| c.id == commit) {
         let newest = listing
             .commits
@@ -218,7 +179,7 @@ pub async fn mirror_commit(
     }
     let (report, mirrored) = run(
         store.clone(),
-        (source, format),
+        source.as_ref(),
         options,
         Some(commit),
         progress,
@@ -248,15 +209,17 @@ pub async fn sync_store(
     options: &SyncOptions,
     progress: impl FnMut(&Mirrored),
 ) -> Result<SyncReport, SyncError> {
-    let source = Source::open(store.clone(), options).await?;
-    Ok(run(store, source, options, None, progress).await?.0)
+    let source = sources::open(&store, options).await?;
+    Ok(run(store, source.as_ref(), options, None, progress)
+        .await?
+        .0)
 }
 
 /// Mirror pending commits in order, stopping after `until` when given; also says whether
 /// `until` is mirrored at the end.
 async fn run(
     store: TableStore,
-    (source, format): (Source, &'static str),
+    source: &dyn TableSource,
     options: &SyncOptions,
     until: Option<&str>,
     mut progress: impl FnMut(&Mirrored),
@@ -266,7 +229,7 @@ async fn run(
         .with_properties(options.properties.clone())
         .verify_files(!options.skip_file_check);
     let mut report = SyncReport {
-        format: format.into(),
+        format: source.format().as_str().into(),
         ..Default::default()
     };
     // Conflicts in a row with no progress by anyone; a lost race where another writer
@@ -291,7 +254,7 @@ async fn run(
             changes,
             mut notes,
             stopped,
-        } = match source.change_sets(&mirrored).await {
+        }: Replay<SourceError> = match source.replay(&mirrored).await {
             // First sync with --from-latest: one snapshot of the current state.
             Ok(replay) if options.from_latest && mirrored.is_empty() => notes_push(
                 latest_state(replay),
@@ -301,14 +264,14 @@ async fn run(
             // Commits after the last mirrored one are gone from the source (archived,
             // truncated): the state at the oldest retained commit becomes one snapshot,
             // taken as a difference from what Iceberg holds, then one per later commit.
-            Err(e) if !mirrored.is_empty() && history_lost(&e) => {
-                let mut replay = source.change_sets(&BTreeSet::new()).await?;
+            Err(e) if !mirrored.is_empty() && e.is_history_lost() => {
+                let mut replay = source.replay(&BTreeSet::new()).await?;
                 if let Some(first) = replay.changes.first_mut() {
                     first.full_state = true;
                 }
                 notes_push(replay, &format!("{e}; the oldest retained commit's snapshot holds the table's state at that commit instead"))
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
         notes.dedup();
         if mirrored.len() > last_seen {
@@ -366,7 +329,7 @@ async fn run(
             mirrored.contains(u) || report.written.iter().any(|m| m.commit.id == u)
         });
         return match stopped {
-            Some(e) if !reached => Err(e),
+            Some(e) if !reached => Err(e.into()),
             _ => Ok((report, until_mirrored)),
         };
     }
@@ -374,7 +337,7 @@ async fn run(
 
 /// A replay reduced to one full-state change set: the newest commit, holding every file
 /// live after it.
-fn latest_state(replay: Replay<SyncError>) -> Replay<SyncError> {
+fn latest_state(replay: Replay<SourceError>) -> Replay<SourceError> {
     let mut live: std::collections::BTreeMap<String, xlake_model::DataFile> = Default::default();
     for change in &replay.changes {
         if change.full_state {
@@ -412,17 +375,9 @@ fn latest_state(replay: Replay<SyncError>) -> Replay<SyncError> {
     }
 }
 
-fn notes_push(mut replay: Replay<SyncError>, note: &str) -> Replay<SyncError> {
+fn notes_push(mut replay: Replay<SourceError>, note: &str) -> Replay<SourceError> {
     replay.notes.push(note.to_string());
     replay
-}
-
-/// Whether a source error means the commits after the last mirrored one are gone.
-fn history_lost(e: &SyncError) -> bool {
-    matches!(
-        e,
-        SyncError::Delta(DeltaError::HistoryLost(_)) | SyncError::Hudi(HudiError::HistoryLost(_))
-    )
 }
 
 /// The change sets still to mirror, in source order: those whose commit no snapshot
@@ -448,7 +403,7 @@ mod tests {
         ids.iter()
             .map(|id| {
                 let commit = SourceCommit {
-                    format: SourceFormat::Hudi,
+                    format: SourceFormat::new("HUDI"),
                     id: id.to_string(),
                     action: "commit".into(),
                     requested_ms: None,
