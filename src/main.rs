@@ -43,6 +43,11 @@ enum Command {
     Sync {
         /// Table root: a local path, or a URL with the `cloud` feature.
         table: String,
+        /// The source format: `hudi`, `delta` (detected when not given) or `parquet` (a
+        /// plain, Hive-partitioned folder of Parquet files: never detected, so name it on
+        /// the first sync; later commands read it from the mirror).
+        #[arg(long)]
+        format: Option<String>,
         /// Mirror a merge-on-read table's base files only (its read-optimized view).
         #[arg(long)]
         mor_read_optimized: bool,
@@ -372,6 +377,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         }
         Command::Sync {
             table,
+            format,
             mor_read_optimized,
             skip_file_check,
             from_latest,
@@ -382,6 +388,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 skip_file_check,
                 from_latest,
                 single_writer,
+                format,
                 ..Default::default()
             };
             let mut progress = Progress::new();

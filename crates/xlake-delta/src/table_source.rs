@@ -2,13 +2,12 @@
 //! the engine's registry lists.
 
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
 
 use serde::Serialize;
 use xlake_model::{CommitListing, Replay, SourceFormat};
 use xlake_source::{
-    numeric_order, CommitState, ErrorKind, OpenFuture, SourceError, SourceHealth, SourceKind,
-    SourceOptions, TableSource,
+    numeric_order, CommitState, ErrorKind, MirrorState, OpenFuture, SourceError, SourceHealth,
+    SourceKind, SourceOptions, TableSource,
 };
 use xlake_storage::TableStore;
 
@@ -23,6 +22,7 @@ pub const FORMAT: SourceFormat = SourceFormat::new("DELTA");
 pub const KIND: SourceKind = SourceKind {
     name: "delta",
     title: "Delta",
+    format: FORMAT,
     marker: "_delta_log/",
     detectable: true,
     open,
@@ -86,7 +86,7 @@ impl TableSource for DeltaSource {
         FORMAT
     }
 
-    fn listing(&self) -> Result<CommitListing, SourceError> {
+    fn listing(&self, _: &MirrorState) -> Result<CommitListing, SourceError> {
         Ok(DeltaSource::listing(self)?)
     }
 
@@ -133,11 +133,8 @@ impl TableSource for DeltaSource {
         })
     }
 
-    async fn replay(
-        &self,
-        mirrored: &BTreeSet<String>,
-    ) -> Result<Replay<SourceError>, SourceError> {
-        let r = self.change_sets(mirrored).await?;
+    async fn replay(&self, mirrored: &MirrorState) -> Result<Replay<SourceError>, SourceError> {
+        let r = self.change_sets(&mirrored.commits).await?;
         Ok(Replay {
             changes: r.changes,
             notes: r.notes,

@@ -2,13 +2,13 @@
 //! the engine's registry lists.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 use xlake_model::{CommitListing, Replay, SourceFormat};
 use xlake_source::{
-    CommitState, ErrorKind, OpenFuture, SourceError, SourceHealth, SourceKind, SourceOptions,
-    TableSource,
+    CommitState, ErrorKind, MirrorState, OpenFuture, SourceError, SourceHealth, SourceKind,
+    SourceOptions, TableSource,
 };
 use xlake_storage::{Entry, TableStore};
 
@@ -24,6 +24,7 @@ pub const FORMAT: SourceFormat = SourceFormat::new("HUDI");
 pub const KIND: SourceKind = SourceKind {
     name: "hudi",
     title: "Hudi",
+    format: FORMAT,
     marker: ".hoodie/hoodie.properties",
     detectable: true,
     open,
@@ -97,7 +98,7 @@ impl TableSource for HudiSource {
         FORMAT
     }
 
-    fn listing(&self) -> Result<CommitListing, SourceError> {
+    fn listing(&self, _: &MirrorState) -> Result<CommitListing, SourceError> {
         Ok(HudiSource::listing(self))
     }
 
@@ -182,11 +183,8 @@ impl TableSource for HudiSource {
         })
     }
 
-    async fn replay(
-        &self,
-        mirrored: &BTreeSet<String>,
-    ) -> Result<Replay<SourceError>, SourceError> {
-        let r = self.change_sets(mirrored).await?;
+    async fn replay(&self, mirrored: &MirrorState) -> Result<Replay<SourceError>, SourceError> {
+        let r = self.change_sets(&mirrored.commits).await?;
         Ok(Replay {
             changes: r.changes,
             notes: r.notes,

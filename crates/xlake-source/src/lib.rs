@@ -13,6 +13,7 @@
 //! | [`SourceKind`] | a format: its name and how to open a table of it |
 //! | [`SourceOptions`] | operator choices a source may honour (a merge-on-read view) |
 //! | [`CommitState`] | completed, pending (with the source's word for it) or unknown |
+//! | [`MirrorState`] | what the target already records, handed to the source |
 //! | [`SourceHealth`] | what `inspect` shows of the source side |
 //! | [`SourceError`], [`ErrorKind`] | one error for every source, by kind; the message names table, commit and file |
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -22,7 +23,7 @@ mod error;
 pub use error::{ErrorKind, SourceError};
 
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use futures::future::BoxFuture;
 use xlake_model::{CommitListing, Replay, SourceFormat};
@@ -59,6 +60,16 @@ pub struct SourceHealth {
     pub degraded: Vec<String>,
 }
 
+/// What the target already records of a table, as a source may need it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MirrorState {
+    /// The source commits the target's snapshots record.
+    pub commits: BTreeSet<String>,
+    /// The newest of them, with the notes its change set carried: a source that keeps no
+    /// history (a plain folder of files) recognises the state it last gave by them.
+    pub newest: Option<(String, BTreeMap<String, String>)>,
+}
+
 /// A source table opened for reading.
 #[async_trait::async_trait]
 pub trait TableSource: Send + Sync {
@@ -66,8 +77,8 @@ pub trait TableSource: Send + Sync {
     fn format(&self) -> SourceFormat;
 
     /// The completed commits that each get a snapshot, in source order, from names alone
-    /// (no commit is read).
-    fn listing(&self) -> Result<CommitListing, SourceError>;
+    /// (no commit is read). `mirrored` is what the target records.
+    fn listing(&self, mirrored: &MirrorState) -> Result<CommitListing, SourceError>;
 
     /// Whether `id` is a completed, a pending or an unknown commit.
     fn commit_state(&self, id: &str) -> CommitState;
@@ -78,11 +89,11 @@ pub trait TableSource: Send + Sync {
     /// Health facts for `inspect`.
     async fn health(&self) -> Result<SourceHealth, SourceError>;
 
-    /// One change set per completed commit not yet mirrored, in source order. `mirrored`
-    /// names the commits the target holds. A commit the source cannot read ends the replay:
-    /// the change sets before it are returned with the error in [`Replay::stopped`].
-    async fn replay(&self, mirrored: &BTreeSet<String>)
-        -> Result<Replay<SourceError>, SourceError>;
+    /// One change set per completed commit not in `mirrored.commits`, in source order (a
+    /// source may also give ones that are, which the engine skips). A commit the source
+    /// cannot read ends the replay: the change sets before it are returned with the error
+    /// in [`Replay::stopped`].
+    async fn replay(&self, mirrored: &MirrorState) -> Result<Replay<SourceError>, SourceError>;
 }
 
 /// The future [`SourceKind::open`] returns.
@@ -95,6 +106,8 @@ pub struct SourceKind {
     pub name: &'static str,
     /// The name in prose (`Hudi`).
     pub title: &'static str,
+    /// The format's name in `XTABLE_METADATA` (what its commits carry).
+    pub format: SourceFormat,
     /// What marks a table of this format, for "not a table" messages (`_delta_log/`).
     pub marker: &'static str,
     /// Whether the format is recognised by looking at a folder. A format that any folder
@@ -109,6 +122,7 @@ impl std::fmt::Debug for SourceKind {
         f.debug_struct("SourceKind")
             .field("name", &self.name)
             .field("title", &self.title)
+            .field("format", &self.format)
             .field("marker", &self.marker)
             .field("detectable", &self.detectable)
             .finish()

@@ -7,7 +7,7 @@ use serde::Serialize;
 use xlake_iceberg::table::ancestry_of;
 use xlake_iceberg::{IcebergTable, LoadedTable};
 use xlake_model::CommitListing;
-use xlake_source::TableSource;
+use xlake_source::{MirrorState, TableSource};
 use xlake_storage::{StorageError, TableStore};
 
 use crate::{sources, SyncError, SyncOptions};
@@ -110,7 +110,8 @@ pub async fn check_with(
         }
     }
     let source = sources::open(&store, options).await?;
-    let listing: CommitListing = source.listing()?;
+    let state = crate::mirror_state(loaded.as_ref());
+    let listing: CommitListing = source.listing(&state)?;
     let ancestry = loaded
         .as_ref()
         .map_or(Vec::new(), |l| ancestry_of(&l.metadata));
@@ -189,6 +190,7 @@ pub async fn check_with(
             .collect();
         report.file_differences = compare_files(
             source.as_ref(),
+            &state,
             &table,
             loaded.as_ref(),
             &store,
@@ -205,13 +207,20 @@ pub async fn check_with(
 /// names each differing file.
 async fn compare_files(
     source: &dyn TableSource,
+    state: &MirrorState,
     table: &IcebergTable,
     loaded: Option<&LoadedTable>,
     store: &TableStore,
     snapshot_of: &HashMap<String, i64>,
     all: bool,
 ) -> Result<Vec<String>, SyncError> {
-    let replay = source.replay(&BTreeSet::new()).await?;
+    // Every commit from the start, the newest mirrored one known (for sources that keep
+    // no history).
+    let from_start = MirrorState {
+        commits: BTreeSet::new(),
+        newest: state.newest.clone(),
+    };
+    let replay = source.replay(&from_start).await?;
     if let Some(e) = replay.stopped {
         return Err(e.into());
     }

@@ -33,6 +33,10 @@ fn default_concurrency() -> usize {
 pub struct TableEntry {
     /// Table root: a path, or a URL with the `cloud` feature.
     pub location: String,
+    /// The source format (`hudi`, `delta`, `parquet`); detected when absent, and a
+    /// Parquet folder is never detected.
+    #[serde(default)]
+    pub format: Option<String>,
     /// Mirror a merge-on-read Hudi table's base files only.
     #[serde(default)]
     pub mor_read_optimized: bool,
@@ -138,6 +142,7 @@ pub async fn run_once(
                 },
                 skip_file_check: entry.skip_file_check,
                 single_writer: entry.single_writer,
+                format: entry.format.clone(),
                 ..Default::default()
             };
             let mut outcome = sync(&entry.location, &options, |_| {}).await;

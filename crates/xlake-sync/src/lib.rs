@@ -33,9 +33,9 @@ pub use check::{check, check_with, CheckReport};
 
 use std::collections::{BTreeSet, HashMap};
 
-use xlake_iceberg::{Committed, IcebergError, IcebergTable};
+use xlake_iceberg::{Committed, IcebergError, IcebergTable, LoadedTable};
 use xlake_model::{ChangeSet, Replay, SourceCommit};
-use xlake_source::{CommitState, SourceError, SourceOptions, TableSource};
+use xlake_source::{CommitState, MirrorState, SourceError, SourceOptions, TableSource};
 use xlake_storage::{StorageError, TableStore};
 
 /// How often in a row a commit is re-planned after losing a race while no writer makes
@@ -167,7 +167,8 @@ pub async fn mirror_commit(
             "the commit is {state}, not completed"
         )));
     }
-    let listing = source.listing()?;
+    let loaded = IcebergTable::new(store.clone()).load().await?;
+    let listing = source.listing(&mirror_state(loaded.as_ref()))?;
     if !listing.commits.iter().any(|c| c.id == commit) {
         let newest = listing
             .commits
@@ -245,16 +246,13 @@ async fn run(
         if let Some(loaded) = base.as_mut() {
             target.heal_hint(loaded).await?;
         }
-        let (_, synced) = base.as_ref().map_or((None, Vec::new()), |l| l.head());
-        let mirrored: BTreeSet<String> = synced
-            .into_iter()
-            .filter_map(|(_, m)| m.source_identifier)
-            .collect();
+        let state = mirror_state(base.as_ref());
+        let mirrored = &state.commits;
         let Replay {
             changes,
             mut notes,
             stopped,
-        }: Replay<SourceError> = match source.replay(&mirrored).await {
+        }: Replay<SourceError> = match source.replay(&state).await {
             // First sync with --from-latest: one snapshot of the current state.
             Ok(replay) if options.from_latest && mirrored.is_empty() => notes_push(
                 latest_state(replay),
@@ -265,7 +263,7 @@ async fn run(
             // truncated): the state at the oldest retained commit becomes one snapshot,
             // taken as a difference from what Iceberg holds, then one per later commit.
             Err(e) if !mirrored.is_empty() && e.is_history_lost() => {
-                let mut replay = source.replay(&BTreeSet::new()).await?;
+                let mut replay = source.replay(&MirrorState::default()).await?;
                 if let Some(first) = replay.changes.first_mut() {
                     first.full_state = true;
                 }
@@ -278,7 +276,7 @@ async fn run(
             retries = 0;
             last_seen = mirrored.len();
         }
-        let mut pending = pending(&changes, &mirrored);
+        let mut pending = pending(&changes, mirrored);
         match until {
             // In-commit mode for a commit already mirrored: nothing further to do.
             Some(u) if mirrored.contains(u) => pending.clear(),
@@ -332,6 +330,27 @@ async fn run(
             Some(e) if !reached => Err(e.into()),
             _ => Ok((report, until_mirrored)),
         };
+    }
+}
+
+/// What the target records, for the source: the source commits its snapshots name, and
+/// the newest of them with its summary (where the source's notes are).
+pub(crate) fn mirror_state(loaded: Option<&LoadedTable>) -> MirrorState {
+    let Some(loaded) = loaded else {
+        return MirrorState::default();
+    };
+    let (_, synced) = loaded.head();
+    let newest = synced.last().and_then(|(id, m)| {
+        let summary = loaded.metadata.snapshot_by_id(*id)?.summary();
+        let notes = summary.additional_properties.clone().into_iter().collect();
+        Some((m.source_identifier.clone()?, notes))
+    });
+    MirrorState {
+        commits: synced
+            .into_iter()
+            .filter_map(|(_, m)| m.source_identifier)
+            .collect(),
+        newest,
     }
 }
 
