@@ -124,6 +124,11 @@ pub enum Command {
         /// `metadata.relocated-<time>/`. See docs/relocation.md.
         #[arg(long)]
         rebuild: bool,
+        /// The source format: `hudi` or `delta` (detected when not given), or `parquet`
+        /// (a plain, Hive-partitioned folder of Parquet files: never detected, so name it
+        /// on the first sync; later commands read it from the mirror).
+        #[arg(long, value_name = "FORMAT")]
+        format: Option<String>,
         #[command(flatten)]
         target: FormatVersionArg,
         #[command(flatten)]

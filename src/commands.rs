@@ -7,9 +7,9 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use xlake_hudi::HudiOptions;
 use xlake_iceberg::orphans::orphan_files;
 use xlake_iceberg::{IcebergTable, Retention};
+use xlake_source::SourceOptions;
 use xlake_sync::inspect::inspect;
 use xlake_sync::job::{run_once, JobConfig};
 use xlake_sync::locate::{locate, Located};
@@ -63,12 +63,14 @@ pub async fn run(command: Command) -> Outcome {
             skip_file_check,
             from_latest,
             rebuild,
+            format,
             target: FormatVersionArg { format_version },
             catalog,
             writer,
         } => {
-            source_table(&table).await?;
+            source_table_of(&table, format.as_deref()).await?;
             let options = SyncOptions {
+                format,
                 skip_file_check,
                 from_latest,
                 rebuild,
@@ -258,7 +260,7 @@ fn exit(ok: bool) -> ExitCode {
 
 fn options(view: &ViewArg, writer: &WriterArg) -> SyncOptions {
     SyncOptions {
-        hudi: HudiOptions {
+        source: SourceOptions {
             mor_read_optimized: view.mor_read_optimized,
         },
         single_writer: writer.single_writer,
@@ -276,9 +278,17 @@ fn catalog_target(c: &CatalogArgs) -> Result<Option<xlake_catalog::CatalogTarget
     .map_err(usage)
 }
 
-/// Refuse (exit 2) a location without a Hudi or Delta table.
+/// Refuse (exit 2) a location without a source table (of `format`, when named).
+async fn source_table_of(location: &str, format: Option<&str>) -> Result<Located, Failure> {
+    locate(location, format)
+        .await
+        .and_then(Located::require_source)
+        .map_err(usage)
+}
+
+/// Refuse (exit 2) a location without a source table.
 async fn source_table(location: &str) -> Result<Located, Failure> {
-    locate(location)
+    locate(location, None)
         .await
         .and_then(Located::require_source)
         .map_err(usage)
@@ -286,7 +296,7 @@ async fn source_table(location: &str) -> Result<Located, Failure> {
 
 /// Refuse (exit 2) a location with neither a source table nor Iceberg metadata.
 async fn any_table(location: &str) -> Result<Located, Failure> {
-    locate(location)
+    locate(location, None)
         .await
         .and_then(Located::require_table)
         .map_err(usage)

@@ -83,38 +83,11 @@ pub fn snapshots(list: &SnapshotList) {
 /// The health report.
 pub fn inspect(r: &InspectReport) {
     outln!("{}", r.table);
-    if let Some(d) = &r.delta {
-        let checkpoint = match (d.last_checkpoint, d.versions_since_checkpoint) {
-            (Some(c), since) => format!(
-                "last checkpoint {c}; {} versions since it",
-                since.unwrap_or(0)
-            ),
-            (None, since) => format!(
-                "no checkpoint: readers replay all {} versions from JSON",
-                since.unwrap_or(0)
-            ),
-        };
-        outln!(
-            "  delta:   _delta_log {} files, {} bytes; latest version {}; {checkpoint}",
-            d.log.files,
-            d.log.bytes,
-            d.latest_version.map_or("none".into(), |v| v.to_string()),
-        );
-    }
-    if let Some(h) = &r.hudi {
-        outln!(
-            "  hudi:    {}; .hoodie {} files, {} bytes; {} completed, {} pending, {} archived files; {} file groups, {} base files; metadata table {}",
-            h.table,
-            h.timeline.files,
-            h.timeline.bytes,
-            h.completed_instants,
-            h.pending_instants,
-            h.archived_files,
-            h.file_groups,
-            h.base_files,
-            if h.metadata_table { "on" } else { "off" }
-        );
-    }
+    outln!(
+        "  {:<8} {}",
+        format!("{}:", r.format.to_lowercase()),
+        r.source_line
+    );
     let i = &r.iceberg;
     match i.version {
         None => outln!("  iceberg: no metadata yet (run xlake sync first)"),

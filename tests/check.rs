@@ -14,7 +14,7 @@ use xlake_sync::{check, check_with, mirror_commit, sync, SyncOptions};
 
 fn options(mor: bool) -> SyncOptions {
     SyncOptions {
-        hudi: HudiOptions {
+        source: HudiOptions {
             mor_read_optimized: mor,
         },
         ..Default::default()

@@ -33,7 +33,7 @@ const MOR: [&str; 3] = [
 
 fn read_optimized() -> SyncOptions {
     SyncOptions {
-        hudi: HudiOptions {
+        source: HudiOptions {
             mor_read_optimized: true,
         },
         ..Default::default()

@@ -533,7 +533,7 @@ async fn time_uuid_and_fixed_columns_round_trip() {
         Field::optional("fx", PrimitiveType::Fixed(4)),
     ]);
     let commit = SourceCommit {
-        format: SourceFormat::Delta,
+        format: SourceFormat::new("DELTA"),
         id: "0".into(),
         action: "WRITE".into(),
         requested_ms: None,

@@ -383,7 +383,7 @@ fn rows(ids: std::ops::Range<i64>, part: &'static str, day: i64, extra: bool) ->
 
 fn commit(id: &str, action: &str, minutes: i64) -> SourceCommit {
     SourceCommit {
-        format: SourceFormat::Hudi,
+        format: SourceFormat::new("HUDI"),
         id: id.into(),
         action: action.into(),
         requested_ms: None,

@@ -14,6 +14,7 @@
 //! | [`values`] | partition values and JSON statistics to typed values |
 //! | [`vector_bytes`] | where a deletion vector's bytes are, for a target that copies them |
 //! | [`source`] | [`DeltaSource`]: the change sets of a table |
+//! | [`table_source`] | the engine's contract ([`xlake_source::TableSource`]) and the format's [`KIND`] |
 //!
 //! Deletion vectors are refused, never dropped, until position deletes are written.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -25,8 +26,10 @@ pub mod error;
 pub mod log;
 pub mod schema;
 pub mod source;
+pub mod table_source;
 pub mod values;
 pub mod vector_bytes;
 
 pub use error::{DeltaError, Result};
 pub use source::DeltaSource;
+pub use table_source::{FORMAT, KIND};

@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use deltalake_core::kernel::scalars::ScalarExt;
 use xlake_model::{
     ChangeSet, CommitListing, DataFile, ListedCommit, PartitionField, PartitionSpec, Replay,
-    SourceCommit, SourceFormat,
+    SourceCommit,
 };
 use xlake_storage::TableStore;
 
@@ -84,6 +84,11 @@ impl DeltaSource {
     /// that copies vectors as they are (Iceberg v3) needs only their locations.
     pub fn decode_deletion_vectors(&mut self, decode: bool) {
         self.decode_vectors = decode;
+    }
+
+    /// The table root.
+    pub fn store(&self) -> &TableStore {
+        &self.store
     }
 
     /// The log folder's listing.
@@ -321,7 +326,7 @@ impl DeltaSource {
 
     fn commit(&self, version: u64, action: String, time: i64) -> SourceCommit {
         SourceCommit {
-            format: SourceFormat::Delta,
+            format: crate::FORMAT,
             id: version.to_string(),
             action,
             requested_ms: None,
@@ -518,6 +523,9 @@ impl DeltaSource {
         };
         let action = action.unwrap_or_else(|| "CHECKPOINT".into());
         let mut change = state.change_set(self.commit(version, action, time));
+        // Decoded first, then described: deltalake-core's file iterator is not `Send`, and
+        // describing a file may read its footer.
+        let mut adds = Vec::new();
         for file in snapshot.log_data() {
             let partition_values: HashMap<String, Option<String>> = file
                 .partition_values()
@@ -543,9 +551,12 @@ impl DeltaSource {
                     .transpose()
                     .map_err(|e| fail(format!("deletion vector descriptor: {e}")))?,
             };
+            adds.push(add);
+        }
+        for add in &adds {
             change
                 .added
-                .push(self.data_file(&state, &add).await.map_err(fail)?);
+                .push(self.data_file(&state, add).await.map_err(fail)?);
         }
         Ok((state, change))
     }

@@ -14,6 +14,7 @@
 //! | [`partition_path`] | partition paths to typed partition values |
 //! | [`schema`] | Avro schemas to the neutral schema, `_hoodie_*` columns included |
 //! | [`source`] | [`HudiSource`]: open a table, replay its timeline into change sets |
+//! | [`table_source`] | the engine's contract ([`xlake_source::TableSource`]) and the format's [`KIND`] |
 //!
 //! Only completed instants count; requested and inflight ones are pending. The metadata
 //! table (`.hoodie/metadata/`) is never read: files come from the commit metadata.
@@ -27,7 +28,9 @@ pub mod partition_path;
 pub mod properties;
 pub mod schema;
 pub mod source;
+pub mod table_source;
 pub mod timeline;
 
 pub use error::{HudiError, Result};
 pub use source::{HudiOptions, HudiSource};
+pub use table_source::{FORMAT, KIND};

@@ -4,7 +4,6 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use xlake_model::{
     ChangeSet, CommitListing, DataFile, DeclaredTable, ListedCommit, Replay, Schema, SourceCommit,
-    SourceFormat,
 };
 use xlake_storage::{StorageError, TableStore};
 
@@ -18,15 +17,11 @@ use crate::schema::{avro_to_schema, META_COLUMNS};
 use crate::timeline::{read_instant, Timeline};
 
 /// Summary note on snapshots of a merge-on-read table mirrored read-optimized.
-pub const VIEW_NOTE: &str = "xlake.hudi.view";
+pub use xlake_source::VIEW_NOTE;
 
-/// Choices the operator makes.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct HudiOptions {
-    /// Mirror a merge-on-read table's base files only (its read-optimized view). Without
-    /// this, merge-on-read tables are refused.
-    pub mor_read_optimized: bool,
-}
+/// Choices the operator makes: the neutral source options (`mor_read_optimized` mirrors a
+/// merge-on-read table's base files only; without it, merge-on-read tables are refused).
+pub type HudiOptions = xlake_source::SourceOptions;
 
 /// What to do with a completed instant.
 enum Kind {
@@ -156,6 +151,11 @@ impl HudiSource {
                 .min(),
             strictly_ordered: self.config.version >= 8,
         }
+    }
+
+    /// The table root.
+    pub fn store(&self) -> &TableStore {
+        &self.store
     }
 
     /// The table's timeline.
@@ -356,7 +356,7 @@ impl HudiSource {
                     }
                 }
                 let commit = SourceCommit {
-                    format: SourceFormat::Hudi,
+                    format: crate::FORMAT,
                     id: instant.requested.clone(),
                     action: instant.action.clone(),
                     requested_ms: instant_millis(&instant.requested),
@@ -392,7 +392,7 @@ impl HudiSource {
                 if self.config.table_type == TableType::MergeOnRead {
                     change
                         .notes
-                        .insert(VIEW_NOTE.into(), "read_optimized".into());
+                        .insert(VIEW_NOTE.into(), xlake_source::READ_OPTIMIZED.into());
                 }
                 out.push(change);
             }

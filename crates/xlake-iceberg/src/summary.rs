@@ -285,7 +285,7 @@ mod tests {
     #[test]
     fn xtable_metadata_matches_xtable_json() {
         let commit = SourceCommit {
-            format: SourceFormat::Hudi,
+            format: SourceFormat::new("HUDI"),
             id: "20200704101530000".into(),
             action: "commit".into(),
             requested_ms: None,

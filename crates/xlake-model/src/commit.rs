@@ -4,22 +4,26 @@ use std::collections::BTreeMap;
 
 use crate::{DataFile, PartitionSpec, Schema};
 
-/// The table format a commit was read from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SourceFormat {
-    /// Apache Hudi.
-    Hudi,
-    /// Delta Lake.
-    Delta,
-}
+/// The table format a commit was read from, by the upper-case name XTable spells it with
+/// (`HUDI`, `DELTA`, `PARQUET`). Each source names its own; the model knows none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SourceFormat(&'static str);
 
 impl SourceFormat {
+    /// The format called `name` (upper case, as written to `XTABLE_METADATA`).
+    pub const fn new(name: &'static str) -> Self {
+        Self(name)
+    }
+
     /// Upper-case name as XTable spells it (`HUDI`, `DELTA`).
     pub fn as_str(&self) -> &'static str {
-        match self {
-            Self::Hudi => "HUDI",
-            Self::Delta => "DELTA",
-        }
+        self.0
+    }
+}
+
+impl std::fmt::Display for SourceFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
     }
 }
 
@@ -166,7 +170,7 @@ mod tests {
     #[test]
     fn operation_identifier_joins_id_and_action() {
         let commit = SourceCommit {
-            format: SourceFormat::Hudi,
+            format: SourceFormat::new("HUDI"),
             id: "20250713010536861".into(),
             action: "commit".into(),
             requested_ms: None,

@@ -109,7 +109,7 @@ mod tests {
 
     fn change(id: &str, added: &[&str], removed: &[&str], full_state: bool) -> ChangeSet {
         let commit = SourceCommit {
-            format: SourceFormat::Delta,
+            format: SourceFormat::new("DELTA"),
             id: id.into(),
             action: "WRITE".into(),
             requested_ms: None,

@@ -17,6 +17,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod faults;
+pub mod footer;
 
 use std::sync::Arc;
 use std::time::Duration;

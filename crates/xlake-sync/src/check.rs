@@ -7,10 +7,11 @@ use serde::Serialize;
 use xlake_iceberg::table::ancestry_of;
 use xlake_iceberg::{IcebergTable, LoadedTable};
 use xlake_model::CommitListing;
+use xlake_source::{MirrorState, TableSource};
 use xlake_storage::{StorageError, TableStore};
 
 use crate::catalog::{state, CatalogState};
-use crate::{Source, SyncError, SyncOptions};
+use crate::{sources, SyncError, SyncOptions};
 
 /// A snapshot naming a source commit the source does not hold as completed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -110,15 +111,6 @@ impl CheckReport {
     }
 }
 
-/// Order of two commit ids of one source: numeric for Delta versions, textual for Hudi
-/// instant times (which sort as text).
-fn before(a: &str, b: &str) -> bool {
-    match (a.parse::<u64>(), b.parse::<u64>()) {
-        (Ok(x), Ok(y)) if a.len() < 14 && b.len() < 14 => x < y,
-        _ => a < b,
-    }
-}
-
 /// Check the table at `location`. Errors mean "could not check" (exit 2), a report with
 /// violations means the mirror is wrong or behind (exit 1).
 pub async fn check(
@@ -164,17 +156,15 @@ pub async fn check_with(
             .into());
         }
     }
-    let (source, format) = Source::open(store.clone(), options).await?;
-    let listing: CommitListing = match &source {
-        Source::Hudi(s) => s.listing(),
-        Source::Delta(s) => s.listing()?,
-    };
+    let source = sources::open(&store, options).await?;
+    let state = crate::mirror_state(loaded.as_ref());
+    let listing: CommitListing = source.listing(&state)?;
     let ancestry = loaded
         .as_ref()
         .map_or(Vec::new(), |l| ancestry_of(&l.metadata));
     let mut report = CheckReport {
         table: store.location().to_string(),
-        format: format.into(),
+        format: source.format().as_str().into(),
         source_commits: listing.commits.len(),
         snapshots: ancestry.len(),
         relocated_from,
@@ -205,7 +195,7 @@ pub async fn check_with(
                 let dropped = listing
                     .retained_from
                     .as_deref()
-                    .is_some_and(|r| before(&id, r));
+                    .is_some_and(|r| source.order(&id, r).is_lt());
                 if !dropped {
                     report.unknown.push(UnknownCommit {
                         snapshot_id: *snapshot_id,
@@ -248,8 +238,16 @@ pub async fn check_with(
             .filter_map(|(id, _, m)| Some((m.as_ref()?.source_identifier.clone()?, *id)))
             .collect();
         report.deep = true;
-        report.compared =
-            compare_files(&source, &table, loaded.as_ref(), &store, &snapshot_of, all).await?;
+        report.compared = compare_files(
+            source.as_ref(),
+            &state,
+            &table,
+            loaded.as_ref(),
+            &store,
+            &snapshot_of,
+            all,
+        )
+        .await?;
         report.file_differences = report
             .compared
             .iter()
@@ -267,16 +265,23 @@ pub async fn check_with(
 /// current snapshot's, or (`all`) after every mirrored commit with that commit's snapshot;
 /// one [`Comparison`] per snapshot compared, naming each differing file.
 async fn compare_files(
-    source: &Source,
+    source: &dyn TableSource,
+    state: &MirrorState,
     table: &IcebergTable,
     loaded: Option<&LoadedTable>,
     store: &TableStore,
     snapshot_of: &HashMap<String, i64>,
     all: bool,
 ) -> Result<Vec<Comparison>, SyncError> {
-    let replay = source.change_sets(&BTreeSet::new()).await?;
+    // Every commit from the start, the newest mirrored one known (for sources that keep
+    // no history).
+    let from_start = MirrorState {
+        commits: BTreeSet::new(),
+        newest: state.newest.clone(),
+    };
+    let replay = source.replay(&from_start).await?;
     if let Some(e) = replay.stopped {
-        return Err(e);
+        return Err(e.into());
     }
     let newest = replay
         .changes

@@ -4,14 +4,13 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use xlake_hudi::properties::{KeyGenerator, TableType};
 use xlake_iceberg::orphans::orphan_files;
 use xlake_iceberg::summary::degraded_notes;
 use xlake_iceberg::IcebergError;
 use xlake_iceberg::IcebergTable;
 use xlake_storage::{Entry, TableStore};
 
-use crate::{Source, SyncError, SyncOptions};
+use crate::{sources, SyncError, SyncOptions};
 
 /// Files and bytes of one kind of metadata.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -27,41 +26,6 @@ fn files(entries: &[Entry]) -> Files {
         files: entries.len(),
         bytes: entries.iter().map(|e| e.size).sum(),
     }
-}
-
-/// The Delta side.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct DeltaHealth {
-    /// `_delta_log/`.
-    pub log: Files,
-    /// Newest version.
-    pub latest_version: Option<u64>,
-    /// Newest checkpoint version; `None`: the log has no checkpoint.
-    pub last_checkpoint: Option<u64>,
-    /// JSON commits a reader replays after the newest checkpoint, or all of them when
-    /// there is none (the Delta docs' alert: a long tail slows every reader).
-    pub versions_since_checkpoint: Option<u64>,
-}
-
-/// The Hudi side.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct HudiHealth {
-    /// Table version and type.
-    pub table: String,
-    /// `.hoodie/` without the metadata table.
-    pub timeline: Files,
-    /// Completed instants on the active timeline.
-    pub completed_instants: usize,
-    /// Requested or inflight instants.
-    pub pending_instants: usize,
-    /// Files in the archive.
-    pub archived_files: usize,
-    /// File groups (base files grouped by file id) and base files on storage.
-    pub file_groups: usize,
-    /// Base files on storage (all slices, cleaned ones excluded).
-    pub base_files: usize,
-    /// Whether the metadata table (`.hoodie/metadata/`) exists.
-    pub metadata_table: bool,
 }
 
 /// The Iceberg side.
@@ -88,14 +52,18 @@ pub struct IcebergHealth {
 }
 
 /// The whole report.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct InspectReport {
     /// Table location.
     pub table: String,
-    /// The Delta side, if the table is Delta.
-    pub delta: Option<DeltaHealth>,
-    /// The Hudi side, if the table is Hudi.
-    pub hudi: Option<HudiHealth>,
+    /// The source format (`HUDI`, `DELTA`).
+    pub format: String,
+    /// The source side in one line, for people.
+    #[serde(skip)]
+    pub source_line: String,
+    /// The source side for machines, under the format's lower-case name (`"delta": {...}`).
+    #[serde(flatten)]
+    pub source: BTreeMap<String, serde_json::Value>,
     /// The Iceberg side.
     pub iceberg: IcebergHealth,
     /// What is mirrored in a degraded way (read-optimized view, unpartitioned fallback, and
@@ -110,81 +78,17 @@ pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectRep
     // A copied or moved table is reported, not refused.
     let loaded = iceberg.load_as_found().await?;
     let options = crate::with_recorded_view(options, loaded.as_ref());
-    let (source, _) = Source::open(store.clone(), &options).await?;
+    let source = sources::open(&store, &options).await?;
+    let health = source.health().await?;
+    let format = source.format().as_str();
     let mut report = InspectReport {
         table: store.location().to_string(),
+        format: format.to_string(),
+        source_line: health.line,
+        source: BTreeMap::from([(format.to_lowercase(), health.json)]),
+        degraded: health.degraded,
         ..Default::default()
     };
-    match &source {
-        Source::Delta(d) => {
-            let log = d.log();
-            let latest = log.latest();
-            let last_checkpoint = log.checkpoints.iter().next_back().copied();
-            report.delta = Some(DeltaHealth {
-                log: files(&store.list_dir("_delta_log").await?),
-                latest_version: latest,
-                last_checkpoint,
-                versions_since_checkpoint: latest.map(|l| match last_checkpoint {
-                    Some(c) => l.saturating_sub(c),
-                    None => log.commits.len() as u64,
-                }),
-            });
-        }
-        Source::Hudi(h) => {
-            let config = h.config();
-            let all = store.list_recursive("").await?;
-            let timeline: Vec<Entry> = all
-                .iter()
-                .filter(|e| {
-                    e.path.starts_with(".hoodie/") && !e.path.starts_with(".hoodie/metadata/")
-                })
-                .cloned()
-                .collect();
-            let mut groups: BTreeMap<(String, String), usize> = BTreeMap::new();
-            for e in all
-                .iter()
-                .filter(|e| !e.path.starts_with('.') && !e.path.starts_with("metadata/"))
-            {
-                let (partition, name) = e.path.rsplit_once('/').unwrap_or(("", e.path.as_str()));
-                if let Some((file_id, _)) = xlake_hudi::file_group::parse_base_file_name(name) {
-                    *groups
-                        .entry((partition.to_string(), file_id.to_string()))
-                        .or_default() += 1;
-                }
-            }
-            report.hudi = Some(HudiHealth {
-                table: format!(
-                    "version {}, {}",
-                    config.version,
-                    if config.table_type == TableType::MergeOnRead {
-                        "merge-on-read"
-                    } else {
-                        "copy-on-write"
-                    }
-                ),
-                timeline: files(&timeline),
-                completed_instants: h.timeline().completed.len(),
-                pending_instants: h.timeline().pending.len(),
-                archived_files: all
-                    .iter()
-                    .filter(|e| e.path.starts_with(&format!("{}/", config.archive_dir)))
-                    .count(),
-                file_groups: groups.len(),
-                base_files: groups.values().sum(),
-                metadata_table: all.iter().any(|e| e.path.starts_with(".hoodie/metadata/")),
-            });
-            if config.table_type == TableType::MergeOnRead {
-                report.degraded.push(
-                    "merge-on-read mirrored as its read-optimized view (base files only)".into(),
-                );
-            }
-            if config.key_generator == KeyGenerator::Timestamp {
-                report.degraded.push(
-                    "timestamp-based key generator: the Iceberg table is unpartitioned".into(),
-                );
-            }
-        }
-    }
     if let Some(loaded) = loaded {
         let at_home = iceberg.recorded_elsewhere(&loaded).is_none();
         // The orphan listing reads every version, and refuses at the first one written for

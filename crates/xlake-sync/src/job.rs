@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::{open_store, sync, SyncError, SyncOptions, SyncReport};
 use xlake_catalog::CatalogTarget;
-use xlake_hudi::HudiOptions;
 use xlake_iceberg::{Expired, IcebergTable, Retention};
+use xlake_source::SourceOptions;
 use xlake_storage::TableStore;
 
 /// `tables.toml`.
@@ -39,6 +39,10 @@ fn default_concurrency() -> usize {
 pub struct TableEntry {
     /// Table root: a path, or a URL with the `cloud` feature.
     pub location: String,
+    /// The source format (`hudi`, `delta`, `parquet`); detected when absent, and a
+    /// Parquet folder is never detected.
+    #[serde(default)]
+    pub format: Option<String>,
     /// Mirror a merge-on-read Hudi table's base files only.
     #[serde(default)]
     pub mor_read_optimized: bool,
@@ -204,9 +208,10 @@ pub async fn run_once(
 /// The sync options an entry asks for.
 pub fn entry_options(entry: &TableEntry) -> SyncOptions {
     SyncOptions {
-        hudi: HudiOptions {
+        source: SourceOptions {
             mor_read_optimized: entry.mor_read_optimized,
         },
+        format: entry.format.clone(),
         skip_file_check: entry.skip_file_check,
         single_writer: entry.single_writer,
         // `parse` has validated the catalog options.

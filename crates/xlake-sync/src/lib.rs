@@ -1,6 +1,7 @@
 //! # xlake-sync: the engine
 //!
-//! Wires a source to the Iceberg target: detects the table's format, asks the source for
+//! Wires a source to the Iceberg target: finds the table's format in the [`sources`]
+//! registry, asks the source (an [`xlake_source::TableSource`]) for
 //! its change sets, asks the target which source commits it already mirrors (from the
 //! snapshots' `XTABLE_METADATA`, the only sync state there is), and commits the rest, one
 //! snapshot per source commit, in order.
@@ -18,6 +19,7 @@
 //! | [`locate`](locate::locate) | what a location holds (source table, Iceberg metadata), before a command acts |
 //! | [`rebuild`] | `sync --rebuild`: a copied or moved table mirrored afresh at its new place |
 //! | [`serve`] | the long-running service: Hudi's write-commit callback, scheduled sync, check, metrics |
+//! | [`sources`] | the registry of source formats: the only module naming Hudi and Delta |
 //! | [`SyncError`] | errors of the engine and of the crates it drives |
 //!
 //! A commit the target has no snapshot for is pending, unless it is older than the oldest
@@ -33,16 +35,16 @@ pub mod locate;
 pub mod rebuild;
 pub mod serve;
 pub mod snapshots;
+pub mod sources;
 
 pub use check::{check, check_with, CheckReport};
 
 use std::collections::{BTreeSet, HashMap};
 
 use xlake_catalog::{Advanced, CatalogError, CatalogTarget};
-use xlake_delta::{DeltaError, DeltaSource};
-use xlake_hudi::{HudiError, HudiOptions, HudiSource};
-use xlake_iceberg::{Committed, IcebergError, IcebergTable};
-use xlake_model::{ChangeSet, DeclaredTable, Replay, SourceCommit};
+use xlake_iceberg::{Committed, IcebergError, IcebergTable, LoadedTable};
+use xlake_model::{ChangeSet, Replay, SourceCommit};
+use xlake_source::{CommitState, MirrorState, SourceError, SourceOptions, TableSource};
 use xlake_storage::{StorageError, TableStore};
 
 /// How often in a row a commit is re-planned after losing a race while no writer makes
@@ -60,23 +62,32 @@ pub enum SyncError {
     /// Storage access failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
-    /// The Hudi source failed.
+    /// The source failed.
     #[error(transparent)]
-    Hudi(#[from] HudiError),
-    /// The Delta source failed.
-    #[error(transparent)]
-    Delta(#[from] DeltaError),
+    Source(#[from] SourceError),
     /// The Iceberg target failed.
     #[error(transparent)]
     Iceberg(#[from] IcebergError),
     /// The catalog failed or refused the entry.
     #[error(transparent)]
     Catalog(#[from] CatalogError),
-    /// The location holds neither a Hudi nor a Delta table.
-    #[error("{table}: neither .hoodie/hoodie.properties nor _delta_log/ found: not a Hudi or Delta table")]
+    /// The location holds no table of a format xlake reads.
+    #[error("{table}: not a {formats} table (looked for {markers})")]
     NotATable {
         /// Table location.
         table: String,
+        /// The formats tried (`Hudi or Delta`).
+        formats: String,
+        /// What marks a table of each (`.hoodie/hoodie.properties, _delta_log/`).
+        markers: String,
+    },
+    /// The format asked for is not one xlake reads.
+    #[error("unknown table format {format:?} (known: {known})")]
+    UnknownFormat {
+        /// The format asked for.
+        format: String,
+        /// The formats xlake reads.
+        known: String,
     },
     /// The location holds no table at all: no source and no Iceberg metadata.
     #[error("{table}: not a table: no Hudi (.hoodie/hoodie.properties), Delta (_delta_log/) or Iceberg (metadata/*.metadata.json) table found")]
@@ -110,8 +121,10 @@ pub enum SyncError {
 /// Operator choices.
 #[derive(Debug, Clone, Default)]
 pub struct SyncOptions {
-    /// Options of the Hudi source.
-    pub hudi: HudiOptions,
+    /// Options a source may honour (the merge-on-read view).
+    pub source: SourceOptions,
+    /// The source format, when chosen explicitly (`hudi`, `delta`); detected when `None`.
+    pub format: Option<String>,
     /// Iceberg table properties to set.
     pub properties: HashMap<String, String>,
     /// On a first sync, write one snapshot of the current state instead of the history.
@@ -153,12 +166,12 @@ pub(crate) fn with_recorded_view(
         l.metadata.snapshots().any(|s| {
             s.summary()
                 .additional_properties
-                .get(xlake_hudi::source::VIEW_NOTE)
-                .is_some_and(|v| v == "read_optimized")
+                .get(xlake_source::VIEW_NOTE)
+                .is_some_and(|v| v == xlake_source::READ_OPTIMIZED)
         })
     });
     let mut options = options.clone();
-    options.hudi.mor_read_optimized |= recorded;
+    options.source.mor_read_optimized |= recorded;
     options
 }
 
@@ -203,68 +216,6 @@ pub struct SyncReport {
     pub catalog: Option<Advanced>,
 }
 
-/// A source of either format.
-pub(crate) enum Source {
-    Hudi(HudiSource),
-    Delta(DeltaSource),
-}
-
-impl Source {
-    async fn open(
-        store: TableStore,
-        options: &SyncOptions,
-    ) -> Result<(Self, &'static str), SyncError> {
-        if store.size(".hoodie/hoodie.properties").await?.is_some() {
-            return Ok((
-                Self::Hudi(HudiSource::open(store, options.hudi).await?),
-                "HUDI",
-            ));
-        }
-        // One listing of `_delta_log/` both detects the table and serves the source.
-        let delta = DeltaSource::open(store.clone()).await?;
-        if !delta.log().commits.is_empty() || !delta.log().checkpoints.is_empty() {
-            return Ok((Self::Delta(delta), "DELTA"));
-        }
-        Err(SyncError::NotATable {
-            table: store.location().to_string(),
-        })
-    }
-
-    /// The table as the source declares it before its first completed commit, if it does.
-    /// (A Delta table has none: it exists from version 0, which gets a snapshot.)
-    async fn declared_table(&self) -> Result<Option<DeclaredTable>, SyncError> {
-        match self {
-            Self::Hudi(s) => Ok(s.declared_table()?),
-            Self::Delta(_) => Ok(None),
-        }
-    }
-
-    /// Leave deletion vectors undecoded (the target copies them as they are).
-    fn carry_deletion_vectors(&mut self) {
-        if let Self::Delta(s) = self {
-            s.decode_deletion_vectors(false);
-        }
-    }
-
-    /// The source's change sets and notes, and the error that cut its replay short.
-    async fn change_sets(
-        &self,
-        mirrored: &BTreeSet<String>,
-    ) -> Result<Replay<SyncError>, SyncError> {
-        fn lift<E: Into<SyncError>>(r: Replay<E>) -> Replay<SyncError> {
-            Replay {
-                changes: r.changes,
-                notes: r.notes,
-                stopped: r.stopped.map(Into::into),
-            }
-        }
-        Ok(match self {
-            Self::Hudi(s) => lift(s.change_sets(mirrored).await?),
-            Self::Delta(s) => lift(s.change_sets(mirrored).await?),
-        })
-    }
-}
-
 /// In-commit mode, the last step of a write job: mirror every pending commit up to and
 /// including `commit` (a Hudi instant time or a Delta version) and succeed only if that
 /// commit then has its snapshot. A commit that is not completed, or that the source does
@@ -282,19 +233,14 @@ pub async fn mirror_commit(
         commit: commit.to_string(),
         reason,
     };
-    let (source, format) = Source::open(store.clone(), options).await?;
-    let listing = match &source {
-        Source::Hudi(s) => {
-            if let Some(i) = s.timeline().pending.iter().find(|i| i.requested == commit) {
-                return Err(not_mirrored(format!(
-                    "the instant is {:?}, not completed",
-                    i.state
-                )));
-            }
-            s.listing()
-        }
-        Source::Delta(s) => s.listing()?,
-    };
+    let source = sources::open(&store, options).await?;
+    if let CommitState::Pending(state) = source.commit_state(commit) {
+        return Err(not_mirrored(format!(
+            "the commit is {state}, not completed"
+        )));
+    }
+    let loaded = IcebergTable::new(store.clone()).load().await?;
+    let listing = source.listing(&mirror_state(loaded.as_ref()))?;
     if !listing.commits.iter().any(|c| c.id == commit) {
         let newest = listing
             .commits
@@ -307,7 +253,7 @@ pub async fn mirror_commit(
     let entry = precheck_catalog(&store, options).await?;
     let outcome = run(
         store.clone(),
-        (source, format),
+        source.as_ref(),
         options,
         Some(commit),
         progress,
@@ -342,9 +288,9 @@ pub async fn sync_store(
     options: &SyncOptions,
     progress: impl FnMut(&Mirrored),
 ) -> Result<SyncReport, SyncError> {
-    let source = Source::open(store.clone(), options).await?;
+    let mut source = sources::open(&store, options).await?;
     let entry = precheck_catalog(&store, options).await?;
-    let outcome = run(store.clone(), source, options, None, progress).await;
+    let outcome = run(store.clone(), source.as_mut(), options, None, progress).await;
     let Some(entry) = entry else {
         return Ok(outcome?.0);
     };
@@ -373,7 +319,7 @@ async fn precheck_catalog(
 /// `until` is mirrored at the end.
 async fn run(
     store: TableStore,
-    (mut source, format): (Source, &'static str),
+    source: &mut dyn TableSource,
     options: &SyncOptions,
     until: Option<&str>,
     mut progress: impl FnMut(&Mirrored),
@@ -395,7 +341,7 @@ async fn run(
     }
     let mut upgrade_note = None;
     let mut report = SyncReport {
-        format: format.into(),
+        format: source.format().as_str().into(),
         ..Default::default()
     };
     // Conflicts in a row with no progress by anyone; a lost race where another writer
@@ -439,19 +385,13 @@ async fn run(
         if v3 {
             source.carry_deletion_vectors();
         }
-        let (_, synced) = base
-            .as_ref()
-            .filter(|_| !relocated)
-            .map_or((None, Vec::new()), |l| l.head());
-        let mirrored: BTreeSet<String> = synced
-            .into_iter()
-            .filter_map(|(_, m)| m.source_identifier)
-            .collect();
+        let state = mirror_state(base.as_ref().filter(|_| !relocated));
+        let mirrored = &state.commits;
         let Replay {
             changes,
             mut notes,
             stopped,
-        } = match source.change_sets(&mirrored).await {
+        }: Replay<SourceError> = match source.replay(&state).await {
             // First sync with --from-latest: one snapshot of the current state.
             Ok(replay) if options.from_latest && mirrored.is_empty() => notes_push(
                 latest_state(replay),
@@ -461,14 +401,14 @@ async fn run(
             // Commits after the last mirrored one are gone from the source (archived,
             // truncated): the state at the oldest retained commit becomes one snapshot,
             // taken as a difference from what Iceberg holds, then one per later commit.
-            Err(e) if !mirrored.is_empty() && history_lost(&e) => {
-                let mut replay = source.change_sets(&BTreeSet::new()).await?;
+            Err(e) if !mirrored.is_empty() && e.is_history_lost() => {
+                let mut replay = source.replay(&MirrorState::default()).await?;
                 if let Some(first) = replay.changes.first_mut() {
                     first.full_state = true;
                 }
                 notes_push(replay, &format!("{e}; the oldest retained commit's snapshot holds the table's state at that commit instead"))
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
         notes.dedup();
         // No completed commit yet: an Iceberg table with the declared schema and no
@@ -484,7 +424,7 @@ async fn run(
             retries = 0;
             last_seen = mirrored.len();
         }
-        let mut pending = pending(&changes, &mirrored);
+        let mut pending = pending(&changes, mirrored);
         match until {
             // In-commit mode for a commit already mirrored: nothing further to do.
             Some(u) if mirrored.contains(u) => pending.clear(),
@@ -544,7 +484,7 @@ async fn run(
             mirrored.contains(u) || report.written.iter().any(|m| m.commit.id == u)
         });
         if let Some(e) = stopped.filter(|_| !reached) {
-            return Err(e);
+            return Err(e.into());
         }
         if options.rebuild {
             report.rebuilt = rebuild::set_aside_old_history(&store).await?;
@@ -579,9 +519,30 @@ fn confine(table: &str, pending: &[&ChangeSet], options: &SyncOptions) -> Result
     Ok(())
 }
 
+/// What the target records, for the source: the source commits its snapshots name, and
+/// the newest of them with its summary (where the source's notes are).
+pub(crate) fn mirror_state(loaded: Option<&LoadedTable>) -> MirrorState {
+    let Some(loaded) = loaded else {
+        return MirrorState::default();
+    };
+    let (_, synced) = loaded.head();
+    let newest = synced.last().and_then(|(id, m)| {
+        let summary = loaded.metadata.snapshot_by_id(*id)?.summary();
+        let notes = summary.additional_properties.clone().into_iter().collect();
+        Some((m.source_identifier.clone()?, notes))
+    });
+    MirrorState {
+        commits: synced
+            .into_iter()
+            .filter_map(|(_, m)| m.source_identifier)
+            .collect(),
+        newest,
+    }
+}
+
 /// A replay reduced to one full-state change set: the newest commit, holding every file
 /// live after it.
-fn latest_state(replay: Replay<SyncError>) -> Replay<SyncError> {
+fn latest_state(replay: Replay<SourceError>) -> Replay<SourceError> {
     let mut live: std::collections::BTreeMap<String, xlake_model::DataFile> = Default::default();
     for change in &replay.changes {
         if change.full_state {
@@ -619,17 +580,9 @@ fn latest_state(replay: Replay<SyncError>) -> Replay<SyncError> {
     }
 }
 
-fn notes_push(mut replay: Replay<SyncError>, note: &str) -> Replay<SyncError> {
+fn notes_push(mut replay: Replay<SourceError>, note: &str) -> Replay<SourceError> {
     replay.notes.push(note.to_string());
     replay
-}
-
-/// Whether a source error means the commits after the last mirrored one are gone.
-fn history_lost(e: &SyncError) -> bool {
-    matches!(
-        e,
-        SyncError::Delta(DeltaError::HistoryLost(_)) | SyncError::Hudi(HudiError::HistoryLost(_))
-    )
 }
 
 /// The change sets still to mirror, in source order: those whose commit no snapshot
@@ -655,7 +608,7 @@ mod tests {
         ids.iter()
             .map(|id| {
                 let commit = SourceCommit {
-                    format: SourceFormat::Hudi,
+                    format: SourceFormat::new("HUDI"),
                     id: id.to_string(),
                     action: "commit".into(),
                     requested_ms: None,

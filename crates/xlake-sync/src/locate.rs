@@ -3,36 +3,28 @@
 
 use xlake_storage::TableStore;
 
-use crate::SyncError;
+use crate::{sources, SyncError};
 
 /// What [`locate`] found at a location.
 #[derive(Debug, Clone)]
 pub struct Located {
     /// The table root.
     pub store: TableStore,
-    /// The source table there (`HUDI`, `DELTA`), if any.
+    /// The source table there, by its format's name (`HUDI`, `DELTA`, `PARQUET`), if any.
     pub format: Option<&'static str>,
     /// Whether Iceberg metadata (`metadata/vN.metadata.json`) is there.
     pub iceberg: bool,
 }
 
-/// Open `location` and look for a Hudi table (`.hoodie/hoodie.properties`), a Delta table
-/// (commits or checkpoints in `_delta_log/`) and Iceberg metadata. A location that is not a
-/// folder, or whose scheme this build cannot open, is an error here.
-pub async fn locate(location: &str) -> Result<Located, SyncError> {
+/// Open `location` and look, from names alone, for a source table (of the `format` named,
+/// else of any format the [`sources`] registry detects, else of the one a mirror there
+/// records) and for Iceberg metadata. A location that is not a folder, or whose scheme this
+/// build cannot open, is an error here.
+pub async fn locate(location: &str, format: Option<&str>) -> Result<Located, SyncError> {
     let store = TableStore::open(location)?;
-    let format = if store.size(".hoodie/hoodie.properties").await?.is_some() {
-        Some("HUDI")
-    } else if store
-        .list_dir("_delta_log")
+    let format = sources::detect(&store, format)
         .await?
-        .iter()
-        .any(|e| is_delta_log_file(&e.path))
-    {
-        Some("DELTA")
-    } else {
-        None
-    };
+        .map(|k| k.format.as_str());
     let iceberg = store.size("metadata/version-hint.text").await?.is_some()
         || store
             .list_dir("metadata")
@@ -46,21 +38,12 @@ pub async fn locate(location: &str) -> Result<Located, SyncError> {
     })
 }
 
-/// A commit (`00000000000000000003.json`) or checkpoint file of a Delta log.
-fn is_delta_log_file(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    name.starts_with(|c: char| c.is_ascii_digit())
-        && (name.ends_with(".json") || name.contains(".checkpoint"))
-}
-
 impl Located {
     /// Refuse a location without a Hudi or Delta table (for commands that read one).
     pub fn require_source(self) -> Result<Self, SyncError> {
         match self.format {
             Some(_) => Ok(self),
-            None => Err(SyncError::NotATable {
-                table: self.store.location().to_string(),
-            }),
+            None => Err(sources::not_a_table(&self.store, &sources::detectable())),
         }
     }
 
@@ -86,7 +69,7 @@ mod tests {
         let location = dir.path().to_str().unwrap();
         std::fs::create_dir(dir.path().join("_delta_log")).unwrap();
         std::fs::write(dir.path().join("_delta_log/notes.txt"), b"x").unwrap();
-        let found = locate(location).await.unwrap();
+        let found = locate(location, None).await.unwrap();
         assert_eq!((found.format, found.iceberg), (None, false));
         let err = found.clone().require_source().unwrap_err();
         assert!(
@@ -101,7 +84,7 @@ mod tests {
             b"{}",
         )
         .unwrap();
-        let found = locate(location).await.unwrap();
+        let found = locate(location, None).await.unwrap();
         assert_eq!(found.format, Some("DELTA"));
     }
 }

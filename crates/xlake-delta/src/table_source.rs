@@ -1,0 +1,164 @@
+//! [`DeltaSource`] as the engine sees it: the [`TableSource`] contract and the [`KIND`]
+//! the engine's registry lists.
+
+use std::cmp::Ordering;
+
+use serde::Serialize;
+use xlake_model::{CommitListing, Replay, SourceFormat};
+use xlake_source::{
+    numeric_order, CommitState, DetectFuture, ErrorKind, MirrorState, OpenFuture, SourceError,
+    SourceHealth, SourceKind, SourceOptions, TableSource,
+};
+use xlake_storage::TableStore;
+
+use crate::error::DeltaError;
+use crate::log::LOG_DIR;
+use crate::DeltaSource;
+
+/// The format's name in `XTABLE_METADATA`.
+pub const FORMAT: SourceFormat = SourceFormat::new("DELTA");
+
+/// The Delta format, for the engine's registry.
+pub const KIND: SourceKind = SourceKind {
+    name: "delta",
+    title: "Delta",
+    format: FORMAT,
+    marker: "_delta_log/",
+    detectable: true,
+    detect,
+    open,
+};
+
+/// A commit (`00000000000000000003.json`) or checkpoint file in `_delta_log/`.
+fn detect(store: TableStore) -> DetectFuture {
+    Box::pin(async move {
+        Ok(store.list_dir(LOG_DIR).await?.iter().any(|e| {
+            let name = e.path.rsplit('/').next().unwrap_or(&e.path);
+            name.starts_with(|c: char| c.is_ascii_digit())
+                && (name.ends_with(".json") || name.contains(".checkpoint"))
+        }))
+    })
+}
+
+/// One listing of `_delta_log/` both detects the table and serves the source.
+fn open(store: TableStore, _: SourceOptions) -> OpenFuture {
+    Box::pin(async move {
+        let delta = DeltaSource::open(store).await?;
+        if delta.log().commits.is_empty() && delta.log().checkpoints.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(delta) as Box<dyn TableSource>))
+    })
+}
+
+impl From<DeltaError> for SourceError {
+    fn from(e: DeltaError) -> Self {
+        let kind = match &e {
+            DeltaError::HistoryLost(_) => ErrorKind::HistoryLost,
+            DeltaError::Storage(_) => ErrorKind::Storage,
+            DeltaError::Unsupported { .. } => ErrorKind::Unsupported,
+            DeltaError::Log { version, file, .. } => ErrorKind::Corrupt {
+                commit: Some(version.to_string()),
+                file: Some(file.clone()),
+            },
+            DeltaError::Checkpoint { version, .. } => ErrorKind::Corrupt {
+                commit: Some(version.to_string()),
+                file: None,
+            },
+            DeltaError::Incomplete { .. } => ErrorKind::Corrupt {
+                commit: None,
+                file: None,
+            },
+        };
+        SourceError::new(kind, e)
+    }
+}
+
+/// What `inspect` shows of a Delta table.
+#[derive(Debug, Clone, Default, Serialize)]
+struct DeltaHealth {
+    /// `_delta_log/`: files and bytes.
+    log: Files,
+    latest_version: Option<u64>,
+    last_checkpoint: Option<u64>,
+    /// JSON commits a reader replays after the newest checkpoint, or all of them when
+    /// there is none (the Delta docs' alert: a long tail slows every reader).
+    versions_since_checkpoint: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+struct Files {
+    files: usize,
+    bytes: u64,
+}
+
+#[async_trait::async_trait]
+impl TableSource for DeltaSource {
+    fn format(&self) -> SourceFormat {
+        FORMAT
+    }
+
+    fn listing(&self, _: &MirrorState) -> Result<CommitListing, SourceError> {
+        Ok(DeltaSource::listing(self)?)
+    }
+
+    /// Delta has no pending commits: a version exists once its commit file (or a
+    /// checkpoint covering it) does.
+    fn commit_state(&self, id: &str) -> CommitState {
+        match DeltaSource::listing(self) {
+            Ok(l) if l.commits.iter().any(|c| c.id == id) => CommitState::Completed,
+            _ => CommitState::Unknown,
+        }
+    }
+
+    fn order(&self, a: &str, b: &str) -> Ordering {
+        numeric_order(a, b)
+    }
+
+    async fn health(&self) -> Result<SourceHealth, SourceError> {
+        let entries = self.store().list_dir(LOG_DIR).await?;
+        let log = self.log();
+        let latest = log.latest();
+        let last_checkpoint = log.checkpoints.iter().next_back().copied();
+        let h = DeltaHealth {
+            log: Files {
+                files: entries.len(),
+                bytes: entries.iter().map(|e| e.size).sum(),
+            },
+            latest_version: latest,
+            last_checkpoint,
+            versions_since_checkpoint: latest.map(|l| match last_checkpoint {
+                Some(c) => l.saturating_sub(c),
+                None => log.commits.len() as u64,
+            }),
+        };
+        let since = h.versions_since_checkpoint.unwrap_or(0);
+        let checkpoint = match h.last_checkpoint {
+            Some(c) => format!("last checkpoint {c}; {since} versions since it"),
+            None => format!("no checkpoint: readers replay all {since} versions from JSON"),
+        };
+        Ok(SourceHealth {
+            line: format!(
+                "_delta_log {} files, {} bytes; latest version {}; {checkpoint}",
+                h.log.files,
+                h.log.bytes,
+                h.latest_version.map_or("none".into(), |v| v.to_string()),
+            ),
+            json: serde_json::to_value(&h).unwrap_or_default(),
+            degraded: Vec::new(),
+        })
+    }
+
+    fn carry_deletion_vectors(&mut self) {
+        self.decode_deletion_vectors(false);
+    }
+
+    async fn replay(&self, mirrored: &MirrorState) -> Result<Replay<SourceError>, SourceError> {
+        let r = self.change_sets(&mirrored.commits).await?;
+        Ok(Replay {
+            changes: r.changes,
+            notes: r.notes,
+            stopped: r.stopped.map(Into::into),
+        })
+    }
+}

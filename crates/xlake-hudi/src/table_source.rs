@@ -1,0 +1,203 @@
+//! [`HudiSource`] as the engine sees it: the [`TableSource`] contract and the [`KIND`]
+//! the engine's registry lists.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use xlake_model::{CommitListing, DeclaredTable, Replay, SourceFormat};
+use xlake_source::{
+    CommitState, DetectFuture, ErrorKind, MirrorState, OpenFuture, SourceError, SourceHealth,
+    SourceKind, SourceOptions, TableSource,
+};
+use xlake_storage::{Entry, TableStore};
+
+use crate::error::HudiError;
+use crate::file_group::parse_base_file_name;
+use crate::properties::{KeyGenerator, TableType};
+use crate::HudiSource;
+
+/// The format's name in `XTABLE_METADATA`.
+pub const FORMAT: SourceFormat = SourceFormat::new("HUDI");
+
+/// The Hudi format, for the engine's registry.
+pub const KIND: SourceKind = SourceKind {
+    name: "hudi",
+    title: "Hudi",
+    format: FORMAT,
+    marker: ".hoodie/hoodie.properties",
+    detectable: true,
+    detect,
+    open,
+};
+
+fn detect(store: TableStore) -> DetectFuture {
+    Box::pin(async move { Ok(store.size(".hoodie/hoodie.properties").await?.is_some()) })
+}
+
+fn open(store: TableStore, options: SourceOptions) -> OpenFuture {
+    Box::pin(async move {
+        if store.size(".hoodie/hoodie.properties").await?.is_none() {
+            return Ok(None);
+        }
+        let source = HudiSource::open(store, options).await?;
+        Ok(Some(Box::new(source) as Box<dyn TableSource>))
+    })
+}
+
+impl From<HudiError> for SourceError {
+    fn from(e: HudiError) -> Self {
+        let kind = match &e {
+            HudiError::HistoryLost(_) => ErrorKind::HistoryLost,
+            HudiError::Storage(_) => ErrorKind::Storage,
+            HudiError::Unsupported { .. } => ErrorKind::Unsupported,
+            HudiError::Properties { table, .. } => ErrorKind::Corrupt {
+                commit: None,
+                file: Some(format!("{table}/.hoodie/hoodie.properties")),
+            },
+            HudiError::Instant { instant, file, .. } => ErrorKind::Corrupt {
+                commit: Some(instant.clone()),
+                file: Some(file.clone()),
+            },
+        };
+        SourceError::new(kind, e)
+    }
+}
+
+/// Files and bytes of one kind of metadata.
+#[derive(Debug, Clone, Default, Serialize)]
+struct Files {
+    files: usize,
+    bytes: u64,
+}
+
+impl Files {
+    fn of<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Self {
+        entries.into_iter().fold(Self::default(), |f, e| Self {
+            files: f.files + 1,
+            bytes: f.bytes + e.size,
+        })
+    }
+}
+
+/// What `inspect` shows of a Hudi table.
+#[derive(Debug, Clone, Default, Serialize)]
+struct HudiHealth {
+    /// Table version and type.
+    table: String,
+    /// `.hoodie/` without the metadata table.
+    timeline: Files,
+    completed_instants: usize,
+    pending_instants: usize,
+    archived_files: usize,
+    /// File groups (base files grouped by file id).
+    file_groups: usize,
+    /// Base files on storage (all slices, cleaned ones excluded).
+    base_files: usize,
+    metadata_table: bool,
+}
+
+#[async_trait::async_trait]
+impl TableSource for HudiSource {
+    fn format(&self) -> SourceFormat {
+        FORMAT
+    }
+
+    fn listing(&self, _: &MirrorState) -> Result<CommitListing, SourceError> {
+        Ok(HudiSource::listing(self))
+    }
+
+    fn commit_state(&self, id: &str) -> CommitState {
+        let timeline = self.timeline();
+        if let Some(i) = timeline.pending.iter().find(|i| i.requested == id) {
+            return CommitState::Pending(format!("{:?}", i.state).to_uppercase());
+        }
+        if timeline.completed.iter().any(|i| i.requested == id) {
+            CommitState::Completed
+        } else {
+            CommitState::Unknown
+        }
+    }
+
+    /// Instant times sort as text.
+    fn order(&self, a: &str, b: &str) -> Ordering {
+        a.cmp(b)
+    }
+
+    async fn health(&self) -> Result<SourceHealth, SourceError> {
+        let config = self.config();
+        let store = self.store();
+        let all = store.list_recursive("").await?;
+        let timeline = Files::of(all.iter().filter(|e| {
+            e.path.starts_with(".hoodie/") && !e.path.starts_with(".hoodie/metadata/")
+        }));
+        let mut groups: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+        for e in all
+            .iter()
+            .filter(|e| !e.path.starts_with('.') && !e.path.starts_with("metadata/"))
+        {
+            let (partition, name) = e.path.rsplit_once('/').unwrap_or(("", e.path.as_str()));
+            if let Some((file_id, _)) = parse_base_file_name(name) {
+                *groups.entry((partition, file_id)).or_default() += 1;
+            }
+        }
+        let archive = format!("{}/", config.archive_dir);
+        let mor = config.table_type == TableType::MergeOnRead;
+        let h = HudiHealth {
+            table: format!(
+                "version {}, {}",
+                config.version,
+                if mor {
+                    "merge-on-read"
+                } else {
+                    "copy-on-write"
+                }
+            ),
+            timeline,
+            completed_instants: self.timeline().completed.len(),
+            pending_instants: self.timeline().pending.len(),
+            archived_files: all.iter().filter(|e| e.path.starts_with(&archive)).count(),
+            file_groups: groups.len(),
+            base_files: groups.values().sum(),
+            metadata_table: all.iter().any(|e| e.path.starts_with(".hoodie/metadata/")),
+        };
+        let mut degraded = Vec::new();
+        if mor {
+            degraded
+                .push("merge-on-read mirrored as its read-optimized view (base files only)".into());
+        }
+        if config.key_generator == KeyGenerator::Timestamp {
+            degraded
+                .push("timestamp-based key generator: the Iceberg table is unpartitioned".into());
+        }
+        Ok(SourceHealth {
+            line: format!(
+                "{}; .hoodie {} files, {} bytes; {} completed, {} pending, {} archived files; {} file groups, {} base files; metadata table {}",
+                h.table,
+                h.timeline.files,
+                h.timeline.bytes,
+                h.completed_instants,
+                h.pending_instants,
+                h.archived_files,
+                h.file_groups,
+                h.base_files,
+                if h.metadata_table { "on" } else { "off" }
+            ),
+            json: serde_json::to_value(&h).unwrap_or_default(),
+            degraded,
+        })
+    }
+
+    async fn declared_table(&self) -> Result<Option<DeclaredTable>, SourceError> {
+        Ok(HudiSource::declared_table(self)?)
+    }
+
+    async fn replay(&self, mirrored: &MirrorState) -> Result<Replay<SourceError>, SourceError> {
+        let r = self.change_sets(&mirrored.commits).await?;
+        Ok(Replay {
+            changes: r.changes,
+            notes: r.notes,
+            stopped: r.stopped.map(Into::into),
+        })
+    }
+}

@@ -1,0 +1,81 @@
+//! Which files of the folder are data, and a fingerprint of them.
+
+use xlake_storage::Entry;
+
+/// The Iceberg metadata folder xlake writes into the table root.
+const METADATA_DIR: &str = "metadata/";
+
+/// Whether a listed file is a data file of the table: not in `metadata/`, no path segment
+/// starting with `_` or `.` (`_temporary/` of a job still writing, `_SUCCESS`, hidden
+/// files), and not empty (a file being written).
+pub fn is_data_file(entry: &Entry) -> bool {
+    !entry.path.starts_with(METADATA_DIR)
+        && entry.size > 0
+        && !entry
+            .path
+            .split('/')
+            .any(|segment| segment.starts_with('_') || segment.starts_with('.'))
+}
+
+/// The data files of a listing, sorted by path.
+pub fn data_files(entries: Vec<Entry>) -> Vec<Entry> {
+    let mut files: Vec<Entry> = entries.into_iter().filter(is_data_file).collect();
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    files
+}
+
+/// A fingerprint of the listing (paths, sizes, modification times): equal fingerprints
+/// mean nothing was added, removed or rewritten. FNV-1a, stable across builds.
+pub fn fingerprint(files: &[Entry]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for b in bytes {
+            hash ^= u64::from(*b);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for f in files {
+        eat(f.path.as_bytes());
+        eat(&[0]);
+        eat(&f.size.to_le_bytes());
+        eat(&f.modified_ms.to_le_bytes());
+    }
+    format!("{hash:016x}-{}", files.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(path: &str, size: u64) -> Entry {
+        Entry {
+            path: path.into(),
+            size,
+            modified_ms: 1,
+        }
+    }
+
+    #[test]
+    fn skips_metadata_hidden_temporary_and_empty_files() {
+        let files = data_files(vec![
+            entry("b=1/part-0.parquet", 10),
+            entry("metadata/v1.metadata.json", 10),
+            entry("_temporary/0/part-1.parquet", 10),
+            entry("b=1/_SUCCESS", 0),
+            entry("b=1/.part-2.parquet.crc", 10),
+            entry("b=2/part-3.parquet", 0),
+            entry("a.parquet", 10),
+        ]);
+        let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["a.parquet", "b=1/part-0.parquet"]);
+    }
+
+    #[test]
+    fn fingerprint_changes_with_any_file() {
+        let a = vec![entry("a", 1), entry("b", 2)];
+        let b = vec![entry("a", 1), entry("b", 3)];
+        assert_eq!(fingerprint(&a), fingerprint(&a.clone()));
+        assert_ne!(fingerprint(&a), fingerprint(&b));
+        assert_ne!(fingerprint(&a), fingerprint(&a[..1]));
+    }
+}

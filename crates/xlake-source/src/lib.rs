@@ -1,0 +1,177 @@
+//! # xlake-source: the contract every source format implements
+//!
+//! The engine (`xlake-sync`) knows a table's format only through this crate: a source
+//! format is a [`SourceKind`] (its name, how it recognises and opens a table), and an
+//! opened table is a [`TableSource`]: it lists its completed commits cheaply, says whether
+//! a commit id is completed, pending or unknown, orders commit ids, reports health facts,
+//! and replays its commits as neutral [`ChangeSet`](xlake_model::ChangeSet)s. The engine
+//! holds one registry, a list of kinds; adding a format is one crate and one line there.
+//!
+//! | item | what it is |
+//! |---|---|
+//! | [`TableSource`] | an opened source table: listing, commit states, order, health, replay |
+//! | [`SourceKind`] | a format: its name and how to open a table of it |
+//! | [`SourceOptions`] | operator choices a source may honour (a merge-on-read view) |
+//! | [`CommitState`] | completed, pending (with the source's word for it) or unknown |
+//! | [`MirrorState`] | what the target already records, handed to the source |
+//! | [`SourceHealth`] | what `inspect` shows of the source side |
+//! | [`SourceError`], [`ErrorKind`] | one error for every source, by kind; the message names table, commit and file |
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+mod error;
+
+pub use error::{ErrorKind, SourceError};
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::future::BoxFuture;
+use xlake_model::{CommitListing, DeclaredTable, Replay, SourceFormat};
+use xlake_storage::TableStore;
+
+/// Summary note a source puts on the snapshots of a merge-on-read table mirrored as its
+/// read-optimized view (value [`READ_OPTIMIZED`]); the engine reads it back so that the
+/// operator's choice holds for later commands. (The key keeps the name the first source
+/// with such a view, Hudi, gave it.)
+pub const VIEW_NOTE: &str = "xlake.hudi.view";
+/// The value of [`VIEW_NOTE`] for the read-optimized view.
+pub const READ_OPTIMIZED: &str = "read_optimized";
+
+/// Operator choices a source may honour; a source ignores what does not apply to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SourceOptions {
+    /// Mirror a merge-on-read table's base files only (its read-optimized view). Without
+    /// this, merge-on-read tables are refused.
+    pub mor_read_optimized: bool,
+}
+
+/// What a source says of a commit id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommitState {
+    /// Completed: it gets (or has) a snapshot if it changes the table.
+    Completed,
+    /// Known but not completed; the source's word for its state (`REQUESTED`, `INFLIGHT`).
+    Pending(String),
+    /// The source has no commit of that id.
+    Unknown,
+}
+
+/// The source side of `inspect`: one line for people, the same facts for machines, and
+/// what is mirrored in a degraded way because of the source.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SourceHealth {
+    /// One line of facts, e.g. `_delta_log 5 files, 4 KiB; latest version 4; ...`.
+    pub line: String,
+    /// The same facts as JSON (an object), under the format's lower-case name.
+    pub json: serde_json::Value,
+    /// What is mirrored in a degraded way (read-optimized view, unpartitioned fallback).
+    pub degraded: Vec<String>,
+}
+
+/// What the target already records of a table, as a source may need it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MirrorState {
+    /// The source commits the target's snapshots record.
+    pub commits: BTreeSet<String>,
+    /// The newest of them, with the notes its change set carried: a source that keeps no
+    /// history (a plain folder of files) recognises the state it last gave by them.
+    pub newest: Option<(String, BTreeMap<String, String>)>,
+}
+
+/// A source table opened for reading.
+#[async_trait::async_trait]
+pub trait TableSource: Send + Sync {
+    /// The format, as written to `XTABLE_METADATA.sourceTableFormat`.
+    fn format(&self) -> SourceFormat;
+
+    /// The completed commits that each get a snapshot, in source order, from names alone
+    /// (no commit is read). `mirrored` is what the target records.
+    fn listing(&self, mirrored: &MirrorState) -> Result<CommitListing, SourceError>;
+
+    /// Whether `id` is a completed, a pending or an unknown commit.
+    fn commit_state(&self, id: &str) -> CommitState;
+
+    /// Source order of two commit ids (also of ids the source no longer lists).
+    fn order(&self, a: &str, b: &str) -> Ordering;
+
+    /// Health facts for `inspect`.
+    async fn health(&self) -> Result<SourceHealth, SourceError>;
+
+    /// The table as the source declares it before its first completed commit, if it can
+    /// (so that readers find an empty table rather than none).
+    async fn declared_table(&self) -> Result<Option<DeclaredTable>, SourceError> {
+        Ok(None)
+    }
+
+    /// Leave deletion vectors as the source stores them, undecoded (the target copies
+    /// them as they are).
+    fn carry_deletion_vectors(&mut self) {}
+
+    /// One change set per completed commit not in `mirrored.commits`, in source order (a
+    /// source may also give ones that are, which the engine skips). A commit the source
+    /// cannot read ends the replay: the change sets before it are returned with the error
+    /// in [`Replay::stopped`].
+    async fn replay(&self, mirrored: &MirrorState) -> Result<Replay<SourceError>, SourceError>;
+}
+
+/// The future [`SourceKind::detect`] returns.
+pub type DetectFuture = BoxFuture<'static, Result<bool, SourceError>>;
+
+/// The future [`SourceKind::open`] returns.
+pub type OpenFuture = BoxFuture<'static, Result<Option<Box<dyn TableSource>>, SourceError>>;
+
+/// A source format: how the engine recognises and opens a table of it.
+#[derive(Clone, Copy)]
+pub struct SourceKind {
+    /// Lower-case name, as the operator chooses it (`--format hudi`).
+    pub name: &'static str,
+    /// The name in prose (`Hudi`).
+    pub title: &'static str,
+    /// The format's name in `XTABLE_METADATA` (what its commits carry).
+    pub format: SourceFormat,
+    /// What marks a table of this format, for "not a table" messages (`_delta_log/`).
+    pub marker: &'static str,
+    /// Whether the format is recognised by looking at a folder. A format that any folder
+    /// could match (plain Parquet files) is only ever chosen explicitly.
+    pub detectable: bool,
+    /// Whether the store's root holds a table of this format, from names alone (cheap;
+    /// nothing is read). Always false for a format that is not `detectable`.
+    pub detect: fn(TableStore) -> DetectFuture,
+    /// Open the table at the store's root: `None` when it is not a table of this format.
+    pub open: fn(TableStore, SourceOptions) -> OpenFuture,
+}
+
+impl std::fmt::Debug for SourceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceKind")
+            .field("name", &self.name)
+            .field("title", &self.title)
+            .field("format", &self.format)
+            .field("marker", &self.marker)
+            .field("detectable", &self.detectable)
+            .finish()
+    }
+}
+
+/// Order of commit ids that are decimal numbers (Delta versions, listing generations);
+/// ids that are not numbers sort after numbers, as text.
+pub fn numeric_order(a: &str, b: &str) -> Ordering {
+    match (a.parse::<u64>(), b.parse::<u64>()) {
+        (Ok(x), Ok(y)) => x.cmp(&y),
+        (Ok(_), Err(_)) => Ordering::Less,
+        (Err(_), Ok(_)) => Ordering::Greater,
+        (Err(_), Err(_)) => a.cmp(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numeric_order_compares_numbers_as_numbers() {
+        assert_eq!(numeric_order("9", "10"), Ordering::Less);
+        assert_eq!(numeric_order("10", "10"), Ordering::Equal);
+        assert_eq!(numeric_order("x", "1"), Ordering::Greater);
+    }
+}

@@ -1,0 +1,69 @@
+//! The registry of source formats: the one module of the engine that names the concrete
+//! source crates. Everything else holds a [`TableSource`] and asks it.
+
+use xlake_iceberg::{IcebergTable, SyncMetadata};
+use xlake_source::{SourceKind, TableSource};
+use xlake_storage::TableStore;
+
+use crate::{SyncError, SyncOptions};
+
+/// Every source format, in the order a folder is tried against them.
+pub const KINDS: &[SourceKind] = &[xlake_hudi::KIND, xlake_delta::KIND, xlake_parquet::KIND];
+
+/// The format named `name` (`hudi`, `delta`, `parquet`), case-insensitive.
+pub fn kind(name: &str) -> Option<&'static SourceKind> {
+    KINDS.iter().find(|k| k.name.eq_ignore_ascii_case(name))
+}
+
+/// Open the table at the store's root: as the format `options.format` names; else as the
+/// first detectable format that recognises it; else as the format its mirror records
+/// (a format never detected, once chosen for the first sync, stays chosen).
+pub async fn open(
+    store: &TableStore,
+    options: &SyncOptions,
+) -> Result<Box<dyn TableSource>, SyncError> {
+    let candidates: Vec<&SourceKind> = match options.format.as_deref() {
+        Some(name) => vec![kind(name).ok_or_else(|| SyncError::UnknownFormat {
+            format: name.to_string(),
+            known: KINDS.iter().map(|k| k.name).collect::<Vec<_>>().join(", "),
+        })?],
+        None => KINDS.iter().filter(|k| k.detectable).collect(),
+    };
+    for k in &candidates {
+        if let Some(source) = (k.open)(store.clone(), options.source).await? {
+            return Ok(source);
+        }
+    }
+    if options.format.is_none() {
+        if let Some(k) = recorded(store).await? {
+            if let Some(source) = (k.open)(store.clone(), options.source).await? {
+                return Ok(source);
+            }
+        }
+    }
+    let list = |f: fn(&SourceKind) -> &'static str, sep| {
+        candidates
+            .iter()
+            .map(|k| f(k))
+            .collect::<Vec<_>>()
+            .join(sep)
+    };
+    Err(SyncError::NotATable {
+        table: store.location().to_string(),
+        formats: list(|k| k.title, " or "),
+        markers: list(|k| k.marker, ", "),
+    })
+}
+
+/// The format the newest snapshot of the table's Iceberg mirror records, if any.
+async fn recorded(store: &TableStore) -> Result<Option<&'static SourceKind>, SyncError> {
+    let Some(loaded) = IcebergTable::new(store.clone()).load_as_found().await? else {
+        return Ok(None);
+    };
+    let format = loaded
+        .metadata
+        .current_snapshot()
+        .and_then(|s| SyncMetadata::from_summary(&s.summary().additional_properties))
+        .and_then(|m| m.source_table_format);
+    Ok(format.and_then(|f| KINDS.iter().find(|k| k.format.as_str() == f)))
+}
