@@ -287,7 +287,7 @@ fn change_set(
 ) -> xlake_model::ChangeSet {
     use xlake_model::{Field, PartitionSpec, PrimitiveType, Schema, SourceCommit, SourceFormat};
     let commit = SourceCommit {
-        format: SourceFormat::Delta,
+        format: SourceFormat::new("DELTA"),
         id: id.into(),
         action: "DELETE".into(),
         requested_ms: None,

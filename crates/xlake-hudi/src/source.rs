@@ -415,7 +415,7 @@ impl HudiSource {
             })?;
         let (partition_spec, _) = partition_spec(&self.config, &schema);
         Ok(Some(DeclaredTable {
-            format: SourceFormat::Hudi,
+            format: crate::FORMAT,
             schema,
             partition_spec,
             ignored_columns: self.ignored_columns(),

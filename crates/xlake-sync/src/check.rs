@@ -10,7 +10,7 @@ use xlake_model::CommitListing;
 use xlake_source::{MirrorState, TableSource};
 use xlake_storage::{StorageError, TableStore};
 
-use crate::catalog::{state, CatalogState};
+use crate::catalog::{self, CatalogState};
 use crate::{sources, SyncError, SyncOptions};
 
 /// A snapshot naming a source commit the source does not hold as completed.
@@ -256,7 +256,7 @@ pub async fn check_with(
     }
     if let Some(target) = &options.catalog {
         let version = loaded.as_ref().map(|l| l.version);
-        report.catalog = Some(state(&store, target, version).await?);
+        report.catalog = Some(catalog::state(&store, target, version).await?);
     }
     Ok(report.with_allowed_lag(0))
 }

@@ -233,7 +233,7 @@ pub async fn mirror_commit(
         commit: commit.to_string(),
         reason,
     };
-    let source = sources::open(&store, options).await?;
+    let mut source = sources::open(&store, options).await?;
     if let CommitState::Pending(state) = source.commit_state(commit) {
         return Err(not_mirrored(format!(
             "the commit is {state}, not completed"
@@ -253,7 +253,7 @@ pub async fn mirror_commit(
     let entry = precheck_catalog(&store, options).await?;
     let outcome = run(
         store.clone(),
-        source.as_ref(),
+        source.as_mut(),
         options,
         Some(commit),
         progress,

@@ -41,18 +41,50 @@ pub async fn open(
             }
         }
     }
+    Err(not_a_table(store, &candidates))
+}
+
+/// The format of the table at the store's root, from names alone: the one `format` names,
+/// else the first detectable one found, else the one its mirror records.
+pub async fn detect(
+    store: &TableStore,
+    format: Option<&str>,
+) -> Result<Option<&'static SourceKind>, SyncError> {
+    if let Some(name) = format {
+        return Ok(Some(kind(name).ok_or_else(|| {
+            SyncError::UnknownFormat {
+                format: name.to_string(),
+                known: KINDS.iter().map(|k| k.name).collect::<Vec<_>>().join(", "),
+            }
+        })?));
+    }
+    for k in KINDS.iter().filter(|k| k.detectable) {
+        if (k.detect)(store.clone()).await? {
+            return Ok(Some(k));
+        }
+    }
+    recorded(store).await
+}
+
+/// "Not a table" for the store's root, naming the formats looked for.
+pub fn not_a_table(store: &TableStore, looked_for: &[&SourceKind]) -> SyncError {
     let list = |f: fn(&SourceKind) -> &'static str, sep| {
-        candidates
+        looked_for
             .iter()
             .map(|k| f(k))
             .collect::<Vec<_>>()
             .join(sep)
     };
-    Err(SyncError::NotATable {
+    SyncError::NotATable {
         table: store.location().to_string(),
         formats: list(|k| k.title, " or "),
         markers: list(|k| k.marker, ", "),
-    })
+    }
+}
+
+/// The detectable formats, for "not a table" messages.
+pub fn detectable() -> Vec<&'static SourceKind> {
+    KINDS.iter().filter(|k| k.detectable).collect()
 }
 
 /// The format the newest snapshot of the table's Iceberg mirror records, if any.

@@ -189,8 +189,8 @@ fn now_seconds() -> f64 {
 pub fn failure_kind(e: &SyncError) -> &'static str {
     match e {
         SyncError::Storage(_) => "storage",
-        SyncError::Hudi(_) => "hudi_source",
-        SyncError::Delta(_) => "delta_source",
+        SyncError::Source(_) => "source",
+        SyncError::UnknownFormat { .. } => "unknown_format",
         SyncError::Iceberg(xlake_iceberg::IcebergError::CommitConflict { .. }) => "commit_conflict",
         SyncError::Iceberg(_) => "iceberg_target",
         SyncError::NotATable { .. } | SyncError::NoTable { .. } => "not_a_table",
