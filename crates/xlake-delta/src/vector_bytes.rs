@@ -3,7 +3,7 @@
 
 use xlake_model::{DeletionVector, VectorBytes};
 
-use crate::deletion_vector::{uuid_path, z85_decode, Descriptor};
+use crate::deletion_vector::{uuid_path, z85_decode_sized, Descriptor};
 
 /// The neutral form of a descriptor: inline bytes decoded from Z85, or the file, offset
 /// and size of a `u` or `p` vector.
@@ -15,19 +15,9 @@ pub fn vector_of(d: &Descriptor) -> Result<DeletionVector, String> {
         size: d.size_in_bytes,
     };
     let bytes = match d.storage_type.as_str() {
-        "i" => {
-            let mut bytes = z85_decode(&d.path_or_inline_dv)?;
-            // Z85 pads to a multiple of 4 bytes; the size says how many are the vector.
-            let size = usize::try_from(d.size_in_bytes).map_err(|_| "size out of range")?;
-            if size > bytes.len() {
-                return Err(format!(
-                    "inline vector of {} bytes, the log says {size}",
-                    bytes.len()
-                ));
-            }
-            bytes.truncate(size);
-            VectorBytes::Inline(bytes)
-        }
+        // Decoded as Delta's reference codec does (the padded last group wraps, the bytes
+        // are cut to the size the log records), like the vectors a v2 mirror decodes.
+        "i" => VectorBytes::Inline(z85_decode_sized(&d.path_or_inline_dv, d.size_in_bytes)?),
         "u" => stored(uuid_path(&d.path_or_inline_dv)?),
         "p" => stored(d.path_or_inline_dv.clone()),
         other => return Err(format!("unknown deletion vector storage type {other:?}")),
