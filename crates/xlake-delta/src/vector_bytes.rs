@@ -55,7 +55,7 @@ mod tests {
         );
         let p = vector_of(&descriptor("p", "s3://b/t/dv.bin", None)).unwrap();
         assert!(matches!(p.bytes, VectorBytes::Stored { offset: 1, .. }));
-        let i = vector_of(&descriptor("i", "HelloWorld", None)).unwrap();
+        let i = vector_of(&descriptor("i", "Hello", None)).unwrap();
         assert_eq!(i.bytes, VectorBytes::Inline(vec![0x86, 0x4F, 0xD2, 0x6F]));
         assert!(vector_of(&descriptor("x", "", None)).is_err());
     }

@@ -193,11 +193,6 @@ impl TableSource for HudiSource {
     }
 
     async fn replay(&self, mirrored: &MirrorState) -> Result<Replay<SourceError>, SourceError> {
-        let r = self.change_sets(&mirrored.commits).await?;
-        Ok(Replay {
-            changes: r.changes,
-            notes: r.notes,
-            stopped: r.stopped.map(Into::into),
-        })
+        Ok(self.change_sets(&mirrored.commits).await?.err_into())
     }
 }

@@ -151,6 +151,16 @@ pub struct Replay<E> {
 }
 
 impl<E> Replay<E> {
+    /// The same replay, its stopping error converted (a source's own error into the
+    /// engine's).
+    pub fn err_into<F: From<E>>(self) -> Replay<F> {
+        Replay {
+            changes: self.changes,
+            notes: self.notes,
+            stopped: self.stopped.map(Into::into),
+        }
+    }
+
     /// The replay of `changes` (in source order): marks every added file a later change
     /// set removes, as [`DataFile::mark_removed_later`] does.
     pub fn new(mut changes: Vec<ChangeSet>, notes: Vec<String>, stopped: Option<E>) -> Self {
