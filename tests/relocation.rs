@@ -367,3 +367,29 @@ fn snapshots_are_listed_in_commit_order_and_a_scrambled_list_is_fixed_on_the_nex
     let seq = sequence_numbers(&current(&root));
     assert_eq!(seq, (1..=seq.len() as i64).collect::<Vec<_>>());
 }
+
+#[test]
+fn a_v3_mirror_is_rebuilt_as_v3_with_its_deletion_vectors() {
+    let (dir, root) = common::delta::extract("table_with_deletion_logs");
+    let (code, out) = xlake(&["sync", "--format-version", "3", s(&root)]);
+    assert_eq!(code, 0, "{out}");
+    let old_metadata = tree(&root.join("metadata"));
+    let moved = dir.path().join("moved");
+    std::fs::rename(&root, &moved).unwrap();
+    // No --format-version: the rebuild keeps the version the old history had, so the
+    // deletion vectors (left undecoded for a v3 table) are carried, never dropped.
+    rebuild(&moved, &old_metadata);
+    let metadata = current(&moved);
+    assert_eq!(
+        metadata["format-version"], 3,
+        "the rebuild kept format version 3"
+    );
+    let puffins = std::fs::read_dir(moved.join("metadata"))
+        .unwrap()
+        .filter(|e| s(&e.as_ref().unwrap().path()).ends_with(".puffin"))
+        .count();
+    assert!(
+        puffins > 0,
+        "the rebuilt history carries the deletion vectors"
+    );
+}

@@ -158,9 +158,13 @@ pub async fn read(store: &TableStore, d: &Descriptor) -> Result<Vec<u64>, String
                 d.path_or_inline_dv.clone()
             };
             let offset = d.offset.unwrap_or(1);
+            let end = offset
+                .checked_add(4)
+                .and_then(|e| e.checked_add(d.size_in_bytes))
+                .ok_or("offset and size overflow")?;
             // At the offset: the size (4 bytes, big-endian), the vector, its CRC-32.
             let bytes = store
-                .get_range(&path, offset..offset + 4 + d.size_in_bytes)
+                .get_range(&path, offset..end)
                 .await
                 .map_err(|e| format!("deletion vector file: {e}"))?;
             let size = u32::from_be_bytes(

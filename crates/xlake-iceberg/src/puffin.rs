@@ -46,7 +46,12 @@ pub async fn read_vector(
     let framed = match &vector.bytes {
         VectorBytes::Inline(bytes) => frame(bytes)?,
         VectorBytes::Stored { path, offset, size } => {
-            let end = offset + 8 + size;
+            let end = offset
+                .checked_add(8)
+                .and_then(|e| e.checked_add(*size))
+                .ok_or_else(|| {
+                    format!("deletion vector file {path}: offset {offset} and size {size} overflow")
+                })?;
             let file_size = store
                 .size(path)
                 .await

@@ -1157,7 +1157,6 @@ impl IcebergTable {
         if self.load().await?.is_some() {
             return Ok(None);
         }
-        self.store.verify_put_if_absent().await?;
         let not_representable =
             |p: crate::schema::SchemaProblem| IcebergError::SchemaNotRepresentable {
                 table: self.table(),
@@ -1165,6 +1164,16 @@ impl IcebergTable {
                 column: p.column,
                 reason: p.reason,
             };
+        // The same refusal a commit meets: v2 has no type for these columns.
+        if self.target_version(None)? < iceberg::spec::FormatVersion::V3 {
+            if let Some((column, reason)) = crate::v3::needs_v3(&declared.schema) {
+                return Err(not_representable(crate::schema::SchemaProblem {
+                    column,
+                    reason,
+                }));
+            }
+        }
+        self.store.verify_put_if_absent().await?;
         let (converted, aliases) =
             to_iceberg_schema(&declared.schema, None, &[], 0, 0).map_err(not_representable)?;
         let unbound =
@@ -1457,6 +1466,16 @@ impl IcebergTable {
             .upper_bounds(upper_bounds)
             .build()
             .map_err(|e| invalid(e.to_string()))?;
+        // A v2 table needs the deleted rows decoded: a vector the source left undecoded
+        // (for a v3 table) must never be dropped silently.
+        if !v3 && file.deleted_rows.is_empty() {
+            if let Some(dv) = file.deletion_vector.as_ref().filter(|d| d.cardinality > 0) {
+                return Err(invalid(format!(
+                    "its deletion vector ({} deleted rows) was not decoded, and a format version 2 table needs the rows",
+                    dv.cardinality
+                )));
+            }
+        }
         // (A v3 table gets deletion vectors instead: see `vector_deletes`.)
         if file.deleted_rows.is_empty() || v3 {
             return Ok((data, None, found));

@@ -2,15 +2,18 @@
 
 use xlake_storage::Entry;
 
-/// The Iceberg metadata folder xlake writes into the table root.
-const METADATA_DIR: &str = "metadata/";
+/// The folder xlake writes into the table root; a rebuild sets old histories aside beside
+/// it as `metadata.relocated-<time>/`.
+const METADATA_DIR: &str = "metadata";
 
-/// Whether a listed file is a data file of the table: not in `metadata/`, no path segment
-/// starting with `_` or `.` (`_temporary/` of a job still writing, `_SUCCESS`, hidden
-/// files), and not empty (a file being written).
+/// Whether a listed file is a data file of the table: not in xlake's own folders
+/// (`metadata/`, `metadata.*/`), no path segment starting with `_` or `.` (`_temporary/`
+/// of a job still writing, `_SUCCESS`, hidden files), and not empty (a file being written).
 pub fn is_data_file(entry: &Entry) -> bool {
-    !entry.path.starts_with(METADATA_DIR)
-        && entry.size > 0
+    let top = entry.path.split('/').next().unwrap_or_default();
+    let own = entry.path.contains('/')
+        && (top == METADATA_DIR || top.starts_with(&format!("{METADATA_DIR}.")));
+    !own && entry.size > 0
         && !entry
             .path
             .split('/')
@@ -60,6 +63,7 @@ mod tests {
         let files = data_files(vec![
             entry("b=1/part-0.parquet", 10),
             entry("metadata/v1.metadata.json", 10),
+            entry("metadata.relocated-20261201T120000Z/v1.metadata.json", 10),
             entry("_temporary/0/part-1.parquet", 10),
             entry("b=1/_SUCCESS", 0),
             entry("b=1/.part-2.parquet.crc", 10),

@@ -158,6 +158,16 @@ impl JobConfig {
             t.retention(0).map_err(|e| format!("{}: {e}", t.location))?;
             t.catalog_target()
                 .map_err(|e| format!("{}: {e}", t.location))?;
+            if let Some(f) = &t.format {
+                if crate::sources::kind(f).is_none() {
+                    let known: Vec<&str> = crate::sources::KINDS.iter().map(|k| k.name).collect();
+                    return Err(format!(
+                        "{}: unknown format {f:?} (known: {})",
+                        t.location,
+                        known.join(", ")
+                    ));
+                }
+            }
             if let Some(n) = t.format_version {
                 xlake_iceberg::v3::format_version(n).map_err(|e| format!("{}: {e}", t.location))?;
             }

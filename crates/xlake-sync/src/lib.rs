@@ -90,10 +90,14 @@ pub enum SyncError {
         known: String,
     },
     /// The location holds no table at all: no source and no Iceberg metadata.
-    #[error("{table}: not a table: no Hudi (.hoodie/hoodie.properties), Delta (_delta_log/) or Iceberg (metadata/*.metadata.json) table found")]
+    #[error("{table}: not a table: no {formats} table ({markers}) and no Iceberg metadata (metadata/*.metadata.json) found")]
     NoTable {
         /// Table location.
         table: String,
+        /// The formats looked for (`Hudi or Delta`).
+        formats: String,
+        /// What marks a table of each.
+        markers: String,
     },
     /// `--rebuild` could not write a history at the table's new location.
     #[error("{table}: rebuild: {reason}")]
@@ -376,13 +380,20 @@ async fn run(
                 *loaded = upgraded;
             }
         }
-        // A v3 table takes deletion vectors as they are: the source need not decode them.
-        let v3 = base
+        // The format version written: the table's, or the one asked for if newer. A
+        // rebuild keeps the relocated history's version (a v3 mirror's deletion vectors
+        // must not fall back to a v2 table).
+        let found = base
             .as_ref()
-            .map_or(options.format_version == Some(3), |l| {
-                version_number(l.metadata.format_version()) >= 3
-            });
-        if v3 {
+            .map(|l| version_number(l.metadata.format_version()));
+        let version = found.max(options.format_version).unwrap_or(2);
+        if relocated {
+            if let Ok(v) = xlake_iceberg::v3::format_version(version) {
+                target = target.format_version(v);
+            }
+        }
+        // A v3 table takes deletion vectors as they are: the source need not decode them.
+        if version >= 3 {
             source.carry_deletion_vectors();
         }
         let state = mirror_state(base.as_ref().filter(|_| !relocated));
@@ -502,17 +513,22 @@ fn confine(table: &str, pending: &[&ChangeSet], options: &SyncOptions) -> Result
     let Some(roots) = &options.data_roots else {
         return Ok(());
     };
+    // A data file, or a deletion vector stored in a file of its own, outside the roots.
+    let outside = |f: &&xlake_model::DataFile| {
+        let vector = f.deletion_vector.as_ref().and_then(|d| match &d.bytes {
+            xlake_model::VectorBytes::Stored { path, .. } => Some(path),
+            xlake_model::VectorBytes::Inline(_) => None,
+        });
+        !serve::access::data_file_allowed(&f.path, roots)
+            || vector.is_some_and(|p| !serve::access::data_file_allowed(p, roots))
+    };
     for change in pending {
-        if let Some(file) = change
-            .added
-            .iter()
-            .find(|f| !serve::access::data_file_allowed(&f.path, roots))
-        {
+        if let Some(file) = change.added.iter().find(outside) {
             tracing::error!(table = %table, commit = %change.commit.id, file = %file.path, "data file outside the table and the allowed locations");
             return Err(SyncError::NotMirrored {
                 table: table.to_string(),
                 commit: change.commit.id.clone(),
-                reason: "it adds a data file outside the table and the allowed locations (named in the service log); allow that location with --allow".into(),
+                reason: "it adds a data file (or a deletion vector file) outside the table and the allowed locations (named in the service log); allow that location with --allow".into(),
             });
         }
     }

@@ -51,9 +51,14 @@ impl Located {
     /// that act on the Iceberg metadata only).
     pub fn require_table(self) -> Result<Self, SyncError> {
         match (self.format, self.iceberg) {
-            (None, false) => Err(SyncError::NoTable {
-                table: self.store.location().to_string(),
-            }),
+            (None, false) => {
+                let (formats, markers) = sources::describe(&sources::detectable());
+                Err(SyncError::NoTable {
+                    table: self.store.location().to_string(),
+                    formats,
+                    markers,
+                })
+            }
             _ => Ok(self),
         }
     }

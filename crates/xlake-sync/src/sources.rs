@@ -68,18 +68,21 @@ pub async fn detect(
 
 /// "Not a table" for the store's root, naming the formats looked for.
 pub fn not_a_table(store: &TableStore, looked_for: &[&SourceKind]) -> SyncError {
-    let list = |f: fn(&SourceKind) -> &'static str, sep| {
-        looked_for
-            .iter()
-            .map(|k| f(k))
-            .collect::<Vec<_>>()
-            .join(sep)
-    };
+    let (formats, markers) = describe(looked_for);
     SyncError::NotATable {
         table: store.location().to_string(),
-        formats: list(|k| k.title, " or "),
-        markers: list(|k| k.marker, ", "),
+        formats,
+        markers,
     }
+}
+
+/// The formats (`Hudi or Delta`) and what marks a table of each
+/// (`.hoodie/hoodie.properties, _delta_log/`), for messages.
+pub fn describe(kinds: &[&SourceKind]) -> (String, String) {
+    let list = |f: fn(&SourceKind) -> &'static str, sep| {
+        kinds.iter().map(|k| f(k)).collect::<Vec<_>>().join(sep)
+    };
+    (list(|k| k.title, " or "), list(|k| k.marker, ", "))
 }
 
 /// The detectable formats, for "not a table" messages.

@@ -181,7 +181,14 @@ fn caused_by<E: std::error::Error + 'static>(error: &(dyn std::error::Error + 's
 async fn mirror(state: &ServiceState, message: &CallbackMessage, table: &str) -> Outcome {
     let commit = &message.commit_time;
     let location = open_location(&message.base_path);
-    let mut options = state.config.options.clone();
+    // A table of the job file mirrors with its own entry's options (view, catalog, format
+    // version), as the scheduled cycle does; any other with the service's.
+    let entry = state.config.jobs.as_ref().and_then(|jobs| {
+        jobs.tables
+            .iter()
+            .find(|t| super::access::normalise(&t.location).is_ok_and(|n| n == table))
+    });
+    let mut options = entry.map_or_else(|| state.config.options.clone(), crate::job::entry_options);
     options.data_roots = Some(state.config.allowed.data_roots(table));
     let lock = state.table_lock(table);
     let _table = lock.lock().await;
@@ -194,6 +201,7 @@ async fn mirror(state: &ServiceState, message: &CallbackMessage, table: &str) ->
     };
     let started = Instant::now();
     let (at, id) = (location.clone(), commit.clone());
+    let options_for_check = options.clone();
     let result = off_thread("mirror", move || async move {
         mirror_commit(&at, &options, &id, |_| {}).await
     })
@@ -202,7 +210,7 @@ async fn mirror(state: &ServiceState, message: &CallbackMessage, table: &str) ->
     match result {
         Ok(report) => {
             // Checked periodically from now on (only tables that exist and mirrored once).
-            state.remember(table, &location, &state.config.options);
+            state.remember(table, &location, &options_for_check);
             state
                 .metrics
                 .sync_done(table, took, Ok(report.written.len()));
