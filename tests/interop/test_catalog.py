@@ -143,13 +143,11 @@ def catalog(request, tmp_path):
 
 def run(catalog, *args, table_name="sales.orders", env=None):
     """xlake <args> --catalog … --catalog-table … --catalog-name …"""
-    old = dict(os.environ)
-    os.environ.update(catalog.env if env is None else env)
-    try:
-        return xlake(*args, "--catalog", catalog.uri, "--catalog-table", table_name, "--catalog-name", catalog.name)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    # The process's environment is left alone: concurrent syncs run this from threads.
+    environment = {**os.environ, **(catalog.env if env is None else env)}
+    return xlake(
+        *args, "--catalog", catalog.uri, "--catalog-table", table_name, "--catalog-name", catalog.name, env=environment
+    )
 
 
 def pointer(catalog, table_name="sales.orders"):

@@ -32,15 +32,14 @@ def glue():
 
 
 def run(glue, *args, table_name, env=None):
-    old = dict(os.environ)
-    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        os.environ.pop(k, None)
-    os.environ.update(env if env is not None else {**KEYS, "AWS_ENDPOINT_URL_GLUE": glue})
-    try:
-        return xlake(*args, "--catalog", "glue://", "--catalog-table", table_name)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    # The process's environment is left alone: concurrent syncs run this from threads.
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
+    }
+    environment.update(env if env is not None else {**KEYS, "AWS_ENDPOINT_URL_GLUE": glue})
+    return xlake(*args, "--catalog", "glue://", "--catalog-table", table_name, env=environment)
 
 
 def reader(glue):

@@ -37,13 +37,9 @@ def rest(tmp_path):
 
 
 def run(rest, *args, credential=CREDENTIAL, table_name="sales.orders"):
-    old = dict(os.environ)
-    os.environ["XLAKE_REST_CREDENTIAL"] = credential
-    try:
-        return xlake(*args, "--catalog", f"rest+{rest}", "--catalog-table", table_name)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    # The process's environment is left alone: concurrent syncs run this from threads.
+    environment = {**os.environ, "XLAKE_REST_CREDENTIAL": credential}
+    return xlake(*args, "--catalog", f"rest+{rest}", "--catalog-table", table_name, env=environment)
 
 
 def reader(rest):

@@ -13,8 +13,10 @@ def command():
     return [binary] if binary else ["cargo", "run", "--quiet", "--"]
 
 
-def xlake(*args):
-    return subprocess.run([*command(), *map(str, args)], cwd=ROOT, capture_output=True, text=True)
+def xlake(*args, env=None):
+    """Run xlake; `env` replaces the environment (never mutate os.environ for one call:
+    other threads may be starting processes meanwhile)."""
+    return subprocess.run([*command(), *map(str, args)], cwd=ROOT, capture_output=True, text=True, env=env)
 
 
 def sync(table, flags=()):
