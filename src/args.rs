@@ -298,6 +298,9 @@ pub enum Command {
         /// Expire snapshots whose source commit is older than this (`12h`, `7d`).
         #[arg(long, value_name = "AGE", value_parser = parse_duration)]
         max_snapshot_age: Option<Duration>,
+        /// The catalog entry to move to the version the expiry publishes.
+        #[command(flatten)]
+        catalog: CatalogArgs,
         #[command(flatten)]
         writer: WriterArg,
     },

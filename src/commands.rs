@@ -226,8 +226,12 @@ pub async fn run(command: Command) -> Outcome {
             table: TableArg { table },
             keep_snapshots,
             max_snapshot_age,
+            catalog,
             writer,
-        } => expire(&table, keep_snapshots, max_snapshot_age, &writer).await,
+        } => {
+            let catalog = catalog_target(&catalog)?;
+            expire(&table, keep_snapshots, max_snapshot_age, catalog, &writer).await
+        }
         Command::Cleanup {
             table: TableArg { table },
             orphans: _,
@@ -403,6 +407,7 @@ async fn expire(
     table: &str,
     keep_snapshots: Option<usize>,
     max_age: Option<Duration>,
+    catalog: Option<xlake_catalog::CatalogTarget>,
     writer: &WriterArg,
 ) -> Outcome {
     let located = any_table(table).await?;
@@ -419,7 +424,12 @@ async fn expire(
         now_ms: now_ms()?,
     };
     let store = located.store.with_single_writer(writer.single_writer);
-    let expired = IcebergTable::new(store).expire(&retention).await?;
+    let expired = IcebergTable::new(store.clone()).expire(&retention).await?;
+    // An expiry publishes a new version: the catalog entry follows it, as after a sync.
+    if let Some(target) = &catalog {
+        let advanced = xlake_sync::catalog::point(&store, target).await?;
+        print::catalog_advanced(advanced.as_ref());
+    }
     for id in &expired.snapshots {
         outln!("expired snapshot {id}");
     }

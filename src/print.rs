@@ -185,8 +185,13 @@ fn deep(compared: &[Comparison]) {
 
 /// What a sync did to the catalog entry.
 pub fn catalog(report: &xlake_sync::SyncReport) {
+    catalog_advanced(report.catalog.as_ref());
+}
+
+/// What was done to the catalog entry, if there is one.
+pub fn catalog_advanced(advanced: Option<&xlake_catalog::Advanced>) {
     use xlake_catalog::Advanced;
-    match &report.catalog {
+    match advanced {
         Some(Advanced::Registered(to)) => outln!("catalog: registered at {to}"),
         Some(Advanced::Moved(from, to)) => outln!("catalog: moved from {from} to {to}"),
         Some(Advanced::Current(at)) => outln!("catalog: already at {at}"),

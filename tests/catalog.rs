@@ -129,6 +129,21 @@ fn the_job_registers_each_table_and_check_reports_a_lagging_pointer() {
     assert_eq!(code, 0, "{text}");
     let (code, text) = check("prod");
     assert_eq!(code, 0, "{text}");
+    // `expire` given the catalog moves the pointer to the version it publishes.
+    let mut args = vec![
+        "expire",
+        table,
+        "--keep-snapshots",
+        "2",
+        "--catalog-name",
+        "prod",
+    ];
+    args.extend(catalog_args(&uri, "lake.txns"));
+    let (code, text) = common::xlake(&args);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("catalog: moved from"), "{text}");
+    let (code, text) = check("prod");
+    assert_eq!(code, 0, "{text}");
 }
 
 #[test]
