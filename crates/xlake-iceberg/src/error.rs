@@ -39,6 +39,17 @@ pub enum IcebergError {
         /// What is wrong.
         reason: String,
     },
+    /// The Iceberg format version asked for cannot be written: not one xlake writes, or
+    /// older than the table's (versions are never downgraded).
+    #[error("{table}: Iceberg format version {asked}: {reason}")]
+    FormatVersion {
+        /// Table location.
+        table: String,
+        /// The version asked for.
+        asked: u8,
+        /// Why it cannot be written.
+        reason: String,
+    },
     /// Writing a manifest or manifest list failed; the current version is unchanged.
     #[error("{table}: writing {file}: {reason}")]
     WriteFailed {

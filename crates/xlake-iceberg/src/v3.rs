@@ -78,14 +78,14 @@ impl IcebergTable {
             return Ok(self.format_version.unwrap_or(DEFAULT_FORMAT_VERSION));
         };
         match self.format_version {
-            Some(asked) if asked < m.format_version() => Err(self.corrupt(
-                METADATA_DIR,
-                format!(
-                    "the table is at Iceberg format version {}, format version {} was asked for: versions are never downgraded",
-                    version_number(m.format_version()),
-                    version_number(asked)
+            Some(asked) if asked < m.format_version() => Err(IcebergError::FormatVersion {
+                table: self.table(),
+                asked: version_number(asked),
+                reason: format!(
+                    "the table is at format version {}, and versions are never downgraded",
+                    version_number(m.format_version())
                 ),
-            )),
+            }),
             Some(asked) => Ok(asked.max(m.format_version())),
             None => Ok(m.format_version()),
         }

@@ -334,13 +334,12 @@ async fn run(
         .verify_files(!options.skip_file_check);
     use xlake_iceberg::v3::version_number;
     if let Some(n) = options.format_version {
-        let version = xlake_iceberg::v3::format_version(n).map_err(|reason| {
-            IcebergError::CorruptMetadata {
+        let version =
+            xlake_iceberg::v3::format_version(n).map_err(|reason| IcebergError::FormatVersion {
                 table: table.clone(),
-                file: "metadata".into(),
+                asked: n,
                 reason,
-            }
-        })?;
+            })?;
         target = target.format_version(version);
     }
     let mut upgrade_note = None;
