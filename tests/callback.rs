@@ -5,81 +5,19 @@
 
 mod common;
 
+use common::serve::{request, Server};
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const KEY: &str = "test-callback-key";
 
-/// A running `xlake serve`, killed on drop.
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Server {
-    fn start(args: &[&str]) -> Self {
-        Self::start_with_key(args, Some(KEY))
-    }
-
-    fn start_with_key(args: &[&str], key: Option<&str>) -> Self {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xlake"));
-        cmd.args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .env_remove("XLAKE_CALLBACK_KEY")
-            .stdout(Stdio::piped());
-        if let Some(k) = key {
-            cmd.env("XLAKE_CALLBACK_KEY", k);
-        }
-        let mut child = cmd.spawn().unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("no address: {line:?}"))
-            .to_string();
-        Self { child, addr }
-    }
-
-    fn post(&self, key: Option<&str>, body: &str) -> (u16, String) {
-        request(&self.addr, "POST", "/hudi", key, body)
-    }
-
-    fn get(&self, path: &str) -> (u16, String) {
-        request(&self.addr, "GET", path, None, "")
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// One request on its own connection (`Connection: close`): status and body.
-fn request(addr: &str, method: &str, path: &str, key: Option<&str>, body: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    let key = key.map_or(String::new(), |k| format!("HUDI-CALLBACK-KEY: {k}\r\n"));
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{key}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+/// `xlake serve <args>` with the test key.
+fn start(args: &[&str]) -> Server {
+    Server::start(args, Some(KEY))
 }
 
 /// Hudi's callback message, as HoodieWriteCommitHttpCallback sends it.
@@ -107,7 +45,7 @@ fn allow(root: &Path) -> String {
 #[test]
 fn a_hudi_callback_is_answered_after_its_commit_is_mirrored() {
     let (_dir, root, last) = hudi_table();
-    let server = Server::start(&["--allow", &allow(&root)]);
+    let server = start(&["--allow", &allow(&root)]);
     let message = message(&root, &last);
     let (status, body) = server.post(Some(KEY), &message.to_string());
     assert_eq!(status, 200, "{body}");
@@ -177,7 +115,7 @@ fn unauthenticated_unauthorised_and_malformed_callbacks_never_reach_storage() {
     // The table sits outside the allowed root; a symlink inside points at it.
     let link = allowed.join("link");
     std::os::unix::fs::symlink(&root, &link).unwrap();
-    let server = Server::start(&["--allow", allowed.to_str().unwrap(), "--max-body", "4096"]);
+    let server = start(&["--allow", allowed.to_str().unwrap(), "--max-body", "4096"]);
     let good = message(&root, &last).to_string();
 
     assert_eq!(server.post(None, &good).0, 401);
@@ -215,7 +153,7 @@ fn unauthenticated_unauthorised_and_malformed_callbacks_never_reach_storage() {
 #[test]
 fn idle_and_trickling_clients_do_not_hold_up_a_callback_and_are_closed() {
     let (_dir, root, last) = hudi_table();
-    let server = Server::start(&["--allow", &allow(&root), "--header-timeout", "3s"]);
+    let server = start(&["--allow", &allow(&root), "--header-timeout", "3s"]);
     let mut idle: Vec<TcpStream> = (0..50)
         .map(|_| TcpStream::connect(&server.addr).unwrap())
         .collect();
@@ -247,7 +185,7 @@ fn concurrent_callbacks_for_the_same_tables_queue_and_write_one_snapshot_per_com
             to
         })
         .collect();
-    let server = Server::start(&[
+    let server = start(&[
         "--allow",
         parent.path().to_str().unwrap(),
         "--concurrency",
@@ -321,7 +259,7 @@ fn delta_table(extra: usize, add_path: Option<&str>) -> (tempfile::TempDir, Path
 #[test]
 fn a_crafted_log_naming_a_file_outside_the_allowed_roots_is_refused() {
     let (_dir, root, version) = delta_table(1, Some("file:///etc/hostname"));
-    let server = Server::start(&["--allow", &allow(&root)]);
+    let server = start(&["--allow", &allow(&root)]);
     let (status, body) = server.post(Some(KEY), &message(&root, &version.to_string()).to_string());
     assert_eq!(status, 500, "{body}");
     assert!(body.contains("outside the table"), "{body}");
@@ -336,7 +274,7 @@ fn a_crafted_log_naming_a_file_outside_the_allowed_roots_is_refused() {
 #[test]
 fn metrics_show_a_table_that_stops_being_mirrored() {
     let (_dir, root, version) = delta_table(2, None);
-    let server = Server::start(&["--allow", &allow(&root), "--check-every", "1s"]);
+    let server = start(&["--allow", &allow(&root), "--check-every", "1s"]);
     let (status, body) = server.post(
         Some(KEY),
         &message(&root, &(version - 1).to_string()).to_string(),
@@ -363,7 +301,7 @@ fn metrics_show_a_table_that_stops_being_mirrored() {
 #[test]
 fn sigterm_lets_the_mirror_in_flight_finish_and_answer() {
     let (_dir, root, version) = delta_table(400, None);
-    let mut server = Server::start(&["--allow", &allow(&root)]);
+    let mut server = start(&["--allow", &allow(&root)]);
     let addr = server.addr.clone();
     let body = message(&root, &version.to_string()).to_string();
     let client = std::thread::spawn(move || request(&addr, "POST", "/", Some(KEY), &body));
@@ -396,7 +334,7 @@ fn with_a_config_the_service_syncs_its_tables_and_serves_only_them() {
         format!("[[tables]]\nlocation = \"{}\"\n", root.display()),
     )
     .unwrap();
-    let server = Server::start(&["--config", config.to_str().unwrap(), "--every", "1s"]);
+    let server = start(&["--config", config.to_str().unwrap(), "--every", "1s"]);
     // Not listed, and no --allow: refused.
     let (status, body) = server.post(Some(KEY), &message(&other, &other_last).to_string());
     assert_eq!(status, 403, "{body}");
@@ -445,7 +383,7 @@ fn the_scheduled_job_serves_health_and_metrics() {
 #[test]
 fn a_body_that_does_not_arrive_in_time_is_answered_408_and_a_chunked_one_over_the_limit_413() {
     let (_dir, root, _) = hudi_table();
-    let server = Server::start(&[
+    let server = start(&[
         "--allow",
         &allow(&root),
         "--body-timeout",

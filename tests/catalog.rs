@@ -6,23 +6,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Command, Stdio};
-
-fn post(addr: &str, body: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "POST /hudi HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response.split_whitespace().nth(1).unwrap().parse().unwrap();
-    (status, response)
-}
+use common::serve::Server;
 
 fn catalog_args<'a>(uri: &'a str, table: &'a str) -> [&'a str; 4] {
     ["--catalog", uri, "--catalog-table", table]
@@ -35,25 +19,11 @@ fn serve_moves_the_pointer_before_it_answers_and_refuses_a_second_table() {
     let (last, action) = common::hudi::data_instants(&root).last().unwrap().clone();
     let db = tempfile::tempdir().unwrap();
     let uri = format!("sqlite://{}/c.db", db.path().display());
-    let mut server = Command::new(env!("CARGO_BIN_EXE_xlake"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--insecure-no-key"])
-        .arg("--allow")
-        .arg(&root)
-        .arg("--allow")
-        .arg(&other)
-        .args(catalog_args(&uri, "lake.txns"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_string();
+    let catalog = catalog_args(&uri, "lake.txns");
+    let mut args: Vec<&std::ffi::OsStr> = vec!["--insecure-no-key".as_ref(), "--allow".as_ref()];
+    args.extend([root.as_os_str(), "--allow".as_ref(), other.as_os_str()]);
+    args.extend(catalog.iter().map(std::ffi::OsStr::new));
+    let server = Server::start(&args, None);
     let message = |base: &std::path::Path| {
         serde_json::json!({
             "commitTime": last,
@@ -63,7 +33,7 @@ fn serve_moves_the_pointer_before_it_answers_and_refuses_a_second_table() {
         })
         .to_string()
     };
-    let (status, body) = post(&addr, &message(&root));
+    let (status, body) = server.post(None, &message(&root));
     assert_eq!(status, 200, "{body}");
     let table = root.to_str().unwrap();
     let mut args = vec!["check", table];
@@ -72,12 +42,10 @@ fn serve_moves_the_pointer_before_it_answers_and_refuses_a_second_table() {
     assert_eq!(code, 0, "{text}");
 
     // A second table's callback under the same name: refused, nothing published.
-    let (status, body) = post(&addr, &message(&other));
+    let (status, body) = server.post(None, &message(&other));
     assert_eq!(status, 500, "{body}");
     assert!(body.contains("not this table's metadata folder"), "{body}");
     assert!(!other.join("metadata").exists());
-    server.kill().unwrap();
-    let _ = server.wait();
 }
 
 #[test]

@@ -182,42 +182,16 @@ fn rebuild(table: &Path, old_metadata: &BTreeMap<PathBuf, Vec<u8>>) -> PathBuf {
 
 /// `xlake serve` answering Hudi's commit callback for `instant` of `table`: status, body.
 fn serve_callback(table: &Path, instant: &str) -> (u16, String) {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_xlake"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--insecure-no-key",
-            "--allow",
-        ])
-        .arg(table)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_string();
+    let server = common::serve::Server::start(
+        &[
+            std::ffi::OsStr::new("--insecure-no-key"),
+            "--allow".as_ref(),
+            table.as_os_str(),
+        ],
+        None,
+    );
     let body = serde_json::json!({"commitTime": instant, "basePath": s(table)}).to_string();
-    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
-    write!(
-        stream,
-        "POST /hudi HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    server.kill().unwrap();
-    let _ = server.wait();
-    let status = response.split_whitespace().nth(1).unwrap().parse().unwrap();
-    (status, response)
+    server.post(None, &body)
 }
 
 #[test]

@@ -4,6 +4,7 @@
 pub mod delta;
 pub mod foundation;
 pub mod hudi;
+pub mod serve;
 
 /// Run the `xlake` binary; its exit code and stdout followed by stderr.
 pub fn xlake(args: &[&str]) -> (i32, String) {
