@@ -14,7 +14,7 @@ use hmac::{KeyInit, Mac};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::uri::{redact, CatalogTarget};
+use crate::uri::{http_client, CatalogTarget};
 use crate::{Catalog, CatalogError, Pointer, Result, Swap, TableIdent};
 
 type HmacSha256 = hmac::Hmac<Sha256>;
@@ -43,13 +43,7 @@ impl GlueCatalog {
             .uri
             .trim_start_matches("glue://")
             .trim_end_matches('/');
-        let http = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(30))
-            .build()
-            .map_err(|e| CatalogError::Config {
-                catalog: redact(&target.uri),
-                reason: e.to_string(),
-            })?;
+        let http = http_client(target)?;
         Ok(Self {
             uri: target.uri.clone(),
             catalog_id: (!id.is_empty()).then(|| id.to_string()),

@@ -20,7 +20,7 @@ use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde_json::{json, Value};
 use tokio::sync::OnceCell;
 
-use crate::uri::{redact, CatalogTarget};
+use crate::uri::{http_client, redact, CatalogTarget};
 use crate::{Catalog, CatalogError, Pointer, Result, Swap, TableIdent};
 
 /// A session: the prefix and the authorization header.
@@ -48,13 +48,7 @@ impl RestCatalog {
             .unwrap_or(&target.uri)
             .trim_end_matches('/')
             .to_string();
-        let http = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(30))
-            .build()
-            .map_err(|e| CatalogError::Config {
-                catalog: redact(&target.uri),
-                reason: e.to_string(),
-            })?;
+        let http = http_client(target)?;
         Ok(Self {
             base,
             uri: redact(&target.uri),

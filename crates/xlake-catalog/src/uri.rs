@@ -71,6 +71,19 @@ impl CatalogTarget {
     }
 }
 
+/// The HTTP client a network catalog (REST, Glue) talks through: one 30 s timeout per
+/// request; a client that cannot be built is a configuration error naming the catalog.
+#[cfg(any(feature = "rest", feature = "glue"))]
+pub(crate) fn http_client(target: &CatalogTarget) -> crate::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .map_err(|e| crate::CatalogError::Config {
+            catalog: redact(&target.uri),
+            reason: e.to_string(),
+        })
+}
+
 /// The URI without a password (how messages name a catalog).
 pub fn redact(uri: &str) -> String {
     match url::Url::parse(uri) {
