@@ -66,6 +66,20 @@ pub struct WriterArg {
     pub single_writer: bool,
 }
 
+/// What every command that mirrors commits (sync, commit, serve) is told: the view, the
+/// format version, the catalog entry and the single-writer promise.
+#[derive(Args)]
+pub struct MirrorArgs {
+    #[command(flatten)]
+    pub view: ViewArg,
+    #[command(flatten)]
+    pub target: FormatVersionArg,
+    #[command(flatten)]
+    pub catalog: CatalogArgs,
+    #[command(flatten)]
+    pub writer: WriterArg,
+}
+
 /// The Iceberg format version a sync writes.
 #[derive(Args, Default)]
 pub struct FormatVersionArg {
@@ -111,8 +125,6 @@ pub enum Command {
     Sync {
         #[command(flatten)]
         table: TableArg,
-        #[command(flatten)]
-        view: ViewArg,
         /// Do not check that live data files exist (a copy of the log without the data).
         #[arg(long)]
         skip_file_check: bool,
@@ -130,11 +142,7 @@ pub enum Command {
         #[arg(long, value_name = "FORMAT")]
         format: Option<String>,
         #[command(flatten)]
-        target: FormatVersionArg,
-        #[command(flatten)]
-        catalog: CatalogArgs,
-        #[command(flatten)]
-        writer: WriterArg,
+        mirror: MirrorArgs,
     },
     /// In-commit mode, the last step of a write job: mirror everything pending up to this
     /// commit; exit 0 only if the commit then has its Iceberg snapshot.
@@ -151,13 +159,7 @@ pub enum Command {
         #[arg(long)]
         version: Option<u64>,
         #[command(flatten)]
-        view: ViewArg,
-        #[command(flatten)]
-        target: FormatVersionArg,
-        #[command(flatten)]
-        catalog: CatalogArgs,
-        #[command(flatten)]
-        writer: WriterArg,
+        mirror: MirrorArgs,
     },
     /// The long-running service: answers Hudi's write-commit callback
     /// (`hoodie.write.commit.callback.http.url`) by mirroring each commit before answering
@@ -212,13 +214,7 @@ pub enum Command {
         #[arg(long, default_value_t = 64 << 20)]
         max_body: usize,
         #[command(flatten)]
-        view: ViewArg,
-        #[command(flatten)]
-        target: FormatVersionArg,
-        #[command(flatten)]
-        catalog: CatalogArgs,
-        #[command(flatten)]
-        writer: WriterArg,
+        mirror: MirrorArgs,
     },
     /// The scheduled job: sync every table listed in a TOML config, a few at a time.
     /// One table's failure never stops the others; each is reported.

@@ -18,7 +18,7 @@ use xlake_sync::serve::{bind, serve, MetricsEndpoint, ServeConfig};
 use xlake_sync::snapshots::snapshots;
 use xlake_sync::{check_with, mirror_commit, sync, SyncOptions};
 
-use crate::args::{CatalogArgs, Command, FormatVersionArg, TableArg, ViewArg, WriterArg};
+use crate::args::{CatalogArgs, Command, MirrorArgs, TableArg, ViewArg, WriterArg};
 use crate::demo::{self, DemoError};
 use crate::out::outln;
 use crate::print;
@@ -59,14 +59,11 @@ pub async fn run(command: Command) -> Outcome {
         Command::Demo { dir } => demo(&dir).await,
         Command::Sync {
             table: TableArg { table },
-            view,
             skip_file_check,
             from_latest,
             rebuild,
             format,
-            target: FormatVersionArg { format_version },
-            catalog,
-            writer,
+            mirror,
         } => {
             source_table_of(&table, format.as_deref()).await?;
             let options = SyncOptions {
@@ -74,9 +71,7 @@ pub async fn run(command: Command) -> Outcome {
                 skip_file_check,
                 from_latest,
                 rebuild,
-                catalog: catalog_target(&catalog)?,
-                format_version,
-                ..options(&view, &writer)
+                ..mirror_options(&mirror)?
             };
             sync_and_print(&table, &options).await
         }
@@ -84,17 +79,10 @@ pub async fn run(command: Command) -> Outcome {
             table: TableArg { table },
             instant,
             version,
-            view,
-            target: FormatVersionArg { format_version },
-            catalog,
-            writer,
+            mirror,
         } => {
             source_table(&table).await?;
-            let options = SyncOptions {
-                catalog: catalog_target(&catalog)?,
-                format_version,
-                ..options(&view, &writer)
-            };
+            let options = mirror_options(&mirror)?;
             let commit =
                 instant.unwrap_or_else(|| version.map(|v| v.to_string()).unwrap_or_default());
             let mut progress = Progress::new();
@@ -126,10 +114,7 @@ pub async fn run(command: Command) -> Outcome {
             header_timeout,
             body_timeout,
             max_body,
-            view,
-            target: FormatVersionArg { format_version },
-            catalog,
-            writer,
+            mirror,
         } => {
             let jobs = config.as_deref().map(read_job_config).transpose()?;
             let key = Key::configured(
@@ -147,11 +132,7 @@ pub async fn run(command: Command) -> Outcome {
             let settings = ServeConfig {
                 key,
                 allowed: Allowed::for_service(&allow, jobs.as_ref()).map_err(usage)?,
-                options: SyncOptions {
-                    catalog: catalog_target(&catalog)?,
-                    format_version,
-                    ..options(&view, &writer)
-                },
+                options: mirror_options(&mirror)?,
                 concurrency: concurrency
                     .or(jobs.as_ref().map(|j| j.concurrency))
                     .unwrap_or(4),
@@ -270,6 +251,16 @@ fn options(view: &ViewArg, writer: &WriterArg) -> SyncOptions {
         single_writer: writer.single_writer,
         ..Default::default()
     }
+}
+
+/// The sync options the mirroring commands share (view, format version, catalog entry,
+/// single writer); bad catalog options are a usage error (exit 2).
+fn mirror_options(m: &MirrorArgs) -> Result<SyncOptions, Failure> {
+    Ok(SyncOptions {
+        catalog: catalog_target(&m.catalog)?,
+        format_version: m.target.format_version,
+        ..options(&m.view, &m.writer)
+    })
 }
 
 /// The catalog entry the options name, if any; bad options are a usage error (exit 2).
