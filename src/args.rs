@@ -300,6 +300,24 @@ pub enum Command {
         #[command(flatten)]
         writer: WriterArg,
     },
+    /// Upgrade the Iceberg mirror to a newer format version now, in one new
+    /// `vN.metadata.json` with the same snapshots (a sync with --format-version does the
+    /// same before mirroring). Never downgrades. See docs/iceberg-v3.md.
+    #[command(
+        after_help = "Examples:\n  xlake upgrade /data/events --format-version 3\n  xlake upgrade /data/events --format-version 3 --catalog sqlite:///var/lib/xlake/catalog.db --catalog-table lake.events"
+    )]
+    Upgrade {
+        #[command(flatten)]
+        table: TableArg,
+        /// The Iceberg format version to move to.
+        #[arg(long, required = true, value_parser = clap::value_parser!(u8).range(2..=3))]
+        format_version: u8,
+        /// The catalog entry to move to the version the upgrade publishes.
+        #[command(flatten)]
+        catalog: CatalogArgs,
+        #[command(flatten)]
+        writer: WriterArg,
+    },
     /// Delete orphan metadata files (left by lost races and crashes): files under
     /// `metadata/` that no retained `vN.metadata.json` references. Never data files.
     #[command(

@@ -213,6 +213,15 @@ pub async fn run(command: Command) -> Outcome {
             let catalog = catalog_target(&catalog)?;
             expire(&table, keep_snapshots, max_snapshot_age, catalog, &writer).await
         }
+        Command::Upgrade {
+            table: TableArg { table },
+            format_version,
+            catalog,
+            writer,
+        } => {
+            let catalog = catalog_target(&catalog)?;
+            upgrade(&table, format_version, catalog, &writer).await
+        }
         Command::Cleanup {
             table: TableArg { table },
             orphans: _,
@@ -429,6 +438,32 @@ async fn expire(
         expired.snapshots.len(),
         expired.deleted_files.len()
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn upgrade(
+    table: &str,
+    to: u8,
+    catalog: Option<xlake_catalog::CatalogTarget>,
+    writer: &WriterArg,
+) -> Outcome {
+    let store = any_table(table)
+        .await?
+        .store
+        .with_single_writer(writer.single_writer);
+    let done = xlake_sync::upgrade::upgrade(&store, to, catalog.as_ref()).await?;
+    print::catalog_advanced(done.catalog.as_ref());
+    match done.version {
+        Some(v) => outln!(
+            "{table}: upgraded the Iceberg table from format version {} to {} in metadata/v{v}.metadata.json; existing position-delete files stay valid for the snapshots that hold them, new deletion vectors are written as Puffin deletion vectors",
+            done.from,
+            done.to
+        ),
+        None => outln!(
+            "{table}: already at Iceberg format version {}: nothing to upgrade",
+            done.from
+        ),
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -126,6 +126,7 @@ fn a_closed_pipe_ends_every_printing_command_quietly_with_141() {
         vec!["inspect", t, "--json"],
         vec!["expire", t],
         vec!["cleanup", t, "--dry-run"],
+        vec!["upgrade", t, "--format-version", "3"],
         vec!["run", "--config", c, "--once"],
         // Would run forever: the closed pipe ends them at the first line.
         vec!["run", "--config", c, "--every", "1s"],
@@ -214,6 +215,7 @@ fn every_wrong_location_exits_2_with_one_clear_line() {
             vec!["inspect", location],
             vec!["snapshots", location],
             vec!["expire", location],
+            vec!["upgrade", location, "--format-version", "3"],
             vec!["cleanup", location],
         ] {
             // With warnings on, a retried request would show.
@@ -390,6 +392,7 @@ fn help_texts_are_pinned() {
         "check",
         "inspect",
         "expire",
+        "upgrade",
         "cleanup",
         "snapshots",
     ];

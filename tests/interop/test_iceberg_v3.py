@@ -122,6 +122,37 @@ def test_upgraded_table_reads_every_old_and_new_snapshot(upgraded, engines, engi
     rows_match(engines(engine), table, delta.snapshot_versions(table), f"{NAME} (v2 -> v3)")
 
 
+@pytest.fixture(scope="module")
+def upgraded_by_command(tmp_path_factory):
+    """The fixture mirrored as v2 up to version 3, upgraded by `xlake upgrade` (nothing
+    mirrored by it), then synced as v3 by a plain sync (the table's own version)."""
+    table = delta.extract(NAME, tmp_path_factory.mktemp("upgrade-cmd"))
+    assert xlake("commit", table, "--version", "3").returncode == 0
+    before = metadata(table)
+    result = xlake("upgrade", table, "--format-version", "3")
+    assert result.returncode == 0, result.stderr
+    assert "from format version 2 to 3" in result.stdout, result.stdout
+    after = metadata(table)
+    assert after["format-version"] == 3
+    assert after["snapshots"] == before["snapshots"]
+    again = xlake("upgrade", table, "--format-version", "3")
+    assert again.returncode == 0 and "nothing to upgrade" in again.stdout, again.stdout
+    down = xlake("upgrade", table, "--format-version", "2")
+    assert down.returncode == 1 and "never downgraded" in down.stderr, down.stderr
+    assert metadata(table) == after
+    rest = xlake("sync", table)
+    assert rest.returncode == 0, rest.stderr
+    assert metadata(table)["format-version"] == 3
+    return table
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_upgrade_command_keeps_every_snapshot_readable(upgraded_by_command, engines, engine):
+    table = upgraded_by_command
+    assert list(pathlib.Path(table, "metadata").glob("*.puffin"))
+    rows_match(engines(engine), table, delta.snapshot_versions(table), f"{NAME} (xlake upgrade)")
+
+
 def test_a_vector_with_a_wrong_crc_stops_the_sync_at_its_version(tmp_path):
     table = delta.extract(NAME, tmp_path)
     # Version 4's vector (cardinality 2, the larger of the two files).

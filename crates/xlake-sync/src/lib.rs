@@ -19,6 +19,7 @@
 //! | [`locate`](locate::locate) | what a location holds (source table, Iceberg metadata), before a command acts |
 //! | [`rebuild`] | `sync --rebuild`: a copied or moved table mirrored afresh at its new place |
 //! | [`serve`] | the long-running service: Hudi's write-commit callback, scheduled sync, check, metrics |
+//! | [`upgrade`](upgrade::upgrade) | `xlake upgrade`: a newer Iceberg format version, at once |
 //! | [`sources`] | the registry of source formats: the only module naming Hudi and Delta |
 //! | [`SyncError`] | errors of the engine and of the crates it drives |
 //!
@@ -36,6 +37,7 @@ pub mod rebuild;
 pub mod serve;
 pub mod snapshots;
 pub mod sources;
+pub mod upgrade;
 
 pub use check::{check, check_with, CheckReport};
 

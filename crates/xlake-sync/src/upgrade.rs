@@ -1,0 +1,75 @@
+//! `xlake upgrade`: move a mirror to a newer Iceberg format version on its own, without
+//! waiting for the next source commit (a sync with `--format-version` does the same as
+//! its first step).
+//!
+//! The upgrade is one new `vN.metadata.json` with the same snapshots, published through
+//! the same put-if-absent commit point as every version; position-delete files stay
+//! valid for the snapshots holding them, later deletion vectors are Puffin. A downgrade
+//! is refused; a table already at the version is left as it is.
+
+use serde::Serialize;
+use xlake_catalog::{Advanced, CatalogTarget};
+use xlake_iceberg::v3::{format_version, version_number};
+use xlake_iceberg::{IcebergError, IcebergTable};
+use xlake_storage::TableStore;
+
+use crate::{catalog, SyncError};
+
+/// What an upgrade did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Upgraded {
+    /// The format version the table was at.
+    pub from: u8,
+    /// The format version it is at now.
+    pub to: u8,
+    /// The `vN` the upgrade published; `None` when the table was already at `to`.
+    pub version: Option<u64>,
+    /// What was done to the catalog entry, when one was named.
+    #[serde(skip)]
+    pub catalog: Option<Advanced>,
+}
+
+/// Upgrade the mirror in `store` to format version `to`. A table with no Iceberg
+/// metadata yet is an error (the first sync with `--format-version` writes that version).
+pub async fn upgrade(
+    store: &TableStore,
+    to: u8,
+    target: Option<&CatalogTarget>,
+) -> Result<Upgraded, SyncError> {
+    let table = store.location().to_string();
+    let asked = format_version(to).map_err(|reason| IcebergError::FormatVersion {
+        table: table.clone(),
+        asked: to,
+        reason,
+    })?;
+    let entry = match target {
+        Some(t) => {
+            let entry = catalog::Entry::open(t)?;
+            entry.precheck(store).await?;
+            Some(entry)
+        }
+        None => None,
+    };
+    let iceberg = IcebergTable::new(store.clone()).format_version(asked);
+    let Some(mut loaded) = iceberg.load().await? else {
+        return Err(IcebergError::FormatVersion {
+            table,
+            asked: to,
+            reason: format!("there is no Iceberg metadata to upgrade yet; `xlake sync --format-version {to}` writes a version-{to} mirror"),
+        }
+        .into());
+    };
+    iceberg.heal_hint(&mut loaded).await?;
+    let from = version_number(loaded.metadata.format_version());
+    let upgraded = iceberg.upgrade(&loaded).await?;
+    let mut done = Upgraded {
+        from,
+        to: from.max(to),
+        version: upgraded.map(|u| u.version),
+        catalog: None,
+    };
+    if let Some(entry) = entry {
+        done.catalog = entry.advance(store).await?;
+    }
+    Ok(done)
+}
