@@ -236,6 +236,10 @@ pub enum Command {
         /// With --every: serve /healthz, /readyz and /metrics on this address.
         #[arg(long, requires = "every")]
         metrics_listen: Option<String>,
+        /// With --every: also check every table (as `xlake check`), after a cycle, at most
+        /// this often (`10m`); lag and results go to the output and /metrics.
+        #[arg(long, value_name = "INTERVAL", requires = "every", value_parser = parse_interval)]
+        check_every: Option<Duration>,
     },
     /// Check that every completed source commit has exactly one Iceberg snapshot, in order.
     /// Exit 0: consistent; 1: violations (missing, unknown, duplicated, out of order,

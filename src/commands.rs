@@ -164,7 +164,11 @@ pub async fn run(command: Command) -> Outcome {
             once,
             every,
             metrics_listen,
-        } => job(&config, every.filter(|_| !once), metrics_listen).await,
+            check_every,
+        } => {
+            let every = every.filter(|_| !once);
+            job(&config, every, metrics_listen, check_every).await
+        }
         Command::Check {
             table: TableArg { table },
             deep,
@@ -364,7 +368,12 @@ fn read_job_config(config: &Path) -> Result<JobConfig, Failure> {
     JobConfig::parse(&text).map_err(|e| usage(format!("{}: {e}", config.display())))
 }
 
-async fn job(config: &Path, every: Option<Duration>, metrics_listen: Option<String>) -> Outcome {
+async fn job(
+    config: &Path,
+    every: Option<Duration>,
+    metrics_listen: Option<String>,
+    check_every: Option<Duration>,
+) -> Outcome {
     let config = read_job_config(config)?;
     let endpoint = match metrics_listen {
         Some(address) => {
@@ -375,6 +384,7 @@ async fn job(config: &Path, every: Option<Duration>, metrics_listen: Option<Stri
         None => None,
     };
     let mut signals = StopSignals::install()?;
+    let mut last_check: Option<std::time::Instant> = None;
     loop {
         let results = run_once(&config, |r| {
             print::table_result(r);
@@ -397,8 +407,31 @@ async fn job(config: &Path, every: Option<Duration>, metrics_listen: Option<Stri
         let Some(interval) = every else {
             return Ok(exit(failed == 0));
         };
+        let due = check_every.is_some_and(|c| last_check.is_none_or(|t| t.elapsed() >= c));
+        if due {
+            last_check = Some(std::time::Instant::now());
+            check_tables(&config, endpoint.as_ref()).await;
+        }
         if signals.within(interval).await {
             return Ok(ExitCode::SUCCESS);
+        }
+    }
+}
+
+/// The periodic check of `run --every --check-every`: a line per consistent table, the
+/// whole report for one that is not, a line for one that could not be checked.
+async fn check_tables(config: &JobConfig, endpoint: Option<&MetricsEndpoint>) {
+    for (location, report) in xlake_sync::job::check_tables(config).await {
+        if let Some(e) = endpoint {
+            e.checked(&location, report.as_ref());
+        }
+        match &report {
+            Ok(r) if r.consistent => outln!(
+                "check {location}: consistent (lag {} commits)",
+                r.lag_commits
+            ),
+            Ok(r) => print::check(r),
+            Err(e) => outln!("check {location}: could not check: {e}"),
         }
     }
 }

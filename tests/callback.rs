@@ -360,21 +360,27 @@ fn the_scheduled_job_serves_health_and_metrics() {
     .unwrap();
     let mut job = Command::new(env!("CARGO_BIN_EXE_xlake"))
         .args(["run", "--config", config.to_str().unwrap(), "--every", "1s"])
-        .args(["--metrics-listen", "localhost:0"])
+        .args(["--metrics-listen", "localhost:0", "--check-every", "1s"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(job.stdout.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
     let addr = first.strip_prefix("metrics on ").unwrap().to_string();
-    // The first cycle's summary line.
+    // The first cycle's summary line, then its check (--check-every).
     while !lines.next().unwrap().unwrap().contains("tables:") {}
+    let check = lines.next().unwrap().unwrap();
+    assert!(
+        check.starts_with("check ") && check.contains(": consistent"),
+        "{check}"
+    );
     let (status, text) = request(&addr, "GET", "/metrics", None, "");
     assert_eq!(status, 200);
     assert!(
         text.contains("xlake_snapshots_written_total{table="),
         "{text}"
     );
+    assert!(text.contains("xlake_check_result{table="), "{text}");
     assert_eq!(request(&addr, "GET", "/healthz", None, "").0, 200);
     let _ = job.kill();
     let _ = job.wait();

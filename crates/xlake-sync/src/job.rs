@@ -252,6 +252,19 @@ pub async fn sync_entry(entry: TableEntry) -> TableResult {
 }
 
 /// The expiry of one entry, now.
+/// One check of every table of the config, in order (the periodic check of `xlake run
+/// --every --check-every`): each table's report, or why it could not be checked.
+pub async fn check_tables(
+    config: &JobConfig,
+) -> Vec<(String, Result<crate::CheckReport, SyncError>)> {
+    let mut reports = Vec::new();
+    for entry in &config.tables {
+        let report = crate::check(&entry.location, &entry_options(entry), false).await;
+        reports.push((entry.location.clone(), report));
+    }
+    reports
+}
+
 async fn expire(entry: &TableEntry, options: &SyncOptions) -> Result<Expired, SyncError> {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -328,4 +328,10 @@ impl MetricsEndpoint {
     pub fn record(&self, result: &crate::job::TableResult) {
         schedule::record(&self.metrics, result);
     }
+
+    /// Record one table's check (lag, pending commits, result).
+    pub fn checked(&self, location: &str, report: Result<&crate::CheckReport, &SyncError>) {
+        let table = access::normalise(location).unwrap_or_else(|_| location.to_string());
+        self.metrics.checked(&table, report);
+    }
 }
