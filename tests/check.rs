@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::path::Path;
 
 use common::hudi::{data_instants, extract as extract_hudi, instant_files};
@@ -150,7 +149,7 @@ async fn replay(store: &TableStore) -> Vec<xlake_model::ChangeSet> {
     HudiSource::open(store.clone(), HudiOptions::default())
         .await
         .unwrap()
-        .change_sets(&BTreeSet::new())
+        .change_sets(&Default::default())
         .await
         .unwrap()
         .changes

@@ -14,6 +14,7 @@
 //! | [`partition_path`] | partition paths to typed partition values |
 //! | [`schema`] | Avro schemas to the neutral schema, `_hoodie_*` columns included |
 //! | [`source`] | [`HudiSource`]: open a table, replay its timeline into change sets |
+//! | `incremental` | a replay that starts after the newest mirrored instant, from the mirror's live files |
 //! | [`table_source`] | the engine's contract ([`xlake_source::TableSource`]) and the format's [`KIND`] |
 //!
 //! Only completed instants count; requested and inflight ones are pending. The metadata
@@ -23,6 +24,7 @@
 pub mod commit_metadata;
 pub mod error;
 pub mod file_group;
+mod incremental;
 pub mod instant;
 pub mod partition_path;
 pub mod properties;

@@ -3,8 +3,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use xlake_model::{
-    ChangeSet, CommitListing, DataFile, DeclaredTable, ListedCommit, Replay, Schema, SourceCommit,
+    ChangeSet, CommitListing, DataFile, DeclaredTable, ListedCommit, Replay, SourceCommit,
 };
+use xlake_source::MirrorState;
 use xlake_storage::{StorageError, TableStore};
 
 use crate::commit_metadata::{CommitMetadata, RestoreMetadata, RollbackMetadata};
@@ -24,7 +25,7 @@ pub use xlake_source::VIEW_NOTE;
 pub type HudiOptions = xlake_source::SourceOptions;
 
 /// What to do with a completed instant.
-enum Kind {
+pub(crate) enum Kind {
     /// Files changed by commit metadata (commit, deltacommit, replacecommit).
     Commit,
     /// Undo of earlier instants.
@@ -38,7 +39,7 @@ enum Kind {
 /// The actions that write data files (Hudi's write timeline).
 const WRITE_ACTIONS: [&str; 3] = ["commit", "deltacommit", "replacecommit"];
 
-fn kind(action: &str) -> Option<Kind> {
+pub(crate) fn kind(action: &str) -> Option<Kind> {
     Some(match action {
         "commit" | "deltacommit" | "replacecommit" => Kind::Commit,
         "rollback" => Kind::Rollback,
@@ -257,12 +258,22 @@ impl HudiSource {
     /// timeline, and for tables whose early instants are archived: the first change set
     /// then carries the whole state at the oldest retained instant, unless earlier
     /// instants are mirrored already). Also returns notes for the operator.
-    pub async fn change_sets(&self, mirrored: &BTreeSet<String>) -> Result<Replay<HudiError>> {
+    ///
+    /// Given the mirror's live files ([`MirrorState::live_files`]), a replay starts after
+    /// the newest mirrored instant where that gives the same change sets (see
+    /// [`incremental`](crate::incremental)).
+    pub async fn change_sets(&self, state: &MirrorState) -> Result<Replay<HudiError>> {
+        let mirrored = &state.commits;
         let mut groups = FileGroups::default();
-        let mut schema: Option<Schema> = None;
         let mut out = Vec::new();
         let mut notes = Vec::new();
-        let seed = self.archived_state(mirrored).await?;
+        let (first, seed, mut schema) = match self.incremental_start(state).await? {
+            Some(start) => {
+                groups.seed(start.seed);
+                (start.from, Vec::new(), Some(start.schema))
+            }
+            None => (0, self.archived_state(mirrored).await?, None),
+        };
         if !seed.is_empty() {
             notes.push(format!(
                 "early instants are archived: {} base files they left live are taken from the file listing{}",
@@ -288,7 +299,7 @@ impl HudiSource {
             Vec::new()
         };
         let replay: Result<()> = async {
-            for instant in &self.timeline.completed {
+            for instant in &self.timeline.completed[first..] {
                 let kind = kind(&instant.action).ok_or_else(|| {
                     self.instant_error(instant, format!("unknown action {:?}", instant.action))
                 })?;

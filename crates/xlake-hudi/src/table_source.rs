@@ -193,6 +193,10 @@ impl TableSource for HudiSource {
     }
 
     async fn replay(&self, mirrored: &MirrorState) -> Result<Replay<SourceError>, SourceError> {
-        Ok(self.change_sets(&mirrored.commits).await?.err_into())
+        Ok(self.change_sets(mirrored).await?.err_into())
+    }
+
+    fn wants_live_files(&self, mirrored: &MirrorState) -> bool {
+        self.incremental_base(mirrored).is_some()
     }
 }

@@ -1061,6 +1061,15 @@ impl IcebergTable {
         }
     }
 
+    /// The live data files of `loaded`'s current snapshot (location, row count); `None`
+    /// when it has no snapshot.
+    pub async fn current_files(&self, loaded: &LoadedTable) -> Result<Option<Vec<(String, u64)>>> {
+        match loaded.metadata.current_snapshot() {
+            Some(s) => Ok(Some(self.snapshot_entries(Some(s.as_ref())).await?)),
+            None => Ok(None),
+        }
+    }
+
     /// Number of manifests of the current snapshot.
     pub async fn current_manifests(&self) -> Result<usize> {
         let Some(loaded) = self.load().await? else {

@@ -76,6 +76,10 @@ pub struct MirrorState {
     /// The newest of them, with the notes its change set carried: a source that keeps no
     /// history (a plain folder of files) recognises the state it last gave by them.
     pub newest: Option<(String, BTreeMap<String, String>)>,
+    /// The data files live in the target's current snapshot (location, rows), given only
+    /// when the source asks for them ([`TableSource::wants_live_files`]): a source can
+    /// then start its replay after the newest mirrored commit instead of at its first.
+    pub live_files: Option<Vec<(String, u64)>>,
 }
 
 /// A source table opened for reading.
@@ -101,6 +105,13 @@ pub trait TableSource: Send + Sync {
     /// (so that readers find an empty table rather than none).
     async fn declared_table(&self) -> Result<Option<DeclaredTable>, SourceError> {
         Ok(None)
+    }
+
+    /// Whether the replay would use the target's live files ([`MirrorState::live_files`])
+    /// to start after the newest mirrored commit; decided from names alone. The engine
+    /// then reads them from the target's current snapshot before calling `replay`.
+    fn wants_live_files(&self, _mirrored: &MirrorState) -> bool {
+        false
     }
 
     /// Leave deletion vectors as the source stores them, undecoded (the target copies

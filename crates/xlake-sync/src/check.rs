@@ -278,6 +278,7 @@ async fn compare_files(
     let from_start = MirrorState {
         commits: BTreeSet::new(),
         newest: state.newest.clone(),
+        live_files: None,
     };
     let replay = source.replay(&from_start).await?;
     if let Some(e) = replay.stopped {

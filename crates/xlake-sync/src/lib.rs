@@ -397,7 +397,12 @@ async fn run(
         if version >= 3 {
             source.carry_deletion_vectors();
         }
-        let state = mirror_state(base.as_ref().filter(|_| !relocated));
+        let mut state = mirror_state(base.as_ref().filter(|_| !relocated));
+        if let Some(loaded) = base.as_ref().filter(|_| !relocated) {
+            if source.wants_live_files(&state) {
+                state.live_files = target.current_files(loaded).await?;
+            }
+        }
         let mirrored = &state.commits;
         let Replay {
             changes,
@@ -448,8 +453,10 @@ async fn run(
             None => {}
         }
         if report.written.is_empty() {
-            report.source_commits = changes.len();
-            report.already_mirrored = changes.len() - pending.len();
+            // Counted from the listing: a replay may give only the commits after the
+            // newest mirrored one.
+            report.source_commits = source.listing(&state)?.commits.len().max(changes.len());
+            report.already_mirrored = report.source_commits.saturating_sub(pending.len());
             report.notes = notes;
             report.notes.extend(upgrade_note.take());
         }
@@ -554,6 +561,7 @@ pub(crate) fn mirror_state(loaded: Option<&LoadedTable>) -> MirrorState {
             .filter_map(|(_, m)| m.source_identifier)
             .collect(),
         newest,
+        live_files: None,
     }
 }
 

@@ -1,0 +1,169 @@
+//! Incremental replay: a sync that starts after the newest mirrored instant, taking the
+//! live base files from the mirror's current snapshot instead of replaying every mirrored
+//! instant's commit metadata (whose cost grows with the active timeline).
+//!
+//! It applies only where the mirror's state is exactly the replayed state after that
+//! instant: the instant is still on the timeline, every completed instant between the
+//! oldest and the newest mirrored one is mirrored (no late completion, Hudi table version
+//! 6), no later rollback or restore undoes a mirrored instant, every live file has a Hudi
+//! base-file name, and a schema is found at or before the instant. Otherwise the replay
+//! starts at the timeline's first instant, as it always did.
+
+use std::collections::BTreeSet;
+
+use xlake_model::Schema;
+use xlake_source::MirrorState;
+
+use crate::commit_metadata::{CommitMetadata, RestoreMetadata, RollbackMetadata};
+use crate::error::Result;
+use crate::file_group::{parse_base_file_name, BaseFile};
+use crate::instant::Instant;
+use crate::schema::avro_to_schema;
+use crate::source::{kind, Kind};
+use crate::timeline::read_instant;
+use crate::HudiSource;
+
+/// Write instants looked back through for the schema before giving up on the shortcut.
+const SCHEMA_LOOKBACK: usize = 20;
+
+/// Where an incremental replay starts.
+#[derive(Debug)]
+pub(crate) struct Start {
+    /// Index in the completed timeline of the first instant to replay.
+    pub from: usize,
+    /// The live base files after the newest mirrored instant.
+    pub seed: Vec<BaseFile>,
+    /// The schema as of the newest mirrored instant.
+    pub schema: Schema,
+}
+
+impl HudiSource {
+    /// From names alone: the index of the newest mirrored instant when the timeline allows
+    /// starting after it (see the module doc), else `None`.
+    pub(crate) fn incremental_base(&self, mirrored: &MirrorState) -> Option<usize> {
+        let (newest, _) = mirrored.newest.as_ref()?;
+        let completed = &self.timeline().completed;
+        let at = completed.iter().position(|i| &i.requested == newest)?;
+        let snapshotted = |i: &Instant| {
+            matches!(
+                kind(&i.action),
+                Some(Kind::Commit | Kind::Rollback | Kind::Restore)
+            )
+        };
+        let oldest = completed
+            .iter()
+            .position(|i| mirrored.commits.contains(&i.requested))?;
+        let gap = completed[oldest..at]
+            .iter()
+            .any(|i| snapshotted(i) && !mirrored.commits.contains(&i.requested));
+        (!gap).then_some(at)
+    }
+
+    /// The start of an incremental replay, when the mirror's live files are given and the
+    /// shortcut applies; `None`: replay from the first instant.
+    pub(crate) async fn incremental_start(&self, mirrored: &MirrorState) -> Result<Option<Start>> {
+        let (Some(at), Some(live)) = (self.incremental_base(mirrored), &mirrored.live_files) else {
+            return Ok(None);
+        };
+        let completed = &self.timeline().completed;
+        if self
+            .undoes_mirrored(&completed[at + 1..], &mirrored.commits)
+            .await?
+        {
+            return Ok(None);
+        }
+        let Some(seed) = self.seed_from(live) else {
+            return Ok(None);
+        };
+        let Some(schema) = self.schema_at(&completed[..=at]).await? else {
+            return Ok(None);
+        };
+        Ok(Some(Start {
+            from: at + 1,
+            seed,
+            schema,
+        }))
+    }
+
+    /// Whether a rollback or restore among `later` undoes a mirrored instant (its effect
+    /// is then taken as a whole state, which needs the full replay).
+    async fn undoes_mirrored(
+        &self,
+        later: &[Instant],
+        mirrored: &BTreeSet<String>,
+    ) -> Result<bool> {
+        for instant in later {
+            let undone = match kind(&instant.action) {
+                Some(Kind::Rollback) => {
+                    let json = read_instant(self.store(), instant).await?;
+                    serde_json::from_value::<RollbackMetadata>(json)
+                        .ok()
+                        .map(|m| m.commits_rollback.unwrap_or_default())
+                }
+                Some(Kind::Restore) => {
+                    let json = read_instant(self.store(), instant).await?;
+                    serde_json::from_value::<RestoreMetadata>(json)
+                        .ok()
+                        .map(|m| m.rolled_back())
+                }
+                _ => continue,
+            };
+            // Unreadable metadata: the full replay reports it where it belongs.
+            match undone {
+                Some(ids) if ids.iter().all(|id| !mirrored.contains(id)) => {}
+                _ => return Ok(true),
+            }
+        }
+        Ok(false)
+    }
+
+    /// The mirror's live files as base files, or `None` if one is not a Hudi base file of
+    /// this table (then the mirror is not what a replay would give).
+    fn seed_from(&self, live: &[(String, u64)]) -> Option<Vec<BaseFile>> {
+        live.iter()
+            .map(|(location, rows)| {
+                let path = self.store().relative(location)?;
+                let (partition, name) = path.rsplit_once('/').unwrap_or(("", path));
+                let (file_id, _) = parse_base_file_name(name)?;
+                Some(BaseFile {
+                    path: path.to_string(),
+                    partition: partition.to_string(),
+                    file_id: file_id.to_string(),
+                    // Only removed, never added again: its size is not needed.
+                    size: 0,
+                    records: Some(*rows),
+                })
+            })
+            .collect()
+    }
+
+    /// The schema the newest write instant in `upto` that records one records, as the
+    /// full replay would have it, or the table's create schema when none does; `None` when
+    /// it is not found within a few instants (the full replay looks further).
+    async fn schema_at(&self, upto: &[Instant]) -> Result<Option<Schema>> {
+        let meta_fields = self.config().meta_fields;
+        let writes: Vec<&Instant> = upto
+            .iter()
+            .rev()
+            .filter(|i| matches!(kind(&i.action), Some(Kind::Commit)))
+            .collect();
+        for instant in writes.iter().take(SCHEMA_LOOKBACK) {
+            let json = read_instant(self.store(), instant).await?;
+            let Ok(meta) = serde_json::from_value::<CommitMetadata>(json) else {
+                return Ok(None);
+            };
+            if let Some(text) = meta.schema() {
+                return Ok(avro_to_schema(text, meta_fields).ok());
+            }
+        }
+        // An older write instant may record the schema: the full replay finds it.
+        if writes.len() > SCHEMA_LOOKBACK {
+            return Ok(None);
+        }
+        Ok(self
+            .config()
+            .create_schema
+            .as_ref()
+            .and_then(|text| avro_to_schema(text, meta_fields).ok()))
+    }
+}
