@@ -6,11 +6,9 @@
 //! `cargo run --example foundation_table -- /tmp/xlake-foundation`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "../tests/common/foundation.rs"]
-mod foundation;
-
 use xlake_iceberg::IcebergTable;
 use xlake_storage::TableStore;
+use xlake_test_utils::foundation;
 
 #[tokio::main]
 async fn main() {

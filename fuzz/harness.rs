@@ -2,7 +2,7 @@
 //! input, each must return (an `Err` is a fine answer) and never panic.
 //!
 //! Shared by the cargo-fuzz targets (`fuzz/fuzz_targets/*.rs`) and by the replay of the
-//! committed corpora in `cargo test` (`tests/fuzz_corpora.rs`).
+//! committed corpora in `cargo test` (`tests/it/fuzz_corpora.rs`).
 
 use std::collections::HashMap;
 

@@ -35,10 +35,20 @@ pub mod expire;
 pub mod fidelity;
 pub mod footer;
 mod manifest;
+// Public only for the integration tests (feature `testing`).
+#[cfg(feature = "testing")]
 pub mod merge;
+#[cfg(not(feature = "testing"))]
+#[allow(unreachable_pub)]
+mod merge;
 pub mod orphans;
 pub mod partition;
+// Public only for the integration tests (feature `testing`).
+#[cfg(feature = "testing")]
 pub mod puffin;
+#[cfg(not(feature = "testing"))]
+#[allow(unreachable_pub)]
+mod puffin;
 pub mod relocation;
 pub mod schema;
 pub mod summary;

@@ -1,0 +1,243 @@
+//! The rest of the bad-input corpus (the Hudi and Delta log cases are in `hudi_sync.rs`
+//! and `delta_sync.rs`): a missing checkpoint part, our own metadata damaged, and a disk
+//! that fills up mid-commit. Each fails naming the table and the file, exits non-zero
+//! through the CLI, and leaves `metadata/` byte-identical.
+use crate::common;
+
+use std::path::Path;
+
+use xlake_sync::{sync, SyncOptions};
+use xlake_test_utils::metadata_snapshot;
+
+async fn sync_err(root: &Path) -> String {
+    sync(root.to_str().unwrap(), &SyncOptions::default(), |_| {})
+        .await
+        .map(|r| format!("unexpectedly synced: {r:?}"))
+        .unwrap_or_else(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn a_missing_checkpoint_part_names_the_part() {
+    let (_dir, root) = common::delta::extract("multi-part-checkpoint");
+    let log = root.join("_delta_log");
+    // The log must start at the checkpoint: without commit 0 it is the only way in.
+    std::fs::remove_file(log.join("00000000000000000000.json")).unwrap();
+    let part = "00000000000000000001.checkpoint.0000000002.0000000002.parquet";
+    std::fs::remove_file(log.join(part)).unwrap();
+    let err = sync_err(&root).await;
+    assert!(
+        err.contains(root.to_str().unwrap()) && err.contains(part),
+        "{err}"
+    );
+    assert!(metadata_snapshot(&root).is_empty(), "nothing written");
+    let (code, text) = common::xlake(&["sync", root.to_str().unwrap()]);
+    assert!(code != 0 && text.contains(part), "{code}: {text}");
+}
+
+#[tokio::test]
+async fn damaged_iceberg_metadata_is_named_and_left_alone() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    sync(root.to_str().unwrap(), &SyncOptions::default(), |_| {})
+        .await
+        .unwrap();
+    let metadata = root.join("metadata");
+    let hint = metadata.join("version-hint.text");
+    let version = std::fs::read_to_string(&hint).unwrap();
+    let current = metadata.join(format!("v{version}.metadata.json"));
+    let good = std::fs::read(&current).unwrap();
+    // One more source commit, so that a sync has something to write.
+    std::fs::write(
+        root.join("_delta_log/00000000000000000003.json"),
+        "{\"commitInfo\":{\"timestamp\":1700000000000}}\n",
+    )
+    .unwrap();
+
+    // A hint that is not a number.
+    std::fs::write(&hint, "banana").unwrap();
+    let before = metadata_snapshot(&root);
+    let err = sync_err(&root).await;
+    assert!(
+        err.contains("version-hint.text") && err.contains("banana"),
+        "{err}"
+    );
+    assert_eq!(metadata_snapshot(&root), before);
+    std::fs::write(&hint, &version).unwrap();
+
+    // The current metadata file cut in half.
+    std::fs::write(&current, &good[..good.len() / 2]).unwrap();
+    let before = metadata_snapshot(&root);
+    let err = sync_err(&root).await;
+    assert!(
+        err.contains(current.to_str().unwrap()) && err.contains(root.to_str().unwrap()),
+        "{err}"
+    );
+    assert_eq!(metadata_snapshot(&root), before);
+    let (code, text) = common::xlake(&["check", root.to_str().unwrap()]);
+    assert!(
+        code == 2 && text.contains(current.to_str().unwrap()),
+        "{code}: {text}"
+    );
+    std::fs::write(&current, &good).unwrap();
+
+    // `metadata` is a file, not a folder.
+    let aside = root.join("metadata.aside");
+    std::fs::rename(&metadata, &aside).unwrap();
+    std::fs::write(&metadata, b"not a folder").unwrap();
+    let err = sync_err(&root).await;
+    assert!(err.contains("metadata"), "{err}");
+    assert_eq!(std::fs::read(&metadata).unwrap(), b"not a folder");
+    std::fs::remove_file(&metadata).unwrap();
+    std::fs::rename(&aside, &metadata).unwrap();
+
+    // Repaired, the table syncs on.
+    common::sync_consistent(&root, 4, "repaired").await;
+}
+
+/// A tmpfs of `bytes`, unmounted when dropped.
+struct SmallDisk(tempfile::TempDir);
+
+impl SmallDisk {
+    fn mount(bytes: u64) -> Result<Self, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        Ok(Self(dir))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_disk_that_fills_up_mid_commit_fails_cleanly_and_the_next_sync_completes() {
+    // A real full disk: a small tmpfs (mounting needs root, which CI and these machines
+    // have; anywhere else the test says why it cannot run).
+    let disk = match SmallDisk::mount(8 << 20) {
+        Ok(disk) => disk,
+        Err(e) if !e.is_empty() && not_root() => {
+            eprintln!("not run: mounting a tmpfs needs root: {e}");
+            return;
+        }
+        Err(e) => panic!("cannot mount a tmpfs: {e}"),
+    };
+    // Version 0 mirrored or not; then the disk is filled but for `room` bytes, so that
+    // the sync of what is pending runs out of space at one write or another.
+    let (mut unchanged, mut cleaned_up, mut published_a_prefix) = (0, 0, 0);
+    for (case, (mirrored_first, room)) in [false, true]
+        .into_iter()
+        .flat_map(|m| [4096, 8192, 12288, 16384, 24576].map(|r| (m, r)))
+        .enumerate()
+    {
+        let (_dir, source) = common::delta::extract("partitioned_3commits");
+        let root = disk.0.path().join(format!("table{case}"));
+        copy_dir(&source, &root);
+        if mirrored_first {
+            let later = common::delta::set_aside(&root, &[1, 2], &disk.0.path().join("aside"));
+            sync(root.to_str().unwrap(), &SyncOptions::default(), |_| {})
+                .await
+                .unwrap();
+            common::delta::put_back(later);
+        }
+        let before = metadata_snapshot(&root);
+        let filler = disk.0.path().join("filler");
+        let free = {
+            let out = std::process::Command::new("df")
+                .args(["--output=avail", "-B1"])
+                .arg(disk.0.path())
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .nth(1)
+                .unwrap()
+                .trim()
+                .parse::<u64>()
+                .unwrap()
+        };
+        std::fs::write(&filler, vec![0u8; (free - room) as usize]).unwrap();
+
+        let err = sync_err(&root).await;
+        let what = format!("mirrored first: {mirrored_first}, room {room}");
+        assert!(
+            err.contains("No space left on device") && err.contains(root.to_str().unwrap()),
+            "{what}: {err}"
+        );
+        // What was there is untouched (the hint may name a newer version). A sync that
+        // ran out of space either left `metadata/` as it was, or published the commits
+        // staged before the failing write as one whole new version; no file written for
+        // what was not published is left (local disk says for sure when a write failed,
+        // so even a failed `vN` write is cleaned up).
+        let left = metadata_snapshot(&root);
+        let shown = |files: &[(String, Vec<u8>)]| {
+            files
+                .iter()
+                .map(|(n, b)| (n.clone(), b.len()))
+                .collect::<Vec<_>>()
+        };
+        let leftovers = common::leftovers(&root).await;
+        assert!(
+            before
+                .iter()
+                .all(|f| f.0 == "version-hint.text" || left.contains(f))
+                && leftovers.is_empty(),
+            "{what}: {err}\nbefore: {:?}\nafter: {:?}\nleft over: {leftovers:?}",
+            shown(&before),
+            shown(&left)
+        );
+        if left == before {
+            unchanged += 1;
+            cleaned_up += usize::from(!err.contains("-m0.avro"));
+        } else {
+            let new_version = left
+                .iter()
+                .any(|(n, _)| n.ends_with(".metadata.json") && !before.iter().any(|(b, _)| b == n));
+            assert!(
+                new_version,
+                "{what}: changed, yet no new version: {:?}",
+                shown(&left)
+            );
+            published_a_prefix += 1;
+        }
+
+        std::fs::remove_file(&filler).unwrap();
+        common::sync_consistent(&root, 3, &what).await;
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+    eprintln!("unchanged {unchanged} (after deleting written files: {cleaned_up}), a prefix published {published_a_prefix}");
+    assert!(
+        cleaned_up > 0,
+        "no case failed after a write it then had to delete"
+    );
+}
+
+fn not_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() != "0")
+        .unwrap_or(true)
+}

@@ -1,0 +1,159 @@
+//! Catalogs through the command line, on the embedded SQLite catalog: `serve` (in-commit
+//! mode over Hudi's callback) and `run` (the job file) keep the entry at the current
+//! version, and `check` says so; a foreign entry is refused by every mode before anything is
+//! published. Independent readers (pyiceberg, Spark) read by name in tests/interop.
+use crate::common;
+
+use common::serve::Server;
+
+fn catalog_args<'a>(uri: &'a str, table: &'a str) -> [&'a str; 4] {
+    ["--catalog", uri, "--catalog-table", table]
+}
+
+#[test]
+fn serve_moves_the_pointer_before_it_answers_and_refuses_a_second_table() {
+    let (_dir, root) = common::hudi::extract("sample_table_cow_v9_txns_simple_nometa");
+    let (_other_dir, other) = common::hudi::extract("sample_table_cow_v9_txns_simple_nometa");
+    let (last, action) = common::hudi::data_instants(&root).last().unwrap().clone();
+    let db = tempfile::tempdir().unwrap();
+    let uri = format!("sqlite://{}/c.db", db.path().display());
+    let catalog = catalog_args(&uri, "lake.txns");
+    let mut args: Vec<&std::ffi::OsStr> = vec!["--insecure-no-key".as_ref(), "--allow".as_ref()];
+    args.extend([root.as_os_str(), "--allow".as_ref(), other.as_os_str()]);
+    args.extend(catalog.iter().map(std::ffi::OsStr::new));
+    let server = Server::start(&args, None);
+    let message = |base: &std::path::Path| {
+        serde_json::json!({
+            "commitTime": last,
+            "tableName": "txns",
+            "basePath": format!("file:{}", base.display()),
+            "commitActionType": action,
+        })
+        .to_string()
+    };
+    let (status, body) = server.post(None, &message(&root));
+    assert_eq!(status, 200, "{body}");
+    let table = root.to_str().unwrap();
+    let mut args = vec!["check", table];
+    args.extend(catalog_args(&uri, "lake.txns"));
+    let (code, text) = common::xlake(&args);
+    assert_eq!(code, 0, "{text}");
+
+    // A second table's callback under the same name: refused, nothing published.
+    let (status, body) = server.post(None, &message(&other));
+    assert_eq!(status, 500, "{body}");
+    assert!(body.contains("not this table's metadata folder"), "{body}");
+    assert!(!other.join("metadata").exists());
+}
+
+#[test]
+fn the_job_registers_each_table_and_check_reports_a_lagging_pointer() {
+    let (_dir, root) = common::hudi::extract("sample_table_cow_v9_txns_simple_nometa");
+    let db = tempfile::tempdir().unwrap();
+    let uri = format!("sqlite://{}/c.db", db.path().display());
+    let config = db.path().join("tables.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[tables]]\nlocation = \"{}\"\ncatalog = \"{uri}\"\ncatalog_table = \"lake.txns\"\ncatalog_name = \"prod\"\n",
+            root.display()
+        ),
+    )
+    .unwrap();
+    let (code, text) = common::xlake(&["run", "--config", config.to_str().unwrap(), "--once"]);
+    assert_eq!(code, 0, "{text}");
+    let table = root.to_str().unwrap();
+    let check = |name: &str| {
+        let mut args = vec!["check", table, "--json", "--catalog-name", name];
+        args.extend(catalog_args(&uri, "lake.txns"));
+        common::xlake(&args)
+    };
+    let (code, text) = check("prod");
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("\"problem\": null"), "{text}");
+    // The catalog name matters: the default `xlake` catalog has no such entry.
+    let (code, text) = check("xlake");
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("no catalog entry"), "{text}");
+
+    // A version published without the catalog (as after a crash before the pointer moved).
+    let meta = root.join("metadata");
+    let hint: u64 = std::fs::read_to_string(meta.join("version-hint.text"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let (code, text) = common::xlake(&["expire", table, "--keep-snapshots", "3"]);
+    assert_eq!(code, 0, "{text}");
+    let (code, text) = check("prod");
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains(&format!("v{hint}, not the current v{}", hint + 1)),
+        "{text}"
+    );
+    // The next job cycle, with nothing to mirror, moves it.
+    let (code, text) = common::xlake(&["run", "--config", config.to_str().unwrap(), "--once"]);
+    assert_eq!(code, 0, "{text}");
+    let (code, text) = check("prod");
+    assert_eq!(code, 0, "{text}");
+    // `expire` given the catalog moves the pointer to the version it publishes.
+    let mut args = vec![
+        "expire",
+        table,
+        "--keep-snapshots",
+        "2",
+        "--catalog-name",
+        "prod",
+    ];
+    args.extend(catalog_args(&uri, "lake.txns"));
+    let (code, text) = common::xlake(&args);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("catalog: moved from"), "{text}");
+    let (code, text) = check("prod");
+    assert_eq!(code, 0, "{text}");
+}
+
+#[test]
+fn bad_catalog_options_fail_before_anything_is_published() {
+    let (_dir, root) = common::hudi::extract("sample_table_cow_v9_txns_simple_nometa");
+    let table = root.to_str().unwrap();
+    for (args, expect) in [
+        (
+            vec![
+                "--catalog",
+                "sqlite://relative.db",
+                "--catalog-table",
+                "a.b",
+            ],
+            "absolute",
+        ),
+        (
+            vec![
+                "--catalog",
+                "sqlite:///tmp/x.db",
+                "--catalog-table",
+                "nonamespace",
+            ],
+            "<namespace>.<name>",
+        ),
+        (
+            vec!["--catalog", "mysql://h/db", "--catalog-table", "a.b"],
+            "unknown catalog kind",
+        ),
+        (
+            vec![
+                "--catalog",
+                "sqlite:///nonexistent-dir/sub/c.db",
+                "--catalog-table",
+                "a.b",
+            ],
+            "a.b",
+        ),
+    ] {
+        let mut all = vec!["sync", table];
+        all.extend(args);
+        let (code, text) = common::xlake(&all);
+        assert_ne!(code, 0, "{text}");
+        assert!(text.contains(expect), "{expect}: {text}");
+        assert!(!root.join("metadata").exists(), "{text}");
+    }
+}

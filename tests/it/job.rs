@@ -1,0 +1,109 @@
+//! The scheduled job (`xlake run`): twenty tables, one broken.
+use crate::common;
+
+use std::process::Command;
+
+#[test]
+fn one_broken_table_never_stops_the_others_and_is_reported() {
+    let mut dirs = Vec::new();
+    let mut config = String::from("concurrency = 3\n");
+    for i in 0..19 {
+        let name = if i % 2 == 0 {
+            "simple_table"
+        } else {
+            "partitioned_3commits"
+        };
+        let (dir, root) = common::delta::extract(name);
+        config.push_str(&format!("[[tables]]\nlocation = \"{}\"\n", root.display()));
+        dirs.push(dir);
+    }
+    let broken = tempfile::tempdir().unwrap();
+    config.push_str(&format!(
+        "[[tables]]\nlocation = \"{}\"\n",
+        broken.path().display()
+    ));
+    let file = broken.path().join("tables.toml");
+    std::fs::write(&file, config).unwrap();
+
+    let out = Command::new(env!("CARGO_BIN_EXE_xlake"))
+        .args(["run", "--config", file.to_str().unwrap(), "--once"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("ok ")).count(),
+        19,
+        "{stdout}"
+    );
+    let failed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("FAILED")).collect();
+    assert_eq!(failed.len(), 1, "{stdout}");
+    assert!(failed[0].contains("not a Hudi or Delta table"), "{stdout}");
+    assert!(stdout.contains("20 tables: 19 synced"), "{stdout}");
+
+    // A second cycle finds the 19 up to date.
+    let again = Command::new(env!("CARGO_BIN_EXE_xlake"))
+        .args(["run", "--config", file.to_str().unwrap(), "--once"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert!(stdout.contains("(0 snapshots written)"), "{stdout}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_repeating_job_stops_on_sigterm() {
+    let (_dir, root) = common::delta::extract("simple_table");
+    let file = root.join("tables.toml");
+    std::fs::write(
+        &file,
+        format!("[[tables]]\nlocation = \"{}\"\n", root.display()),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xlake"))
+        .args(["run", "--config", file.to_str().unwrap(), "--every", "1h"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first cycle to finish (the table gets its metadata), then terminate.
+    for _ in 0..200 {
+        if root.join("metadata/version-hint.text").exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn the_job_expires_snapshots_as_each_table_asks() {
+    let (_a, kept) = common::delta::extract("partitioned_3commits");
+    let (_b, limited) = common::delta::extract("partitioned_3commits");
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        config.path(),
+        format!(
+            "[[tables]]\nlocation = \"{}\"\n[[tables]]\nlocation = \"{}\"\nkeep_snapshots = 1\n",
+            kept.display(),
+            limited.display()
+        ),
+    )
+    .unwrap();
+    let (code, out) =
+        common::xlake(&["run", "--config", config.path().to_str().unwrap(), "--once"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("3 snapshots written, 2 expired"), "{out}");
+    let snapshots = |root: &std::path::Path| {
+        common::xlake(&["snapshots", root.to_str().unwrap()])
+            .1
+            .matches("DELTA ")
+            .count()
+    };
+    assert_eq!((snapshots(&kept), snapshots(&limited)), (3, 1));
+}
