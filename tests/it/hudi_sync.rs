@@ -394,7 +394,7 @@ async fn an_incremental_replay_equals_the_full_one_after_every_instant() {
                 newest: Some((done.commit.id.clone(), done.notes.clone())),
                 live_files: Some(live.iter().map(|(p, n)| (store.absolute(p), *n)).collect()),
             };
-            if !source.wants_live_files(&state) {
+            if source.reads_saved_by_live_files(&state) == 0 {
                 continue;
             }
             used += 1;

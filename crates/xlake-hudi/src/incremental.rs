@@ -59,6 +59,16 @@ impl HudiSource {
         (!gap).then_some(at)
     }
 
+    /// How many instant files the shortcut saves reading (0: it does not apply).
+    pub(crate) fn incremental_saving(&self, mirrored: &MirrorState) -> usize {
+        self.incremental_base(mirrored).map_or(0, |at| {
+            self.timeline().completed[..=at]
+                .iter()
+                .filter(|i| kind(&i.action).is_some_and(|k| !matches!(k, Kind::Skip)))
+                .count()
+        })
+    }
+
     /// The start of an incremental replay, when the mirror's live files are given and the
     /// shortcut applies; `None`: replay from the first instant.
     pub(crate) async fn incremental_start(&self, mirrored: &MirrorState) -> Result<Option<Start>> {

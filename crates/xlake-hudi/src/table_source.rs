@@ -196,7 +196,7 @@ impl TableSource for HudiSource {
         Ok(self.change_sets(mirrored).await?.err_into())
     }
 
-    fn wants_live_files(&self, mirrored: &MirrorState) -> bool {
-        self.incremental_base(mirrored).is_some()
+    fn reads_saved_by_live_files(&self, mirrored: &MirrorState) -> usize {
+        self.incremental_saving(mirrored)
     }
 }

@@ -1061,13 +1061,28 @@ impl IcebergTable {
         }
     }
 
-    /// The live data files of `loaded`'s current snapshot (location, row count); `None`
-    /// when it has no snapshot.
-    pub async fn current_files(&self, loaded: &LoadedTable) -> Result<Option<Vec<(String, u64)>>> {
-        match loaded.metadata.current_snapshot() {
-            Some(s) => Ok(Some(self.snapshot_entries(Some(s.as_ref())).await?)),
-            None => Ok(None),
+    /// The live data files of `loaded`'s current snapshot (location, row count), read
+    /// only when it has at most `max_manifests` data manifests; `None` when it has more,
+    /// or no snapshot.
+    pub async fn current_files(
+        &self,
+        loaded: &LoadedTable,
+        max_manifests: usize,
+    ) -> Result<Option<Vec<(String, u64)>>> {
+        let Some(snapshot) = loaded.metadata.current_snapshot() else {
+            return Ok(None);
+        };
+        let list = read_manifest_list(&self.store, snapshot.manifest_list())
+            .await
+            .map_err(|e| self.corrupt(snapshot.manifest_list(), e))?;
+        let data = list
+            .iter()
+            .filter(|m| m.content == ManifestContentType::Data)
+            .count();
+        if data > max_manifests {
+            return Ok(None);
         }
+        Ok(Some(self.snapshot_entries(Some(snapshot.as_ref())).await?))
     }
 
     /// Number of manifests of the current snapshot.

@@ -77,7 +77,7 @@ pub struct MirrorState {
     /// history (a plain folder of files) recognises the state it last gave by them.
     pub newest: Option<(String, BTreeMap<String, String>)>,
     /// The data files live in the target's current snapshot (location, rows), given only
-    /// when the source asks for them ([`TableSource::wants_live_files`]): a source can
+    /// when the source asks for them ([`TableSource::reads_saved_by_live_files`]): a source can
     /// then start its replay after the newest mirrored commit instead of at its first.
     pub live_files: Option<Vec<(String, u64)>>,
 }
@@ -107,11 +107,12 @@ pub trait TableSource: Send + Sync {
         Ok(None)
     }
 
-    /// Whether the replay would use the target's live files ([`MirrorState::live_files`])
-    /// to start after the newest mirrored commit; decided from names alone. The engine
-    /// then reads them from the target's current snapshot before calling `replay`.
-    fn wants_live_files(&self, _mirrored: &MirrorState) -> bool {
-        false
+    /// How many of its own commit files the replay would not read if it were given the
+    /// target's live files ([`MirrorState::live_files`]) to start after the newest
+    /// mirrored commit; 0 when it would not use them. Decided from names alone. The
+    /// engine reads the live files first when that costs fewer reads than it saves.
+    fn reads_saved_by_live_files(&self, _mirrored: &MirrorState) -> usize {
+        0
     }
 
     /// Leave deletion vectors as the source stores them, undecoded (the target copies

@@ -398,10 +398,10 @@ async fn run(
             source.carry_deletion_vectors();
         }
         let mut state = mirror_state(base.as_ref().filter(|_| !relocated));
-        if let Some(loaded) = base.as_ref().filter(|_| !relocated) {
-            if source.wants_live_files(&state) {
-                state.live_files = target.current_files(loaded).await?;
-            }
+        // A manifest costs about as much as four small commit files to read and decode.
+        let saved = source.reads_saved_by_live_files(&state);
+        if let Some(loaded) = base.as_ref().filter(|_| !relocated && saved > 0) {
+            state.live_files = target.current_files(loaded, saved / 4).await?;
         }
         let mirrored = &state.commits;
         let Replay {
