@@ -130,8 +130,10 @@ impl IcebergTable {
         } else {
             change
         };
+        // 1. Schema and properties, bound to learn the ids manifests need.
         let mut plan = self.plan_schema(change, current)?;
         let bound = self.bind(draft, &plan, &frame)?;
+        // 2. Files and stats (3. with the delete files of rows deleted from them).
         let added = self
             .added_files(change, &bound, &plan.mapping, frame.v3())
             .await?;
@@ -141,14 +143,17 @@ impl IcebergTable {
             plan.properties
                 .insert(PARQUET_VECTORIZATION.into(), "false".into());
         }
+        // 3. Removed files: the parent manifests that hold them.
         let parents = self
             .parent_manifests(frame.parent.as_deref(), last_list)
             .await?;
         let removals = self.plan_removals(change, parents).await?;
         let adds = (!added.data.is_empty(), !added.deletes.is_empty());
+        // 4. Manifests and the manifest list.
         let written = self
             .write_manifests(&frame, &bound, added, removals)
             .await?;
+        // 5. Summary; the snapshot joins the draft.
         let summary = summary::snapshot_summary(change, &frame, &written, adds, &degraded);
         let snapshot = frame.snapshot(
             written.list.clone(),
