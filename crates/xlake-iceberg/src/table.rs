@@ -491,3 +491,57 @@ pub fn ancestry_of(m: &TableMetadata) -> Vec<(i64, i64, Option<SyncMetadata>)> {
     out.reverse();
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iceberg::spec::FormatVersion;
+    use xlake_model::{
+        DataFile, Field, PartitionSpec, PrimitiveType, Schema, SourceCommit, SourceFormat,
+    };
+
+    fn change(id: i64, path: &str) -> ChangeSet {
+        let commit = SourceCommit {
+            format: SourceFormat::new("DELTA"),
+            id: id.to_string(),
+            action: "WRITE".into(),
+            requested_ms: None,
+            commit_time_ms: 1_700_000_000_000 + id,
+        };
+        let schema = Schema::new(vec![Field::required("id", PrimitiveType::Long)]);
+        let mut change = ChangeSet::new(commit, schema, PartitionSpec::unpartitioned());
+        let mut file = DataFile::parquet(path, 100, Some(10));
+        file.column_stats = vec![("id".into(), Default::default())];
+        change.added = vec![file];
+        change
+    }
+
+    /// One upgrade path: a commit on an older table asked for a newer format version
+    /// upgrades it first with `upgrade`, in a version of its own holding the same
+    /// snapshots, then commits in the next; a downgrade is refused.
+    #[tokio::test]
+    async fn a_commit_asking_for_a_newer_format_version_upgrades_in_a_version_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let v2 = IcebergTable::new(store).verify_files(false);
+        let first = v2.commit(&change(1, "a.parquet")).await.unwrap();
+        assert_eq!(first.version, 1);
+        let v3 = v2.clone().format_version(FormatVersion::V3);
+        let second = v3.commit(&change(2, "b.parquet")).await.unwrap();
+        assert_eq!(second.version, 3);
+        let upgraded = std::fs::read(dir.path().join(metadata_file(2))).unwrap();
+        let upgraded = parse_metadata(&upgraded).unwrap();
+        assert_eq!(upgraded.format_version(), FormatVersion::V3);
+        assert_eq!(upgraded.current_snapshot_id(), Some(first.snapshot_id));
+        let loaded = v3.load().await.unwrap().unwrap();
+        assert_eq!(loaded.metadata.format_version(), FormatVersion::V3);
+        assert_eq!(
+            loaded.metadata.current_snapshot_id(),
+            Some(second.snapshot_id)
+        );
+        let downgrade = v2.format_version(FormatVersion::V2);
+        let err = downgrade.commit(&change(3, "c.parquet")).await.unwrap_err();
+        assert!(matches!(err, IcebergError::FormatVersion { .. }), "{err}");
+        assert_eq!(v3.load().await.unwrap().unwrap().version, 3);
+    }
+}
