@@ -1,6 +1,6 @@
 """Whole-process benchmarks of xlake against a pyiceberg baseline, printed as a table.
 
-    python benches/run.py [--quick] [--workdir DIR] [--skip-1m]
+    python benches/run.py [--quick] [--workdir DIR] [--skip-1m] [--incremental-only]
 
 Builds `xlake` in release mode (or runs XLAKE_BIN), generates Delta tables with
 gen_delta.py (cached in the work dir), and measures, each figure the median of several
@@ -11,6 +11,8 @@ runs in this one process so ratios compare like with like:
 - one incremental commit of 10 files (`xlake commit --version`) on tables of 1k, 100k and
   1M live files, with 1,000 and then 10 retained snapshots; the same with pyiceberg on
   the 10k-file table;
+- the floor of one commit on each of those tables: start the process plus one copy of the
+  current `vN.metadata.json` (see `floor`), and the ratios issue 16 asks for;
 - `xlake check` and `xlake check --deep` on 10,000 commits.
 
 --quick shrinks every shape by 10 (a smoke run of the script itself).
@@ -115,6 +117,24 @@ def incremental(path, runs, seed):
     return statistics.median(walls), max(rss)
 
 
+def floor(path, runs):
+    """The floor of one incremental commit on a table: start the xlake process (`xlake
+    --version`, timed like every figure here) plus one copy of its current
+    `vN.metadata.json` (read whole, written whole under another name, as a commit must
+    at least do). Medians of each, summed; (seconds, size of the file in KiB)."""
+    meta = path / "metadata"
+    current = meta / f"v{int((meta / 'version-hint.text').read_text())}.metadata.json"
+    starts = [measure("--version")[0] for _ in range(runs)]
+    copies = []
+    dest = path.parent / f"{path.name}.floor-copy.json"
+    for _ in range(runs):
+        start = time.perf_counter()
+        dest.write_bytes(current.read_bytes())
+        copies.append(time.perf_counter() - start)
+        dest.unlink()
+    return statistics.median(starts) + statistics.median(copies), current.stat().st_size / 1024
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
@@ -122,6 +142,8 @@ def main():
     p.add_argument("--workdir", default="/tmp/xlake-bench")
     p.add_argument("--no-baseline", action="store_true",
                    help="leave out pyiceberg (its 1,000-commit backfill takes ~11 min)")
+    p.add_argument("--incremental-only", action="store_true",
+                   help="only the incremental commits, their floors and ratios (section 2)")
     a = p.parse_args()
     scale = 10 if a.quick else 1
     workdir = pathlib.Path(a.workdir) / ("quick" if a.quick else "full")
@@ -134,6 +156,16 @@ def main():
         rows.append((what, value, note))
         print(f"  {what}: {value} {note}", flush=True)
 
+    if a.incremental_only:
+        incremental_section(a, scale, workdir, row)
+    else:
+        all_sections(a, scale, workdir, row)
+    print("\n| figure | value | note |\n|---|---|---|")
+    for what, value, note in rows:
+        print(f"| {what} | {value} | {note} |")
+
+
+def all_sections(a, scale, workdir, row):
     # 1. Backfill, xlake and pyiceberg.
     commits = 1000 // scale
     t = table(workdir, f"backfill_{commits}x10", commits, 10, rewrite_every=10)
@@ -175,12 +207,17 @@ def main():
         row("  the same with pyiceberg", f"{py_med * 1000:.0f} ms",
             f"(in-process, no interpreter start; ratio {py_med / x_inc:.1f}x)")
 
+    incremental_section(a, scale, workdir, row)
+    check_and_hudi(scale, workdir, row)
+
+
+def incremental_section(a, scale, workdir, row):
     # 2. Incremental commits at 1k, 100k, 1M live files.
     shapes = [(1000 // scale, 1, "1k"), (1000 // scale, 100, "100k")]
     if not a.skip_1m:
         shapes.append((1000 // scale, 1000, "1M"))
     # Labels name the full-scale sizes; --quick tables are ten times smaller.
-    results = {}
+    results, floors = {}, {}
     for commits, per, label in shapes:
         t = table(workdir, f"live_{commits}x{per}", commits, per)
         wall, rss, t = backfill(t, 1)
@@ -193,12 +230,26 @@ def main():
             results[(label, snapshots)] = inc
             row(f"one commit of 10 files, {label} live files, {snapshots} snapshots",
                 f"{inc * 1000:.0f} ms", f"(peak {rss:.0f} MiB)")
-    big = results.get(("100k", 1000 // scale))
-    small = results.get(("1k", 1000 // scale))
+            bottom, kib = floor(t, RUNS)
+            floors[(label, snapshots)] = bottom
+            row(f"  floor: start + copy of vN.metadata.json ({kib:.0f} KiB)",
+                f"{bottom * 1000:.1f} ms", f"(commit / floor {inc / bottom:.1f}x)")
+    many = 1000 // scale
+    big = results.get(("100k", many))
+    small = results.get(("1k", many))
     if big and small:
         row("100k / 1k ratio at 1,000 snapshots", f"{big / small:.2f}x",
             "(target <= 1.5x; 100k median target < 50 ms)")
+    if big and results.get(("1k", 10)):
+        row("100k files, 1,000 snapshots / 1k files, 10 snapshots",
+            f"{big / results[('1k', 10)]:.2f}x", "(issue 16 target <= 1.3x)")
+    if big and floors.get(("100k", many)):
+        row("100k files, 1,000 snapshots / its floor", f"{big / floors[('100k', many)]:.1f}x",
+            "(issue 16 target <= 3x)")
 
+
+
+def check_and_hudi(scale, workdir, row):
     # 3. check on 10,000 commits.
     commits = 10_000 // scale
     t = table(workdir, f"check_{commits}x1", commits, 1)
@@ -227,10 +278,6 @@ def main():
             walls.append(measure("commit", t, "--instant", ts)[0])
         row(f"hudi: one commit of 10 files after {commits} commits x {per} files",
             f"{statistics.median(walls) * 1000:.0f} ms")
-
-    print("\n| figure | value | note |\n|---|---|---|")
-    for what, value, note in rows:
-        print(f"| {what} | {value} | {note} |")
 
 
 if __name__ == "__main__":

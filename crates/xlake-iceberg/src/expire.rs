@@ -12,8 +12,9 @@ use iceberg::spec::{
 };
 
 use crate::error::Result;
+use crate::layout::{metadata_file, METADATA_DIR};
 use crate::manifest::{read_entries, read_manifest_list};
-use crate::table::{metadata_file, IcebergTable, FILE_CHECK_CONCURRENCY, METADATA_DIR};
+use crate::table::{IcebergTable, FILE_CHECK_CONCURRENCY};
 
 /// Limits on top of the files the source deleted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -4,23 +4,34 @@
 //! own `metadata/` folder, one snapshot per change set, referencing the source's data files
 //! in place. It knows nothing of Hudi or Delta.
 //!
+//! A commit is planned, then published, the way iceberg-rust splits its
+//! `SnapshotProducer`:
+//!
 //! | module | what it does |
 //! |---|---|
-//! | [`table`] | [`IcebergTable`]: load the current `vN.metadata.json`, commit a change set atomically |
+//! | [`table`] | [`IcebergTable`]: load the current `vN.metadata.json`; commit change sets (plan each, publish once) |
+//! | `plan` | the planner, one module per concern, run in order by `IcebergTable::stage`: |
+//! | `plan::schema` | … schema ids, partition spec, table properties and name mapping |
+//! | `plan::files` | … added files checked, measured (footers) and described with their stats |
+//! | `plan::deletes` | … rows deleted from added files; removed files and the manifests that hold them |
+//! | `plan::manifests` | … new, rewritten and merged manifests, and the manifest list |
+//! | `plan::summary` | … operation, summary counters, `XTABLE_METADATA`, `xlake.degraded` |
+//! | `publish` | the publisher: the commit point (put-if-absent of `vN.metadata.json`), `version-hint.text`, abandoning a failed commit's journal |
+//! | [`layout`] | the names: `metadata/`, `version-hint.text`, `vN.metadata.json`, manifests, lists, delete files |
 //! | [`encode`] | the bytes of `vN.metadata.json`: snapshots in commit order, as Java writes them |
 //! | [`relocation`] | a copied or moved table: its old metadata files, set aside for a rebuild |
 //! | [`schema`] | neutral schema to Iceberg schema with stable field ids; the name mapping, with reserved ids for file columns readers must skip |
 //! | [`partition`] | partition specs and partition tuples |
 //! | [`value`] | neutral values to Iceberg datums (bounds, partition values); bound truncation |
 //! | [`expire`] | snapshot expiry in step with the source's cleaner or vacuum, plus count and age limits |
-//! | [`deletes`] | position-delete files for rows a source deleted (Delta deletion vectors) |
+//! | [`deletes`] | the bytes of position-delete files for rows a source deleted (Delta deletion vectors) |
 //! | [`fidelity`] | Parquet layouts some readers misread (two-level lists, millisecond timestamps, nested fields without ids); `xlake.degraded` |
-//! | [`puffin`] | v3 deletion vectors: `deletion-vector-v1` blobs copied from the source, Puffin files |
-//! | [`v3`] | which format version a commit writes, upgrades in place, a snapshot's vectors |
+//! | `puffin` | v3 deletion vectors: `deletion-vector-v1` blobs copied from the source, Puffin files |
+//! | [`v3`] | which format version a commit writes, upgrades in place (the one upgrade path), a snapshot's vectors |
 //! | [`footer`] | record counts and column stats from Parquet footers, when the source has none |
 //! | [`summary`] | snapshot summary counters, `XTABLE_METADATA` ([`SyncMetadata`]) and `xlake.degraded` |
 //! | [`orphans`] | metadata files no retained version references (for cleanup) |
-//! | [`merge`] | merging small manifests, so manifest lists stay short as commits accumulate |
+//! | `merge` | merging small manifests, so manifest lists stay short as commits accumulate |
 //! | `manifest` | manifests and manifest lists via iceberg-rust's writers, persisted through [`xlake_storage`] |
 //! | [`error`] | [`IcebergError`]: every failure names the table, commit and file |
 //!
@@ -34,6 +45,7 @@ pub mod error;
 pub mod expire;
 pub mod fidelity;
 pub mod footer;
+pub mod layout;
 mod manifest;
 // Public only for the integration tests (feature `testing`).
 #[cfg(feature = "testing")]
@@ -43,6 +55,8 @@ pub mod merge;
 mod merge;
 pub mod orphans;
 pub mod partition;
+mod plan;
+mod publish;
 // Public only for the integration tests (feature `testing`).
 #[cfg(feature = "testing")]
 pub mod puffin;

@@ -14,7 +14,8 @@ use iceberg::spec::{ManifestContentType, ManifestFile, SchemaRef, TableMetadata}
 
 use crate::error::{IcebergError, Result};
 use crate::manifest::{read_entries, write_manifest};
-use crate::table::{schema_holding, IcebergTable};
+use crate::plan::schema_holding;
+use crate::table::IcebergTable;
 
 /// Small data manifests of one spec that trigger a merge (Iceberg's
 /// `commit.manifest.min-count-to-merge` default).

@@ -8,8 +8,9 @@ use chrono::DateTime;
 use xlake_storage::TableStore;
 
 use crate::error::{IcebergError, Result};
+use crate::layout::{version_of, METADATA_DIR};
 use crate::manifest::{read_entries, read_manifest_list};
-use crate::table::{parse_metadata, METADATA_DIR};
+use crate::table::parse_metadata;
 use iceberg::spec::ManifestContentType;
 
 /// A `vN.metadata.json` in `metadata/` written for another location.
@@ -23,10 +24,7 @@ pub struct ForeignVersion {
 
 /// Whether a table-relative path is a `vN.metadata.json`.
 pub(crate) fn is_version_file(path: &str) -> bool {
-    path.rsplit('/')
-        .next()
-        .and_then(|n| n.strip_prefix('v')?.strip_suffix(".metadata.json"))
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    version_of(path).is_some()
 }
 
 /// Every `vN.metadata.json` directly in `metadata/` whose location is not this table's.

@@ -16,10 +16,9 @@ use iceberg::spec::{
 use xlake_model::{ChangeSet, DataType, Field, PrimitiveType, TimeUnit};
 
 use crate::error::{IcebergError, Result};
+use crate::layout::{self, metadata_file};
 use crate::puffin::{frame_positions, read_vector, write_puffin, VectorBlob};
-use crate::table::{
-    metadata_file, IcebergTable, LoadedTable, FILE_CHECK_CONCURRENCY, METADATA_DIR,
-};
+use crate::table::{IcebergTable, LoadedTable, FILE_CHECK_CONCURRENCY};
 
 /// The format version xlake writes when nothing else is asked for.
 pub const DEFAULT_FORMAT_VERSION: FormatVersion = FormatVersion::V2;
@@ -175,10 +174,7 @@ impl IcebergTable {
             .collect()
             .await;
         let blobs = results.into_iter().collect::<Result<Vec<_>>>()?;
-        let puffin = self.store.absolute(&format!(
-            "{METADATA_DIR}/{}-dv.puffin",
-            uuid::Uuid::new_v4()
-        ));
+        let puffin = self.store.absolute(&layout::puffin_file());
         let cardinalities: Vec<u64> = blobs.iter().map(|b| b.cardinality).collect();
         let placed = write_puffin(&self.store, &puffin, blobs)
             .await

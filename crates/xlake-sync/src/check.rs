@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
+use xlake_iceberg::layout::{hint_text, VERSION_HINT};
 use xlake_iceberg::table::ancestry_of;
 use xlake_iceberg::{IcebergTable, LoadedTable};
 use xlake_model::CommitListing;
@@ -140,7 +141,7 @@ pub async fn check_with(
         .map(str::to_string);
     if let Some(loaded) = &loaded {
         // Readers other than Java read exactly the hint: it must name the current version.
-        let hint = store.get("metadata/version-hint.text").await.map_err(|e| match e {
+        let hint = store.get(VERSION_HINT).await.map_err(|e| match e {
             StorageError::NotFound { location } => StorageError::InvalidLocation {
                 location,
                 reason: "version-hint.text is missing: pyiceberg and DuckDB cannot find the current metadata".into(),
@@ -148,9 +149,9 @@ pub async fn check_with(
             other => other,
         })?;
         let hinted = String::from_utf8_lossy(&hint).to_string();
-        if hinted != loaded.version.to_string() {
+        if hinted != hint_text(loaded.version) {
             return Err(StorageError::InvalidLocation {
-                location: store.absolute("metadata/version-hint.text"),
+                location: store.absolute(VERSION_HINT),
                 reason: format!("holds {hinted:?} but the current metadata is v{}: readers that trust the hint see a stale table", loaded.version),
             }
             .into());

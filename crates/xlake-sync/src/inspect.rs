@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use xlake_iceberg::layout::{metadata_file, METADATA_DIR};
 use xlake_iceberg::orphans::orphan_files;
 use xlake_iceberg::summary::degraded_notes;
 use xlake_iceberg::IcebergError;
@@ -109,8 +110,8 @@ pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectRep
                 }
             }
         }
-        let metadata = store.list_recursive("metadata").await?;
-        let current_path = format!("metadata/v{}.metadata.json", loaded.version);
+        let metadata = store.list_recursive(METADATA_DIR).await?;
+        let current_path = metadata_file(loaded.version);
         report.iceberg = IcebergHealth {
             metadata: files(&metadata),
             version: Some(loaded.version),

@@ -1,0 +1,87 @@
+//! Where the Iceberg side of a table lives, by name: the `metadata/` folder,
+//! `version-hint.text`, `vN.metadata.json`, and the files a commit writes beside them
+//! (manifests, manifest lists, delete files). Paths are relative to the table's root.
+//! Everything else, in this crate and in `xlake-sync`, asks here instead of spelling them.
+
+/// The folder of the Iceberg metadata, beside the source's own.
+pub const METADATA_DIR: &str = "metadata";
+/// The file naming the current version: `N` with no newline (what pyiceberg and DuckDB
+/// read to find the table).
+pub const VERSION_HINT: &str = "metadata/version-hint.text";
+
+/// Relative path of `vN.metadata.json`.
+pub fn metadata_file(version: u64) -> String {
+    format!("{METADATA_DIR}/v{version}.metadata.json")
+}
+
+/// N of a path (relative or absolute) naming a `vN.metadata.json`; `None` for any other
+/// file, including metadata files other writers name their own way.
+pub fn version_of(path: &str) -> Option<u64> {
+    let digits = path
+        .rsplit('/')
+        .next()?
+        .strip_prefix('v')?
+        .strip_suffix(".metadata.json")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Whether a path names a table metadata file of any writer (`*.metadata.json`).
+pub fn is_metadata_json(path: &str) -> bool {
+    path.ends_with(".metadata.json")
+}
+
+/// The contents of `version-hint.text` for `version`: the number, no newline.
+pub fn hint_text(version: u64) -> String {
+    version.to_string()
+}
+
+/// The version `version-hint.text` names (surrounding whitespace allowed, as Java's
+/// `HadoopTableOperations` trims it).
+pub fn parse_hint(bytes: &[u8]) -> std::result::Result<u64, String> {
+    let text = String::from_utf8_lossy(bytes);
+    text.trim()
+        .parse::<u64>()
+        .map_err(|_| format!("expected a version number, found {text:?}"))
+}
+
+/// The `n`-th manifest a commit writes (`commit` is the commit's UUID).
+pub(crate) fn manifest_file(commit: &uuid::Uuid, n: usize) -> String {
+    format!("{METADATA_DIR}/{commit}-m{n}.avro")
+}
+
+/// The manifest list of a snapshot, as Java names it.
+pub(crate) fn manifest_list_file(snapshot_id: i64, commit: &uuid::Uuid) -> String {
+    format!("{METADATA_DIR}/snap-{snapshot_id}-1-{commit}.avro")
+}
+
+/// A fresh position-delete file (format version 2).
+pub(crate) fn position_delete_file() -> String {
+    format!("{METADATA_DIR}/{}-deletes.parquet", uuid::Uuid::new_v4())
+}
+
+/// A fresh Puffin file of deletion vectors (format version 3).
+pub(crate) fn puffin_file() -> String {
+    format!("{METADATA_DIR}/{}-dv.puffin", uuid::Uuid::new_v4())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        assert_eq!(metadata_file(12), "metadata/v12.metadata.json");
+        assert_eq!(version_of(&metadata_file(12)), Some(12));
+        assert_eq!(version_of("s3://b/t/metadata/v3.metadata.json"), Some(3));
+        assert_eq!(version_of("metadata/v.metadata.json"), None);
+        assert_eq!(version_of("metadata/v+1.metadata.json"), None);
+        assert_eq!(version_of("metadata/00001-abc.metadata.json"), None);
+        assert!(is_metadata_json("metadata/00001-abc.metadata.json"));
+        assert_eq!(parse_hint(hint_text(7).as_bytes()), Ok(7));
+        assert_eq!(parse_hint(b" 7\n"), Ok(7));
+        assert!(parse_hint(b"x").is_err());
+    }
+}

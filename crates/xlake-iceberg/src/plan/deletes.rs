@@ -1,0 +1,243 @@
+//! Deletes: what a commit takes away. Rows a source deleted from an added file become a
+//! position-delete file beside the metadata (format version 2; v3 tables get deletion
+//! vectors, see [`crate::v3`]). Files the source removed are found in the parent
+//! snapshot's manifests: the manifests that hold none are kept as they are, the others
+//! are rewritten with those entries deleted (with the delete files of the removed files).
+//!
+//! Which paths a manifest holds is remembered per process ([`PathCache`]), so a backfill
+//! that removes files reads each manifest once, not once per commit.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use iceberg::spec::{
+    DataContentType, DataFile as IcebergDataFile, DataFileBuilder, DataFileFormat,
+    ManifestContentType, ManifestEntry, ManifestFile, Snapshot,
+};
+use xlake_model::{ChangeSet, DataFile};
+
+use super::files::Invalid;
+use crate::deletes::position_delete_file;
+use crate::error::{IcebergError, Result};
+use crate::layout;
+use crate::manifest::{read_entries, read_manifest_list};
+use crate::table::IcebergTable;
+
+/// Per manifest read or written by this process, the paths its live entries are about
+/// (data file paths; for delete manifests, the data files deleted from). Manifests are
+/// immutable once written, so entries never go stale.
+pub(crate) type PathCache = Arc<Mutex<HashMap<String, Arc<HashSet<String>>>>>;
+
+/// The parent's manifests a commit keeps as they are, and those it rewrites.
+pub(super) struct Removals {
+    pub(super) kept: Vec<ManifestFile>,
+    pub(super) rewrites: Vec<Rewrite>,
+}
+
+/// A manifest holding removed files: its entries, and the keys (see [`entry_key`]) of
+/// those the commit deletes.
+pub(super) struct Rewrite {
+    pub(super) manifest: ManifestFile,
+    pub(super) entries: Vec<ManifestEntry>,
+    /// Whether it is a data manifest (else a delete manifest).
+    pub(super) data: bool,
+    pub(super) hits: HashSet<String>,
+}
+
+impl IcebergTable {
+    /// The delete file of the rows the source deleted from an added file, for a v2 table
+    /// (a v3 table gets deletion vectors instead: see `vector_deletes`).
+    pub(super) async fn position_deletes(
+        &self,
+        file: &DataFile,
+        (data, spec_id): (&IcebergDataFile, i32),
+        v3: bool,
+        invalid: &Invalid<'_>,
+    ) -> Result<Option<IcebergDataFile>> {
+        // A v2 table needs the deleted rows decoded: a vector the source left undecoded
+        // (for a v3 table) must never be dropped silently.
+        if !v3 && file.deleted_rows.is_empty() {
+            if let Some(dv) = file.deletion_vector.as_ref().filter(|d| d.cardinality > 0) {
+                return Err(invalid(format!(
+                    "its deletion vector ({} deleted rows) was not decoded, and a format version 2 table needs the rows",
+                    dv.cardinality
+                )));
+            }
+        }
+        if file.deleted_rows.is_empty() || v3 {
+            return Ok(None);
+        }
+        let record_count = data.record_count();
+        if let Some(beyond) = file.deleted_rows.iter().find(|&&p| p >= record_count) {
+            return Err(invalid(format!(
+                "deletes row {beyond} of a file of {record_count} rows"
+            )));
+        }
+        let location = data.file_path();
+        let bytes = position_delete_file(location, &file.deleted_rows).map_err(invalid)?;
+        let delete_path = self.store.absolute(&layout::position_delete_file());
+        let size = bytes.len() as u64;
+        self.store.put_if_absent(&delete_path, bytes).await?;
+        let deletes = DataFileBuilder::default()
+            .content(DataContentType::PositionDeletes)
+            .file_path(delete_path)
+            .file_format(DataFileFormat::Parquet)
+            .partition(data.partition().clone())
+            .partition_spec_id(spec_id)
+            .record_count(file.deleted_rows.len() as u64)
+            .file_size_in_bytes(size)
+            .referenced_data_file(Some(location.to_string()))
+            .build()
+            .map_err(|e| invalid(e.to_string()))?;
+        Ok(Some(deletes))
+    }
+
+    /// The manifests of the parent snapshot: those just staged in this batch if the parent
+    /// is the snapshot staged last, else read from its manifest list.
+    pub(super) async fn parent_manifests(
+        &self,
+        parent: Option<&Snapshot>,
+        last_list: Option<(String, Vec<ManifestFile>)>,
+    ) -> Result<Vec<ManifestFile>> {
+        Ok(match (parent, last_list) {
+            (Some(p), Some((list, manifests))) if list == p.manifest_list() => manifests,
+            (Some(p), _) => read_manifest_list(&self.store, p.manifest_list())
+                .await
+                .map_err(|e| self.corrupt(p.manifest_list(), e))?,
+            (None, _) => Vec::new(),
+        })
+    }
+
+    /// Which of the parent's `manifests` a commit removing `change.removed` keeps, and which
+    /// it rewrites; a removed file no manifest holds is an error. Manifests with no live
+    /// entry are dropped.
+    pub(super) async fn plan_removals(
+        &self,
+        change: &ChangeSet,
+        manifests: Vec<ManifestFile>,
+    ) -> Result<Removals> {
+        let mut to_remove: HashMap<String, bool> = change
+            .removed
+            .iter()
+            .map(|p| (self.store.absolute(p), false))
+            .collect();
+        let mut removals = Removals {
+            kept: Vec::new(),
+            rewrites: Vec::new(),
+        };
+        for mf in manifests {
+            let live = mf.added_files_count.unwrap_or(1) + mf.existing_files_count.unwrap_or(1);
+            if live == 0 {
+                continue;
+            }
+            if to_remove.is_empty() {
+                removals.kept.push(mf);
+                continue;
+            }
+            match self.holding(mf, &to_remove).await? {
+                Ok(rewrite) => removals.rewrites.push(rewrite),
+                Err(kept) => removals.kept.push(kept),
+            }
+        }
+        for rewrite in removals.rewrites.iter().filter(|r| r.data) {
+            for path in &rewrite.hits {
+                if let Some(found) = to_remove.get_mut(path) {
+                    *found = true;
+                }
+            }
+        }
+        if let Some((path, _)) = to_remove.iter().find(|(_, found)| !**found) {
+            return Err(IcebergError::RemovedFileNotFound {
+                table: self.table(),
+                commit: change.commit.id.clone(),
+                path: path.clone(),
+            });
+        }
+        Ok(removals)
+    }
+
+    /// `mf` as a rewrite when it holds a path of `to_remove`; else `mf` back, to keep. A
+    /// manifest seen before is read only if it holds one.
+    async fn holding(
+        &self,
+        mf: ManifestFile,
+        to_remove: &HashMap<String, bool>,
+    ) -> Result<std::result::Result<Rewrite, ManifestFile>> {
+        let (paths, mut entries) = match self.cached_paths(&mf.manifest_path) {
+            Some(paths) => (paths, None),
+            None => {
+                let entries = self.read_manifest(&mf).await?;
+                let live = entries.iter().filter(|e| e.is_alive());
+                let paths = self.cache_paths(&mf.manifest_path, live.map(|e| e.data_file()));
+                (paths, Some(entries))
+            }
+        };
+        if !paths.iter().any(|p| to_remove.contains_key(p)) {
+            return Ok(Err(mf));
+        }
+        let entries = match entries.take() {
+            Some(entries) => entries,
+            None => self.read_manifest(&mf).await?,
+        };
+        let data = mf.content == ManifestContentType::Data;
+        let removes = |e: &ManifestEntry| match data {
+            true => to_remove.contains_key(e.file_path()),
+            false => e
+                .data_file()
+                .referenced_data_file()
+                .is_some_and(|r| to_remove.contains_key(&r)),
+        };
+        let hits = entries
+            .iter()
+            .filter(|e| e.is_alive() && removes(e))
+            .map(|e| entry_key(e, data))
+            .collect();
+        Ok(Ok(Rewrite {
+            manifest: mf,
+            entries,
+            data,
+            hits,
+        }))
+    }
+
+    async fn read_manifest(&self, mf: &ManifestFile) -> Result<Vec<ManifestEntry>> {
+        read_entries(&self.store, mf)
+            .await
+            .map_err(|e| self.corrupt(&mf.manifest_path, e))
+    }
+
+    /// The paths a manifest's live entries are about, if this process has seen it.
+    fn cached_paths(&self, manifest: &str) -> Option<Arc<HashSet<String>>> {
+        self.live_paths.lock().ok()?.get(manifest).cloned()
+    }
+
+    /// Remember the paths the live `files` of a manifest are about: a data file's own
+    /// path, a delete file's data file.
+    pub(crate) fn cache_paths<'a>(
+        &self,
+        manifest: &str,
+        files: impl Iterator<Item = &'a IcebergDataFile>,
+    ) -> Arc<HashSet<String>> {
+        let paths: Arc<HashSet<String>> = Arc::new(
+            files
+                .filter_map(|f| match f.content_type() {
+                    DataContentType::Data => Some(f.file_path().to_string()),
+                    _ => f.referenced_data_file(),
+                })
+                .collect(),
+        );
+        if let Ok(mut cache) = self.live_paths.lock() {
+            cache.insert(manifest.to_string(), paths.clone());
+        }
+        paths
+    }
+}
+
+/// What identifies a manifest entry a commit removes: a data file's path; a delete file's
+/// data file (v3 deletion vectors of many data files share one Puffin file).
+pub(super) fn entry_key(e: &ManifestEntry, data: bool) -> String {
+    match e.data_file().referenced_data_file() {
+        Some(referenced) if !data => referenced,
+        _ => e.file_path().to_string(),
+    }
+}

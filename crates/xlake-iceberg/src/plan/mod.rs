@@ -1,0 +1,220 @@
+//! The planner: one change set becomes one snapshot on top of a [`Draft`] (the version
+//! being built in memory), the way iceberg-rust's `SnapshotProducer` splits the work.
+//! [`IcebergTable::stage`] runs the concerns in order, each in its own module:
+//!
+//! | step | module | what it decides |
+//! |---|---|---|
+//! | 1 | [`schema`] | schema ids, partition spec, table properties and name mapping; binds them |
+//! | 2 | [`files`] | the added files: checked, measured (footers), described with their stats |
+//! | 3 | [`deletes`] | rows deleted from added files; removed files and the manifests holding them |
+//! | 4 | [`manifests`] | new, rewritten and merged manifests, and the manifest list |
+//! | 5 | [`summary`] | the operation, the summary counters, `XTABLE_METADATA`, `xlake.degraded` |
+//!
+//! Everything a step writes goes through the commit's journal; nothing is visible until
+//! the publisher ([`crate::publish`]) creates the `vN.metadata.json`.
+
+mod deletes;
+mod files;
+mod manifests;
+mod schema;
+mod summary;
+
+use std::collections::HashMap;
+
+use iceberg::spec::{
+    FormatVersion, ManifestFile, Snapshot, SnapshotRef, SnapshotReference, SnapshotRetention,
+    Summary, TableMetadata, MAIN_BRANCH,
+};
+use xlake_model::ChangeSet;
+
+use crate::error::{IcebergError, Result};
+use crate::fidelity::PARQUET_VECTORIZATION;
+use crate::table::{IcebergTable, LoadedTable};
+
+pub(crate) use deletes::PathCache;
+pub(crate) use manifests::schema_holding;
+
+/// A version being built in memory: the published version it starts from (until the
+/// first snapshot is staged) and the metadata so far.
+pub(crate) struct Draft<'a> {
+    pub(crate) base: Option<&'a LoadedTable>,
+    pub(crate) metadata: Option<TableMetadata>,
+    pub(crate) expired_logs: Vec<iceberg::spec::MetadataLog>,
+    /// The manifest list staged last, as written (the next snapshot's parent list).
+    pub(crate) last_list: Option<(String, Vec<ManifestFile>)>,
+}
+
+/// What staging one change set added to the draft: the snapshot id and time, and the
+/// degraded entries it added.
+pub(crate) type Staged = (i64, i64, Vec<String>);
+
+/// The new snapshot's place in the table: its id, time, sequence number, parent and (v3)
+/// first row id.
+struct Frame {
+    snapshot_id: i64,
+    timestamp_ms: i64,
+    sequence_number: i64,
+    parent: Option<SnapshotRef>,
+    first_row_id: Option<u64>,
+    version: FormatVersion,
+}
+
+impl Frame {
+    fn new(change: &ChangeSet, current: Option<&TableMetadata>, version: FormatVersion) -> Self {
+        // At the source commit's time, never earlier than the previous snapshot.
+        let floor = current.map_or(i64::MIN, |m| {
+            m.history()
+                .last()
+                .map_or(i64::MIN, |l| l.timestamp_ms)
+                .max(m.last_updated_ms())
+        });
+        let v3 = version >= FormatVersion::V3;
+        Self {
+            snapshot_id: fresh_snapshot_id(current),
+            timestamp_ms: change.commit.commit_time_ms.max(floor),
+            sequence_number: current.map_or(0, |m| m.last_sequence_number()) + 1,
+            parent: current.and_then(|m| m.current_snapshot()).cloned(),
+            // v3 row lineage: the rows this snapshot gives ids start at the next-row-id.
+            first_row_id: v3.then(|| current.map_or(0, |m| m.next_row_id())),
+            version,
+        }
+    }
+
+    fn v3(&self) -> bool {
+        self.version >= FormatVersion::V3
+    }
+
+    fn parent_id(&self) -> Option<i64> {
+        self.parent.as_ref().map(|p| p.snapshot_id())
+    }
+
+    fn parent_summary(&self) -> Option<&HashMap<String, String>> {
+        self.parent
+            .as_ref()
+            .map(|p| &p.summary().additional_properties)
+    }
+
+    fn snapshot(
+        &self,
+        manifest_list: String,
+        summary: Summary,
+        schema_id: i32,
+        rows: u64,
+    ) -> Snapshot {
+        let builder = Snapshot::builder()
+            .with_snapshot_id(self.snapshot_id)
+            .with_parent_snapshot_id(self.parent_id())
+            .with_sequence_number(self.sequence_number)
+            .with_timestamp_ms(self.timestamp_ms)
+            .with_manifest_list(manifest_list)
+            .with_summary(summary)
+            .with_schema_id(schema_id);
+        match self.first_row_id {
+            Some(first) => builder.with_row_range(first, rows).build(),
+            None => builder.build(),
+        }
+    }
+}
+
+impl IcebergTable {
+    /// Write the manifests and manifest list of one change set as a snapshot on top of
+    /// `draft`, and add it to the draft's metadata.
+    pub(crate) async fn stage(&self, change: &ChangeSet, draft: &mut Draft<'_>) -> Result<Staged> {
+        let last_list = draft.last_list.take();
+        let current = draft.metadata.as_ref();
+        let frame = Frame::new(change, current, self.commit_version(change, current)?);
+        let resolved;
+        let change = if change.full_state {
+            resolved = self.as_difference(change, current).await?;
+            &resolved
+        } else {
+            change
+        };
+        // 1. Schema and properties, bound to learn the ids manifests need.
+        let mut plan = self.plan_schema(change, current)?;
+        let bound = self.bind(draft, &plan, &frame)?;
+        // 2. Files and stats (3. with the delete files of rows deleted from them).
+        let added = self
+            .added_files(change, &bound, &plan.mapping, frame.v3())
+            .await?;
+        let (parent_degraded, degraded) =
+            summary::degraded(frame.parent_summary(), change, &added.found);
+        if added.turns_off_vectorization() {
+            plan.properties
+                .insert(PARQUET_VECTORIZATION.into(), "false".into());
+        }
+        // 3. Removed files: the parent manifests that hold them.
+        let parents = self
+            .parent_manifests(frame.parent.as_deref(), last_list)
+            .await?;
+        let removals = self.plan_removals(change, parents).await?;
+        let adds = (!added.data.is_empty(), !added.deletes.is_empty());
+        // 4. Manifests and the manifest list.
+        let written = self
+            .write_manifests(&frame, &bound, added, removals)
+            .await?;
+        // 5. Summary; the snapshot joins the draft.
+        let summary = summary::snapshot_summary(change, &frame, &written, adds, &degraded);
+        let snapshot = frame.snapshot(
+            written.list.clone(),
+            summary,
+            bound.schema.schema_id(),
+            written.added_rows,
+        );
+        let built = self
+            .base_builder(draft, &plan)?
+            .add_snapshot(snapshot)
+            .and_then(|b| {
+                let main = SnapshotRetention::branch(None, None, None);
+                b.set_ref(MAIN_BRANCH, SnapshotReference::new(frame.snapshot_id, main))
+            })
+            .and_then(|b| b.build())
+            .map_err(self.spec_error("add snapshot"))?;
+        draft.expired_logs.extend(built.expired_metadata_logs);
+        draft.metadata = Some(built.metadata);
+        draft.base = None;
+        draft.last_list = Some((written.list, written.listed));
+        let added_entries = degraded.difference(&parent_degraded).cloned().collect();
+        Ok((frame.snapshot_id, frame.timestamp_ms, added_entries))
+    }
+
+    /// The format version this commit writes: the table's own (an upgrade is a version of
+    /// its own, see [`IcebergTable::upgrade`]), or the one asked for a new table. A v2
+    /// table refuses columns only v3 can hold.
+    fn commit_version(
+        &self,
+        change: &ChangeSet,
+        current: Option<&TableMetadata>,
+    ) -> Result<FormatVersion> {
+        let version = match current {
+            Some(m) => m.format_version(),
+            None => self.target_version(None)?,
+        };
+        if version < FormatVersion::V3 {
+            if let Some((column, reason)) = crate::v3::needs_v3(&change.schema) {
+                return Err(IcebergError::SchemaNotRepresentable {
+                    table: self.table(),
+                    commit: change.commit.id.clone(),
+                    column,
+                    reason,
+                });
+            }
+        }
+        Ok(version)
+    }
+}
+
+/// A positive snapshot id not used by the table yet.
+fn fresh_snapshot_id(current: Option<&TableMetadata>) -> i64 {
+    loop {
+        let bits = uuid::Uuid::new_v4().as_u64_pair();
+        let id = (bits.0 ^ bits.1) as i64 & i64::MAX;
+        if id != 0 && current.is_none_or(|m| m.snapshot_by_id(id).is_none()) {
+            return id;
+        }
+    }
+}
+
+pub(crate) fn json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}

@@ -1,0 +1,232 @@
+//! The publisher: how a planned version becomes the table's. The commit point is the
+//! put-if-absent of `vN.metadata.json` (a writer that loses the race gets
+//! [`IcebergError::CommitConflict`] and re-plans, never overwrites); `version-hint.text`
+//! follows it. Files a planner wrote for a version that will never be published (the
+//! journal of a commit that failed or lost) are abandoned: deleted again, best effort.
+//! Metadata files that fell out of the metadata log are deleted after the commit when the
+//! table asks for it.
+
+use bytes::Bytes;
+use futures::StreamExt;
+use iceberg::spec::{MetadataLog, TableMetadata};
+use xlake_storage::{Journal, PutOutcome, RetryPolicy, StorageError};
+
+use crate::encode::metadata_json;
+use crate::error::{IcebergError, Result};
+use crate::layout::{hint_text, metadata_file, VERSION_HINT};
+use crate::plan::Staged;
+use crate::table::{
+    Batch, Committed, IcebergTable, LoadedTable, DELETE_AFTER_COMMIT, FILE_CHECK_CONCURRENCY,
+};
+
+/// Why [`IcebergTable::publish`] failed, and whether the `vN` may exist all the same (a
+/// failure of its write or after it).
+pub(crate) struct Unpublished {
+    pub(crate) error: IcebergError,
+    pub(crate) maybe_created: bool,
+}
+
+impl Unpublished {
+    /// Refused or lost before the `vN` was written: nothing refers to what was staged.
+    fn before(error: IcebergError) -> Self {
+        Self {
+            error,
+            maybe_created: false,
+        }
+    }
+
+    /// Failed at or after the write: the `vN` may exist, and refer to what was staged.
+    fn after(error: IcebergError) -> Self {
+        Self {
+            error,
+            maybe_created: true,
+        }
+    }
+}
+
+impl IcebergTable {
+    /// The commit point: create `metadata/v{version}.metadata.json` only if nobody else did,
+    /// then point the hint at it. Returns the version.
+    pub(crate) async fn publish(
+        &self,
+        version: u64,
+        metadata: &TableMetadata,
+    ) -> std::result::Result<u64, Unpublished> {
+        // Compact, as Java writes it: every reader loads every `vN` whole, and indentation
+        // was a fifth of its bytes.
+        let body = metadata_json(metadata)
+            .map_err(|e| Unpublished::before(self.corrupt(&metadata_file(version), e)))?;
+        self.publish_bytes(version, Bytes::from(body)).await
+    }
+
+    /// [`Self::publish`] of a `vN.metadata.json` already encoded.
+    pub(crate) async fn publish_bytes(
+        &self,
+        version: u64,
+        body: Bytes,
+    ) -> std::result::Result<u64, Unpublished> {
+        self.check_predecessor(version)
+            .await
+            .map_err(Unpublished::before)?;
+        self.put_version(version, body).await?;
+        self.write_hint(version).await.map_err(Unpublished::after)?;
+        Ok(version)
+    }
+
+    /// The version `version` follows must still be there: if metadata retention deleted it
+    /// meanwhile, a put-if-absent could succeed beside the real history.
+    async fn check_predecessor(&self, version: u64) -> Result<()> {
+        if version > 1
+            && self
+                .store
+                .size(&metadata_file(version - 1))
+                .await?
+                .is_none()
+        {
+            return Err(self.conflict(version));
+        }
+        Ok(())
+    }
+
+    fn conflict(&self, version: u64) -> IcebergError {
+        IcebergError::CommitConflict {
+            table: self.table(),
+            version,
+        }
+    }
+
+    /// Put-if-absent of the `vN` itself. (`put_if_absent` tells our own bytes, resent after
+    /// a lost reply, from another writer's.)
+    async fn put_version(&self, version: u64, body: Bytes) -> std::result::Result<(), Unpublished> {
+        let path = metadata_file(version);
+        let e = match self.store.put_if_absent(&path, body.clone()).await {
+            Ok(PutOutcome::Created) => return Ok(()),
+            Ok(PutOutcome::AlreadyExists) => {
+                return Err(Unpublished::before(self.conflict(version)))
+            }
+            Err(e) => e,
+        };
+        // A failed write may have landed all the same: read it back.
+        match self.store.get(&path).await {
+            Ok(there) if there == body => Ok(()),
+            Ok(_) => Err(Unpublished::before(self.conflict(version))),
+            // Not there: over a network the write may still land later; on local disk a
+            // failed write did not happen.
+            Err(StorageError::NotFound { .. }) => Err(Unpublished {
+                error: e.into(),
+                maybe_created: !self.store.failed_writes_are_definite(),
+            }),
+            // Cannot tell: keep what the version would refer to.
+            Err(_) => Err(Unpublished::after(e.into())),
+        }
+    }
+
+    /// Delete files written for snapshots that will never be published; best effort, a
+    /// few at a time and without retries, so that a store that is down does not hold up
+    /// the error (what is left is an orphan for `xlake cleanup --orphans`).
+    pub(crate) async fn abandon(&self, paths: Vec<String>) {
+        let store = self.store.clone().with_retry(RetryPolicy::none());
+        futures::stream::iter(paths)
+            .for_each_concurrent(FILE_CHECK_CONCURRENCY, |path| {
+                let store = &store;
+                async move {
+                    if let Err(e) = store.delete(&path).await {
+                        tracing::warn!(table = %self.table(), path = %path, error = %e, "could not delete a file of an abandoned commit");
+                    }
+                }
+            })
+            .await;
+    }
+
+    /// Point `version-hint.text` at `version`, or at a newer version another writer made:
+    /// after each write, if a newer `vN` exists the hint is written again, so the last
+    /// writer of the hint always leaves the newest version (pyiceberg and DuckDB read
+    /// exactly the hint; a stale one shows them an old table).
+    async fn write_hint(&self, mut version: u64) -> Result<()> {
+        loop {
+            self.store
+                .put(VERSION_HINT, Bytes::from(hint_text(version)))
+                .await?;
+            let mut newest = version;
+            while self.store.size(&metadata_file(newest + 1)).await?.is_some() {
+                newest += 1;
+            }
+            if newest == version {
+                return Ok(());
+            }
+            version = newest;
+        }
+    }
+
+    /// Point a stale `version-hint.text` at the loaded version (see
+    /// [`LoadedTable::hint_stale`]); nothing to do otherwise.
+    pub async fn heal_hint(&self, loaded: &mut LoadedTable) -> Result<()> {
+        if loaded.hint_stale {
+            tracing::warn!(table = %self.table(), version = loaded.version, "version-hint.text was stale; rewriting it");
+            self.write_hint(loaded.version).await?;
+            loaded.hint_stale = false;
+        }
+        Ok(())
+    }
+
+    /// Delete metadata files that fell out of the metadata log, if the table asks for it.
+    /// The commit has already happened, so a failure here is logged, not returned.
+    pub(crate) async fn expire_metadata_files(
+        &self,
+        metadata: &TableMetadata,
+        expired: &[MetadataLog],
+    ) {
+        let enabled = metadata
+            .properties()
+            .get(DELETE_AFTER_COMMIT)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        if !enabled {
+            return;
+        }
+        for log in expired {
+            if let Err(e) = self.store.delete(&log.metadata_file).await {
+                tracing::warn!(table = %self.table(), file = %log.metadata_file, error = %e, "could not delete expired metadata file");
+            }
+        }
+    }
+
+    /// Publish a batch's `metadata` as `version`, and record in `batch` the snapshots it
+    /// holds (`staged`: source commit, snapshot id, time, degraded entries added). When it
+    /// is not published, the batch's files (`journal`) are abandoned unless the `vN` may
+    /// exist all the same, and the error of publishing wins over a later one.
+    pub(crate) async fn publish_batch(
+        &self,
+        batch: &mut Batch,
+        (version, metadata, expired_logs): (u64, TableMetadata, Vec<MetadataLog>),
+        staged: Vec<(String, Staged)>,
+        journal: &Journal,
+    ) {
+        if let Err(u) = self.publish(version, &metadata).await {
+            // Lost race or refused before the write: nothing refers to the batch's files.
+            // (After an ambiguous failure they stay: the `vN` may exist.)
+            if !u.maybe_created {
+                self.abandon(journal.since(0)).await;
+            }
+            batch.error = Some(u.error);
+            return;
+        }
+        self.expire_metadata_files(&metadata, &expired_logs).await;
+        for (commit, (snapshot_id, timestamp_ms, degraded)) in staged {
+            tracing::info!(table = %self.table(), commit = %commit, version, snapshot_id, "committed Iceberg snapshot");
+            for entry in &degraded {
+                tracing::warn!(table = %self.table(), commit = %commit, "degraded: {entry}");
+            }
+            batch.committed.push(Committed {
+                version,
+                snapshot_id,
+                timestamp_ms,
+                degraded,
+            });
+        }
+        batch.table = Some(LoadedTable {
+            version,
+            metadata,
+            hint_stale: false,
+        });
+    }
+}
