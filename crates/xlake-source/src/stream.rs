@@ -111,3 +111,80 @@ pub async fn collect(mut replay: Replay<'_>) -> Collected {
         stopped,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+    use xlake_model::{PartitionSpec, Schema, SourceCommit, SourceFormat};
+
+    fn change(id: &str, added: &[&str], removed: &[&str]) -> ChangeSet {
+        let commit = SourceCommit {
+            format: SourceFormat::new("DELTA"),
+            id: id.into(),
+            action: "WRITE".into(),
+            requested_ms: None,
+            commit_time_ms: 0,
+        };
+        let mut c = ChangeSet::new(commit, Schema::default(), PartitionSpec::unpartitioned());
+        c.added = added
+            .iter()
+            .map(|p| DataFile::parquet(*p, 1, None))
+            .collect();
+        c.removed = removed.iter().map(|p| p.to_string()).collect();
+        c
+    }
+
+    fn bad(commit: &str) -> SourceError {
+        SourceError::new(
+            ErrorKind::Corrupt {
+                commit: Some(commit.into()),
+                file: None,
+            },
+            format!("commit {commit} is corrupt"),
+        )
+    }
+
+    #[test]
+    fn a_replay_gives_its_change_sets_then_its_error_then_ends() {
+        futures::executor::block_on(async {
+            let mut replay = VecReplay::new(
+                vec![change("0", &["a"], &[]), change("1", &["b"], &["a"])],
+                vec!["n".into()],
+                Some(bad("2")),
+            );
+            let first = replay.next().await.unwrap().unwrap();
+            assert!(first.added[0].removed_later, "1 removes a");
+            assert_eq!(replay.next().await.unwrap().unwrap().commit.id, "1");
+            assert!(replay.next().await.unwrap().is_err());
+            assert!(replay.next().await.is_none());
+            assert_eq!(replay.notes(), ["n"]);
+        });
+    }
+
+    #[test]
+    fn a_first_pass_keeps_removals_only_and_stops_at_an_error() {
+        futures::executor::block_on(async {
+            let changes = vec![
+                change("0", &["a", "b"], &[]),
+                change("1", &["c"], &["a"]),
+                change("2", &[], &["b"]),
+            ];
+            // The first pass sees 0 and 1 only: 2 is unreadable to it.
+            let mut first = VecReplay::new(changes[..2].to_vec(), Vec::new(), Some(bad("2")));
+            let later = removals_of(&mut first).await;
+            let mut c = changes[0].clone();
+            later.mark(0, &mut c);
+            let marks: Vec<bool> = c.added.iter().map(|f| f.removed_later).collect();
+            assert_eq!(marks, [true, false]);
+            let all = collect(Box::new(VecReplay::new(changes, Vec::new(), None))).await;
+            let marks: Vec<bool> = all.changes[0]
+                .added
+                .iter()
+                .map(|f| f.removed_later)
+                .collect();
+            assert_eq!(marks, [true, true]);
+            assert!(all.stopped.is_none());
+        });
+    }
+}

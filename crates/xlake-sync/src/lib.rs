@@ -431,10 +431,12 @@ async fn run(
         // In-commit mode for a commit already mirrored: nothing further to do.
         let until_done = until.is_some_and(|u| mirrored.contains(u));
         let mut pending = replay::Pending::new(mirrored, &listing);
-        let mut remaining = if until_done {
-            0
-        } else {
-            replay::Pending::count(mirrored, &listing, until)
+        let reduced = options.from_latest && mirrored.is_empty();
+        let mut remaining = match replay::Pending::count(mirrored, &listing, until) {
+            _ if until_done => 0,
+            // --from-latest: the one snapshot of the newest state.
+            n if reduced => n.min(1),
+            n => n,
         };
         let written_before = report.written.len();
         // Change sets the replay gave, and of these the ones skipped (mirrored already).
