@@ -48,9 +48,7 @@ use std::collections::HashMap;
 use xlake_catalog::{Advanced, CatalogError, CatalogTarget};
 use xlake_iceberg::{Committed, IcebergError, IcebergTable, LoadedTable};
 use xlake_model::{ChangeSet, SourceCommit};
-use xlake_source::{
-    ChangeStream, CommitState, MirrorState, Replay, SourceError, SourceOptions, TableSource,
-};
+use xlake_source::{CommitState, MirrorState, Replay, SourceError, SourceOptions, TableSource};
 use xlake_storage::{StorageError, TableStore};
 
 /// How often in a row a commit is re-planned after losing a race while no writer makes
@@ -405,7 +403,7 @@ async fn run(
         let mirrored = &state.commits;
         let listing = source.listing(&state)?;
         let mut engine_notes = Vec::new();
-        let mut replay: Replay<'_> = match source.replay(&state).await {
+        let replay: Replay<'_> = match source.replay(&state).await {
             // First sync with --from-latest: one snapshot of the current state.
             Ok(replay) if options.from_latest && mirrored.is_empty() => {
                 engine_notes.push(
@@ -430,7 +428,6 @@ async fn run(
         }
         // In-commit mode for a commit already mirrored: nothing further to do.
         let until_done = until.is_some_and(|u| mirrored.contains(u));
-        let mut pending = replay::Pending::new(mirrored, &listing);
         let reduced = options.from_latest && mirrored.is_empty();
         let mut remaining = match replay::Pending::count(mirrored, &listing, until) {
             _ if until_done => 0,
@@ -439,50 +436,23 @@ async fn run(
             n => n,
         };
         let written_before = report.written.len();
-        // Change sets the replay gave, and of these the ones skipped (mirrored already).
-        let (mut streamed, mut skipped) = (0usize, 0usize);
-        // The commit asked for came by: what follows is not this call's concern.
-        let mut reached = until_done;
-        let mut stopped = None;
-        let mut ended = until_done;
+        let pending = replay::Pending::new(mirrored, &listing);
+        let mut batches = replay::Batches::new(replay, pending, until, until_done);
         let mut first = true;
-        while first || !ended {
-            // One batch of pending change sets, read from the replay as they are needed.
-            let mut batch: Vec<ChangeSet> = Vec::new();
-            while !ended && batch.len() < BATCH_SIZE {
-                match replay.next().await {
-                    None => ended = true,
-                    Some(Err(e)) => {
-                        stopped = Some(e);
-                        ended = true;
-                    }
-                    Some(Ok(change)) => {
-                        streamed += 1;
-                        let asked = until == Some(change.commit.id.as_str());
-                        if pending.keep(&change.commit.id) {
-                            batch.push(change);
-                        } else {
-                            skipped += 1;
-                        }
-                        if asked {
-                            reached = true;
-                            ended = true;
-                        }
-                    }
-                }
-            }
+        while first || !batches.ended {
+            let batch = batches.next_batch(BATCH_SIZE).await;
             // No completed commit yet: an Iceberg table with the declared schema and no
             // snapshot, so that readers and catalogs find an empty table.
             if std::mem::take(&mut first)
                 && base.is_none()
-                && streamed == 0
-                && stopped.is_none()
+                && batches.streamed == 0
+                && batches.stopped.is_none()
                 && until.is_none()
             {
                 if let Some(declared) = source.declared_table().await? {
                     report.created_empty = target.create_empty(&declared).await?;
                 }
-                report.notes = notes(replay.as_ref(), engine_notes, None);
+                report.notes = notes(batches.notes(), engine_notes, None);
                 return Ok((report, false));
             }
             if batch.is_empty() {
@@ -521,16 +491,16 @@ async fn run(
                 Some(e) => return Err(e.into()),
             }
         }
-        report.source_commits = streamed;
-        report.already_mirrored = skipped.saturating_sub(written_before);
-        report.notes = notes(replay.as_ref(), engine_notes, upgrade_note.take());
+        report.source_commits = batches.streamed;
+        report.already_mirrored = batches.skipped.saturating_sub(written_before);
+        report.notes = notes(batches.notes(), engine_notes, upgrade_note.take());
         // The commits before the one the source could not read are mirrored; now say why
         // the rest is not.
         // (In-commit mode does not fail for a bad commit after the one it was asked for.)
         let until_mirrored = until.is_some_and(|u| {
             mirrored.contains(u) || report.written.iter().any(|m| m.commit.id == u)
         });
-        if let Some(e) = stopped.filter(|_| !reached) {
+        if let Some(e) = batches.stopped.filter(|_| !batches.reached) {
             return Err(e.into());
         }
         if options.rebuild {
@@ -593,8 +563,8 @@ pub(crate) fn mirror_state(loaded: Option<&LoadedTable>) -> MirrorState {
 }
 
 /// The notes of a sync: the source's, then the engine's (each once), then `extra`.
-fn notes(replay: &dyn ChangeStream, engine: Vec<String>, extra: Option<String>) -> Vec<String> {
-    let mut notes = replay.notes();
+fn notes(source: Vec<String>, engine: Vec<String>, extra: Option<String>) -> Vec<String> {
+    let mut notes = source;
     notes.extend(engine);
     notes.dedup();
     notes.extend(extra);

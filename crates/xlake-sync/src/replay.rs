@@ -1,5 +1,6 @@
 //! What the engine makes of a source's replay ([`xlake_source::Replay`]), one change set at
-//! a time: which change sets are still to mirror ([`Pending`]), a replay reduced to the
+//! a time: which change sets are still to mirror ([`Pending`]), read in batches of them
+//! ([`Batches`]), a replay reduced to the
 //! table's latest state ([`LatestState`], `--from-latest`), and a replay whose first change
 //! set stands for the whole table ([`FirstFullState`], after history was lost).
 
@@ -74,6 +75,80 @@ impl<'a> Pending<'a> {
             }
         }
         n
+    }
+}
+
+/// A replay read in batches of pending change sets, counting what streams by; it ends
+/// after the commit in-commit mode asks for (`until`), at the replay's end, or at the
+/// error that stopped it (kept in `stopped`).
+pub(crate) struct Batches<'a> {
+    replay: Replay<'a>,
+    pending: Pending<'a>,
+    until: Option<&'a str>,
+    /// Change sets the replay gave.
+    pub(crate) streamed: usize,
+    /// Of these, the ones skipped (mirrored already, or expired).
+    pub(crate) skipped: usize,
+    /// The commit asked for came by: what follows is not this call's concern.
+    pub(crate) reached: bool,
+    /// Why the replay stopped early.
+    pub(crate) stopped: Option<SourceError>,
+    /// Nothing more to read.
+    pub(crate) ended: bool,
+}
+
+impl<'a> Batches<'a> {
+    /// Batches of `replay`; with `done` (in-commit mode for a commit already mirrored)
+    /// nothing is read.
+    pub(crate) fn new(
+        replay: Replay<'a>,
+        pending: Pending<'a>,
+        until: Option<&'a str>,
+        done: bool,
+    ) -> Self {
+        Self {
+            replay,
+            pending,
+            until,
+            streamed: 0,
+            skipped: 0,
+            reached: done,
+            stopped: None,
+            ended: done,
+        }
+    }
+
+    /// Up to `n` pending change sets, read from the replay as they are needed.
+    pub(crate) async fn next_batch(&mut self, n: usize) -> Vec<ChangeSet> {
+        let mut batch = Vec::new();
+        while !self.ended && batch.len() < n {
+            match self.replay.next().await {
+                None => self.ended = true,
+                Some(Err(e)) => {
+                    self.stopped = Some(e);
+                    self.ended = true;
+                }
+                Some(Ok(change)) => {
+                    self.streamed += 1;
+                    let asked = self.until == Some(change.commit.id.as_str());
+                    if self.pending.keep(&change.commit.id) {
+                        batch.push(change);
+                    } else {
+                        self.skipped += 1;
+                    }
+                    if asked {
+                        self.reached = true;
+                        self.ended = true;
+                    }
+                }
+            }
+        }
+        batch
+    }
+
+    /// The replay's notes.
+    pub(crate) fn notes(&self) -> Vec<String> {
+        self.replay.notes()
     }
 }
 
@@ -236,6 +311,39 @@ mod tests {
         // Progress counts, up to a commit asked for.
         assert_eq!(Pending::count(&set(&["1", "2", "4"]), &all, None), 2);
         assert_eq!(Pending::count(&set(&["1"]), &all, Some("3")), 2);
+    }
+
+    #[tokio::test]
+    async fn batches_stop_after_the_commit_asked_for_or_at_an_error() {
+        let all = listing(&["1", "2", "3", "4"]);
+        let mirrored: BTreeSet<String> = ["1".to_string()].into();
+        let changes = || {
+            ["1", "2", "3", "4"]
+                .iter()
+                .map(|id| change(id, &[], &[]))
+                .collect::<Vec<_>>()
+        };
+        let replay = Box::new(VecReplay::new(changes(), Vec::new(), None));
+        let mut b = Batches::new(replay, Pending::new(&mirrored, &all), Some("3"), false);
+        let ids = |v: Vec<ChangeSet>| v.into_iter().map(|c| c.commit.id).collect::<Vec<_>>();
+        assert_eq!(ids(b.next_batch(1).await), ["2"]);
+        assert_eq!(ids(b.next_batch(10).await), ["3"]);
+        assert!(b.ended && b.reached && b.stopped.is_none());
+        assert_eq!((b.streamed, b.skipped), (3, 1));
+        // Stopped by commit 3: 2 comes first, then the replay ends with the error.
+        let stopped = SourceError::new(ErrorKind::Storage, "commit 3 unreadable");
+        let replay = Box::new(VecReplay::new(
+            changes()[..2].to_vec(),
+            Vec::new(),
+            Some(stopped),
+        ));
+        let mut b = Batches::new(replay, Pending::new(&mirrored, &all), None, false);
+        assert_eq!(ids(b.next_batch(10).await), ["2"]);
+        assert!(b.ended && !b.reached && b.stopped.is_some());
+        // In-commit mode for a commit already mirrored reads nothing.
+        let replay = Box::new(VecReplay::new(changes(), Vec::new(), None));
+        let mut b = Batches::new(replay, Pending::new(&mirrored, &all), Some("1"), true);
+        assert!(b.next_batch(10).await.is_empty() && b.streamed == 0);
     }
 
     #[tokio::test]
