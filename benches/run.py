@@ -133,8 +133,8 @@ def streamed(workdir, baseline, scale):
         wall, rss, copy = backfill(t, 1)
         shutil.rmtree(copy)
         BIN = mine
-        print(f"| backfill {commits} x 1,000 files ({commits}k live), {name} | {wall:.1f} s "
-              f"| {rss:.0f} MiB |", flush=True)
+        print(f"| backfill {commits:,} x 1,000 files ({commits * 1000:,} live), {name} "
+              f"| {wall:.1f} s | {rss:.0f} MiB |", flush=True)
     commits = 10_000 // scale
     path = workdir / f"log_{commits}x1000"
     if not (path / "_generated").exists():
@@ -144,7 +144,7 @@ def streamed(workdir, baseline, scale):
     copy = fresh_copy(path, "run")
     wall, rss = measure("sync", copy, "--skip-file-check")
     shutil.rmtree(copy)
-    print(f"| backfill {commits} x 1,000 files ({commits // 1000}M live), log only, "
+    print(f"| backfill {commits:,} x 1,000 files ({commits * 1000:,} live), log only, "
           f"--skip-file-check | {wall:.1f} s | {rss:.0f} MiB |", flush=True)
 
 
