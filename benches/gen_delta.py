@@ -6,9 +6,16 @@ Translation reads metadata only, so the data files are hard links to a few real 
 files of the same size (ext4 allows 65,000 links per inode; one inode per 10,000 links).
 
     python benches/gen_delta.py <dir> --commits C --files F [--rewrite-every K]
+        [--log-only] [--checkpoint-every N]
 
 `--rewrite-every K`: every K-th commit also removes F files added earlier (an upsert's
 rewrite), so the log has removes and the live file count stays below C*F.
+
+`--log-only`: write the log alone, no data files (for tables too large to link: 10M
+files). The adds carry numRecords and stats, so `xlake sync --skip-file-check` reads no
+data file. `--checkpoint-every N`: a delta-rs checkpoint every N versions (100 by
+default; 0 for none: delta-rs rewrites the whole state in each, which at 10M files takes
+longer than the benchmark).
 """
 import argparse
 import json
@@ -43,7 +50,29 @@ def real_file(root, n):
     return path
 
 
-def generate(root, commits, files, rewrite_every=0, seed=7):
+_SIZES = {}
+
+
+def size_of(src):
+    if src not in _SIZES:
+        _SIZES[src] = src.stat().st_size
+    return _SIZES[src]
+
+
+def add_action(rel, day, size, ts, lo):
+    """One add action as the JSON line json.dumps writes for it (formatted by hand: a
+    10M-file log is written in minutes, not an hour)."""
+    stats = (f'{{\\"numRecords\\": {ROWS}, \\"minValues\\": {{\\"id\\": {lo}, '
+             f'\\"value\\": {lo * 0.5!r}}}, \\"maxValues\\": {{\\"id\\": {lo + ROWS}, '
+             f'\\"value\\": {(lo + ROWS) * 0.5!r}}}, \\"nullCount\\": {{\\"id\\": 0, '
+             f'\\"value\\": 0}}}}')
+    return (f'{{"add": {{"path": "{rel}", "partitionValues": {{"day": "{day}"}}, '
+            f'"size": {size}, "modificationTime": {ts}, "dataChange": true, '
+            f'"stats": "{stats}"}}}}')
+
+
+def generate(root, commits, files, rewrite_every=0, seed=7, log_only=False,
+             checkpoint_every=100):
     rng = random.Random(seed)
     root = pathlib.Path(root)
     log = root / "_delta_log"
@@ -68,24 +97,21 @@ def generate(root, commits, files, rewrite_every=0, seed=7):
         for _ in range(files):
             day = f"2024-01-{rng.randrange(1, 101):03d}"
             rel = f"day={day}/part-{made:08d}.parquet"
-            src = real_file(root, made // LINKS_PER_FILE)
-            dest = root / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            os.link(src, dest)
+            src = real_file(root, made // LINKS_PER_FILE if not log_only else 0)
+            if not log_only:
+                dest = root / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.link(src, dest)
             made += 1
             lo = rng.randrange(1_000_000)
-            stats = {"numRecords": ROWS, "minValues": {"id": lo, "value": lo * 0.5},
-                     "maxValues": {"id": lo + ROWS, "value": (lo + ROWS) * 0.5},
-                     "nullCount": {"id": 0, "value": 0}}
-            actions.append({"add": {"path": rel, "partitionValues": {"day": day},
-                                    "size": src.stat().st_size, "modificationTime": ts,
-                                    "dataChange": True, "stats": json.dumps(stats)}})
+            actions.append(add_action(rel, day, size_of(src), ts, lo))
             live.append((rel, day))
         op = "MERGE" if removes else "WRITE"
         actions.append({"commitInfo": {"timestamp": ts, "operation": op}})
         with open(log / f"{version:020d}.json", "w") as f:
-            f.write("\n".join(json.dumps(a) for a in actions) + "\n")
-        if version % 100 == 99:
+            f.write("\n".join(a if isinstance(a, str) else json.dumps(a) for a in actions)
+                    + "\n")
+        if checkpoint_every and version % checkpoint_every == checkpoint_every - 1:
             DeltaTable(str(root)).create_checkpoint()
     return len(live)
 
@@ -121,5 +147,8 @@ if __name__ == "__main__":
     p.add_argument("--commits", type=int, required=True)
     p.add_argument("--files", type=int, required=True)
     p.add_argument("--rewrite-every", type=int, default=0)
+    p.add_argument("--log-only", action="store_true")
+    p.add_argument("--checkpoint-every", type=int, default=100)
     a = p.parse_args()
-    print(generate(a.dir, a.commits, a.files, a.rewrite_every), "live files")
+    print(generate(a.dir, a.commits, a.files, a.rewrite_every, log_only=a.log_only,
+                   checkpoint_every=a.checkpoint_every), "live files")

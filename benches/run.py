@@ -16,6 +16,12 @@ runs in this one process so ratios compare like with like:
 - `xlake check` and `xlake check --deep` on 10,000 commits.
 
 --quick shrinks every shape by 10 (a smoke run of the script itself).
+
+    python benches/run.py --streamed [--baseline-bin OTHER_XLAKE] [--workdir DIR]
+
+runs only the streamed-replay figures (one run each): the 1M-file backfill (1,000 commits x
+1,000 files), also with OTHER_XLAKE (an older build) when given, and the 10M-file backfill
+(10,000 commits x 1,000 files) of a log-only table synced with --skip-file-check.
 """
 import argparse
 import os
@@ -134,6 +140,32 @@ def floor(path, runs):
         dest.unlink()
     return statistics.median(starts) + statistics.median(copies), current.stat().st_size / 1024
 
+def streamed(workdir, baseline, scale):
+    """Peak RSS and wall time of first syncs whose replay is streamed: 1M files, against
+    `baseline` (another build) on the same table, and 10M files from a log-only table."""
+    global BIN
+    commits = 1000 // scale
+    t = table(workdir, f"live_{commits}x1000", commits, 1000)
+    builds = [("this build", BIN)] + ([("baseline", baseline)] if baseline else [])
+    for name, binary in builds:
+        BIN, mine = binary, BIN
+        wall, rss, copy = backfill(t, 1)
+        shutil.rmtree(copy)
+        BIN = mine
+        print(f"| backfill {commits:,} x 1,000 files ({commits * 1000:,} live), {name} "
+              f"| {wall:.1f} s | {rss:.0f} MiB |", flush=True)
+    commits = 10_000 // scale
+    path = workdir / f"log_{commits}x1000"
+    if not (path / "_generated").exists():
+        shutil.rmtree(path, ignore_errors=True)
+        live = gen_delta.generate(path, commits, 1000, log_only=True, checkpoint_every=0)
+        (path / "_generated").write_text(str(live))
+    copy = fresh_copy(path, "run")
+    wall, rss = measure("sync", copy, "--skip-file-check")
+    shutil.rmtree(copy)
+    print(f"| backfill {commits:,} x 1,000 files ({commits * 1000:,} live), log only, "
+          f"--skip-file-check | {wall:.1f} s | {rss:.0f} MiB |", flush=True)
+
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -144,12 +176,18 @@ def main():
                    help="leave out pyiceberg (its 1,000-commit backfill takes ~11 min)")
     p.add_argument("--incremental-only", action="store_true",
                    help="only the incremental commits, their floors and ratios (section 2)")
+    p.add_argument("--streamed", action="store_true",
+                   help="only the streamed-replay figures (1M and 10M-file backfills)")
+    p.add_argument("--baseline-bin", help="with --streamed: also run this xlake on 1M files")
     a = p.parse_args()
     scale = 10 if a.quick else 1
     workdir = pathlib.Path(a.workdir) / ("quick" if a.quick else "full")
     workdir.mkdir(parents=True, exist_ok=True)
     global BIN
     BIN = binary()
+    if a.streamed:
+        streamed(workdir, a.baseline_bin, scale)
+        return
     rows = []
 
     def row(what, value, note=""):

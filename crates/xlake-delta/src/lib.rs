@@ -1,7 +1,8 @@
 //! # xlake-delta: the Delta source
 //!
 //! Reads `_delta_log/` and turns every version into one neutral
-//! [`ChangeSet`](xlake_model::ChangeSet): each commit file is read once; when early commits
+//! [`ChangeSet`](xlake_model::ChangeSet), streamed one at a time: each commit file is read
+//! in full once (after a first pass over its `remove` lines); when early commits
 //! are gone, deltalake-core reads the oldest usable checkpoint (classic, multi-part or V2
 //! with sidecars) and its state becomes the first change set. It knows nothing of Iceberg.
 //!
@@ -13,7 +14,8 @@
 //! | [`schema`] | `schemaString` to the neutral schema, column mapping ids and physical names |
 //! | [`values`] | partition values and JSON statistics to typed values |
 //! | [`vector_bytes`] | where a deletion vector's bytes are, for a target that copies them |
-//! | [`source`] | [`DeltaSource`]: the change sets of a table |
+//! | [`source`] | [`DeltaSource`]: an opened table, its listing, schema states and files |
+//! | [`replay`] | [`DeltaReplay`](replay::DeltaReplay): its versions streamed as change sets, removals read first |
 //! | [`table_source`] | the engine's contract ([`xlake_source::TableSource`]) and the format's [`KIND`] |
 //!
 //! Deletion vectors are refused, never dropped, until position deletes are written.
@@ -24,6 +26,7 @@ pub mod checkpoint;
 pub mod deletion_vector;
 pub mod error;
 pub mod log;
+pub mod replay;
 pub mod schema;
 pub mod source;
 pub mod table_source;

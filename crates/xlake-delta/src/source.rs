@@ -1,10 +1,10 @@
 //! [`DeltaSource`]: every version of a Delta table as a neutral change set.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use deltalake_core::kernel::scalars::ScalarExt;
 use xlake_model::{
-    ChangeSet, CommitListing, DataFile, ListedCommit, PartitionField, PartitionSpec, Replay,
+    path_key, ChangeSet, CommitListing, DataFile, ListedCommit, PartitionField, PartitionSpec,
     SourceCommit,
 };
 use xlake_storage::TableStore;
@@ -12,7 +12,7 @@ use xlake_storage::TableStore;
 use crate::action::{parse_commit, Add, MetaData, Protocol};
 use crate::checkpoint;
 use crate::deletion_vector::{self, Descriptor};
-use crate::error::{DeltaError, HistoryLost, Result};
+use crate::error::{DeltaError, Result};
 use crate::log::{LogListing, LOG_DIR};
 use crate::schema::{parse_schema, TableSchema};
 use crate::values::{parse_stats, partition_value};
@@ -48,9 +48,9 @@ pub struct DeltaSource {
 }
 
 /// Schema, spec and column mapping in force at a version.
-struct State {
-    metadata: MetaData,
-    protocol: Protocol,
+pub(crate) struct State {
+    pub(crate) metadata: MetaData,
+    pub(crate) protocol: Protocol,
     table: TableSchema,
     spec: PartitionSpec,
     /// What change sets under this schema are mirrored without (`void` columns).
@@ -61,7 +61,7 @@ struct State {
 
 impl State {
     /// A change set of `commit` under this state's schema and spec.
-    fn change_set(&self, commit: SourceCommit) -> ChangeSet {
+    pub(crate) fn change_set(&self, commit: SourceCommit) -> ChangeSet {
         let mut change = ChangeSet::new(commit, self.table.schema.clone(), self.spec.clone());
         change.degraded = self.degraded.clone();
         change.ignored_columns = self.ignored.clone();
@@ -122,11 +122,16 @@ impl DeltaSource {
         })
     }
 
-    fn table(&self) -> String {
+    pub(crate) fn table(&self) -> String {
         self.store.location().to_string()
     }
 
-    fn state(&self, version: u64, metadata: MetaData, protocol: Protocol) -> Result<State> {
+    pub(crate) fn state(
+        &self,
+        version: u64,
+        metadata: MetaData,
+        protocol: Protocol,
+    ) -> Result<State> {
         let unsupported = |what: String| DeltaError::Unsupported {
             table: self.table(),
             version,
@@ -177,154 +182,7 @@ impl DeltaSource {
         })
     }
 
-    /// One change set per version not yet mirrored, in order, each commit file read once.
-    /// `mirrored` names the versions the target holds: only versions after the newest of
-    /// them are read. On a first sync whose early commits are gone the replay starts at a
-    /// checkpoint, whose whole state is the first change set; that is refused if the target
-    /// mirrors versions before it but not it (those between can no longer be told apart).
-    pub async fn change_sets(&self, mirrored: &BTreeSet<String>) -> Result<Replay<DeltaError>> {
-        let mut out = Vec::new();
-        let mut notes = Vec::new();
-        let Some((start, from_checkpoint)) = self.log.start(&self.table())? else {
-            return Ok(Replay {
-                changes: out,
-                notes,
-                stopped: None,
-            });
-        };
-        let mut state: Option<State> = None;
-        // Live paths, for telling an add of a path already live. Exact from the start of
-        // a full replay; in an incremental one only the paths added since, until a commit
-        // needs the whole set (see `BaseLive`).
-        let mut live: HashSet<String> = HashSet::new();
-        let mut base = BaseLive::Loaded;
-        let mut first = start;
-        let newest_mirrored = mirrored.iter().filter_map(|v| v.parse::<u64>().ok()).max();
-        let latest = self.log.latest().unwrap_or(start);
-        if let Some(m) = newest_mirrored.filter(|&m| m >= start) {
-            // Incremental: only the versions after the newest mirrored one are read; the
-            // schema in force there comes from deltalake-core (its checkpoint and the
-            // commits since, without the file list), not from replaying the whole log.
-            if m < latest {
-                state = Some(self.schema_at(m).await?);
-                base = BaseLive::NotLoaded {
-                    version: m,
-                    removed: HashSet::new(),
-                };
-            }
-            first = m + 1;
-        } else if from_checkpoint {
-            if newest_mirrored.is_some_and(|m| m < start) {
-                return Err(HistoryLost {
-                    table: self.table(),
-                    what: format!(
-                        "versions after {} up to {start} were removed from the log before they were mirrored",
-                        newest_mirrored.unwrap_or_default()
-                    ),
-                }
-                .into());
-            }
-            let (s, change) = self.checkpoint_state(start).await?;
-            live = change.added.iter().map(|f| f.path.clone()).collect();
-            notes.push(format!("commits before version {start} are gone from the log; the first snapshot holds the checkpoint's state at version {start}"));
-            state = Some(s);
-            out.push(change);
-            first = start + 1;
-        }
-        let replay: Result<()> = async {
-            for version in first..=latest {
-                let (path, modified) =
-                    self.log.commits.get(&version).cloned().ok_or_else(|| {
-                        DeltaError::Incomplete {
-                            table: self.table(),
-                            reason: format!("commit {version:020}.json is missing"),
-                        }
-                    })?;
-                let log_error = |reason: String| DeltaError::Log {
-                    table: self.table(),
-                    version,
-                    file: self.store.absolute(&path),
-                    reason,
-                };
-                let bytes = self.store.get(&path).await?;
-                let text =
-                    std::str::from_utf8(&bytes).map_err(|_| log_error("not UTF-8".into()))?;
-                let commit = parse_commit(text).map_err(log_error)?;
-                if commit.metadata.is_some() || commit.protocol.is_some() {
-                    let metadata = commit
-                        .metadata
-                        .clone()
-                        .or_else(|| state.as_ref().map(|s| s.metadata.clone()))
-                        .ok_or_else(|| {
-                            log_error("no metaData action before this version".into())
-                        })?;
-                    let protocol = commit
-                        .protocol
-                        .clone()
-                        .or_else(|| state.as_ref().map(|s| s.protocol.clone()))
-                        .unwrap_or_default();
-                    state = Some(self.state(version, metadata, protocol)?);
-                }
-                let s = state
-                    .as_ref()
-                    .ok_or_else(|| log_error("no metaData action before this version".into()))?;
-                let time = commit
-                    .info
-                    .as_ref()
-                    .and_then(|i| i.in_commit_timestamp.or(i.timestamp))
-                    .unwrap_or(modified);
-                let action = commit
-                    .info
-                    .as_ref()
-                    .and_then(|i| i.operation.clone())
-                    .unwrap_or_else(|| "commit".into());
-                let mut change = s.change_set(self.commit(version, action, time));
-                for add in &commit.adds {
-                    change
-                        .added
-                        .push(self.data_file(s, add).await.map_err(&log_error)?);
-                }
-                change.removed = commit
-                    .removes
-                    .iter()
-                    .map(|r| local_path(&r.path))
-                    .collect::<std::result::Result<_, _>>()
-                    .map_err(&log_error)?;
-                // An add of a path already live replaces it, with or without a remove
-                // (statistics recomputation, row-tracking backfill, a new deletion vector).
-                for (f, add) in change.added.iter().zip(&commit.adds) {
-                    if change.removed.contains(&f.path) || live.contains(&f.path) {
-                        continue;
-                    }
-                    // Only a file that changes no data (dataChange=false) can re-add a
-                    // path live before this replay: writers give new data new files.
-                    if !add.data_change {
-                        base.load_into(&mut live, self).await?;
-                    }
-                    if live.contains(&f.path) {
-                        change.removed.push(f.path.clone());
-                    }
-                }
-                for p in &change.removed {
-                    live.remove(p);
-                    base.removed(p);
-                }
-                live.extend(change.added.iter().map(|f| f.path.clone()));
-                let touched = commit
-                    .adds
-                    .iter()
-                    .map(|a| a.data_change)
-                    .chain(commit.removes.iter().map(|r| r.data_change));
-                change.data_change = touched.clone().count() == 0 || touched.into_iter().any(|d| d);
-                out.push(change);
-            }
-            Ok(())
-        }
-        .await;
-        Ok(Replay::new(out, notes, replay.err()))
-    }
-
-    fn commit(&self, version: u64, action: String, time: i64) -> SourceCommit {
+    pub(crate) fn commit(&self, version: u64, action: String, time: i64) -> SourceCommit {
         SourceCommit {
             format: crate::FORMAT,
             id: version.to_string(),
@@ -334,7 +192,11 @@ impl DeltaSource {
         }
     }
 
-    async fn data_file(&self, s: &State, add: &Add) -> std::result::Result<DataFile, String> {
+    pub(crate) async fn data_file(
+        &self,
+        s: &State,
+        add: &Add,
+    ) -> std::result::Result<DataFile, String> {
         let path = local_path(&add.path)?;
         let (records, stats) = match &add.stats {
             Some(text) if !text.is_empty() => {
@@ -425,7 +287,7 @@ impl DeltaSource {
     /// not change, the checkpoint's two columns. Other layouts (V2 sidecars, multi-part, a
     /// log without its early commits) go through deltalake-core, which refuses types it does
     /// not know (`void`).
-    async fn schema_at(&self, version: u64) -> Result<State> {
+    pub(crate) async fn schema_at(&self, version: u64) -> Result<State> {
         match self.newest_metadata(version).await {
             Ok(Some((metadata, protocol))) => self.state(version, metadata, protocol),
             Ok(None) => Ok(self.snapshot_at(version, false).await?.0),
@@ -484,8 +346,8 @@ impl DeltaSource {
         Ok(metadata.zip(protocol))
     }
 
-    /// The live file paths at `version`, as `data_file` names them.
-    async fn live_paths_at(&self, version: u64) -> Result<HashSet<String>> {
+    /// The live file paths at `version`, as `data_file` names them (as [`path_key`]s).
+    pub(crate) async fn live_paths_at(&self, version: u64) -> Result<HashSet<u128>> {
         let (_, table) = self.snapshot_at(version, true).await?;
         live_paths(&table).map_err(|reason| DeltaError::Checkpoint {
             table: self.table(),
@@ -496,7 +358,7 @@ impl DeltaSource {
 
     /// The state at a checkpoint version, read with deltalake-core: schema, protocol, and
     /// one change set adding every live file.
-    async fn checkpoint_state(&self, version: u64) -> Result<(State, ChangeSet)> {
+    pub(crate) async fn checkpoint_state(&self, version: u64) -> Result<(State, ChangeSet)> {
         let fail = |reason: String| DeltaError::Checkpoint {
             table: self.table(),
             version,
@@ -589,26 +451,31 @@ fn partition_text(v: &delta_kernel::expressions::Scalar) -> Option<String> {
 /// The live paths at the version an incremental replay starts after: read (from
 /// deltalake-core's checkpoint and the commits since) only when a commit needs them, since
 /// that costs as much as the table is large.
-enum BaseLive {
+pub(crate) enum BaseLive {
     /// Merged into the replay's live set (or a full replay, which needs no base).
     Loaded,
     /// Not read yet; the paths the replay has removed since.
     NotLoaded {
         version: u64,
-        removed: HashSet<String>,
+        /// As [`path_key`]s.
+        removed: HashSet<u128>,
     },
 }
 
 impl BaseLive {
     /// Note a path removed during the replay.
-    fn removed(&mut self, path: &str) {
+    pub(crate) fn removed(&mut self, path: &str) {
         if let Self::NotLoaded { removed, .. } = self {
-            removed.insert(path.to_string());
+            removed.insert(path_key(path));
         }
     }
 
     /// Merge the base's live paths, less those removed since, into `live`.
-    async fn load_into(&mut self, live: &mut HashSet<String>, source: &DeltaSource) -> Result<()> {
+    pub(crate) async fn load_into(
+        &mut self,
+        live: &mut HashSet<u128>,
+        source: &DeltaSource,
+    ) -> Result<()> {
         if let Self::NotLoaded { version, removed } = self {
             let base = source.live_paths_at(*version).await?;
             live.extend(base.into_iter().filter(|p| !removed.contains(p)));
@@ -619,12 +486,12 @@ impl BaseLive {
 }
 
 /// The live file paths of a table loaded by deltalake-core, as `data_file` names them.
-fn live_paths(table: &deltalake_core::DeltaTable) -> std::result::Result<HashSet<String>, String> {
+fn live_paths(table: &deltalake_core::DeltaTable) -> std::result::Result<HashSet<u128>, String> {
     let snapshot = table.snapshot().map_err(|e| e.to_string())?;
     snapshot
         .log_data()
         .into_iter()
-        .map(|f| local_path(&f.path().replace('%', "%25")))
+        .map(|f| local_path(&f.path().replace('%', "%25")).map(|p| path_key(&p)))
         .collect()
 }
 
@@ -672,7 +539,7 @@ fn table_url(location: &str) -> std::result::Result<url::Url, String> {
 
 /// A Delta file path as xlake-storage takes it: percent-decoded; `file:` URIs become
 /// absolute local paths; other URIs stay as they are.
-fn local_path(path: &str) -> std::result::Result<String, String> {
+pub(crate) fn local_path(path: &str) -> std::result::Result<String, String> {
     if let Some(rest) = path.strip_prefix("file:") {
         let decoded = url::Url::parse(path)
             .ok()

@@ -4,10 +4,10 @@
 use std::cmp::Ordering;
 
 use serde::Serialize;
-use xlake_model::{CommitListing, Replay, SourceFormat};
+use xlake_model::{CommitListing, SourceFormat};
 use xlake_source::{
-    numeric_order, CommitState, DetectFuture, ErrorKind, MirrorState, OpenFuture, SourceError,
-    SourceHealth, SourceKind, SourceOptions, TableSource,
+    numeric_order, CommitState, DetectFuture, ErrorKind, MirrorState, OpenFuture, Replay,
+    SourceError, SourceHealth, SourceKind, SourceOptions, TableSource,
 };
 use xlake_storage::TableStore;
 
@@ -153,7 +153,7 @@ impl TableSource for DeltaSource {
         self.decode_deletion_vectors(false);
     }
 
-    async fn replay(&self, mirrored: &MirrorState) -> Result<Replay<SourceError>, SourceError> {
-        Ok(self.change_sets(&mirrored.commits).await?.err_into())
+    async fn replay<'a>(&'a self, mirrored: &MirrorState) -> Result<Replay<'a>, SourceError> {
+        Ok(Box::new(self.replay_from(&mirrored.commits).await?))
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Reads a Hudi table's timeline (table versions 6, 8 and 9) and turns every completed
 //! commit, delta commit, replace commit and rollback into one neutral
-//! [`ChangeSet`](xlake_model::ChangeSet). It knows nothing of Iceberg.
+//! [`ChangeSet`](xlake_model::ChangeSet), streamed one at a time. It knows nothing of
+//! Iceberg.
 //!
 //! | module | Hudi noun |
 //! |---|---|
@@ -13,8 +14,9 @@
 //! | [`file_group`] | live base file per file group; each instant's effect (for rollbacks) |
 //! | [`partition_path`] | partition paths to typed partition values |
 //! | [`schema`] | Avro schemas to the neutral schema, `_hoodie_*` columns included |
-//! | [`source`] | [`HudiSource`]: open a table, replay its timeline into change sets |
-//! | `incremental` | a replay that starts after the newest mirrored instant, from the mirror's live files |
+//! | [`source`] | [`HudiSource`]: open a table, its listing and declared schema |
+//! | [`replay`] | [`HudiReplay`](replay::HudiReplay): its timeline streamed as change sets (memory bounded by its live file groups) |
+//! | `incremental` | where a replay starts after the newest mirrored instant, from the mirror's live files |
 //! | [`table_source`] | the engine's contract ([`xlake_source::TableSource`]) and the format's [`KIND`] |
 //!
 //! Only completed instants count; requested and inflight ones are pending. The metadata
@@ -28,6 +30,7 @@ mod incremental;
 pub mod instant;
 pub mod partition_path;
 pub mod properties;
+pub mod replay;
 pub mod schema;
 pub mod source;
 pub mod table_source;

@@ -2,20 +2,17 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use xlake_model::{
-    ChangeSet, CommitListing, DataFile, DeclaredTable, ListedCommit, Replay, SourceCommit,
-};
-use xlake_source::MirrorState;
+use xlake_model::{ChangeSet, CommitListing, DataFile, DeclaredTable, ListedCommit};
+use xlake_source::{Collected, MirrorState};
 use xlake_storage::{StorageError, TableStore};
 
-use crate::commit_metadata::{CommitMetadata, RestoreMetadata, RollbackMetadata};
 use crate::error::{HistoryLost, HudiError, Result};
-use crate::file_group::{parse_base_file_name, BaseFile, Effect, FileGroups};
+use crate::file_group::{parse_base_file_name, BaseFile, Effect};
 use crate::instant::{instant_millis, Instant};
 use crate::partition_path::{partition_spec, partition_values};
 use crate::properties::{parse_properties, TableConfig, TableType};
 use crate::schema::{avro_to_schema, META_COLUMNS};
-use crate::timeline::{read_instant, Timeline};
+use crate::timeline::Timeline;
 
 /// Summary note on snapshots of a merge-on-read table mirrored read-optimized.
 pub use xlake_source::VIEW_NOTE;
@@ -56,7 +53,7 @@ pub struct HudiSource {
     store: TableStore,
     config: TableConfig,
     timeline: Timeline,
-    options: HudiOptions,
+    pub(crate) options: HudiOptions,
 }
 
 impl HudiSource {
@@ -164,7 +161,7 @@ impl HudiSource {
         &self.timeline
     }
 
-    fn instant_error(&self, instant: &Instant, reason: impl ToString) -> HudiError {
+    pub(crate) fn instant_error(&self, instant: &Instant, reason: impl ToString) -> HudiError {
         HudiError::Instant {
             table: self.store.location().to_string(),
             instant: instant.requested.clone(),
@@ -177,7 +174,10 @@ impl HudiSource {
     /// found by listing. That is the newest base file of each file group written by an
     /// instant older than every write instant on the active timeline (in any state) and not
     /// itself on it, as Hudi's own file system view decides. Empty when nothing is archived.
-    async fn archived_state(&self, mirrored: &BTreeSet<String>) -> Result<Vec<BaseFile>> {
+    pub(crate) async fn archived_state(
+        &self,
+        mirrored: &BTreeSet<String>,
+    ) -> Result<Vec<BaseFile>> {
         let on_timeline: HashSet<&str> = self
             .timeline
             .completed
@@ -252,165 +252,10 @@ impl HudiSource {
         Ok(newest.into_values().map(|(_, f)| f).collect())
     }
 
-    /// One change set per completed commit, delta commit, replace commit and rollback, in
-    /// timeline order, replaying the timeline from its start. `mirrored` names the instants
-    /// the target already holds (needed for rollbacks of instants Hudi has dropped from the
-    /// timeline, and for tables whose early instants are archived: the first change set
-    /// then carries the whole state at the oldest retained instant, unless earlier
-    /// instants are mirrored already). Also returns notes for the operator.
-    ///
-    /// Given the mirror's live files ([`MirrorState::live_files`]), a replay starts after
-    /// the newest mirrored instant where that gives the same change sets (see
-    /// [`incremental`](crate::incremental)).
-    pub async fn change_sets(&self, state: &MirrorState) -> Result<Replay<HudiError>> {
-        let mirrored = &state.commits;
-        let mut groups = FileGroups::default();
-        let mut out = Vec::new();
-        let mut notes = Vec::new();
-        let (first, seed, mut schema) = match self.incremental_start(state).await? {
-            Some(start) => {
-                groups.seed(start.seed);
-                (start.from, Vec::new(), Some(start.schema))
-            }
-            None => (0, self.archived_state(mirrored).await?, None),
-        };
-        if !seed.is_empty() {
-            notes.push(format!(
-                "early instants are archived: {} base files they left live are taken from the file listing{}",
-                seed.len(),
-                if mirrored.is_empty() { "; the first snapshot holds the table as of the oldest retained instant" } else { "" }
-            ));
-        }
-        let completed: HashSet<&str> = self
-            .timeline
-            .completed
-            .iter()
-            .map(|i| i.requested.as_str())
-            .collect();
-        // Instants rolled back after being mirrored: Hudi removed them from the timeline.
-        let dropped = |ids: &[String]| {
-            ids.iter()
-                .any(|id| !completed.contains(id.as_str()) && mirrored.contains(id))
-        };
-        groups.seed(seed.clone());
-        let mut unmirrored_seed = if mirrored.is_empty() {
-            seed
-        } else {
-            Vec::new()
-        };
-        let replay: Result<()> = async {
-            for instant in &self.timeline.completed[first..] {
-                let kind = kind(&instant.action).ok_or_else(|| {
-                    self.instant_error(instant, format!("unknown action {:?}", instant.action))
-                })?;
-                // A rollback or restore of instants Iceberg mirrors but the timeline no longer
-                // holds: their effect is unknown file by file, so the snapshot is given as the
-                // whole replayed state (the state before them) and the target takes the difference.
-                let mut full_state = false;
-                let (mut effect, data_change) = match kind {
-                    Kind::Skip => continue,
-                    Kind::Commit => {
-                        let json = read_instant(&self.store, instant).await?;
-                        let meta: CommitMetadata = serde_json::from_value(json).map_err(|e| {
-                            self.instant_error(instant, format!("not commit metadata: {e}"))
-                        })?;
-                        if let Some(text) = meta.schema() {
-                            schema = Some(
-                                avro_to_schema(text, self.config.meta_fields)
-                                    .map_err(|e| self.instant_error(instant, e))?,
-                            );
-                        }
-                        let effect = groups
-                            .apply_commit(&meta, self.options.mor_read_optimized)
-                            .map_err(|e| self.instant_error(instant, e))?;
-                        // Clustering rewrites rows as they are, except that on a merge-on-read
-                        // table it also merges log records into the read-optimized view.
-                        let rewrite_only = meta.operation_type.as_deref() == Some("CLUSTER")
-                            && self.config.table_type == TableType::CopyOnWrite;
-                        (effect, !rewrite_only)
-                    }
-                    Kind::Rollback => {
-                        let json = read_instant(&self.store, instant).await?;
-                        let meta: RollbackMetadata = serde_json::from_value(json).map_err(|e| {
-                            self.instant_error(instant, format!("not rollback metadata: {e}"))
-                        })?;
-                        full_state = dropped(&meta.commits_rollback.unwrap_or_default());
-                        (Effect::default(), true)
-                    }
-                    Kind::Restore => {
-                        let json = read_instant(&self.store, instant).await?;
-                        let meta: RestoreMetadata = serde_json::from_value(json).map_err(|e| {
-                            self.instant_error(instant, format!("not restore metadata: {e}"))
-                        })?;
-                        full_state = dropped(&meta.rolled_back());
-                        (Effect::default(), true)
-                    }
-                };
-                if schema.is_none() {
-                    if let Some(text) = &self.config.create_schema {
-                        schema = Some(
-                            avro_to_schema(text, self.config.meta_fields)
-                                .map_err(|e| self.instant_error(instant, e))?,
-                        );
-                    }
-                }
-                let schema = schema.clone().ok_or_else(|| {
-                    self.instant_error(
-                        instant,
-                        "no schema: neither the commit nor hoodie.properties records one",
-                    )
-                })?;
-                let (spec, note) = partition_spec(&self.config, &schema);
-                if let Some(note) = note {
-                    if !notes.contains(&note) {
-                        notes.push(note);
-                    }
-                }
-                let commit = SourceCommit {
-                    format: crate::FORMAT,
-                    id: instant.requested.clone(),
-                    action: instant.action.clone(),
-                    requested_ms: instant_millis(&instant.requested),
-                    commit_time_ms: instant_millis(instant.commit_time()).ok_or_else(|| {
-                        self.instant_error(
-                            instant,
-                            format!("unreadable instant time {}", instant.commit_time()),
-                        )
-                    })?,
-                };
-                let mut data_change = data_change;
-                if !unmirrored_seed.is_empty() {
-                    data_change = true;
-                    // The first snapshot also holds what archived instants left live.
-                    let (replaced, kept): (Vec<BaseFile>, Vec<BaseFile>) =
-                        std::mem::take(&mut unmirrored_seed)
-                            .into_iter()
-                            .partition(|f| effect.removed.contains(f));
-                    effect.removed.retain(|f| !replaced.contains(f));
-                    effect.added.splice(0..0, kept);
-                }
-                if full_state {
-                    effect = Effect {
-                        added: groups.live().cloned().collect(),
-                        removed: Vec::new(),
-                    };
-                }
-                let mut change = ChangeSet::new(commit, schema.clone(), spec.clone());
-                change.ignored_columns = self.ignored_columns();
-                change.full_state = full_state;
-                change.data_change = data_change;
-                self.fill(&mut change, effect, instant)?;
-                if self.config.table_type == TableType::MergeOnRead {
-                    change
-                        .notes
-                        .insert(VIEW_NOTE.into(), xlake_source::READ_OPTIMIZED.into());
-                }
-                out.push(change);
-            }
-            Ok(())
-        }
-        .await;
-        Ok(Replay::new(out, notes, replay.err()))
+    /// Every change set of the table from the start of its timeline, in memory (for tests
+    /// and small tables; a sync streams them, see [`Self::replay_from`]).
+    pub async fn change_sets(&self, mirrored: &MirrorState) -> Result<Collected> {
+        Ok(xlake_source::collect(Box::new(self.replay_from(mirrored).await?)).await)
     }
 
     /// The table as `hoodie.table.create.schema` declares it, for a table with no completed
@@ -436,7 +281,7 @@ impl HudiSource {
     /// Columns base files hold that readers skip: with `hoodie.populate.meta.fields=false`
     /// Hudi still writes the five meta columns (null but `_hoodie_file_name`), and
     /// leaves them out of the table's rows.
-    fn ignored_columns(&self) -> Vec<String> {
+    pub(crate) fn ignored_columns(&self) -> Vec<String> {
         if self.config.meta_fields {
             Vec::new()
         } else {
@@ -444,7 +289,12 @@ impl HudiSource {
         }
     }
 
-    fn fill(&self, change: &mut ChangeSet, effect: Effect, instant: &Instant) -> Result<()> {
+    pub(crate) fn fill(
+        &self,
+        change: &mut ChangeSet,
+        effect: Effect,
+        instant: &Instant,
+    ) -> Result<()> {
         for f in effect.added {
             let values = partition_values(
                 &f.partition,

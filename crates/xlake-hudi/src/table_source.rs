@@ -5,10 +5,10 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use xlake_model::{CommitListing, DeclaredTable, Replay, SourceFormat};
+use xlake_model::{CommitListing, DeclaredTable, SourceFormat};
 use xlake_source::{
-    CommitState, DetectFuture, ErrorKind, MirrorState, OpenFuture, SourceError, SourceHealth,
-    SourceKind, SourceOptions, TableSource,
+    CommitState, DetectFuture, ErrorKind, MirrorState, OpenFuture, Replay, SourceError,
+    SourceHealth, SourceKind, SourceOptions, TableSource,
 };
 use xlake_storage::{Entry, TableStore};
 
@@ -192,8 +192,8 @@ impl TableSource for HudiSource {
         Ok(HudiSource::declared_table(self)?)
     }
 
-    async fn replay(&self, mirrored: &MirrorState) -> Result<Replay<SourceError>, SourceError> {
-        Ok(self.change_sets(mirrored).await?.err_into())
+    async fn replay<'a>(&'a self, mirrored: &MirrorState) -> Result<Replay<'a>, SourceError> {
+        Ok(Box::new(self.replay_from(mirrored).await?))
     }
 
     fn reads_saved_by_live_files(&self, mirrored: &MirrorState) -> usize {

@@ -137,42 +137,6 @@ pub struct CommitListing {
     pub strictly_ordered: bool,
 }
 
-/// What a source's replay produced: the change sets up to the first commit it could not
-/// read, notes for the operator, and the error that stopped it, if any. The engine mirrors
-/// the change sets it has, then reports the error.
-#[derive(Debug)]
-pub struct Replay<E> {
-    /// Change sets in source order.
-    pub changes: Vec<ChangeSet>,
-    /// Notes for the operator.
-    pub notes: Vec<String>,
-    /// Why the replay stopped early.
-    pub stopped: Option<E>,
-}
-
-impl<E> Replay<E> {
-    /// The same replay, its stopping error converted (a source's own error into the
-    /// engine's).
-    pub fn err_into<F: From<E>>(self) -> Replay<F> {
-        Replay {
-            changes: self.changes,
-            notes: self.notes,
-            stopped: self.stopped.map(Into::into),
-        }
-    }
-
-    /// The replay of `changes` (in source order): marks every added file a later change
-    /// set removes, as [`DataFile::mark_removed_later`] does.
-    pub fn new(mut changes: Vec<ChangeSet>, notes: Vec<String>, stopped: Option<E>) -> Self {
-        DataFile::mark_removed_later(&mut changes);
-        Self {
-            changes,
-            notes,
-            stopped,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

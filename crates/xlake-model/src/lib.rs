@@ -9,9 +9,9 @@
 //! | [`schema`] | [`Schema`], [`Field`], [`DataType`], [`PrimitiveType`]: columns, nesting, nullability |
 //! | [`partition`] | [`PartitionSpec`], [`PartitionField`], [`Transform`]: how files are grouped |
 //! | [`value`] | [`Value`]: one typed scalar (partition values, column bounds) |
-//! | [`file`] | [`DataFile`] (with its deletion vector, and deleted row positions), [`ColumnStats`]: what a commit adds or removes |
+//! | [`file`] | [`DataFile`] (with its deletion vector, and deleted row positions), [`ColumnStats`]: what a commit adds or removes; [`RemovedLater`]: which added files later commits remove, from a first pass over removals |
 //! | [`deletion`] | [`DeletionVector`]: a deleted-rows bitmap where the source stores it |
-//! | [`commit`] | [`SourceCommit`], [`ChangeSet`], [`Replay`]: source commits and their effect; [`DeclaredTable`]: a table before its first commit |
+//! | [`commit`] | [`SourceCommit`], [`ChangeSet`]: source commits and their effect; [`DeclaredTable`]: a table before its first commit |
 //!
 //! The model holds data only; it does no I/O.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -24,10 +24,10 @@ pub mod schema;
 pub mod value;
 
 pub use commit::{
-    ChangeSet, CommitListing, DeclaredTable, ListedCommit, Replay, SourceCommit, SourceFormat,
+    ChangeSet, CommitListing, DeclaredTable, ListedCommit, SourceCommit, SourceFormat,
 };
 pub use deletion::{DeletionVector, VectorBytes};
-pub use file::{ColumnStats, DataFile, FileFormat};
+pub use file::{path_key, ColumnStats, DataFile, FileFormat, RemovedLater};
 pub use partition::{PartitionField, PartitionSpec, Transform};
 pub use schema::{DataType, Field, PrimitiveType, Schema, TimeUnit};
 pub use value::Value;

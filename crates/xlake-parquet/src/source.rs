@@ -7,11 +7,11 @@ use futures::{StreamExt, TryStreamExt};
 use parquet::file::metadata::ParquetMetaData;
 use xlake_model::{
     ChangeSet, CommitListing, DataFile, DataType, Field, ListedCommit, PartitionField,
-    PartitionSpec, PrimitiveType, Replay, Schema, SourceCommit, SourceFormat,
+    PartitionSpec, PrimitiveType, Schema, SourceCommit, SourceFormat,
 };
 use xlake_source::{
-    numeric_order, CommitState, ErrorKind, MirrorState, OpenFuture, SourceError, SourceHealth,
-    SourceKind, SourceOptions, TableSource,
+    numeric_order, CommitState, ErrorKind, MirrorState, OpenFuture, Replay, SourceError,
+    SourceHealth, SourceKind, SourceOptions, TableSource, VecReplay,
 };
 use xlake_storage::footer::read_footer;
 use xlake_storage::{Entry, TableStore};
@@ -225,10 +225,11 @@ impl TableSource for ParquetSource {
         })
     }
 
-    async fn replay(&self, mirrored: &MirrorState) -> Result<Replay<SourceError>, SourceError> {
+    /// One full-state change set (the folder as listed), or none when it is mirrored.
+    async fn replay<'a>(&'a self, mirrored: &MirrorState) -> Result<Replay<'a>, SourceError> {
         let generation = self.generation(mirrored).to_string();
         if mirrored.commits.contains(&generation) {
-            return Ok(Replay::new(Vec::new(), Vec::new(), None));
+            return Ok(Box::new(VecReplay::new(Vec::new(), Vec::new(), None)));
         }
         let footers = self.footers().await?;
         let (schema, spec) = self.schema(&footers)?;
@@ -248,6 +249,6 @@ impl TableSource for ParquetSource {
             let file = self.data_file(f, meta, &change.schema, &change.partition_spec)?;
             change.added.push(file);
         }
-        Ok(Replay::new(vec![change], Vec::new(), None))
+        Ok(Box::new(VecReplay::new(vec![change], Vec::new(), None)))
     }
 }

@@ -10,6 +10,8 @@
 //! | item | what it is |
 //! |---|---|
 //! | [`TableSource`] | an opened source table: listing, commit states, order, health, replay |
+//! | [`ChangeStream`], [`Replay`] | a replay in progress, one change set at a time (memory bounded by the source's live and removed path sets, not by its history) |
+//! | [`VecReplay`], [`removals_of`], [`collect`], [`Collected`] | a replay of change sets in memory; a first pass over a replay for its removals; a replay drained |
 //! | [`SourceKind`] | a format: its name and how to open a table of it |
 //! | [`SourceOptions`] | operator choices a source may honour (a merge-on-read view) |
 //! | [`CommitState`] | completed, pending (with the source's word for it) or unknown |
@@ -19,14 +21,16 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 mod error;
+mod stream;
 
 pub use error::{ErrorKind, SourceError};
+pub use stream::{collect, removals_of, ChangeStream, Collected, Replay, VecReplay};
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
 use futures::future::BoxFuture;
-use xlake_model::{CommitListing, DeclaredTable, Replay, SourceFormat};
+use xlake_model::{CommitListing, DeclaredTable, SourceFormat};
 use xlake_storage::TableStore;
 
 /// Summary note a source puts on the snapshots of a merge-on-read table mirrored as its
@@ -120,10 +124,13 @@ pub trait TableSource: Send + Sync {
     fn carry_deletion_vectors(&mut self) {}
 
     /// One change set per completed commit not in `mirrored.commits`, in source order (a
-    /// source may also give ones that are, which the engine skips). A commit the source
-    /// cannot read ends the replay: the change sets before it are returned with the error
-    /// in [`Replay::stopped`].
-    async fn replay(&self, mirrored: &MirrorState) -> Result<Replay<SourceError>, SourceError>;
+    /// source may also give ones that are, which the engine skips), as a stream read one
+    /// change set at a time; each added file already says whether a later commit removes
+    /// it ([`DataFile::removed_later`](xlake_model::DataFile::removed_later)). A commit the
+    /// source cannot read ends the stream: the change sets before it come first, then the
+    /// error. An error here (nothing streamed) is about the table as a whole, e.g.
+    /// [`ErrorKind::HistoryLost`].
+    async fn replay<'a>(&'a self, mirrored: &MirrorState) -> Result<Replay<'a>, SourceError>;
 }
 
 /// The future [`SourceKind::detect`] returns.

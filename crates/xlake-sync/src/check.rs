@@ -281,22 +281,24 @@ async fn compare_files(
         newest: state.newest.clone(),
         live_files: None,
     };
-    let replay = source.replay(&from_start).await?;
-    if let Some(e) = replay.stopped {
-        return Err(e.into());
-    }
-    let newest = replay
-        .changes
+    // The newest mirrored commit, in source order (a replay gives the listing's order).
+    let newest = source
+        .listing(&from_start)?
+        .commits
         .iter()
-        .rposition(|c| snapshot_of.contains_key(&c.commit.id));
+        .rev()
+        .find(|c| snapshot_of.contains_key(&c.id))
+        .map(|c| c.id.clone());
+    let mut replay = source.replay(&from_start).await?;
     let mut live: BTreeMap<String, Option<u64>> = BTreeMap::new();
     let mut compared = Vec::new();
-    for (i, change) in replay
-        .changes
-        .iter()
-        .enumerate()
-        .take(newest.map_or(0, |n| n + 1))
-    {
+    let mut past_newest = newest.is_none();
+    while let Some(next) = replay.next().await {
+        // A commit the source cannot read fails the check, even after the newest mirrored.
+        let change = next?;
+        if past_newest {
+            continue;
+        }
         if change.full_state {
             live.clear();
         }
@@ -306,10 +308,12 @@ async fn compare_files(
         for f in &change.added {
             live.insert(store.absolute(&f.path), f.record_count);
         }
+        let is_newest = newest.as_deref() == Some(change.commit.id.as_str());
+        past_newest = is_newest;
         let Some(&snapshot) = snapshot_of.get(&change.commit.id) else {
             continue;
         };
-        if !all && Some(i) != newest {
+        if !all && !is_newest {
             continue;
         }
         let Some(entries) = (match loaded {

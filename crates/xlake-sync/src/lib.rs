@@ -18,6 +18,7 @@
 //! | [`snapshots`](snapshots::snapshots) | the snapshot list and the source commit each records |
 //! | [`locate`](locate::locate) | what a location holds (source table, Iceberg metadata), before a command acts |
 //! | [`rebuild`] | `sync --rebuild`: a copied or moved table mirrored afresh at its new place |
+//! | `replay` | the source's replay as the engine reads it: pending change sets, `--from-latest`, lost history |
 //! | [`serve`] | the long-running service: Hudi's write-commit callback, scheduled sync, check, metrics |
 //! | [`upgrade`](upgrade::upgrade) | `xlake upgrade`: a newer Iceberg format version, at once |
 //! | [`sources`] | the registry of source formats: the only module naming Hudi and Delta |
@@ -25,7 +26,9 @@
 //!
 //! A commit the target has no snapshot for is pending, unless it is older than the oldest
 //! commit a snapshot records (those were mirrored, then expired). Pending commits are
-//! written in source order; a writer that loses a race re-plans from the target's state.
+//! written in source order, in batches of 100 read from the source's replay as
+//! they are needed (a backfill never holds the history); a writer that loses a race
+//! re-plans from the target's state.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod catalog;
@@ -34,6 +37,7 @@ pub mod inspect;
 pub mod job;
 pub mod locate;
 pub mod rebuild;
+mod replay;
 pub mod serve;
 pub mod snapshots;
 pub mod sources;
@@ -41,12 +45,12 @@ pub mod upgrade;
 
 pub use check::{check, check_with, CheckReport};
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use xlake_catalog::{Advanced, CatalogError, CatalogTarget};
 use xlake_iceberg::{Committed, IcebergError, IcebergTable, LoadedTable};
-use xlake_model::{ChangeSet, Replay, SourceCommit};
-use xlake_source::{CommitState, MirrorState, SourceError, SourceOptions, TableSource};
+use xlake_model::{ChangeSet, SourceCommit};
+use xlake_source::{CommitState, MirrorState, Replay, SourceError, SourceOptions, TableSource};
 use xlake_storage::{StorageError, TableStore};
 
 /// How often in a row a commit is re-planned after losing a race while no writer makes
@@ -404,71 +408,71 @@ async fn run(
             state.live_files = target.current_files(loaded, saved / 4).await?;
         }
         let mirrored = &state.commits;
-        let Replay {
-            changes,
-            mut notes,
-            stopped,
-        }: Replay<SourceError> = match source.replay(&state).await {
+        let listing = source.listing(&state)?;
+        let mut engine_notes = Vec::new();
+        let replay: Replay<'_> = match source.replay(&state).await {
             // First sync with --from-latest: one snapshot of the current state.
-            Ok(replay) if options.from_latest && mirrored.is_empty() => notes_push(
-                latest_state(replay),
-                "--from-latest: one snapshot holds the table as of its newest commit",
-            ),
+            Ok(replay) if options.from_latest && mirrored.is_empty() => {
+                engine_notes.push(
+                    "--from-latest: one snapshot holds the table as of its newest commit".into(),
+                );
+                Box::new(replay::LatestState::new(replay))
+            }
             Ok(replay) => replay,
             // Commits after the last mirrored one are gone from the source (archived,
             // truncated): the state at the oldest retained commit becomes one snapshot,
             // taken as a difference from what Iceberg holds, then one per later commit.
             Err(e) if !mirrored.is_empty() && e.is_history_lost() => {
-                let mut replay = source.replay(&MirrorState::default()).await?;
-                if let Some(first) = replay.changes.first_mut() {
-                    first.full_state = true;
-                }
-                notes_push(replay, &format!("{e}; the oldest retained commit's snapshot holds the table's state at that commit instead"))
+                let replay = source.replay(&MirrorState::default()).await?;
+                engine_notes.push(format!("{e}; the oldest retained commit's snapshot holds the table's state at that commit instead"));
+                Box::new(replay::FirstFullState::new(replay))
             }
             Err(e) => return Err(e.into()),
         };
-        notes.dedup();
-        // No completed commit yet: an Iceberg table with the declared schema and no
-        // snapshot, so that readers and catalogs find an empty table.
-        if base.is_none() && changes.is_empty() && stopped.is_none() && until.is_none() {
-            if let Some(declared) = source.declared_table().await? {
-                report.created_empty = target.create_empty(&declared).await?;
-            }
-            report.notes = notes;
-            return Ok((report, false));
-        }
         if mirrored.len() > last_seen {
             retries = 0;
             last_seen = mirrored.len();
         }
-        let mut pending = pending(&changes, mirrored);
-        match until {
-            // In-commit mode for a commit already mirrored: nothing further to do.
-            Some(u) if mirrored.contains(u) => pending.clear(),
-            Some(u) => {
-                if let Some(last) = pending.iter().position(|c| c.commit.id == u) {
-                    pending.truncate(last + 1);
+        // In-commit mode for a commit already mirrored: nothing further to do.
+        let until_done = until.is_some_and(|u| mirrored.contains(u));
+        let reduced = options.from_latest && mirrored.is_empty();
+        let mut remaining = match replay::Pending::count(mirrored, &listing, until) {
+            _ if until_done => 0,
+            // --from-latest: the one snapshot of the newest state.
+            n if reduced => n.min(1),
+            n => n,
+        };
+        let written_before = report.written.len();
+        let pending = replay::Pending::new(mirrored, &listing);
+        let mut batches = replay::Batches::new(replay, pending, until, until_done);
+        let mut first = true;
+        while first || !batches.ended {
+            let batch = batches.next_batch(BATCH_SIZE).await;
+            // No completed commit yet: an Iceberg table with the declared schema and no
+            // snapshot, so that readers and catalogs find an empty table.
+            if std::mem::take(&mut first)
+                && base.is_none()
+                && batches.streamed == 0
+                && batches.stopped.is_none()
+                && until.is_none()
+            {
+                if let Some(declared) = source.declared_table().await? {
+                    report.created_empty = target.create_empty(&declared).await?;
                 }
+                report.notes = notes(batches.notes(), engine_notes, None);
+                return Ok((report, false));
             }
-            None => {}
-        }
-        if report.written.is_empty() {
-            // Counted from the listing: a replay may give only the commits after the
-            // newest mirrored one.
-            report.source_commits = source.listing(&state)?.commits.len().max(changes.len());
-            report.already_mirrored = report.source_commits.saturating_sub(pending.len());
-            report.notes = notes;
-            report.notes.extend(upgrade_note.take());
-        }
-        confine(&table, &pending, options)?;
-        let mut remaining = pending.len();
-        for chunk in pending.chunks(BATCH_SIZE) {
-            let mut batch = target.commit_batch_on(base.take(), chunk).await;
-            base = batch.table.take();
-            for (committed, change) in batch.committed.into_iter().zip(chunk.iter()) {
-                remaining -= 1;
+            if batch.is_empty() {
+                continue;
+            }
+            confine(&table, &batch, options)?;
+            let chunk: Vec<&ChangeSet> = batch.iter().collect();
+            let mut committed = target.commit_batch_on(base.take(), &chunk).await;
+            base = committed.table.take();
+            for (done, change) in committed.committed.into_iter().zip(batch.iter()) {
+                remaining = remaining.saturating_sub(1);
                 // The target logs each entry as it first appears.
-                for d in &committed.degraded {
+                for d in &done.degraded {
                     let line = format!("{d} (from commit {})", change.commit.id);
                     if !report.degraded.iter().any(|r| r.starts_with(d.as_str())) {
                         report.degraded.push(line);
@@ -478,13 +482,13 @@ async fn run(
                     commit: change.commit.clone(),
                     added: change.added.len(),
                     removed: change.removed.len(),
-                    committed,
+                    committed: done,
                     remaining,
                 };
                 progress(&m);
                 report.written.push(m);
             }
-            match batch.error {
+            match committed.error {
                 None => {}
                 Some(IcebergError::CommitConflict { .. }) if retries < MAX_CONFLICT_RETRIES => {
                     retries += 1;
@@ -494,15 +498,22 @@ async fn run(
                 Some(e) => return Err(e.into()),
             }
         }
+        // A replay may start after the newest mirrored commit: the listed commits it did
+        // not give are mirrored already.
+        let unstreamed = match until {
+            None => listing.commits.len().saturating_sub(batches.streamed),
+            Some(_) => 0,
+        };
+        report.source_commits = batches.streamed + unstreamed;
+        report.already_mirrored = batches.skipped.saturating_sub(written_before) + unstreamed;
+        report.notes = notes(batches.notes(), engine_notes, upgrade_note.take());
         // The commits before the one the source could not read are mirrored; now say why
         // the rest is not.
         // (In-commit mode does not fail for a bad commit after the one it was asked for.)
-        let reached =
-            until.is_some_and(|u| mirrored.contains(u) || changes.iter().any(|c| c.commit.id == u));
         let until_mirrored = until.is_some_and(|u| {
             mirrored.contains(u) || report.written.iter().any(|m| m.commit.id == u)
         });
-        if let Some(e) = stopped.filter(|_| !reached) {
+        if let Some(e) = batches.stopped.filter(|_| !batches.reached) {
             return Err(e.into());
         }
         if options.rebuild {
@@ -517,7 +528,7 @@ async fn run(
 
 /// With `options.data_roots`: refuse a change set adding a data file outside them (a
 /// crafted log naming `/etc/...`); the error names the commit, the log the file.
-fn confine(table: &str, pending: &[&ChangeSet], options: &SyncOptions) -> Result<(), SyncError> {
+fn confine(table: &str, pending: &[ChangeSet], options: &SyncOptions) -> Result<(), SyncError> {
     let Some(roots) = &options.data_roots else {
         return Ok(());
     };
@@ -565,100 +576,11 @@ pub(crate) fn mirror_state(loaded: Option<&LoadedTable>) -> MirrorState {
     }
 }
 
-/// A replay reduced to one full-state change set: the newest commit, holding every file
-/// live after it.
-fn latest_state(replay: Replay<SourceError>) -> Replay<SourceError> {
-    let mut live: std::collections::BTreeMap<String, xlake_model::DataFile> = Default::default();
-    for change in &replay.changes {
-        if change.full_state {
-            live.clear();
-        }
-        for path in &change.removed {
-            live.remove(path);
-        }
-        for file in &change.added {
-            live.insert(file.path.clone(), file.clone());
-        }
-    }
-    let changes = replay
-        .changes
-        .last()
-        .map(|last| {
-            let mut state = last.clone();
-            state.added = live
-                .into_values()
-                .map(|mut f| {
-                    f.removed_later = false;
-                    f
-                })
-                .collect();
-            state.removed.clear();
-            state.full_state = true;
-            state.data_change = true;
-            vec![state]
-        })
-        .unwrap_or_default();
-    Replay {
-        changes,
-        notes: replay.notes,
-        stopped: replay.stopped,
-    }
-}
-
-fn notes_push(mut replay: Replay<SourceError>, note: &str) -> Replay<SourceError> {
-    replay.notes.push(note.to_string());
-    replay
-}
-
-/// The change sets still to mirror, in source order: those whose commit no snapshot
-/// records, except commits older (in source order) than the oldest one a snapshot still
-/// records, which were mirrored and then expired. A commit that completes late (Hudi table
-/// version 6 orders by requested time) is still mirrored after newer ones.
-fn pending<'a>(changes: &'a [ChangeSet], mirrored: &BTreeSet<String>) -> Vec<&'a ChangeSet> {
-    let oldest = changes.iter().position(|c| mirrored.contains(&c.commit.id));
-    changes
-        .iter()
-        .enumerate()
-        .filter(|(i, c)| !mirrored.contains(&c.commit.id) && oldest.is_none_or(|o| *i > o))
-        .map(|(_, c)| c)
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use xlake_model::{PartitionSpec, Schema, SourceCommit, SourceFormat};
-
-    fn changes(ids: &[&str]) -> Vec<ChangeSet> {
-        ids.iter()
-            .map(|id| {
-                let commit = SourceCommit {
-                    format: SourceFormat::new("HUDI"),
-                    id: id.to_string(),
-                    action: "commit".into(),
-                    requested_ms: None,
-                    commit_time_ms: 0,
-                };
-                ChangeSet::new(commit, Schema::default(), PartitionSpec::unpartitioned())
-            })
-            .collect()
-    }
-
-    fn ids(p: Vec<&ChangeSet>) -> Vec<&str> {
-        p.into_iter().map(|c| c.commit.id.as_str()).collect()
-    }
-
-    #[test]
-    fn pending_skips_mirrored_and_expired_but_not_late_completions() {
-        let all = changes(&["1", "2", "3", "4", "5"]);
-        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
-        assert_eq!(ids(pending(&all, &set(&[]))), ["1", "2", "3", "4", "5"]);
-        assert_eq!(ids(pending(&all, &set(&["1", "2"]))), ["3", "4", "5"]);
-        // 1 and 2 expired from the Iceberg metadata.
-        assert_eq!(ids(pending(&all, &set(&["3"]))), ["4", "5"]);
-        // 3 completed after 4 was mirrored (v6 requested-time order).
-        assert_eq!(ids(pending(&all, &set(&["1", "2", "4"]))), ["3", "5"]);
-        // Mirrored commits the source no longer lists are fine.
-        assert_eq!(ids(pending(&all, &set(&["0", "1"]))), ["2", "3", "4", "5"]);
-    }
+/// The notes of a sync: the source's, then the engine's (each once), then `extra`.
+fn notes(source: Vec<String>, engine: Vec<String>, extra: Option<String>) -> Vec<String> {
+    let mut notes = source;
+    notes.extend(engine);
+    notes.dedup();
+    notes.extend(extra);
+    notes
 }

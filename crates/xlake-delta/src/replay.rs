@@ -1,0 +1,295 @@
+//! [`DeltaReplay`]: the versions of a Delta table not yet mirrored, streamed one change set
+//! at a time.
+//!
+//! Two passes over the commit files: the first parses only their `remove` lines (see
+//! [`removed_paths`]) to know which added files a later version removes; the second reads
+//! each version in full when the engine asks for it. Memory is bounded by one change set,
+//! the keys of the live paths and the keys of the removed paths, never by the history.
+
+use std::collections::{BTreeSet, HashSet};
+
+use xlake_model::{path_key, ChangeSet, RemovedLater};
+use xlake_source::{ChangeStream, SourceError};
+
+use crate::action::parse_commit;
+use crate::error::{DeltaError, HistoryLost, Result};
+use crate::source::{local_path, BaseLive, State};
+use crate::DeltaSource;
+
+/// A replay of a Delta table's versions in progress.
+pub struct DeltaReplay<'a> {
+    source: &'a DeltaSource,
+    /// Schema state in force before the next version.
+    state: Option<State>,
+    /// Keys of the live paths, for telling an add of a path already live. Exact from the
+    /// start of a full replay; in an incremental one only the paths added since, until a
+    /// commit needs the whole set (see [`BaseLive`]).
+    live: HashSet<u128>,
+    base: BaseLive,
+    /// The checkpoint's state, given first when the replay starts at a checkpoint.
+    checkpoint: Option<(u64, ChangeSet)>,
+    /// The next version to read, and the last.
+    next: u64,
+    latest: u64,
+    later: RemovedLater,
+    notes: Vec<String>,
+    done: bool,
+}
+
+impl DeltaSource {
+    /// The replay of every version not yet mirrored, in order, each commit file read in full
+    /// once (and its `remove` lines once before). `mirrored` names the versions the target
+    /// holds: only versions after the newest of them are read. On a first sync whose early
+    /// commits are gone the replay starts at a checkpoint, whose whole state is the first
+    /// change set; that is refused if the target mirrors versions before it but not it
+    /// (those between can no longer be told apart).
+    pub async fn replay_from(&self, mirrored: &BTreeSet<String>) -> Result<DeltaReplay<'_>> {
+        let mut replay = DeltaReplay {
+            source: self,
+            state: None,
+            live: HashSet::new(),
+            base: BaseLive::Loaded,
+            checkpoint: None,
+            next: 1,
+            latest: 0,
+            later: RemovedLater::default(),
+            notes: Vec::new(),
+            done: false,
+        };
+        let Some((start, from_checkpoint)) = self.log().start(&self.table())? else {
+            replay.done = true;
+            return Ok(replay);
+        };
+        let mut first = start;
+        let newest_mirrored = mirrored.iter().filter_map(|v| v.parse::<u64>().ok()).max();
+        let latest = self.log().latest().unwrap_or(start);
+        if let Some(m) = newest_mirrored.filter(|&m| m >= start) {
+            // Incremental: only the versions after the newest mirrored one are read; the
+            // schema in force there comes from deltalake-core (its checkpoint and the
+            // commits since, without the file list), not from replaying the whole log.
+            if m < latest {
+                replay.state = Some(self.schema_at(m).await?);
+                replay.base = BaseLive::NotLoaded {
+                    version: m,
+                    removed: HashSet::new(),
+                };
+            }
+            first = m + 1;
+        } else if from_checkpoint {
+            if newest_mirrored.is_some_and(|m| m < start) {
+                return Err(HistoryLost {
+                    table: self.table(),
+                    what: format!(
+                        "versions after {} up to {start} were removed from the log before they were mirrored",
+                        newest_mirrored.unwrap_or_default()
+                    ),
+                }
+                .into());
+            }
+            let (s, change) = self.checkpoint_state(start).await?;
+            replay.live = change.added.iter().map(|f| path_key(&f.path)).collect();
+            replay.notes.push(format!("commits before version {start} are gone from the log; the first snapshot holds the checkpoint's state at version {start}"));
+            replay.state = Some(s);
+            replay.checkpoint = Some((start, change));
+            first = start + 1;
+        }
+        replay.next = first;
+        replay.latest = latest;
+        replay.later = self.removals(first, latest).await;
+        Ok(replay)
+    }
+
+    /// The first pass: what versions `first..=latest` remove, from their `remove` lines
+    /// alone. It stops quietly at a commit it cannot read: the replay stops there too, and
+    /// reports it.
+    async fn removals(&self, first: u64, latest: u64) -> RemovedLater {
+        let mut later = RemovedLater::default();
+        for version in first..=latest {
+            let Some((path, _)) = self.log().commits.get(&version) else {
+                break;
+            };
+            let Ok(bytes) = self.store().get(path).await else {
+                break;
+            };
+            let Ok(paths) = std::str::from_utf8(&bytes)
+                .map_err(|e| e.to_string())
+                .and_then(removed_paths)
+            else {
+                break;
+            };
+            for p in &paths {
+                later.removed(version, p);
+            }
+        }
+        later
+    }
+}
+
+/// The paths a commit file's `remove` actions name, as the replay names them; only lines
+/// that can hold one are parsed (an `add` line's statistics are never decoded here).
+pub(crate) fn removed_paths(text: &str) -> std::result::Result<Vec<String>, String> {
+    let lines: String = text
+        .lines()
+        .filter(|l| l.contains("\"remove\""))
+        .flat_map(|l| [l, "\n"])
+        .collect();
+    parse_commit(&lines)?
+        .removes
+        .iter()
+        .map(|r| local_path(&r.path))
+        .collect()
+}
+
+impl DeltaReplay<'_> {
+    /// The next change set, marked; `None` at the end and after an error.
+    async fn next_change(&mut self) -> Option<Result<ChangeSet>> {
+        if self.done {
+            return None;
+        }
+        if let Some((version, mut change)) = self.checkpoint.take() {
+            self.later.mark(version, &mut change);
+            return Some(Ok(change));
+        }
+        if self.next > self.latest {
+            self.done = true;
+            return None;
+        }
+        let version = self.next;
+        self.next += 1;
+        match self.read(version).await {
+            Ok(mut change) => {
+                self.later.mark(version, &mut change);
+                Some(Ok(change))
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+
+    /// Version `version` as a change set; the live set follows it.
+    async fn read(&mut self, version: u64) -> Result<ChangeSet> {
+        let source = self.source;
+        let (path, modified) =
+            source
+                .log()
+                .commits
+                .get(&version)
+                .cloned()
+                .ok_or_else(|| DeltaError::Incomplete {
+                    table: source.table(),
+                    reason: format!("commit {version:020}.json is missing"),
+                })?;
+        let log_error = |reason: String| DeltaError::Log {
+            table: source.table(),
+            version,
+            file: source.store().absolute(&path),
+            reason,
+        };
+        let bytes = source.store().get(&path).await?;
+        let text = std::str::from_utf8(&bytes).map_err(|_| log_error("not UTF-8".into()))?;
+        let commit = parse_commit(text).map_err(log_error)?;
+        if commit.metadata.is_some() || commit.protocol.is_some() {
+            let metadata = commit
+                .metadata
+                .clone()
+                .or_else(|| self.state.as_ref().map(|s| s.metadata.clone()))
+                .ok_or_else(|| log_error("no metaData action before this version".into()))?;
+            let protocol = commit
+                .protocol
+                .clone()
+                .or_else(|| self.state.as_ref().map(|s| s.protocol.clone()))
+                .unwrap_or_default();
+            self.state = Some(source.state(version, metadata, protocol)?);
+        }
+        let s = self
+            .state
+            .as_ref()
+            .ok_or_else(|| log_error("no metaData action before this version".into()))?;
+        let time = commit
+            .info
+            .as_ref()
+            .and_then(|i| i.in_commit_timestamp.or(i.timestamp))
+            .unwrap_or(modified);
+        let action = commit
+            .info
+            .as_ref()
+            .and_then(|i| i.operation.clone())
+            .unwrap_or_else(|| "commit".into());
+        let mut change = s.change_set(source.commit(version, action, time));
+        for add in &commit.adds {
+            change
+                .added
+                .push(source.data_file(s, add).await.map_err(&log_error)?);
+        }
+        change.removed = commit
+            .removes
+            .iter()
+            .map(|r| local_path(&r.path))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(&log_error)?;
+        // An add of a path already live replaces it, with or without a remove
+        // (statistics recomputation, row-tracking backfill, a new deletion vector).
+        for (f, add) in change.added.iter().zip(&commit.adds) {
+            let key = path_key(&f.path);
+            if change.removed.contains(&f.path) || self.live.contains(&key) {
+                continue;
+            }
+            // Only a file that changes no data (dataChange=false) can re-add a
+            // path live before this replay: writers give new data new files.
+            if !add.data_change {
+                self.base.load_into(&mut self.live, source).await?;
+            }
+            if self.live.contains(&key) {
+                change.removed.push(f.path.clone());
+            }
+        }
+        for p in &change.removed {
+            self.live.remove(&path_key(p));
+            self.base.removed(p);
+        }
+        self.live
+            .extend(change.added.iter().map(|f| path_key(&f.path)));
+        let touched = commit
+            .adds
+            .iter()
+            .map(|a| a.data_change)
+            .chain(commit.removes.iter().map(|r| r.data_change));
+        change.data_change = touched.clone().count() == 0 || touched.into_iter().any(|d| d);
+        Ok(change)
+    }
+}
+
+#[async_trait::async_trait]
+impl ChangeStream for DeltaReplay<'_> {
+    async fn next(&mut self) -> Option<std::result::Result<ChangeSet, SourceError>> {
+        self.next_change().await.map(|r| r.map_err(Into::into))
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_pass_reads_remove_lines_only() {
+        let text = concat!(
+            "{\"commitInfo\":{\"timestamp\":1,\"operation\":\"MERGE\"}}\n",
+            "{\"remove\":{\"path\":\"x=A%2FA/a.parquet\",\"dataChange\":true}}\n",
+            // An add line is never decoded: its broken statistics do not matter here.
+            "{\"add\":{\"path\":\"b.parquet\",\"size\":1,\"stats\":{not json\n",
+            "{\"remove\":{\"path\":\"c.parquet\",\"dataChange\":false}}\n",
+        );
+        assert_eq!(
+            removed_paths(text).unwrap(),
+            ["x=A/A/a.parquet", "c.parquet"]
+        );
+        assert!(removed_paths("{\"remove\":{}}\n").is_err());
+        assert!(removed_paths("").unwrap().is_empty());
+    }
+}

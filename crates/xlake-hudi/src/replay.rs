@@ -1,0 +1,275 @@
+//! [`HudiReplay`]: a Hudi table's completed instants streamed as change sets.
+//!
+//! Hudi's commit metadata names what an instant adds; what it removes follows from the
+//! file groups (a new base file replaces the group's old one), so the replay keeps the live
+//! base file of every file group: its memory is bounded by the table's live files (and by
+//! the removed paths' keys), not by its history. The first pass, which finds the files a
+//! later instant removes, is the same replay run once before, its change sets dropped.
+
+use std::collections::{BTreeSet, HashSet};
+
+use xlake_model::{ChangeSet, RemovedLater, Schema, SourceCommit};
+use xlake_source::{ChangeStream, MirrorState, SourceError};
+
+use crate::commit_metadata::{CommitMetadata, RestoreMetadata, RollbackMetadata};
+use crate::error::Result;
+use crate::file_group::{BaseFile, Effect, FileGroups};
+use crate::instant::{instant_millis, Instant};
+use crate::partition_path::partition_spec;
+use crate::properties::TableType;
+use crate::schema::avro_to_schema;
+use crate::source::{kind, Kind, VIEW_NOTE};
+use crate::HudiSource;
+
+/// A replay of a Hudi timeline in progress.
+pub struct HudiReplay<'a> {
+    source: &'a HudiSource,
+    /// The instants the target holds.
+    mirrored: BTreeSet<String>,
+    /// Requested times of the completed instants.
+    completed: HashSet<&'a str>,
+    groups: FileGroups,
+    schema: Option<Schema>,
+    notes: Vec<String>,
+    /// What archived instants left live, for the first snapshot of a first sync.
+    unmirrored_seed: Vec<BaseFile>,
+    /// The next completed instant to look at.
+    next: usize,
+    /// Change sets given so far (their position for [`RemovedLater`]).
+    given: u64,
+    later: RemovedLater,
+    done: bool,
+}
+
+impl HudiSource {
+    /// One change set per completed commit, delta commit, replace commit and rollback, in
+    /// timeline order, replaying the timeline from its start. `mirrored` names the instants
+    /// the target already holds (needed for rollbacks of instants Hudi has dropped from the
+    /// timeline, and for tables whose early instants are archived: the first change set
+    /// then carries the whole state at the oldest retained instant, unless earlier
+    /// instants are mirrored already). The timeline's commit metadata is read twice: once
+    /// for the removals, once for the change sets.
+    ///
+    /// Given the mirror's live files ([`MirrorState::live_files`]), the replay starts after
+    /// the newest mirrored instant where that gives the same change sets (see
+    /// [`incremental`](crate::incremental)), and reads only the instants after it.
+    pub async fn replay_from(&self, state: &MirrorState) -> Result<HudiReplay<'_>> {
+        let mirrored = &state.commits;
+        let start = self.incremental_start(state).await?;
+        let seed = match &start {
+            Some(s) => s.seed.clone(),
+            None => self.archived_state(mirrored).await?,
+        };
+        let mut notes = Vec::new();
+        if !seed.is_empty() && start.is_none() {
+            notes.push(format!(
+                "early instants are archived: {} base files they left live are taken from the file listing{}",
+                seed.len(),
+                if mirrored.is_empty() { "; the first snapshot holds the table as of the oldest retained instant" } else { "" }
+            ));
+        }
+        let begin = |seed| {
+            let mut replay = HudiReplay::new(self, mirrored, seed, notes.clone());
+            if let Some(s) = &start {
+                replay.next = s.from;
+                replay.schema = Some(s.schema.clone());
+            }
+            replay
+        };
+        let mut first = begin(seed.clone());
+        let later = xlake_source::removals_of(&mut first).await;
+        drop(first);
+        let mut replay = begin(seed);
+        replay.later = later;
+        Ok(replay)
+    }
+}
+
+impl<'a> HudiReplay<'a> {
+    fn new(
+        source: &'a HudiSource,
+        mirrored: &BTreeSet<String>,
+        seed: Vec<BaseFile>,
+        notes: Vec<String>,
+    ) -> Self {
+        let mut groups = FileGroups::default();
+        groups.seed(seed.clone());
+        Self {
+            source,
+            mirrored: mirrored.clone(),
+            completed: source
+                .timeline()
+                .completed
+                .iter()
+                .map(|i| i.requested.as_str())
+                .collect(),
+            groups,
+            schema: None,
+            notes,
+            unmirrored_seed: if mirrored.is_empty() {
+                seed
+            } else {
+                Vec::new()
+            },
+            next: 0,
+            given: 0,
+            later: RemovedLater::default(),
+            done: false,
+        }
+    }
+
+    /// The next change set, marked; `None` at the end and after an error.
+    async fn next_change(&mut self) -> Option<Result<ChangeSet>> {
+        let completed = &self.source.timeline().completed;
+        while !self.done {
+            let Some(instant) = completed.get(self.next) else {
+                self.done = true;
+                break;
+            };
+            self.next += 1;
+            match self.change_of(instant).await {
+                Ok(None) => continue,
+                Ok(Some(mut change)) => {
+                    self.later.mark(self.given, &mut change);
+                    self.given += 1;
+                    return Some(Ok(change));
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+        None
+    }
+
+    /// Instants rolled back after being mirrored: Hudi removed them from the timeline.
+    fn dropped(&self, ids: &[String]) -> bool {
+        ids.iter()
+            .any(|id| !self.completed.contains(id.as_str()) && self.mirrored.contains(id))
+    }
+
+    /// What `instant` did, as a change set; `None` for an instant that changes no file.
+    async fn change_of(&mut self, instant: &Instant) -> Result<Option<ChangeSet>> {
+        let source = self.source;
+        let config = source.config();
+        let kind = kind(&instant.action).ok_or_else(|| {
+            source.instant_error(instant, format!("unknown action {:?}", instant.action))
+        })?;
+        // A rollback or restore of instants Iceberg mirrors but the timeline no longer
+        // holds: their effect is unknown file by file, so the snapshot is given as the
+        // whole replayed state (the state before them) and the target takes the difference.
+        let mut full_state = false;
+        let (mut effect, data_change) = match kind {
+            Kind::Skip => return Ok(None),
+            Kind::Commit => {
+                let json = crate::timeline::read_instant(source.store(), instant).await?;
+                let meta: CommitMetadata = serde_json::from_value(json).map_err(|e| {
+                    source.instant_error(instant, format!("not commit metadata: {e}"))
+                })?;
+                if let Some(text) = meta.schema() {
+                    self.schema = Some(
+                        avro_to_schema(text, config.meta_fields)
+                            .map_err(|e| source.instant_error(instant, e))?,
+                    );
+                }
+                let effect = self
+                    .groups
+                    .apply_commit(&meta, source.options.mor_read_optimized)
+                    .map_err(|e| source.instant_error(instant, e))?;
+                // Clustering rewrites rows as they are, except that on a merge-on-read
+                // table it also merges log records into the read-optimized view.
+                let rewrite_only = meta.operation_type.as_deref() == Some("CLUSTER")
+                    && config.table_type == TableType::CopyOnWrite;
+                (effect, !rewrite_only)
+            }
+            Kind::Rollback => {
+                let json = crate::timeline::read_instant(source.store(), instant).await?;
+                let meta: RollbackMetadata = serde_json::from_value(json).map_err(|e| {
+                    source.instant_error(instant, format!("not rollback metadata: {e}"))
+                })?;
+                full_state = self.dropped(&meta.commits_rollback.unwrap_or_default());
+                (Effect::default(), true)
+            }
+            Kind::Restore => {
+                let json = crate::timeline::read_instant(source.store(), instant).await?;
+                let meta: RestoreMetadata = serde_json::from_value(json).map_err(|e| {
+                    source.instant_error(instant, format!("not restore metadata: {e}"))
+                })?;
+                full_state = self.dropped(&meta.rolled_back());
+                (Effect::default(), true)
+            }
+        };
+        if self.schema.is_none() {
+            if let Some(text) = &config.create_schema {
+                self.schema = Some(
+                    avro_to_schema(text, config.meta_fields)
+                        .map_err(|e| source.instant_error(instant, e))?,
+                );
+            }
+        }
+        let schema = self.schema.clone().ok_or_else(|| {
+            source.instant_error(
+                instant,
+                "no schema: neither the commit nor hoodie.properties records one",
+            )
+        })?;
+        let (spec, note) = partition_spec(config, &schema);
+        if let Some(note) = note {
+            if !self.notes.contains(&note) {
+                self.notes.push(note);
+            }
+        }
+        let commit = SourceCommit {
+            format: crate::FORMAT,
+            id: instant.requested.clone(),
+            action: instant.action.clone(),
+            requested_ms: instant_millis(&instant.requested),
+            commit_time_ms: instant_millis(instant.commit_time()).ok_or_else(|| {
+                source.instant_error(
+                    instant,
+                    format!("unreadable instant time {}", instant.commit_time()),
+                )
+            })?,
+        };
+        let mut data_change = data_change;
+        if !self.unmirrored_seed.is_empty() {
+            data_change = true;
+            // The first snapshot also holds what archived instants left live.
+            let (replaced, kept): (Vec<BaseFile>, Vec<BaseFile>) =
+                std::mem::take(&mut self.unmirrored_seed)
+                    .into_iter()
+                    .partition(|f| effect.removed.contains(f));
+            effect.removed.retain(|f| !replaced.contains(f));
+            effect.added.splice(0..0, kept);
+        }
+        if full_state {
+            effect = Effect {
+                added: self.groups.live().cloned().collect(),
+                removed: Vec::new(),
+            };
+        }
+        let mut change = ChangeSet::new(commit, schema, spec);
+        change.ignored_columns = source.ignored_columns();
+        change.full_state = full_state;
+        change.data_change = data_change;
+        source.fill(&mut change, effect, instant)?;
+        if config.table_type == TableType::MergeOnRead {
+            change
+                .notes
+                .insert(VIEW_NOTE.into(), xlake_source::READ_OPTIMIZED.into());
+        }
+        Ok(Some(change))
+    }
+}
+
+#[async_trait::async_trait]
+impl ChangeStream for HudiReplay<'_> {
+    async fn next(&mut self) -> Option<std::result::Result<ChangeSet, SourceError>> {
+        self.next_change().await.map(|r| r.map_err(Into::into))
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+}

@@ -1,0 +1,384 @@
+//! What the engine makes of a source's replay ([`xlake_source::Replay`]), one change set at
+//! a time: which change sets are still to mirror ([`Pending`]), read in batches of them
+//! ([`Batches`]), a replay reduced to the
+//! table's latest state ([`LatestState`], `--from-latest`), and a replay whose first change
+//! set stands for the whole table ([`FirstFullState`], after history was lost).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use xlake_model::{ChangeSet, CommitListing, DataFile};
+use xlake_source::{ChangeStream, Replay, SourceError};
+
+/// Which change sets of a replay are still to mirror, decided as they stream by: those
+/// whose commit no snapshot records, except commits older (in source order) than the
+/// oldest one a snapshot still records, which were mirrored and then expired. A commit
+/// that completes late (Hudi table version 6 orders by requested time) is still mirrored
+/// after newer ones. Source order is the listing's (a replay gives its commits in that
+/// order); what a replay gives before the oldest mirrored commit is older than it.
+pub(crate) struct Pending<'a> {
+    mirrored: &'a BTreeSet<String>,
+    /// Listing position of each listed commit.
+    position: HashMap<&'a str, usize>,
+    /// Listing position of the oldest listed commit a snapshot records.
+    oldest: Option<usize>,
+    /// A mirrored commit has streamed by: every later one not mirrored is pending.
+    passed: bool,
+}
+
+impl<'a> Pending<'a> {
+    pub(crate) fn new(mirrored: &'a BTreeSet<String>, listing: &'a CommitListing) -> Self {
+        let position: HashMap<&str, usize> = listing
+            .commits
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.id.as_str(), i))
+            .collect();
+        let oldest = listing
+            .commits
+            .iter()
+            .position(|c| mirrored.contains(&c.id));
+        Self {
+            mirrored,
+            position,
+            oldest,
+            passed: false,
+        }
+    }
+
+    /// Whether the change set of commit `id`, next in the replay, is to be mirrored.
+    pub(crate) fn keep(&mut self, id: &str) -> bool {
+        if self.mirrored.contains(id) {
+            self.passed = true;
+            return false;
+        }
+        if self.passed {
+            return true;
+        }
+        match (self.oldest, self.position.get(id)) {
+            (Some(oldest), Some(&at)) => at > oldest,
+            _ => true,
+        }
+    }
+
+    /// How many listed commits are pending, up to and including `until` (for progress).
+    pub(crate) fn count(
+        mirrored: &'a BTreeSet<String>,
+        listing: &'a CommitListing,
+        until: Option<&str>,
+    ) -> usize {
+        let mut pending = Self::new(mirrored, listing);
+        let mut n = 0;
+        for c in &listing.commits {
+            n += usize::from(pending.keep(&c.id));
+            if until == Some(c.id.as_str()) {
+                break;
+            }
+        }
+        n
+    }
+}
+
+/// A replay read in batches of pending change sets, counting what streams by; it ends
+/// after the commit in-commit mode asks for (`until`), at the replay's end, or at the
+/// error that stopped it (kept in `stopped`).
+pub(crate) struct Batches<'a> {
+    replay: Replay<'a>,
+    pending: Pending<'a>,
+    until: Option<&'a str>,
+    /// Change sets the replay gave.
+    pub(crate) streamed: usize,
+    /// Of these, the ones skipped (mirrored already, or expired).
+    pub(crate) skipped: usize,
+    /// The commit asked for came by: what follows is not this call's concern.
+    pub(crate) reached: bool,
+    /// Why the replay stopped early.
+    pub(crate) stopped: Option<SourceError>,
+    /// Nothing more to read.
+    pub(crate) ended: bool,
+}
+
+impl<'a> Batches<'a> {
+    /// Batches of `replay`; with `done` (in-commit mode for a commit already mirrored)
+    /// nothing is read.
+    pub(crate) fn new(
+        replay: Replay<'a>,
+        pending: Pending<'a>,
+        until: Option<&'a str>,
+        done: bool,
+    ) -> Self {
+        Self {
+            replay,
+            pending,
+            until,
+            streamed: 0,
+            skipped: 0,
+            reached: done,
+            stopped: None,
+            ended: done,
+        }
+    }
+
+    /// Up to `n` pending change sets, read from the replay as they are needed.
+    pub(crate) async fn next_batch(&mut self, n: usize) -> Vec<ChangeSet> {
+        let mut batch = Vec::new();
+        while !self.ended && batch.len() < n {
+            match self.replay.next().await {
+                None => self.ended = true,
+                Some(Err(e)) => {
+                    self.stopped = Some(e);
+                    self.ended = true;
+                }
+                Some(Ok(change)) => {
+                    self.streamed += 1;
+                    let asked = self.until == Some(change.commit.id.as_str());
+                    if self.pending.keep(&change.commit.id) {
+                        batch.push(change);
+                    } else {
+                        self.skipped += 1;
+                    }
+                    if asked {
+                        self.reached = true;
+                        self.ended = true;
+                    }
+                }
+            }
+        }
+        batch
+    }
+
+    /// The replay's notes.
+    pub(crate) fn notes(&self) -> Vec<String> {
+        self.replay.notes()
+    }
+}
+
+/// A replay reduced to one full-state change set: the newest commit, holding every file
+/// live after it. It holds the live files, not the history; a commit the source cannot
+/// read ends it there (the state up to it is given, then the error).
+pub(crate) struct LatestState<'a> {
+    inner: Replay<'a>,
+    stopped: Option<SourceError>,
+    done: bool,
+}
+
+impl<'a> LatestState<'a> {
+    pub(crate) fn new(inner: Replay<'a>) -> Self {
+        Self {
+            inner,
+            stopped: None,
+            done: false,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ChangeStream for LatestState<'_> {
+    async fn next(&mut self) -> Option<Result<ChangeSet, SourceError>> {
+        if self.done {
+            return self.stopped.take().map(Err);
+        }
+        self.done = true;
+        let mut live: BTreeMap<String, DataFile> = BTreeMap::new();
+        let mut last: Option<ChangeSet> = None;
+        while let Some(next) = self.inner.next().await {
+            match next {
+                Ok(mut change) => {
+                    if change.full_state {
+                        live.clear();
+                    }
+                    for path in &change.removed {
+                        live.remove(path);
+                    }
+                    for file in change.added.drain(..) {
+                        live.insert(file.path.clone(), file);
+                    }
+                    last = Some(change);
+                }
+                Err(e) => {
+                    self.stopped = Some(e);
+                    break;
+                }
+            }
+        }
+        let Some(mut state) = last else {
+            return self.stopped.take().map(Err);
+        };
+        state.added = live
+            .into_values()
+            .map(|mut f| {
+                f.removed_later = false;
+                f
+            })
+            .collect();
+        state.removed.clear();
+        state.full_state = true;
+        state.data_change = true;
+        Some(Ok(state))
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.inner.notes()
+    }
+}
+
+/// A replay whose first change set is taken as the table's whole state (the oldest
+/// retained commit, when commits after the last mirrored one are gone from the source).
+pub(crate) struct FirstFullState<'a> {
+    inner: Replay<'a>,
+    first: bool,
+}
+
+impl<'a> FirstFullState<'a> {
+    pub(crate) fn new(inner: Replay<'a>) -> Self {
+        Self { inner, first: true }
+    }
+}
+
+#[async_trait::async_trait]
+impl ChangeStream for FirstFullState<'_> {
+    async fn next(&mut self) -> Option<Result<ChangeSet, SourceError>> {
+        let mut next = self.inner.next().await;
+        if let (Some(Ok(change)), true) = (next.as_mut(), std::mem::take(&mut self.first)) {
+            change.full_state = true;
+        }
+        next
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.inner.notes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xlake_model::{ListedCommit, PartitionSpec, Schema, SourceCommit, SourceFormat};
+    use xlake_source::{collect, ErrorKind, VecReplay};
+
+    fn change(id: &str, added: &[&str], removed: &[&str]) -> ChangeSet {
+        let commit = SourceCommit {
+            format: SourceFormat::new("HUDI"),
+            id: id.to_string(),
+            action: "commit".into(),
+            requested_ms: None,
+            commit_time_ms: 0,
+        };
+        let mut c = ChangeSet::new(commit, Schema::default(), PartitionSpec::unpartitioned());
+        c.added = added
+            .iter()
+            .map(|p| DataFile::parquet(*p, 1, None))
+            .collect();
+        c.removed = removed.iter().map(|p| p.to_string()).collect();
+        c
+    }
+
+    fn listing(ids: &[&str]) -> CommitListing {
+        CommitListing {
+            commits: ids
+                .iter()
+                .map(|id| ListedCommit {
+                    id: id.to_string(),
+                    time_ms: 0,
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn pending_skips_mirrored_and_expired_but_not_late_completions() {
+        let all = listing(&["1", "2", "3", "4", "5"]);
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        let pending = |mirrored: &BTreeSet<String>, streamed: &[&str]| {
+            let mut p = Pending::new(mirrored, &all);
+            streamed
+                .iter()
+                .filter(|id| p.keep(id))
+                .map(|id| id.to_string())
+                .collect::<Vec<_>>()
+        };
+        let ids = ["1", "2", "3", "4", "5"];
+        assert_eq!(pending(&set(&[]), &ids), ids);
+        assert_eq!(pending(&set(&["1", "2"]), &ids), ["3", "4", "5"]);
+        // 1 and 2 expired from the Iceberg metadata.
+        assert_eq!(pending(&set(&["3"]), &ids), ["4", "5"]);
+        // 3 completed after 4 was mirrored (v6 requested-time order).
+        assert_eq!(pending(&set(&["1", "2", "4"]), &ids), ["3", "5"]);
+        // Mirrored commits the source no longer lists are fine.
+        assert_eq!(pending(&set(&["0", "1"]), &ids), ["2", "3", "4", "5"]);
+        // A replay that starts after the newest mirrored commit (Delta).
+        assert_eq!(pending(&set(&["1", "2"]), &["3", "4"]), ["3", "4"]);
+        // Progress counts, up to a commit asked for.
+        assert_eq!(Pending::count(&set(&["1", "2", "4"]), &all, None), 2);
+        assert_eq!(Pending::count(&set(&["1"]), &all, Some("3")), 2);
+    }
+
+    #[tokio::test]
+    async fn batches_stop_after_the_commit_asked_for_or_at_an_error() {
+        let all = listing(&["1", "2", "3", "4"]);
+        let mirrored: BTreeSet<String> = ["1".to_string()].into();
+        let changes = || {
+            ["1", "2", "3", "4"]
+                .iter()
+                .map(|id| change(id, &[], &[]))
+                .collect::<Vec<_>>()
+        };
+        let replay = Box::new(VecReplay::new(changes(), Vec::new(), None));
+        let mut b = Batches::new(replay, Pending::new(&mirrored, &all), Some("3"), false);
+        let ids = |v: Vec<ChangeSet>| v.into_iter().map(|c| c.commit.id).collect::<Vec<_>>();
+        assert_eq!(ids(b.next_batch(1).await), ["2"]);
+        assert_eq!(ids(b.next_batch(10).await), ["3"]);
+        assert!(b.ended && b.reached && b.stopped.is_none());
+        assert_eq!((b.streamed, b.skipped), (3, 1));
+        // Stopped by commit 3: 2 comes first, then the replay ends with the error.
+        let stopped = SourceError::new(ErrorKind::Storage, "commit 3 unreadable");
+        let replay = Box::new(VecReplay::new(
+            changes()[..2].to_vec(),
+            Vec::new(),
+            Some(stopped),
+        ));
+        let mut b = Batches::new(replay, Pending::new(&mirrored, &all), None, false);
+        assert_eq!(ids(b.next_batch(10).await), ["2"]);
+        assert!(b.ended && !b.reached && b.stopped.is_some());
+        // In-commit mode for a commit already mirrored reads nothing.
+        let replay = Box::new(VecReplay::new(changes(), Vec::new(), None));
+        let mut b = Batches::new(replay, Pending::new(&mirrored, &all), Some("1"), true);
+        assert!(b.next_batch(10).await.is_empty() && b.streamed == 0);
+    }
+
+    #[tokio::test]
+    async fn latest_state_holds_the_live_files_of_the_newest_commit() {
+        let stopped = SourceError::new(
+            ErrorKind::Corrupt {
+                commit: Some("3".into()),
+                file: None,
+            },
+            "bad commit 3",
+        );
+        let changes = vec![change("1", &["a", "b"], &[]), change("2", &["c"], &["a"])];
+        let replay = VecReplay::new(changes, vec!["note".into()], Some(stopped));
+        let got = collect(Box::new(LatestState::new(Box::new(replay)))).await;
+        assert_eq!(got.changes.len(), 1);
+        let state = &got.changes[0];
+        assert_eq!(state.commit.id, "2");
+        assert!(state.full_state && state.removed.is_empty());
+        let files: Vec<(&str, bool)> = state
+            .added
+            .iter()
+            .map(|f| (f.path.as_str(), f.removed_later))
+            .collect();
+        assert_eq!(files, [("b", false), ("c", false)]);
+        // The state up to the bad commit, then its error.
+        assert!(got.stopped.unwrap().to_string().contains("bad commit 3"));
+        assert_eq!(got.notes, ["note"]);
+    }
+
+    #[tokio::test]
+    async fn the_first_change_set_after_lost_history_is_a_full_state() {
+        let changes = vec![change("7", &["a"], &[]), change("8", &["b"], &[])];
+        let replay = VecReplay::new(changes, Vec::new(), None);
+        let got = collect(Box::new(FirstFullState::new(Box::new(replay)))).await;
+        let full: Vec<bool> = got.changes.iter().map(|c| c.full_state).collect();
+        assert_eq!(full, [true, false]);
+    }
+}
