@@ -32,6 +32,13 @@ pub const KIND: SourceKind = SourceKind {
 /// A commit (`00000000000000000003.json`) or checkpoint file in `_delta_log/`.
 fn detect(store: TableStore) -> DetectFuture {
     Box::pin(async move {
+        // Two cheap lookups first: a listing of a long log (stat of every entry on a
+        // local disk, pages of 1,000 on an object store) is what a commit costs most.
+        for marker in ["00000000000000000000.json", "_last_checkpoint"] {
+            if store.size(&format!("{LOG_DIR}/{marker}")).await?.is_some() {
+                return Ok(true);
+            }
+        }
         Ok(store.list_dir(LOG_DIR).await?.iter().any(|e| {
             let name = e.path.rsplit('/').next().unwrap_or(&e.path);
             name.starts_with(|c: char| c.is_ascii_digit())
