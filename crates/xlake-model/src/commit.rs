@@ -137,6 +137,17 @@ pub struct CommitListing {
     pub strictly_ordered: bool,
 }
 
+impl CommitListing {
+    /// Each listed commit's position in source order, by id.
+    pub fn positions(&self) -> std::collections::HashMap<&str, usize> {
+        self.commits
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.id.as_str(), i))
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

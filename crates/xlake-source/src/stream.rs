@@ -116,23 +116,9 @@ pub async fn collect(mut replay: Replay<'_>) -> Collected {
 mod tests {
     use super::*;
     use crate::ErrorKind;
-    use xlake_model::{PartitionSpec, Schema, SourceCommit, SourceFormat};
 
     fn change(id: &str, added: &[&str], removed: &[&str]) -> ChangeSet {
-        let commit = SourceCommit {
-            format: SourceFormat::new("DELTA"),
-            id: id.into(),
-            action: "WRITE".into(),
-            requested_ms: None,
-            commit_time_ms: 0,
-        };
-        let mut c = ChangeSet::new(commit, Schema::default(), PartitionSpec::unpartitioned());
-        c.added = added
-            .iter()
-            .map(|p| DataFile::parquet(*p, 1, None))
-            .collect();
-        c.removed = removed.iter().map(|p| p.to_string()).collect();
-        c
+        xlake_test_utils::change_set(id, added, removed)
     }
 
     fn bad(commit: &str) -> SourceError {

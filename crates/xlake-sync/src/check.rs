@@ -172,12 +172,7 @@ pub async fn check_with(
         ..Default::default()
     };
 
-    let position: HashMap<&str, usize> = listing
-        .commits
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.id.as_str(), i))
-        .collect();
+    let position = listing.positions();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     let mut last_position: Option<usize> = None;
     for (snapshot_id, _, sync) in &ancestry {

@@ -27,12 +27,7 @@ pub(crate) struct Pending<'a> {
 
 impl<'a> Pending<'a> {
     pub(crate) fn new(mirrored: &'a BTreeSet<String>, listing: &'a CommitListing) -> Self {
-        let position: HashMap<&str, usize> = listing
-            .commits
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (c.id.as_str(), i))
-            .collect();
+        let position = listing.positions();
         let oldest = listing
             .commits
             .iter()
@@ -252,24 +247,11 @@ impl ChangeStream for FirstFullState<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xlake_model::{ListedCommit, PartitionSpec, Schema, SourceCommit, SourceFormat};
+    use xlake_model::ListedCommit;
     use xlake_source::{collect, ErrorKind, VecReplay};
 
     fn change(id: &str, added: &[&str], removed: &[&str]) -> ChangeSet {
-        let commit = SourceCommit {
-            format: SourceFormat::new("HUDI"),
-            id: id.to_string(),
-            action: "commit".into(),
-            requested_ms: None,
-            commit_time_ms: 0,
-        };
-        let mut c = ChangeSet::new(commit, Schema::default(), PartitionSpec::unpartitioned());
-        c.added = added
-            .iter()
-            .map(|p| DataFile::parquet(*p, 1, None))
-            .collect();
-        c.removed = removed.iter().map(|p| p.to_string()).collect();
-        c
+        xlake_test_utils::change_set(id, added, removed)
     }
 
     fn listing(ids: &[&str]) -> CommitListing {

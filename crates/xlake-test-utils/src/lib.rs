@@ -7,6 +7,7 @@
 //! | [`delta`] | the Delta sample tables of `tests/data/delta`, extracted; commits set aside and put back |
 //! | [`foundation`] | the foundation table: Parquet files of every common type, its change sets, its expected rows |
 //! | [`readback`] | what xlake wrote, read back with iceberg-rust's own parsers (independent of xlake-iceberg) |
+//! | [`change_set`] | a change set of named files, for replay logic tested without a store |
 //!
 //! Helpers panic on a broken fixture: they are test code.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -17,6 +18,26 @@ pub mod delta;
 pub mod foundation;
 pub mod hudi;
 pub mod readback;
+
+/// A change set of commit `id` adding and removing the files named (1 byte, no row
+/// count, unpartitioned, empty schema): what replay logic is tested with.
+pub fn change_set(id: &str, added: &[&str], removed: &[&str]) -> xlake_model::ChangeSet {
+    use xlake_model::{ChangeSet, DataFile, PartitionSpec, Schema, SourceCommit, SourceFormat};
+    let commit = SourceCommit {
+        format: SourceFormat::new("TEST"),
+        id: id.into(),
+        action: "commit".into(),
+        requested_ms: None,
+        commit_time_ms: 0,
+    };
+    let mut c = ChangeSet::new(commit, Schema::default(), PartitionSpec::unpartitioned());
+    c.added = added
+        .iter()
+        .map(|p| DataFile::parquet(*p, 1, None))
+        .collect();
+    c.removed = removed.iter().map(|p| p.to_string()).collect();
+    c
+}
 
 /// The repository's `tests/data` folder (the fixture archives).
 pub fn data_dir() -> PathBuf {
