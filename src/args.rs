@@ -234,11 +234,17 @@ pub enum Command {
         #[arg(long, value_name = "INTERVAL", value_parser = parse_interval)]
         every: Option<Duration>,
         /// With --every: serve /healthz, /readyz and /metrics on this address.
-        #[arg(long, requires = "every")]
+        #[arg(long, requires = "every", conflicts_with = "once")]
         metrics_listen: Option<String>,
         /// With --every: also check every table (as `xlake check`), after a cycle, at most
         /// this often (`10m`); lag and results go to the output and /metrics.
-        #[arg(long, value_name = "INTERVAL", requires = "every", value_parser = parse_interval)]
+        #[arg(
+            long,
+            value_name = "INTERVAL",
+            requires = "every",
+            conflicts_with = "once",
+            value_parser = parse_interval
+        )]
         check_every: Option<Duration>,
     },
     /// Check that every completed source commit has exactly one Iceberg snapshot, in order.

@@ -407,3 +407,16 @@ fn help_texts_are_pinned() {
         insta_cmd::assert_cmd_snapshot!(name.as_str(), cmd);
     }
 }
+
+/// Options that only mean something when the job repeats are refused with `--once`, not
+/// ignored.
+#[test]
+fn repeat_only_options_are_refused_with_once() {
+    for extra in [["--check-every", "1m"], ["--metrics-listen", "127.0.0.1:0"]] {
+        let mut args = vec!["run", "--config", "tables.toml", "--once"];
+        args.extend(extra);
+        let (code, _, err) = run(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("cannot be used with"), "{args:?}: {err}");
+    }
+}
