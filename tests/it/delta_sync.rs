@@ -369,6 +369,17 @@ async fn an_add_of_a_live_path_replaces_it_without_a_remove() {
         .await
         .unwrap();
     assert!(check.consistent(), "{check:?}");
+    // The same log mirrored in one first sync: the re-add is of a path live earlier in
+    // the same replay, and still replaces it.
+    std::fs::remove_dir_all(root.join("metadata")).unwrap();
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    let fresh = summary_of(&root, "3").await;
+    assert_eq!(fresh["total-records"], before["total-records"], "the file counts once");
+    assert_eq!(fresh["total-data-files"], before["total-data-files"]);
+    let check = xlake_sync::check_with(root.to_str().unwrap(), &SyncOptions::default(), true, true)
+        .await
+        .unwrap();
+    assert!(check.consistent(), "{check:?}");
 }
 
 #[tokio::test]

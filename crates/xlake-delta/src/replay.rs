@@ -231,16 +231,19 @@ impl DeltaReplay<'_> {
             .map_err(&log_error)?;
         // An add of a path already live replaces it, with or without a remove
         // (statistics recomputation, row-tracking backfill, a new deletion vector).
+        let named: std::collections::HashSet<String> = change.removed.iter().cloned().collect();
         for (f, add) in change.added.iter().zip(&commit.adds) {
-            let key = path_key(&f.path);
-            if change.removed.contains(&f.path) || self.live.contains(&key) {
+            if named.contains(&f.path) {
                 continue;
             }
+            let key = path_key(&f.path);
             // Only a file that changes no data (dataChange=false) can re-add a
             // path live before this replay: writers give new data new files.
-            if !add.data_change {
+            if !self.live.contains(&key) && !add.data_change {
                 self.base.load_into(&mut self.live, source).await?;
             }
+            // Live before this commit (earlier in this replay, or in the base): the add
+            // replaces it, as if the log had named the remove.
             if self.live.contains(&key) {
                 change.removed.push(f.path.clone());
             }
