@@ -374,7 +374,10 @@ async fn an_add_of_a_live_path_replaces_it_without_a_remove() {
     std::fs::remove_dir_all(root.join("metadata")).unwrap();
     sync_with(&root, &SyncOptions::default()).await.unwrap();
     let fresh = summary_of(&root, "3").await;
-    assert_eq!(fresh["total-records"], before["total-records"], "the file counts once");
+    assert_eq!(
+        fresh["total-records"], before["total-records"],
+        "the file counts once"
+    );
     assert_eq!(fresh["total-data-files"], before["total-data-files"]);
     let check = xlake_sync::check_with(root.to_str().unwrap(), &SyncOptions::default(), true, true)
         .await
@@ -475,4 +478,29 @@ async fn an_incremental_sync_sees_the_schema_a_full_replay_sees() {
             "{name}"
         );
     }
+}
+
+/// With allowed data locations (as `serve` sets them), a commit adding a file outside them
+/// stops the sync there, as a commit that cannot be read does: the commits before it are
+/// mirrored, it and those after are not, and the error names it.
+#[tokio::test]
+async fn a_file_outside_the_allowed_locations_stops_the_sync_at_its_commit() {
+    let (_dir, root) = extract("partitioned_3commits");
+    let location = root.to_str().unwrap();
+    write_commit(
+        &root,
+        3,
+        "{\"commitInfo\":{\"timestamp\":1900000000000}}\n{\"add\":{\"path\":\"file:///etc/hostname\",\"partitionValues\":{},\"size\":1,\"modificationTime\":1,\"dataChange\":true,\"stats\":\"{\\\"numRecords\\\":1}\"}}\n",
+    );
+    write_commit(&root, 4, "{\"commitInfo\":{\"timestamp\":1900000001000}}\n");
+    let options = SyncOptions {
+        data_roots: Some(vec![location.to_string()]),
+        ..Default::default()
+    };
+    let err = sync_with(&root, &options).await.unwrap_err();
+    assert!(
+        err.contains("source commit 3") && err.contains("--allow"),
+        "{err}"
+    );
+    assert_eq!(mirrored(&root).await, ["0", "1", "2"]);
 }

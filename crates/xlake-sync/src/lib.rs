@@ -447,7 +447,7 @@ async fn run(
         let mut batches = replay::Batches::new(replay, pending, until, until_done);
         let mut first = true;
         while first || !batches.ended {
-            let batch = batches.next_batch(BATCH_SIZE).await;
+            let mut batch = batches.next_batch(BATCH_SIZE).await;
             // No completed commit yet: an Iceberg table with the declared schema and no
             // snapshot, so that readers and catalogs find an empty table.
             if std::mem::take(&mut first)
@@ -465,7 +465,17 @@ async fn run(
             if batch.is_empty() {
                 continue;
             }
-            confine(&table, &batch, options)?;
+            // A change set naming a file outside the allowed locations stops the sync
+            // there, as a commit the source cannot read does: those before it are mirrored.
+            let mut refused = confine(&table, &batch, options);
+            if let Some((at, _)) = &refused {
+                batch.truncate(*at);
+            }
+            if batch.is_empty() {
+                if let Some((_, e)) = refused.take() {
+                    return Err(e);
+                }
+            }
             let chunk: Vec<&ChangeSet> = batch.iter().collect();
             let mut committed = target.commit_batch_on(base.take(), &chunk).await;
             base = committed.table.take();
@@ -497,6 +507,9 @@ async fn run(
                 }
                 Some(e) => return Err(e.into()),
             }
+            if let Some((_, e)) = refused {
+                return Err(e);
+            }
         }
         // A replay may start after the newest mirrored commit: the listed commits it did
         // not give are mirrored already.
@@ -526,12 +539,15 @@ async fn run(
     }
 }
 
-/// With `options.data_roots`: refuse a change set adding a data file outside them (a
-/// crafted log naming `/etc/...`); the error names the commit, the log the file.
-fn confine(table: &str, pending: &[ChangeSet], options: &SyncOptions) -> Result<(), SyncError> {
-    let Some(roots) = &options.data_roots else {
-        return Ok(());
-    };
+/// With `options.data_roots`: the first change set adding a data file outside them (a
+/// crafted log naming `/etc/...`), by its index, with the error naming its commit (the
+/// log names the file).
+fn confine(
+    table: &str,
+    pending: &[ChangeSet],
+    options: &SyncOptions,
+) -> Option<(usize, SyncError)> {
+    let roots = options.data_roots.as_ref()?;
     // A data file, or a deletion vector stored in a file of its own, outside the roots.
     let outside = |f: &&xlake_model::DataFile| {
         let vector = f.deletion_vector.as_ref().and_then(|d| match &d.bytes {
@@ -541,17 +557,15 @@ fn confine(table: &str, pending: &[ChangeSet], options: &SyncOptions) -> Result<
         !serve::access::data_file_allowed(&f.path, roots)
             || vector.is_some_and(|p| !serve::access::data_file_allowed(p, roots))
     };
-    for change in pending {
-        if let Some(file) = change.added.iter().find(outside) {
-            tracing::error!(table = %table, commit = %change.commit.id, file = %file.path, "data file outside the table and the allowed locations");
-            return Err(SyncError::NotMirrored {
-                table: table.to_string(),
-                commit: change.commit.id.clone(),
-                reason: "it adds a data file (or a deletion vector file) outside the table and the allowed locations (named in the service log); allow that location with --allow".into(),
-            });
-        }
-    }
-    Ok(())
+    pending.iter().enumerate().find_map(|(i, change)| {
+        let file = change.added.iter().find(outside)?;
+        tracing::error!(table = %table, commit = %change.commit.id, file = %file.path, "data file outside the table and the allowed locations");
+        Some((i, SyncError::NotMirrored {
+            table: table.to_string(),
+            commit: change.commit.id.clone(),
+            reason: "it adds a data file (or a deletion vector file) outside the table and the allowed locations (named in the service log); allow that location with --allow".into(),
+        }))
+    })
 }
 
 /// What the target records, for the source: the source commits its snapshots name, and
