@@ -2,8 +2,8 @@
 
 use xlake_storage::StorageError;
 
-/// Why a Delta table cannot be read. Each variant names the table and, where there is one,
-/// the version and the file.
+/// Why a Delta table cannot be read. Each variant names, where there is one,
+/// the version and the file; the engine prefixes the table ([`xlake_source::SourceError`]).
 #[derive(Debug, thiserror::Error)]
 pub enum DeltaError {
     /// Commits not yet mirrored are gone from the source.
@@ -13,10 +13,8 @@ pub enum DeltaError {
     #[error(transparent)]
     Storage(#[from] StorageError),
     /// A log file cannot be understood.
-    #[error("{table}: version {version} ({file}): {reason}")]
+    #[error("version {version} ({file}): {reason}")]
     Log {
-        /// Table location.
-        table: String,
         /// Delta version.
         version: u64,
         /// The log file.
@@ -25,28 +23,22 @@ pub enum DeltaError {
         reason: String,
     },
     /// The log is incomplete: versions are missing with no checkpoint covering them.
-    #[error("{table}: _delta_log: {reason}")]
+    #[error("_delta_log: {reason}")]
     Incomplete {
-        /// Table location.
-        table: String,
         /// What is missing.
         reason: String,
     },
     /// The table uses something xlake does not mirror.
-    #[error("{table}: version {version}: {what}")]
+    #[error("version {version}: {what}")]
     Unsupported {
-        /// Table location.
-        table: String,
         /// Delta version.
         version: u64,
         /// What.
         what: String,
     },
     /// deltalake-core failed reading a checkpoint.
-    #[error("{table}: checkpoint at version {version}: {reason}")]
+    #[error("checkpoint at version {version}: {reason}")]
     Checkpoint {
-        /// Table location.
-        table: String,
         /// Checkpoint version.
         version: u64,
         /// The library's message.
@@ -57,10 +49,8 @@ pub enum DeltaError {
 /// Commits after the last mirrored one are gone from the source (archived, truncated)
 /// before they were mirrored: they can no longer be mirrored one by one.
 #[derive(Debug, thiserror::Error)]
-#[error("{table}: {what}")]
+#[error("{what}")]
 pub struct HistoryLost {
-    /// Table location.
-    pub table: String,
     /// What is gone.
     pub what: String,
 }

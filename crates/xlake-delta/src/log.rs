@@ -87,7 +87,6 @@ impl LogListing {
                 .ok()
                 .and_then(|v| v.get("version")?.as_u64())
                 .ok_or_else(|| DeltaError::Incomplete {
-                    table: store.location().to_string(),
                     reason: format!("{}: not a checkpoint pointer", store.absolute(&pointer)),
                 })?;
             if !listing.checkpoints.contains(&version) {
@@ -96,7 +95,6 @@ impl LogListing {
                     None => "which is missing".to_string(),
                 };
                 return Err(DeltaError::Incomplete {
-                    table: store.location().to_string(),
                     reason: format!(
                         "{} names the checkpoint of version {version}, {what}",
                         store.absolute(&pointer)
@@ -118,7 +116,7 @@ impl LogListing {
 
     /// Where a replay starts: `(version, from_checkpoint)`. Version 0 from its commit file
     /// when every commit exists; else the oldest checkpoint after which every commit exists.
-    pub fn start(&self, table: &str) -> Result<Option<(u64, bool)>> {
+    pub fn start(&self) -> Result<Option<(u64, bool)>> {
         let Some(latest) = self.latest() else {
             return Ok(None);
         };
@@ -133,7 +131,6 @@ impl LogListing {
             .find(|v| !self.commits.contains_key(v))
             .unwrap_or(0);
         Err(DeltaError::Incomplete {
-            table: table.to_string(),
             reason: format!("commit {missing:020}.json is missing and no checkpoint covers it"),
         })
     }
@@ -152,24 +149,21 @@ mod tests {
 
     #[test]
     fn starts_at_zero_or_the_oldest_usable_checkpoint() {
+        assert_eq!(listing(&[0, 1, 2], &[]).start().unwrap(), Some((0, false)));
         assert_eq!(
-            listing(&[0, 1, 2], &[]).start("t").unwrap(),
-            Some((0, false))
-        );
-        assert_eq!(
-            listing(&[5, 6, 7, 10, 11], &[5, 10]).start("t").unwrap(),
+            listing(&[5, 6, 7, 10, 11], &[5, 10]).start().unwrap(),
             Some((10, true))
         );
         assert_eq!(
-            listing(&[5, 6, 7, 8, 9, 10], &[5, 10]).start("t").unwrap(),
+            listing(&[5, 6, 7, 8, 9, 10], &[5, 10]).start().unwrap(),
             Some((5, true))
         );
         assert!(listing(&[0, 2], &[])
-            .start("t")
+            .start()
             .unwrap_err()
             .to_string()
             .contains("00000000000000000001.json"));
-        assert_eq!(listing(&[], &[]).start("t").unwrap(), None);
+        assert_eq!(listing(&[], &[]).start().unwrap(), None);
         assert_eq!(
             version_of("00000000000000000010.checkpoint.parquet"),
             Some(10)

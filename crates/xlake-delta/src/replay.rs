@@ -56,7 +56,7 @@ impl DeltaSource {
             notes: Vec::new(),
             done: false,
         };
-        let Some((start, from_checkpoint)) = self.log().start(&self.table())? else {
+        let Some((start, from_checkpoint)) = self.log().start()? else {
             replay.done = true;
             return Ok(replay);
         };
@@ -78,7 +78,6 @@ impl DeltaSource {
         } else if from_checkpoint {
             if newest_mirrored.is_some_and(|m| m < start) {
                 return Err(HistoryLost {
-                    table: self.table(),
                     what: format!(
                         "versions after {} up to {start} were removed from the log before they were mirrored",
                         newest_mirrored.unwrap_or_default()
@@ -178,11 +177,9 @@ impl DeltaReplay<'_> {
                 .get(&version)
                 .cloned()
                 .ok_or_else(|| DeltaError::Incomplete {
-                    table: source.table(),
                     reason: format!("commit {version:020}.json is missing"),
                 })?;
         let log_error = |reason: String| DeltaError::Log {
-            table: source.table(),
             version,
             file: source.store().absolute(&path),
             reason,

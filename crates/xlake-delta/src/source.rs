@@ -98,7 +98,7 @@ impl DeltaSource {
 
     /// The retained versions that each get a snapshot, from the log folder's names.
     pub fn listing(&self) -> Result<CommitListing> {
-        let Some((start, _)) = self.log.start(&self.table())? else {
+        let Some((start, _)) = self.log.start()? else {
             return Ok(CommitListing {
                 strictly_ordered: true,
                 ..Default::default()
@@ -132,11 +132,7 @@ impl DeltaSource {
         metadata: MetaData,
         protocol: Protocol,
     ) -> Result<State> {
-        let unsupported = |what: String| DeltaError::Unsupported {
-            table: self.table(),
-            version,
-            what,
-        };
+        let unsupported = |what: String| DeltaError::Unsupported { version, what };
         for feature in protocol.reader_features.iter().flatten() {
             if !SUPPORTED_READER_FEATURES.contains(&feature.as_str()) {
                 return Err(unsupported(format!(
@@ -252,11 +248,7 @@ impl DeltaSource {
         version: u64,
         files: bool,
     ) -> Result<(State, deltalake_core::DeltaTable)> {
-        let fail = |reason: String| DeltaError::Checkpoint {
-            table: self.table(),
-            version,
-            reason,
-        };
+        let fail = |reason: String| DeltaError::Checkpoint { version, reason };
         let url = table_url(self.store.location()).map_err(&fail)?;
         // deltalake-core reads through xlake's own object store (the one the rest of the
         // source uses: same credentials, same faults); its read-only log store needs only
@@ -349,21 +341,13 @@ impl DeltaSource {
     /// The live file paths at `version`, as `data_file` names them (as [`path_key`]s).
     pub(crate) async fn live_paths_at(&self, version: u64) -> Result<HashSet<u128>> {
         let (_, table) = self.snapshot_at(version, true).await?;
-        live_paths(&table).map_err(|reason| DeltaError::Checkpoint {
-            table: self.table(),
-            version,
-            reason,
-        })
+        live_paths(&table).map_err(|reason| DeltaError::Checkpoint { version, reason })
     }
 
     /// The state at a checkpoint version, read with deltalake-core: schema, protocol, and
     /// one change set adding every live file.
     pub(crate) async fn checkpoint_state(&self, version: u64) -> Result<(State, ChangeSet)> {
-        let fail = |reason: String| DeltaError::Checkpoint {
-            table: self.table(),
-            version,
-            reason,
-        };
+        let fail = |reason: String| DeltaError::Checkpoint { version, reason };
         let (state, table) = self.snapshot_at(version, true).await?;
         let snapshot = table.snapshot().map_err(|e| fail(e.to_string()))?;
         let (time, action) = match self.log.commits.get(&version) {

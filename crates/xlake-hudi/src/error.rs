@@ -2,8 +2,8 @@
 
 use xlake_storage::StorageError;
 
-/// Why a Hudi table cannot be read. Each variant names the table and, where there is one,
-/// the instant and the file.
+/// Why a Hudi table cannot be read. Each variant names, where there is one,
+/// the instant and the file; the engine prefixes the table ([`xlake_source::SourceError`]).
 #[derive(Debug, thiserror::Error)]
 pub enum HudiError {
     /// Commits not yet mirrored are gone from the source.
@@ -13,18 +13,14 @@ pub enum HudiError {
     #[error(transparent)]
     Storage(#[from] StorageError),
     /// `.hoodie/hoodie.properties` is missing or unusable.
-    #[error("{table}: .hoodie/hoodie.properties: {reason}")]
+    #[error(".hoodie/hoodie.properties: {reason}")]
     Properties {
-        /// Table location.
-        table: String,
         /// What is wrong.
         reason: String,
     },
     /// An instant file cannot be understood.
-    #[error("{table}: instant {instant} ({file}): {reason}")]
+    #[error("instant {instant} ({file}): {reason}")]
     Instant {
-        /// Table location.
-        table: String,
         /// Requested instant time.
         instant: String,
         /// The timeline file.
@@ -33,10 +29,8 @@ pub enum HudiError {
         reason: String,
     },
     /// The table or an instant uses something xlake does not mirror.
-    #[error("{table}: {what}")]
+    #[error("{what}")]
     Unsupported {
-        /// Table location.
-        table: String,
         /// What, and what to do about it.
         what: String,
     },
@@ -45,10 +39,8 @@ pub enum HudiError {
 /// Commits after the last mirrored one are gone from the source (archived, truncated)
 /// before they were mirrored: they can no longer be mirrored one by one.
 #[derive(Debug, thiserror::Error)]
-#[error("{table}: {what}")]
+#[error("{what}")]
 pub struct HistoryLost {
-    /// Table location.
-    pub table: String,
     /// What is gone.
     pub what: String,
 }

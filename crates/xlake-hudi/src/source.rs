@@ -60,35 +60,26 @@ impl HudiSource {
     /// Open the table: read `hoodie.properties` and list the timeline. A merge-on-read
     /// table is refused unless `options.mor_read_optimized`.
     pub async fn open(store: TableStore, options: HudiOptions) -> Result<Self> {
-        let table = store.location().to_string();
         let text = match store.get(".hoodie/hoodie.properties").await {
             Ok(bytes) => String::from_utf8(bytes.to_vec()).map_err(|_| HudiError::Properties {
-                table: table.clone(),
                 reason: "not UTF-8 text".into(),
             })?,
             Err(StorageError::NotFound { .. }) => {
                 return Err(HudiError::Properties {
-                    table,
                     reason: "missing: not a Hudi table".into(),
                 })
             }
             Err(e) => return Err(e.into()),
         };
-        let config = TableConfig::from_properties(&parse_properties(&text)).map_err(|reason| {
-            HudiError::Properties {
-                table: table.clone(),
-                reason,
-            }
-        })?;
+        let config = TableConfig::from_properties(&parse_properties(&text))
+            .map_err(|reason| HudiError::Properties { reason })?;
         if config.table_type == TableType::MergeOnRead && !options.mor_read_optimized {
             return Err(HudiError::Unsupported {
-                table,
                 what: "merge-on-read (MOR) table: Iceberg engines cannot read Hudi log files. Pass --mor-read-optimized to mirror its base files only (the read-optimized view; log changes appear after compaction)".into(),
             });
         }
         if config.bootstrapped {
             return Err(HudiError::Unsupported {
-                table: store.location().to_string(),
                 what: "bootstrapped table (hoodie.bootstrap.base.path is set): its skeleton files hold only the _hoodie_* columns, so they cannot be mirrored".into(),
             });
         }
@@ -100,7 +91,6 @@ impl HudiSource {
             .find(|i| i.requested.starts_with("0000000000000"))
         {
             return Err(HudiError::Unsupported {
-                table: store.location().to_string(),
                 what: format!(
                     "bootstrap instant {} ({}): bootstrapped tables cannot be mirrored",
                     i.requested,
@@ -163,7 +153,6 @@ impl HudiSource {
 
     pub(crate) fn instant_error(&self, instant: &Instant, reason: impl ToString) -> HudiError {
         HudiError::Instant {
-            table: self.store.location().to_string(),
             instant: instant.requested.clone(),
             file: self.store.absolute(&instant.file),
             reason: reason.to_string(),
@@ -241,7 +230,6 @@ impl HudiSource {
         if let Some(last) = mirrored.iter().next_back() {
             if let Some((written, _)) = newest.values().find(|(w, _)| w > last) {
                 return Err(HistoryLost {
-                    table: self.store.location().to_string(),
                     what: format!(
                         "instant {written} was archived before it was mirrored (the last mirrored instant is {last}); its commit metadata is gone, so its snapshot cannot be written"
                     ),
@@ -266,7 +254,6 @@ impl HudiSource {
         };
         let schema =
             avro_to_schema(text, self.config.meta_fields).map_err(|e| HudiError::Properties {
-                table: self.store.location().to_string(),
                 reason: format!("hoodie.table.create.schema: {e}"),
             })?;
         let (partition_spec, _) = partition_spec(&self.config, &schema);

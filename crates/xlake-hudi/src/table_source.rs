@@ -51,9 +51,9 @@ impl From<HudiError> for SourceError {
             HudiError::HistoryLost(_) => ErrorKind::HistoryLost,
             HudiError::Storage(_) => ErrorKind::Storage,
             HudiError::Unsupported { .. } => ErrorKind::Unsupported,
-            HudiError::Properties { table, .. } => ErrorKind::Corrupt {
+            HudiError::Properties { .. } => ErrorKind::Corrupt {
                 commit: None,
-                file: Some(format!("{table}/.hoodie/hoodie.properties")),
+                file: Some(".hoodie/hoodie.properties".into()),
             },
             HudiError::Instant { instant, file, .. } => ErrorKind::Corrupt {
                 commit: Some(instant.clone()),

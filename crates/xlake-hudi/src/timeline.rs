@@ -53,7 +53,6 @@ impl Timeline {
 pub async fn read_instant(store: &TableStore, instant: &Instant) -> Result<Json> {
     let bytes = store.get(&instant.file).await?;
     decode(&bytes).map_err(|reason| HudiError::Instant {
-        table: store.location().to_string(),
         instant: instant.requested.clone(),
         file: store.absolute(&instant.file),
         reason,

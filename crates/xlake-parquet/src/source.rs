@@ -58,10 +58,9 @@ pub struct ParquetSource {
 
 impl ParquetSource {
     fn error(&self, file: Option<&Entry>, reason: String) -> SourceError {
-        let table = self.store.location();
         let message = match file {
-            Some(f) => format!("{table}: {}: {reason}", self.store.absolute(&f.path)),
-            None => format!("{table}: {reason}"),
+            Some(f) => format!("{}: {reason}", self.store.absolute(&f.path)),
+            None => reason,
         };
         let kind = ErrorKind::Corrupt {
             commit: None,

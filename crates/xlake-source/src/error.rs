@@ -23,15 +23,28 @@ pub enum ErrorKind {
     NotATable,
 }
 
-/// Why a source table cannot be read. The message is the source's own, naming the table
-/// and, where there is one, the commit and the file.
-#[derive(Debug, thiserror::Error)]
-#[error("{inner}")]
+/// Why a source table cannot be read. The message is the source's own, naming the commit
+/// and the file where there are ones; the engine attaches the table once
+/// ([`SourceError::in_table`]), shown before it as `<table>: <message>`. A storage error
+/// names its own object (the full path), so no table is shown before it.
+#[derive(Debug)]
 pub struct SourceError {
     /// What kind of failure it is.
     pub kind: ErrorKind,
+    table: Option<String>,
     inner: Box<dyn std::error::Error + Send + Sync>,
 }
+
+impl std::fmt::Display for SourceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.table {
+            Some(table) if self.kind != ErrorKind::Storage => write!(f, "{table}: {}", self.inner),
+            _ => write!(f, "{}", self.inner),
+        }
+    }
+}
+
+impl std::error::Error for SourceError {}
 
 impl SourceError {
     /// An error of `kind` carrying the source's own error.
@@ -41,8 +54,20 @@ impl SourceError {
     ) -> Self {
         Self {
             kind,
+            table: None,
             inner: inner.into(),
         }
+    }
+
+    /// The error of the table at `table` (its location); a table already set stays.
+    pub fn in_table(mut self, table: &str) -> Self {
+        self.table.get_or_insert_with(|| table.to_string());
+        self
+    }
+
+    /// The table the error is of, once the engine attached it.
+    pub fn table(&self) -> Option<&str> {
+        self.table.as_deref()
     }
 
     /// Whether commits not yet mirrored are gone from the source.
@@ -59,5 +84,28 @@ impl SourceError {
 impl From<StorageError> for SourceError {
     fn from(e: StorageError) -> Self {
         Self::new(ErrorKind::Storage, e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_shown_once_before_the_message_but_a_storage_error_names_its_object() {
+        let corrupt = ErrorKind::Corrupt {
+            commit: Some("3".into()),
+            file: None,
+        };
+        let e = SourceError::new(corrupt, "version 3: bad").in_table("s3://b/t");
+        assert_eq!(e.to_string(), "s3://b/t: version 3: bad");
+        let e = e.in_table("s3://b/other");
+        assert_eq!(e.to_string(), "s3://b/t: version 3: bad");
+        assert_eq!(e.table(), Some("s3://b/t"));
+        let storage =
+            SourceError::new(ErrorKind::Storage, "s3://b/t/x: denied").in_table("s3://b/t");
+        assert_eq!(storage.to_string(), "s3://b/t/x: denied");
+        let bare = SourceError::new(ErrorKind::Unsupported, "deletion vectors");
+        assert_eq!(bare.to_string(), "deletion vectors");
     }
 }

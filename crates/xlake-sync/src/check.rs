@@ -12,7 +12,7 @@ use xlake_source::{MirrorState, TableSource};
 use xlake_storage::{StorageError, TableStore};
 
 use crate::catalog::{self, CatalogState};
-use crate::{sources, SyncError, SyncOptions};
+use crate::{sources, InTable, SyncError, SyncOptions};
 
 /// A snapshot naming a source commit the source does not hold as completed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -159,7 +159,7 @@ pub async fn check_with(
     }
     let source = sources::open(&store, options).await?;
     let state = crate::mirror_state(loaded.as_ref());
-    let listing: CommitListing = source.listing(&state)?;
+    let listing: CommitListing = source.listing(&state).in_table(&store)?;
     let ancestry = loaded
         .as_ref()
         .map_or(Vec::new(), |l| ancestry_of(&l.metadata));
@@ -278,19 +278,20 @@ async fn compare_files(
     };
     // The newest mirrored commit, in source order (a replay gives the listing's order).
     let newest = source
-        .listing(&from_start)?
+        .listing(&from_start)
+        .in_table(store)?
         .commits
         .iter()
         .rev()
         .find(|c| snapshot_of.contains_key(&c.id))
         .map(|c| c.id.clone());
-    let mut replay = source.replay(&from_start).await?;
+    let mut replay = source.replay(&from_start).await.in_table(store)?;
     let mut live: BTreeMap<String, Option<u64>> = BTreeMap::new();
     let mut compared = Vec::new();
     let mut past_newest = newest.is_none();
     while let Some(next) = replay.next().await {
         // A commit the source cannot read fails the check, even after the newest mirrored.
-        let change = next?;
+        let change = next.in_table(store)?;
         if past_newest {
             continue;
         }

@@ -11,7 +11,7 @@ use xlake_iceberg::IcebergError;
 use xlake_iceberg::IcebergTable;
 use xlake_storage::{Entry, TableStore};
 
-use crate::{sources, SyncError, SyncOptions};
+use crate::{sources, InTable, SyncError, SyncOptions};
 
 /// Files and bytes of one kind of metadata.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -80,7 +80,7 @@ pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectRep
     let loaded = iceberg.load_as_found().await?;
     let options = crate::with_recorded_view(options, loaded.as_ref());
     let source = sources::open(&store, &options).await?;
-    let health = source.health().await?;
+    let health = source.health().await.in_table(&store)?;
     let format = source.format().as_str();
     let mut report = InspectReport {
         table: store.location().to_string(),

@@ -68,9 +68,10 @@ pub enum SyncError {
     /// Storage access failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
-    /// The source failed.
+    /// The source failed; the table is attached where the error enters the engine
+    /// ([`InTable::in_table`]).
     #[error(transparent)]
-    Source(#[from] SourceError),
+    Source(SourceError),
     /// The Iceberg target failed.
     #[error(transparent)]
     Iceberg(#[from] IcebergError),
@@ -126,6 +127,19 @@ pub enum SyncError {
     /// The service cannot start or run as configured.
     #[error("serve: {0}")]
     Service(String),
+}
+
+/// A source's result entering the engine: its error gets the table, once, here. No
+/// `From<SourceError>` exists, so no source error reaches the engine without its table.
+pub(crate) trait InTable<T> {
+    /// The result, its error of the table at `store`.
+    fn in_table(self, store: &TableStore) -> Result<T, SyncError>;
+}
+
+impl<T> InTable<T> for Result<T, SourceError> {
+    fn in_table(self, store: &TableStore) -> Result<T, SyncError> {
+        self.map_err(|e| SyncError::Source(e.in_table(store.location())))
+    }
 }
 
 /// Operator choices.
@@ -250,7 +264,9 @@ pub async fn mirror_commit(
         )));
     }
     let loaded = IcebergTable::new(store.clone()).load().await?;
-    let listing = source.listing(&mirror_state(loaded.as_ref()))?;
+    let listing = source
+        .listing(&mirror_state(loaded.as_ref()))
+        .in_table(&store)?;
     if !listing.commits.iter().any(|c| c.id == commit) {
         let newest = listing
             .commits
@@ -408,7 +424,7 @@ async fn run(
             state.live_files = target.current_files(loaded, saved / 4).await?;
         }
         let mirrored = &state.commits;
-        let listing = source.listing(&state)?;
+        let listing = source.listing(&state).in_table(&store)?;
         let mut engine_notes = Vec::new();
         let replay: Replay<'_> = match source.replay(&state).await {
             // First sync with --from-latest: one snapshot of the current state.
@@ -423,11 +439,15 @@ async fn run(
             // truncated): the state at the oldest retained commit becomes one snapshot,
             // taken as a difference from what Iceberg holds, then one per later commit.
             Err(e) if !mirrored.is_empty() && e.is_history_lost() => {
-                let replay = source.replay(&MirrorState::default()).await?;
+                let e = e.in_table(&table);
+                let replay = source
+                    .replay(&MirrorState::default())
+                    .await
+                    .in_table(&store)?;
                 engine_notes.push(format!("{e}; the oldest retained commit's snapshot holds the table's state at that commit instead"));
                 Box::new(replay::FirstFullState::new(replay))
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(SyncError::Source(e.in_table(&table))),
         };
         if mirrored.len() > last_seen {
             retries = 0;
@@ -456,7 +476,7 @@ async fn run(
                 && batches.stopped.is_none()
                 && until.is_none()
             {
-                if let Some(declared) = source.declared_table().await? {
+                if let Some(declared) = source.declared_table().await.in_table(&store)? {
                     report.created_empty = target.create_empty(&declared).await?;
                 }
                 report.notes = notes(batches.notes(), engine_notes, None);
@@ -527,7 +547,7 @@ async fn run(
             mirrored.contains(u) || report.written.iter().any(|m| m.commit.id == u)
         });
         if let Some(e) = batches.stopped.filter(|_| !batches.reached) {
-            return Err(e.into());
+            return Err(SyncError::Source(e.in_table(&table)));
         }
         if options.rebuild {
             report.rebuilt = rebuild::set_aside_old_history(&store).await?;

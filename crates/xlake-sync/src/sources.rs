@@ -5,7 +5,7 @@ use xlake_iceberg::{IcebergTable, SyncMetadata};
 use xlake_source::{SourceKind, TableSource};
 use xlake_storage::TableStore;
 
-use crate::{SyncError, SyncOptions};
+use crate::{InTable, SyncError, SyncOptions};
 
 /// Every source format, in the order a folder is tried against them.
 pub const KINDS: &[SourceKind] = &[xlake_hudi::KIND, xlake_delta::KIND, xlake_parquet::KIND];
@@ -30,13 +30,19 @@ pub async fn open(
         None => KINDS.iter().filter(|k| k.detectable).collect(),
     };
     for k in &candidates {
-        if let Some(source) = (k.open)(store.clone(), options.source).await? {
+        if let Some(source) = (k.open)(store.clone(), options.source)
+            .await
+            .in_table(store)?
+        {
             return Ok(source);
         }
     }
     if options.format.is_none() {
         if let Some(k) = recorded(store).await? {
-            if let Some(source) = (k.open)(store.clone(), options.source).await? {
+            if let Some(source) = (k.open)(store.clone(), options.source)
+                .await
+                .in_table(store)?
+            {
                 return Ok(source);
             }
         }
@@ -59,7 +65,7 @@ pub async fn detect(
         })?));
     }
     for k in KINDS.iter().filter(|k| k.detectable) {
-        if (k.detect)(store.clone()).await? {
+        if (k.detect)(store.clone()).await.in_table(store)? {
             return Ok(Some(k));
         }
     }
