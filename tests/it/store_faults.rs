@@ -54,12 +54,24 @@ async fn stores_without_working_put_if_absent_are_refused_unless_single_writer()
             single_writer: true,
             ..Default::default()
         };
-        let report = sync_store(store.with_single_writer(true), &options, |_| {})
+        let report = sync_store(store.clone().with_single_writer(true), &options, |_| {})
             .await
             .unwrap();
         assert_eq!(report.written.len(), 3, "{mode:?}");
         let checked = check(root.to_str().unwrap(), &options, true).await.unwrap();
         assert!(checked.consistent(), "{mode:?}: {checked:?}");
+        // An upgrade writes a `vN` too: refused on such a store, nothing written.
+        let before = xlake_test_utils::metadata_snapshot(&root);
+        let err = xlake_sync::upgrade::upgrade(&store, 3, None)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("put-if-absent"), "{mode:?}: {err}");
+        assert_eq!(
+            xlake_test_utils::metadata_snapshot(&root),
+            before,
+            "{mode:?}"
+        );
     }
 }
 

@@ -100,6 +100,8 @@ impl IcebergTable {
         if to <= from {
             return Ok(None);
         }
+        // Its `vN` is a commit like any other: a store that would overwrite it is refused.
+        self.store.verify_put_if_absent().await?;
         let previous = self.store.absolute(&metadata_file(loaded.version));
         let metadata =
             TableMetadataBuilder::new_from_metadata(loaded.metadata.clone(), Some(previous))
