@@ -533,9 +533,13 @@ async fn run(
         }
         // A replay may start after the newest mirrored commit: the listed commits it did
         // not give are mirrored already.
+        // (Not with --from-latest, which gives one change set for all, nor after an
+        // error, which leaves commits unread.)
         let unstreamed = match until {
-            None => listing.commits.len().saturating_sub(batches.streamed),
-            Some(_) => 0,
+            None if !reduced && batches.stopped.is_none() => {
+                listing.commits.len().saturating_sub(batches.streamed)
+            }
+            _ => 0,
         };
         report.source_commits = batches.streamed + unstreamed;
         report.already_mirrored = batches.skipped.saturating_sub(written_before) + unstreamed;
