@@ -69,22 +69,38 @@ impl SqliteCatalog {
     async fn with_db<T: Send + 'static>(
         &self,
         table: &TableIdent,
-        f: impl FnOnce(&rusqlite::Connection, &str) -> rusqlite::Result<T> + Send + 'static,
+        f: impl Fn(&rusqlite::Connection, &str) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T> {
         let (path, name) = (self.path.clone(), self.name.clone());
         let joined = tokio::task::spawn_blocking(move || {
-            let db = rusqlite::Connection::open_with_flags(
-                &path,
-                rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
-                    | rusqlite::OpenFlags::SQLITE_OPEN_CREATE,
-            )?;
-            // Concurrent syncs of one catalog wait for each other's write locks.
-            db.busy_timeout(std::time::Duration::from_secs(30))?;
-            // Write-ahead logging: readers that keep a transaction open (JDBC connection
-            // pools of engines reading the catalog) do not block the pointer's move.
-            db.pragma_update(None, "journal_mode", "WAL")?;
-            db.execute_batch(&format!("{CREATE_TABLES}; {CREATE_NAMESPACES};"))?;
-            f(&db, &name)
+            let attempt = || {
+                let db = rusqlite::Connection::open_with_flags(
+                    &path,
+                    rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
+                        | rusqlite::OpenFlags::SQLITE_OPEN_CREATE,
+                )?;
+                // Concurrent syncs of one catalog wait for each other's write locks.
+                db.busy_timeout(std::time::Duration::from_secs(30))?;
+                // Write-ahead logging: readers that keep a transaction open (JDBC
+                // connection pools of engines reading the catalog) do not block the
+                // pointer's move.
+                db.pragma_update(None, "journal_mode", "WAL")?;
+                db.execute_batch(&format!("{CREATE_TABLES}; {CREATE_NAMESPACES};"))?;
+                f(&db, &name)
+            };
+            // Some lock conflicts are reported at once, without the busy wait (switching
+            // a new file to WAL while another process opens it): nothing was written, so
+            // the whole call is tried again.
+            let mut tries = 0;
+            loop {
+                match attempt() {
+                    Err(e) if is_busy(&e) && tries < BUSY_RETRIES => {
+                        tries += 1;
+                        std::thread::sleep(std::time::Duration::from_millis(50 * tries));
+                    }
+                    other => return other,
+                }
+            }
         })
         .await;
         match joined {
@@ -92,6 +108,17 @@ impl SqliteCatalog {
             Err(e) => Err(request_error(&self.uri, table, e)),
         }
     }
+}
+
+/// How often a call refused at once for a lock is tried again (waits 50 ms, 100 ms, ...).
+const BUSY_RETRIES: u64 = 10;
+
+/// Whether SQLite refused for a lock held by another connection.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 #[async_trait]
