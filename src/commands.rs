@@ -486,12 +486,8 @@ async fn upgrade(
         .with_single_writer(writer.single_writer);
     let done = xlake_sync::upgrade::upgrade(&store, to, catalog.as_ref()).await?;
     print::catalog_advanced(done.catalog.as_ref());
-    match done.version {
-        Some(v) => outln!(
-            "{table}: upgraded the Iceberg table from format version {} to {} in metadata/v{v}.metadata.json; existing position-delete files stay valid for the snapshots that hold them, new deletion vectors are written as Puffin deletion vectors",
-            done.from,
-            done.to
-        ),
+    match done.note() {
+        Some(note) => outln!("{table}: {note}"),
         None => outln!(
             "{table}: already at Iceberg format version {}: nothing to upgrade",
             done.from

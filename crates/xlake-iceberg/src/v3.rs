@@ -70,6 +70,17 @@ pub fn needs_v3(schema: &xlake_model::Schema) -> Option<(String, String)> {
 }
 
 impl IcebergTable {
+    /// The same table, writing format version `n` (2 or 3); any other number is
+    /// [`IcebergError::FormatVersion`].
+    pub fn format_version_number(self, n: u8) -> Result<Self> {
+        let version = format_version(n).map_err(|reason| IcebergError::FormatVersion {
+            table: self.table(),
+            asked: n,
+            reason,
+        })?;
+        Ok(self.format_version(version))
+    }
+
     /// The version the next snapshot on `current` is written in: the table's own, or the
     /// one asked for if higher (an upgrade); a lower one asked for is refused.
     pub(crate) fn target_version(&self, current: Option<&TableMetadata>) -> Result<FormatVersion> {

@@ -391,15 +391,7 @@ async fn run(
         if let Some(loaded) = base.as_mut().filter(|_| !relocated) {
             target.heal_hint(loaded).await?;
             // Asked for a newer format version: upgrade first, in its own `vN`, and say so.
-            let from = version_number(loaded.metadata.format_version());
-            if let Some(upgraded) = target.upgrade(loaded).await? {
-                upgrade_note = Some(format!(
-                    "upgraded the Iceberg table from format version {from} to {} in metadata/v{}.metadata.json; existing position-delete files stay valid for the snapshots that hold them, new deletion vectors are written as Puffin deletion vectors",
-                    version_number(upgraded.metadata.format_version()),
-                    upgraded.version
-                ));
-                *loaded = upgraded;
-            }
+            upgrade_note = upgrade::upgrade_loaded(&target, loaded).await?.note();
         }
         // The format version written: the table's, or the one asked for if newer. A
         // rebuild keeps the relocated history's version (a v3 mirror's deletion vectors

@@ -9,8 +9,8 @@
 
 use serde::Serialize;
 use xlake_catalog::{Advanced, CatalogTarget};
-use xlake_iceberg::v3::{format_version, version_number};
-use xlake_iceberg::{IcebergError, IcebergTable};
+use xlake_iceberg::v3::version_number;
+use xlake_iceberg::{IcebergError, IcebergTable, LoadedTable};
 use xlake_storage::TableStore;
 
 use crate::{catalog, SyncError};
@@ -29,6 +29,17 @@ pub struct Upgraded {
     pub catalog: Option<Advanced>,
 }
 
+impl Upgraded {
+    /// What the operator is told of an upgrade that happened (`None`: nothing changed).
+    pub fn note(&self) -> Option<String> {
+        let v = self.version?;
+        Some(format!(
+            "upgraded the Iceberg table from format version {} to {} in metadata/v{v}.metadata.json; existing position-delete files stay valid for the snapshots that hold them, new deletion vectors are written as Puffin deletion vectors",
+            self.from, self.to
+        ))
+    }
+}
+
 /// Upgrade the mirror in `store` to format version `to`. A table with no Iceberg
 /// metadata yet is an error (the first sync with `--format-version` writes that version).
 pub async fn upgrade(
@@ -36,12 +47,7 @@ pub async fn upgrade(
     to: u8,
     target: Option<&CatalogTarget>,
 ) -> Result<Upgraded, SyncError> {
-    let table = store.location().to_string();
-    let asked = format_version(to).map_err(|reason| IcebergError::FormatVersion {
-        table: table.clone(),
-        asked: to,
-        reason,
-    })?;
+    let iceberg = IcebergTable::new(store.clone()).format_version_number(to)?;
     let entry = match target {
         Some(t) => {
             let entry = catalog::Entry::open(t)?;
@@ -50,26 +56,39 @@ pub async fn upgrade(
         }
         None => None,
     };
-    let iceberg = IcebergTable::new(store.clone()).format_version(asked);
     let Some(mut loaded) = iceberg.load().await? else {
         return Err(IcebergError::FormatVersion {
-            table,
+            table: store.location().to_string(),
             asked: to,
             reason: format!("there is no Iceberg metadata to upgrade yet; `xlake sync --format-version {to}` writes a version-{to} mirror"),
         }
         .into());
     };
     iceberg.heal_hint(&mut loaded).await?;
-    let from = version_number(loaded.metadata.format_version());
-    let upgraded = iceberg.upgrade(&loaded).await?;
-    let mut done = Upgraded {
-        from,
-        to: from.max(to),
-        version: upgraded.map(|u| u.version),
-        catalog: None,
-    };
+    let mut done = upgrade_loaded(&iceberg, &mut loaded).await?;
     if let Some(entry) = entry {
         done.catalog = entry.advance(store).await?;
+    }
+    Ok(done)
+}
+
+/// Upgrade `loaded` to the version `target` asks for, if older (it becomes the upgraded
+/// version): the one upgrade step of `xlake upgrade` and of a sync's start.
+pub(crate) async fn upgrade_loaded(
+    target: &IcebergTable,
+    loaded: &mut LoadedTable,
+) -> Result<Upgraded, SyncError> {
+    let from = version_number(loaded.metadata.format_version());
+    let mut done = Upgraded {
+        from,
+        to: from,
+        version: None,
+        catalog: None,
+    };
+    if let Some(upgraded) = target.upgrade(loaded).await? {
+        done.to = version_number(upgraded.metadata.format_version());
+        done.version = Some(upgraded.version);
+        *loaded = upgraded;
     }
     Ok(done)
 }
