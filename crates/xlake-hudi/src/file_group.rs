@@ -35,6 +35,15 @@ pub struct FileGroups {
     live: BTreeMap<(String, String), BaseFile>,
 }
 
+/// The parts of a base file's path relative to the table root,
+/// `<partition path>/<fileId>_<writeToken>_<instantTime>.parquet`: (partition path,
+/// file id, instant time); the partition path is empty for a file at the root.
+pub fn parse_base_file_path(path: &str) -> Option<(&str, &str, &str)> {
+    let (partition, name) = path.rsplit_once('/').unwrap_or(("", path));
+    let (file_id, instant) = parse_base_file_name(name)?;
+    Some((partition, file_id, instant))
+}
+
 /// The parts of a base file name `<fileId>_<writeToken>_<instantTime>.parquet`:
 /// (file id, instant time).
 pub fn parse_base_file_name(name: &str) -> Option<(&str, &str)> {

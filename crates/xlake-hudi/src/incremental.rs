@@ -16,10 +16,10 @@ use xlake_source::MirrorState;
 
 use crate::commit_metadata::{CommitMetadata, RestoreMetadata, RollbackMetadata};
 use crate::error::Result;
-use crate::file_group::{parse_base_file_name, BaseFile};
+use crate::file_group::{parse_base_file_path, BaseFile};
 use crate::instant::Instant;
 use crate::schema::avro_to_schema;
-use crate::source::{kind, Kind};
+use crate::source::{gets_snapshot, kind, Kind};
 use crate::timeline::read_instant;
 use crate::HudiSource;
 
@@ -44,18 +44,12 @@ impl HudiSource {
         let (newest, _) = mirrored.newest.as_ref()?;
         let completed = &self.timeline().completed;
         let at = completed.iter().position(|i| &i.requested == newest)?;
-        let snapshotted = |i: &Instant| {
-            matches!(
-                kind(&i.action),
-                Some(Kind::Commit | Kind::Rollback | Kind::Restore)
-            )
-        };
         let oldest = completed
             .iter()
             .position(|i| mirrored.commits.contains(&i.requested))?;
         let gap = completed[oldest..at]
             .iter()
-            .any(|i| snapshotted(i) && !mirrored.commits.contains(&i.requested));
+            .any(|i| gets_snapshot(&i.action) && !mirrored.commits.contains(&i.requested));
         (!gap).then_some(at)
     }
 
@@ -64,7 +58,7 @@ impl HudiSource {
         self.incremental_base(mirrored).map_or(0, |at| {
             self.timeline().completed[..=at]
                 .iter()
-                .filter(|i| kind(&i.action).is_some_and(|k| !matches!(k, Kind::Skip)))
+                .filter(|i| gets_snapshot(&i.action))
                 .count()
         })
     }
@@ -133,8 +127,7 @@ impl HudiSource {
         live.iter()
             .map(|(location, rows)| {
                 let path = self.store().relative(location)?;
-                let (partition, name) = path.rsplit_once('/').unwrap_or(("", path));
-                let (file_id, _) = parse_base_file_name(name)?;
+                let (partition, file_id, _) = parse_base_file_path(path)?;
                 Some(BaseFile {
                     path: path.to_string(),
                     partition: partition.to_string(),

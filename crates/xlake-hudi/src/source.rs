@@ -7,7 +7,7 @@ use xlake_source::{Collected, MirrorState};
 use xlake_storage::{StorageError, TableStore};
 
 use crate::error::{HistoryLost, HudiError, Result};
-use crate::file_group::{parse_base_file_name, BaseFile, Effect};
+use crate::file_group::{parse_base_file_path, BaseFile, Effect};
 use crate::instant::{instant_millis, Instant};
 use crate::partition_path::{partition_spec, partition_values};
 use crate::properties::{parse_properties, TableConfig, TableType};
@@ -45,6 +45,14 @@ pub(crate) fn kind(action: &str) -> Option<Kind> {
         | "clustering" => Kind::Skip,
         _ => return None,
     })
+}
+
+/// Whether a completed instant of `action` gets a snapshot (it may change live files).
+pub(crate) fn gets_snapshot(action: &str) -> bool {
+    matches!(
+        kind(action),
+        Some(Kind::Commit | Kind::Rollback | Kind::Restore)
+    )
 }
 
 /// A Hudi table opened for reading.
@@ -117,12 +125,7 @@ impl HudiSource {
             .timeline
             .completed
             .iter()
-            .filter(|i| {
-                matches!(
-                    kind(&i.action),
-                    Some(Kind::Commit | Kind::Rollback | Kind::Restore)
-                )
-            })
+            .filter(|i| gets_snapshot(&i.action))
             .map(|i| ListedCommit {
                 id: i.requested.clone(),
                 time_ms: instant_millis(i.commit_time()).unwrap_or(0),
@@ -205,11 +208,7 @@ impl HudiSource {
             {
                 continue;
             }
-            let (partition, name) = entry
-                .path
-                .rsplit_once('/')
-                .unwrap_or(("", entry.path.as_str()));
-            let Some((file_id, written)) = parse_base_file_name(name) else {
+            let Some((partition, file_id, written)) = parse_base_file_path(&entry.path) else {
                 continue;
             };
             if written >= cutoff || on_timeline.contains(written) {

@@ -13,7 +13,7 @@ use xlake_source::{
 use xlake_storage::{Entry, TableStore};
 
 use crate::error::HudiError;
-use crate::file_group::parse_base_file_name;
+use crate::file_group::parse_base_file_path;
 use crate::properties::{KeyGenerator, TableType};
 use crate::HudiSource;
 
@@ -136,8 +136,7 @@ impl TableSource for HudiSource {
             .iter()
             .filter(|e| !e.path.starts_with('.') && !e.path.starts_with("metadata/"))
         {
-            let (partition, name) = e.path.rsplit_once('/').unwrap_or(("", e.path.as_str()));
-            if let Some((file_id, _)) = parse_base_file_name(name) {
+            if let Some((partition, file_id, _)) = parse_base_file_path(&e.path) {
                 *groups.entry((partition, file_id)).or_default() += 1;
             }
         }
