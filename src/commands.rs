@@ -421,11 +421,11 @@ async fn job(
 /// The periodic check of `run --every --check-every`: a line per consistent table, the
 /// whole report for one that is not, a line for one that could not be checked.
 async fn check_tables(config: &JobConfig, endpoint: Option<&MetricsEndpoint>) {
-    for (location, report) in xlake_sync::job::check_tables(config).await {
+    xlake_sync::job::check_tables(config, |location, report| {
         if let Some(e) = endpoint {
-            e.checked(&location, report.as_ref());
+            e.checked(location, report);
         }
-        match &report {
+        match report {
             Ok(r) if r.consistent => outln!(
                 "check {location}: consistent (lag {} commits)",
                 r.lag_commits
@@ -433,7 +433,8 @@ async fn check_tables(config: &JobConfig, endpoint: Option<&MetricsEndpoint>) {
             Ok(r) => print::check(r),
             Err(e) => outln!("check {location}: could not check: {e}"),
         }
-    }
+    })
+    .await;
 }
 
 async fn expire(

@@ -253,16 +253,16 @@ pub async fn sync_entry(entry: TableEntry) -> TableResult {
 
 /// The expiry of one entry, now.
 /// One check of every table of the config, in order (the periodic check of `xlake run
-/// --every --check-every`): each table's report, or why it could not be checked.
+/// --every --check-every`); `each` is given each table's report, or why it could not be
+/// checked, as it comes (as [`run_once`] gives each sync's result).
 pub async fn check_tables(
     config: &JobConfig,
-) -> Vec<(String, Result<crate::CheckReport, SyncError>)> {
-    let mut reports = Vec::new();
+    mut each: impl FnMut(&str, Result<&crate::CheckReport, &SyncError>),
+) {
     for entry in &config.tables {
         let report = crate::check(&entry.location, &entry_options(entry), false).await;
-        reports.push((entry.location.clone(), report));
+        each(&entry.location, report.as_ref());
     }
-    reports
 }
 
 async fn expire(entry: &TableEntry, options: &SyncOptions) -> Result<Expired, SyncError> {
