@@ -13,7 +13,7 @@ use iceberg::spec::{
 
 use crate::error::Result;
 use crate::layout::{metadata_file, METADATA_DIR};
-use crate::manifest::{read_entries, read_manifest_list};
+use crate::manifest::read_entries;
 use crate::table::{IcebergTable, FILE_CHECK_CONCURRENCY};
 
 /// Limits on top of the files the source deleted.
@@ -60,9 +60,7 @@ impl IcebergTable {
         // delete files.
         let mut manifests: HashMap<String, Vec<String>> = HashMap::new();
         for s in &by_age {
-            let list = read_manifest_list(&self.store, s.manifest_list())
-                .await
-                .map_err(|e| self.corrupt(s.manifest_list(), e))?;
+            let list = self.manifest_list(s).await?;
             for mf in &list {
                 if !manifests.contains_key(&mf.manifest_path) {
                     let entries = read_entries(&self.store, mf)

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use iceberg::spec::{ManifestContentType, Snapshot, TableMetadata};
+use iceberg::spec::{ManifestContentType, ManifestFile, Snapshot, TableMetadata};
 use xlake_model::ChangeSet;
 use xlake_storage::{StorageError, TableStore};
 
@@ -415,25 +415,37 @@ impl IcebergTable {
     /// The live data file entries of a snapshot (location, row count); a location listed
     /// twice appears twice.
     async fn snapshot_entries(&self, snapshot: Option<&Snapshot>) -> Result<Vec<(String, u64)>> {
-        let mut live = Vec::new();
-        if let Some(snapshot) = snapshot {
-            let manifests = read_manifest_list(&self.store, snapshot.manifest_list())
-                .await
-                .map_err(|e| self.corrupt(snapshot.manifest_list(), e))?;
-            for mf in manifests
-                .iter()
-                .filter(|m| m.content == ManifestContentType::Data)
-            {
-                let entries = read_entries(&self.store, mf)
+        match snapshot {
+            Some(snapshot) => {
+                self.live_entries(&self.manifest_list(snapshot).await?)
                     .await
-                    .map_err(|e| self.corrupt(&mf.manifest_path, e))?;
-                live.extend(
-                    entries
-                        .iter()
-                        .filter(|e| e.is_alive())
-                        .map(|e| (e.file_path().to_string(), e.record_count())),
-                );
             }
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The manifests `snapshot`'s list names.
+    pub(crate) async fn manifest_list(&self, snapshot: &Snapshot) -> Result<Vec<ManifestFile>> {
+        read_manifest_list(&self.store, snapshot.manifest_list())
+            .await
+            .map_err(|e| self.corrupt(snapshot.manifest_list(), e))
+    }
+
+    /// The live data file entries of the data manifests of a list (location, row count).
+    /// What each manifest holds is remembered (see [`PathCache`]), so that a commit on top
+    /// of it that removes files reads only the manifests holding them.
+    async fn live_entries(&self, manifests: &[ManifestFile]) -> Result<Vec<(String, u64)>> {
+        let mut live = Vec::new();
+        for mf in manifests
+            .iter()
+            .filter(|m| m.content == ManifestContentType::Data)
+        {
+            let entries = read_entries(&self.store, mf)
+                .await
+                .map_err(|e| self.corrupt(&mf.manifest_path, e))?;
+            let alive = || entries.iter().filter(|e| e.is_alive());
+            self.cache_paths(&mf.manifest_path, alive().map(|e| e.data_file()));
+            live.extend(alive().map(|e| (e.file_path().to_string(), e.record_count())));
         }
         Ok(live)
     }
@@ -462,9 +474,7 @@ impl IcebergTable {
         let Some(snapshot) = loaded.metadata.current_snapshot() else {
             return Ok(None);
         };
-        let list = read_manifest_list(&self.store, snapshot.manifest_list())
-            .await
-            .map_err(|e| self.corrupt(snapshot.manifest_list(), e))?;
+        let list = self.manifest_list(snapshot).await?;
         let data = list
             .iter()
             .filter(|m| m.content == ManifestContentType::Data)
@@ -472,7 +482,7 @@ impl IcebergTable {
         if data > max_manifests {
             return Ok(None);
         }
-        Ok(Some(self.snapshot_entries(Some(snapshot.as_ref())).await?))
+        Ok(Some(self.live_entries(&list).await?))
     }
 
     /// Number of manifests of the current snapshot.
@@ -483,10 +493,7 @@ impl IcebergTable {
         let Some(snapshot) = loaded.metadata.current_snapshot() else {
             return Ok(0);
         };
-        let list = read_manifest_list(&self.store, snapshot.manifest_list())
-            .await
-            .map_err(|e| self.corrupt(snapshot.manifest_list(), e))?;
-        Ok(list.len())
+        Ok(self.manifest_list(snapshot).await?.len())
     }
 
     /// The snapshots of the current ancestry, oldest first: (snapshot id, time, what it

@@ -20,7 +20,7 @@ use super::files::Invalid;
 use crate::deletes::position_delete_file;
 use crate::error::{IcebergError, Result};
 use crate::layout;
-use crate::manifest::{read_entries, read_manifest_list};
+use crate::manifest::read_entries;
 use crate::table::IcebergTable;
 
 /// Per manifest read or written by this process, the paths its live entries are about
@@ -112,9 +112,7 @@ impl IcebergTable {
     ) -> Result<Vec<ManifestFile>> {
         Ok(match (parent, last_list) {
             (Some(p), Some((list, manifests))) if list == p.manifest_list() => manifests,
-            (Some(p), _) => read_manifest_list(&self.store, p.manifest_list())
-                .await
-                .map_err(|e| self.corrupt(p.manifest_list(), e))?,
+            (Some(p), _) => self.manifest_list(p).await?,
             (None, _) => Vec::new(),
         })
     }
