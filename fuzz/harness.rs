@@ -11,7 +11,8 @@ use xlake_hudi::commit_metadata::{CommitMetadata, RestoreMetadata, RollbackMetad
 use xlake_hudi::file_group::{parse_base_file_name, FileGroups};
 use xlake_hudi::instant::{instant_millis, Instant};
 use xlake_hudi::{partition_path, properties, schema as hudi_schema, timeline};
-use xlake_iceberg::table::{ancestry_of, parse_hint, parse_metadata, LoadedTable};
+use xlake_iceberg::history::{split, History};
+use xlake_iceberg::table::{parse_hint, parse_metadata, LoadedTable};
 use xlake_model::{DataType, Field, PrimitiveType, Schema, TimeUnit};
 
 /// A harness: takes any bytes, returns, never panics.
@@ -191,20 +192,26 @@ pub fn delta_deletion_vector(data: &[u8]) {
     }
 }
 
-/// `version-hint.text`, and a `vN.metadata.json` as read back: which source commits its
-/// snapshots mirror, and their ancestry.
+/// `version-hint.text`, and a `vN.metadata.json` as read back, whole and split for a
+/// commit: which source commits its snapshots mirror, their ancestry, and (split) the
+/// file written back with the carried snapshots.
 pub fn iceberg_metadata(data: &[u8]) {
     let _ = parse_hint(data);
-    let Ok(metadata) = parse_metadata(data) else {
-        return;
-    };
-    let _ = ancestry_of(&metadata);
-    let loaded = LoadedTable {
-        version: 1,
-        metadata,
-        hint_stale: false,
-    };
-    let _ = loaded.head();
+    let whole = parse_metadata(data).map(|m| {
+        let history = History::of(&m);
+        (m, history)
+    });
+    for (metadata, history) in [whole, split(data)].into_iter().flatten() {
+        let _ = xlake_iceberg::encode::metadata_json(&metadata, &history);
+        let loaded = LoadedTable {
+            version: 1,
+            metadata,
+            history: std::sync::Arc::new(history),
+            hint_stale: false,
+        };
+        let _ = loaded.head();
+        let _ = loaded.ancestry();
+    }
 }
 
 /// One column of each primitive type, partition-path friendly names first.

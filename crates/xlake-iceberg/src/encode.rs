@@ -5,10 +5,18 @@
 //! (pyiceberg's `snapshots()[0]`, `inspect.snapshots()`) started in the middle. Java
 //! writes each list in the order its items were added: so does this, and keys in Java's
 //! order.
+//!
+//! Snapshots a commit did not parse ([`crate::history`]) are written back as the text they
+//! were read as, each in its place in that order.
+
+use std::collections::HashSet;
 
 use iceberg::spec::TableMetadata;
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde::Serialize;
 use serde_json::{Map, Value};
+
+use crate::history::{Carried, History};
 
 /// Top-level keys in the order Java's `TableMetadataParser` writes them; any other key
 /// follows.
@@ -50,8 +58,8 @@ const LIST_ORDER: &[(&str, &[&str])] = &[
     ("sort-orders", &["order-id"]),
 ];
 
-/// `metadata` as compact JSON, lists in order.
-pub fn metadata_json(metadata: &TableMetadata) -> serde_json::Result<Vec<u8>> {
+/// `metadata` as compact JSON, lists in order, with the snapshots `history` carries.
+pub fn metadata_json(metadata: &TableMetadata, history: &History) -> serde_json::Result<Vec<u8>> {
     let Value::Object(mut fields) = serde_json::to_value(metadata)? else {
         return serde_json::to_vec(metadata);
     };
@@ -60,10 +68,30 @@ pub fn metadata_json(metadata: &TableMetadata) -> serde_json::Result<Vec<u8>> {
             items.sort_by_key(|item| sort_key(item, keys));
         }
     }
+    let listed = fields.contains_key("snapshots") || history.carried_count() > 0;
+    let parsed = match fields.remove("snapshots") {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
+    // A snapshot parsed as well (never, from a split) is written once, as parsed.
+    let ids: HashSet<i64> = parsed
+        .iter()
+        .filter_map(|p| p.get("snapshot-id").and_then(Value::as_i64))
+        .collect();
+    let carried = history
+        .carried()
+        .iter()
+        .filter(|c| !ids.contains(&c.id))
+        .collect();
+    let snapshots = Snapshots { parsed, carried };
     let mut out = serde_json::Serializer::new(Vec::new());
     let mut map = out.serialize_map(Some(fields.len()))?;
     for key in KEY_ORDER {
-        if let Some(value) = fields.remove(*key) {
+        if *key == "snapshots" {
+            if listed {
+                map.serialize_entry(key, &snapshots)?;
+            }
+        } else if let Some(value) = fields.remove(*key) {
             map.serialize_entry(key, &value)?;
         }
     }
@@ -72,6 +100,33 @@ pub fn metadata_json(metadata: &TableMetadata) -> serde_json::Result<Vec<u8>> {
     }
     SerializeMap::end(map)?;
     Ok(out.into_inner())
+}
+
+/// The `snapshots` list: parsed snapshots and carried ones merged in commit order.
+struct Snapshots<'a> {
+    parsed: Vec<Value>,
+    carried: Vec<&'a Carried>,
+}
+
+impl Serialize for Snapshots<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let keys = LIST_ORDER[0].1;
+        let mut carried = self.carried.clone();
+        carried.sort_by_key(|c| c.order);
+        let mut seq = s.serialize_seq(Some(self.parsed.len() + carried.len()))?;
+        let mut carried = carried.into_iter().peekable();
+        for item in &self.parsed {
+            let order = sort_key(item, keys);
+            while let Some(c) = carried.next_if(|c| c.order.as_slice() < order.as_slice()) {
+                seq.serialize_element(c)?;
+            }
+            seq.serialize_element(item)?;
+        }
+        for c in carried {
+            seq.serialize_element(c)?;
+        }
+        seq.end()
+    }
 }
 
 fn sort_key(item: &Value, keys: &[&str]) -> Vec<i64> {

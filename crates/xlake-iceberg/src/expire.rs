@@ -160,8 +160,9 @@ impl IcebergTable {
         metadata["last-updated-ms"] = serde_json::json!(m.last_updated_ms());
         let metadata: TableMetadata =
             serde_json::from_value(metadata).map_err(|e| self.corrupt(METADATA_DIR, e))?;
-        let version = self
-            .publish(loaded.version + 1, &metadata)
+        // Loaded whole: nothing carried, every snapshot kept is in `metadata`.
+        let version = loaded.version + 1;
+        self.publish(version, &metadata, &Default::default())
             .await
             .map_err(|u| u.error)?;
         // The files only expired snapshots referenced. Older vN.metadata.json files still

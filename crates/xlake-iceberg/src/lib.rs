@@ -18,7 +18,8 @@
 //! | `plan::summary` | … operation, summary counters, `XTABLE_METADATA`, `xlake.degraded` |
 //! | `publish` | the publisher: the commit point (put-if-absent of `vN.metadata.json`), `version-hint.text`, abandoning a failed commit's journal |
 //! | [`layout`] | the names: `metadata/`, `version-hint.text`, `vN.metadata.json`, manifests, lists, delete files |
-//! | [`encode`] | the bytes of `vN.metadata.json`: snapshots in commit order, as Java writes them |
+//! | [`history`] | a commit's load: the working snapshots parsed, the others' heads read and their JSON carried as it is |
+//! | [`encode`] | the bytes of `vN.metadata.json`: snapshots in commit order, as Java writes them; carried snapshots written back as read |
 //! | [`relocation`] | a copied or moved table: its old metadata files, set aside for a rebuild |
 //! | [`schema`] | neutral schema to Iceberg schema with stable field ids; the name mapping, with reserved ids for file columns readers must skip |
 //! | [`partition`] | partition specs and partition tuples |
@@ -45,6 +46,7 @@ pub mod error;
 pub mod expire;
 pub mod fidelity;
 pub mod footer;
+pub mod history;
 pub mod layout;
 mod manifest;
 // Public only for the integration tests (feature `testing`).

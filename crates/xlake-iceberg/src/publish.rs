@@ -6,6 +6,8 @@
 //! Metadata files that fell out of the metadata log are deleted after the commit when the
 //! table asks for it.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use futures::StreamExt;
 use iceberg::spec::{MetadataLog, TableMetadata};
@@ -13,11 +15,16 @@ use xlake_storage::{Journal, PutOutcome, RetryPolicy, StorageError};
 
 use crate::encode::metadata_json;
 use crate::error::{IcebergError, Result};
+use crate::history::{split, History};
 use crate::layout::{hint_text, metadata_file, VERSION_HINT};
 use crate::plan::Staged;
 use crate::table::{
     Batch, Committed, IcebergTable, LoadedTable, DELETE_AFTER_COMMIT, FILE_CHECK_CONCURRENCY,
 };
+
+/// A batch's version to publish: its number, metadata, the snapshots carried beside it, and
+/// the metadata-log entries that fell out.
+pub(crate) type Published = (u64, TableMetadata, Arc<History>, Vec<MetadataLog>);
 
 /// Why [`IcebergTable::publish`] failed, and whether the `vN` may exist all the same (a
 /// failure of its write or after it).
@@ -47,16 +54,21 @@ impl Unpublished {
 impl IcebergTable {
     /// The commit point: create `metadata/v{version}.metadata.json` only if nobody else did,
     /// then point the hint at it. Returns the version.
+    /// `history` carries the snapshots `metadata` was loaded without (see
+    /// [`crate::history`]); they are written back as they were read.
     pub(crate) async fn publish(
         &self,
         version: u64,
         metadata: &TableMetadata,
-    ) -> std::result::Result<u64, Unpublished> {
+        history: &History,
+    ) -> std::result::Result<Bytes, Unpublished> {
         // Compact, as Java writes it: every reader loads every `vN` whole, and indentation
         // was a fifth of its bytes.
-        let body = metadata_json(metadata)
+        let body = metadata_json(metadata, history)
             .map_err(|e| Unpublished::before(self.corrupt(&metadata_file(version), e)))?;
-        self.publish_bytes(version, Bytes::from(body)).await
+        let body = Bytes::from(body);
+        self.publish_bytes(version, body.clone()).await?;
+        Ok(body)
     }
 
     /// [`Self::publish`] of a `vN.metadata.json` already encoded.
@@ -197,19 +209,22 @@ impl IcebergTable {
     pub(crate) async fn publish_batch(
         &self,
         batch: &mut Batch,
-        (version, metadata, expired_logs): (u64, TableMetadata, Vec<MetadataLog>),
+        (version, metadata, history, expired_logs): Published,
         staged: Vec<(String, Staged)>,
         journal: &Journal,
     ) {
-        if let Err(u) = self.publish(version, &metadata).await {
-            // Lost race or refused before the write: nothing refers to the batch's files.
-            // (After an ambiguous failure they stay: the `vN` may exist.)
-            if !u.maybe_created {
-                self.abandon(journal.since(0)).await;
+        let body = match self.publish(version, &metadata, &history).await {
+            Ok(body) => body,
+            Err(u) => {
+                // Lost race or refused before the write: nothing refers to the batch's
+                // files. (After an ambiguous failure they stay: the `vN` may exist.)
+                if !u.maybe_created {
+                    self.abandon(journal.since(0)).await;
+                }
+                batch.error = Some(u.error);
+                return;
             }
-            batch.error = Some(u.error);
-            return;
-        }
+        };
         self.expire_metadata_files(&metadata, &expired_logs).await;
         for (commit, (snapshot_id, timestamp_ms, degraded)) in staged {
             tracing::info!(table = %self.table(), commit = %commit, version, snapshot_id, "committed Iceberg snapshot");
@@ -223,9 +238,14 @@ impl IcebergTable {
                 degraded,
             });
         }
+        // The next batch builds on what was written, split as a load for a commit would
+        // (so a long backfill does not re-serialize every snapshot it made).
+        let (metadata, history) =
+            split(&body).unwrap_or_else(|_| (metadata.clone(), history.with_added(&metadata)));
         batch.table = Some(LoadedTable {
             version,
             metadata,
+            history: Arc::new(history),
             hint_stale: false,
         });
     }

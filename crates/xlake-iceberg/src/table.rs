@@ -14,6 +14,7 @@ use xlake_model::ChangeSet;
 use xlake_storage::{StorageError, TableStore};
 
 use crate::error::{IcebergError, Result};
+use crate::history::{split, History, SnapshotHead};
 pub(crate) use crate::layout::METADATA_DIR;
 use crate::layout::{is_metadata_json, version_of, VERSION_HINT};
 pub use crate::layout::{metadata_file, parse_hint};
@@ -39,13 +40,42 @@ pub fn parse_metadata(bytes: &[u8]) -> std::result::Result<TableMetadata, String
     serde_json::from_slice(bytes).map_err(|e| e.to_string())
 }
 
+/// How much of a `vN.metadata.json` is parsed.
+#[derive(Debug, Clone, Copy)]
+enum Parse {
+    /// Every snapshot.
+    Whole,
+    /// The working snapshots; the others carried (see [`crate::history`]).
+    ForCommit,
+}
+
+impl Parse {
+    fn read(self, bytes: &[u8]) -> std::result::Result<(TableMetadata, History), String> {
+        if let Parse::ForCommit = self {
+            if let Ok(split) = split(bytes) {
+                return Ok(split);
+            }
+            // Not the layout a split reads (a v1 table...): parse it whole, which says
+            // what is wrong if anything is.
+        }
+        let metadata = parse_metadata(bytes)?;
+        let history = History::of(&metadata);
+        Ok((metadata, history))
+    }
+}
+
 /// The current version of the table.
 #[derive(Debug, Clone)]
 pub struct LoadedTable {
     /// N of `vN.metadata.json`.
     pub version: u64,
-    /// Its contents.
+    /// Its contents: every field, and every snapshot unless loaded for a commit
+    /// ([`IcebergTable::load_for_commit`]), which parses only the current snapshot and
+    /// those a ref names and carries the others in `history`.
     pub metadata: TableMetadata,
+    /// Every snapshot's head (ids, time, manifest list, what it mirrors), and the JSON
+    /// text of the snapshots `metadata` does not hold.
+    pub history: Arc<History>,
     /// `version-hint.text` does not name this version (missing, or older: a writer died
     /// between the metadata file and the hint). Readers that trust the hint (pyiceberg,
     /// DuckDB) do not see this version until [`IcebergTable::heal_hint`] rewrites it.
@@ -57,18 +87,29 @@ impl LoadedTable {
     /// so far, oldest first.
     pub fn head(&self) -> (Option<i64>, Vec<(i64, SyncMetadata)>) {
         let head = self.metadata.current_snapshot().map(|s| s.snapshot_id());
-        let mut snaps: Vec<_> = self.metadata.snapshots().collect();
-        snaps.sort_by_key(|s| (s.sequence_number(), s.timestamp_ms()));
-        let synced = snaps
+        let mut heads: Vec<&SnapshotHead> = self.history.heads().iter().collect();
+        heads.sort_by_key(|h| (h.sequence_number, h.timestamp_ms));
+        let synced = heads
             .into_iter()
-            .filter_map(|s| {
-                Some((
-                    s.snapshot_id(),
-                    SyncMetadata::from_summary(&s.summary().additional_properties)?,
-                ))
-            })
+            .filter_map(|h| Some((h.snapshot_id, h.sync()?)))
             .collect();
         (head, synced)
+    }
+
+    /// The snapshots of the current ancestry, oldest first: (snapshot id, time, what it
+    /// mirrors).
+    pub fn ancestry(&self) -> Vec<(i64, i64, Option<SyncMetadata>)> {
+        let mut out = Vec::new();
+        let mut next = self.metadata.current_snapshot_id();
+        while let Some(h) = next.and_then(|id| self.history.head(id)) {
+            out.push((h.snapshot_id, h.timestamp_ms, h.sync()));
+            next = h.parent_snapshot_id;
+            if out.len() > self.history.heads().len() {
+                break; // a parent cycle (a broken table): each snapshot once
+            }
+        }
+        out.reverse();
+        out
     }
 }
 
@@ -181,7 +222,18 @@ impl IcebergTable {
     /// that xlake (or XTable) did not write, and metadata written for another location
     /// ([`IcebergError::Relocated`]: the table folder was copied or moved).
     pub async fn load(&self) -> Result<Option<LoadedTable>> {
-        let loaded = self.load_as_found().await?;
+        self.load_checked(Parse::Whole).await
+    }
+
+    /// [`Self::load`] for a commit: every snapshot but the current one and those a ref
+    /// names is carried as its JSON text, unparsed (see [`crate::history`]). For what
+    /// builds on the current snapshot only; what reads older snapshots loads whole.
+    pub async fn load_for_commit(&self) -> Result<Option<LoadedTable>> {
+        self.load_checked(Parse::ForCommit).await
+    }
+
+    async fn load_checked(&self, parse: Parse) -> Result<Option<LoadedTable>> {
+        let loaded = self.read_current(parse).await?;
         if let Some(l) = &loaded {
             if let Some(recorded) = self.recorded_elsewhere(l) {
                 return Err(IcebergError::Relocated {
@@ -204,6 +256,10 @@ impl IcebergTable {
     /// [`Self::load`], also when the metadata was written for another location (for
     /// reports, and to rebuild; see [`Self::recorded_elsewhere`]).
     pub async fn load_as_found(&self) -> Result<Option<LoadedTable>> {
+        self.read_current(Parse::Whole).await
+    }
+
+    async fn read_current(&self, parse: Parse) -> Result<Option<LoadedTable>> {
         let hinted = match self.store.get(VERSION_HINT).await {
             Ok(bytes) => Some(parse_hint(&bytes).map_err(|e| self.corrupt(VERSION_HINT, e))?),
             Err(StorageError::NotFound { .. }) => None,
@@ -218,7 +274,7 @@ impl IcebergTable {
         };
         let path = metadata_file(version);
         let bytes = self.store.get(&path).await?;
-        let metadata = parse_metadata(&bytes).map_err(|e| self.corrupt(&path, e))?;
+        let (metadata, history) = parse.read(&bytes).map_err(|e| self.corrupt(&path, e))?;
         let ours = match metadata.current_snapshot() {
             Some(s) => s
                 .summary()
@@ -236,6 +292,7 @@ impl IcebergTable {
         Ok(Some(LoadedTable {
             version,
             metadata,
+            history: Arc::new(history),
             hint_stale: hinted != Some(version),
         }))
     }
@@ -293,7 +350,9 @@ impl IcebergTable {
     /// Commit one change set as one snapshot (schema, spec and file changes together in one
     /// new `vN.metadata.json`), on the table as it is now.
     pub async fn commit(&self, change: &ChangeSet) -> Result<Committed> {
-        let batch = self.commit_batch_on(self.load().await?, &[change]).await;
+        let batch = self
+            .commit_batch_on(self.load_for_commit().await?, &[change])
+            .await;
         match batch.error {
             Some(e) => Err(e),
             None => batch.committed.into_iter().next().ok_or_else(|| {
@@ -350,9 +409,11 @@ impl IcebergTable {
         let on = loaded
             .as_ref()
             .filter(|l| self.recorded_elsewhere(l).is_none());
+        let history = on.map(|l| l.history.clone()).unwrap_or_default();
         let mut draft = Draft {
             base: on,
             metadata: on.map(|l| l.metadata.clone()),
+            history: history.clone(),
             expired_logs: Vec::new(),
             last_list: None,
         };
@@ -387,7 +448,7 @@ impl IcebergTable {
         };
         let expired_logs = std::mem::take(&mut draft.expired_logs);
         if let Some(metadata) = draft.metadata.filter(|_| !staged.is_empty()) {
-            let published = (next_version, metadata, expired_logs);
+            let published = (next_version, metadata, history, expired_logs);
             self.publish_batch(&mut batch, published, staged, &journal)
                 .await;
         }
@@ -500,27 +561,10 @@ impl IcebergTable {
     /// mirrors).
     pub async fn ancestry(&self) -> Result<Vec<(i64, i64, Option<SyncMetadata>)>> {
         Ok(self
-            .load()
+            .load_for_commit()
             .await?
-            .map_or(Vec::new(), |l| ancestry_of(&l.metadata)))
+            .map_or(Vec::new(), |l| l.ancestry()))
     }
-}
-
-/// The snapshots of the current ancestry of `m`, oldest first: (snapshot id, time, what it
-/// mirrors).
-pub fn ancestry_of(m: &TableMetadata) -> Vec<(i64, i64, Option<SyncMetadata>)> {
-    let mut out = Vec::new();
-    let mut next = m.current_snapshot().map(|s| s.snapshot_id());
-    while let Some(s) = next.and_then(|id| m.snapshot_by_id(id)) {
-        out.push((
-            s.snapshot_id(),
-            s.timestamp_ms(),
-            SyncMetadata::from_summary(&s.summary().additional_properties),
-        ));
-        next = s.parent_snapshot_id();
-    }
-    out.reverse();
-    out
 }
 
 #[cfg(test)]
@@ -545,6 +589,59 @@ mod tests {
         file.column_stats = vec![("id".into(), Default::default())];
         change.added = vec![file];
         change
+    }
+
+    /// A commit on a table loaded for a commit parses only the current snapshot: the
+    /// others are written back as the text they were read as, in their places, and the
+    /// result reads back whole with every snapshot and the whole snapshot log.
+    #[tokio::test]
+    async fn a_commit_carries_older_snapshots_as_they_were_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let table = IcebergTable::new(store).verify_files(false);
+        for id in 1..=5 {
+            table
+                .commit(&change(id, &format!("{id}.parquet")))
+                .await
+                .unwrap();
+        }
+        let loaded = table.load_for_commit().await.unwrap().unwrap();
+        assert_eq!(loaded.metadata.snapshots().count(), 1);
+        assert_eq!(loaded.history.carried_count(), 4);
+        let whole = table.load().await.unwrap().unwrap();
+        assert_eq!(loaded.head(), whole.head());
+        assert_eq!(loaded.ancestry(), whole.ancestry());
+        let read = |v: u64| std::fs::read(dir.path().join(metadata_file(v))).unwrap();
+        let before = read(5);
+        table.commit(&change(6, "6.parquet")).await.unwrap();
+        let after = read(6);
+        let snapshots = |bytes: &[u8]| {
+            let v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+            v["snapshots"].as_array().unwrap().clone()
+        };
+        let (old, new) = (snapshots(&before), snapshots(&after));
+        assert_eq!(new.len(), 6);
+        assert_eq!(new[..5], old[..], "older snapshots kept, in order");
+        let text = String::from_utf8(after.clone()).unwrap();
+        for raw in crate::history::split(&before).unwrap().1.carried() {
+            assert!(text.contains(raw.json.get()), "carried as written");
+        }
+        let reread = parse_metadata(&after).unwrap();
+        assert_eq!(reread.snapshots().count(), 6);
+        assert_eq!(reread.history().len(), 6);
+        assert_eq!(reread.metadata_log().len(), 5);
+        let ids: Vec<i64> = ancestry_ids(&table).await;
+        assert_eq!(ids.len(), 6);
+    }
+
+    async fn ancestry_ids(table: &IcebergTable) -> Vec<i64> {
+        table
+            .ancestry()
+            .await
+            .unwrap()
+            .iter()
+            .map(|a| a.0)
+            .collect()
     }
 
     /// One upgrade path: a commit on an older table asked for a newer format version

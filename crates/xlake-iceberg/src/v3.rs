@@ -120,14 +120,15 @@ impl IcebergTable {
                 .and_then(|b| b.build())
                 .map_err(self.spec_error("upgrade the format version"))?
                 .metadata;
-        let version = self
-            .publish(loaded.version + 1, &metadata)
+        let version = loaded.version + 1;
+        self.publish(version, &metadata, &loaded.history)
             .await
             .map_err(|u| u.error)?;
         tracing::warn!(table = %self.table(), version, from = %from, to = %to, "upgraded the Iceberg table's format version");
         Ok(Some(LoadedTable {
             version,
             metadata,
+            history: loaded.history.clone(),
             hint_stale: false,
         }))
     }

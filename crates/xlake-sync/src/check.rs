@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 use xlake_iceberg::layout::{hint_text, VERSION_HINT};
-use xlake_iceberg::table::ancestry_of;
 use xlake_iceberg::{IcebergTable, LoadedTable};
 use xlake_model::CommitListing;
 use xlake_source::{MirrorState, TableSource};
@@ -160,9 +159,7 @@ pub async fn check_with(
     let source = sources::open(&store, options).await?;
     let state = crate::mirror_state(loaded.as_ref());
     let listing: CommitListing = source.listing(&state).in_table(&store)?;
-    let ancestry = loaded
-        .as_ref()
-        .map_or(Vec::new(), |l| ancestry_of(&l.metadata));
+    let ancestry = loaded.as_ref().map_or(Vec::new(), |l| l.ancestry());
     let mut report = CheckReport {
         table: store.location().to_string(),
         format: source.format().as_str().into(),

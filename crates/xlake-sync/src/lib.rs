@@ -187,9 +187,9 @@ pub(crate) fn with_recorded_view(
     loaded: Option<&xlake_iceberg::LoadedTable>,
 ) -> SyncOptions {
     let recorded = loaded.is_some_and(|l| {
-        l.metadata.snapshots().any(|s| {
-            s.summary()
-                .additional_properties
+        l.history.heads().iter().any(|h| {
+            h.notes
+                .0
                 .get(xlake_source::VIEW_NOTE)
                 .is_some_and(|v| v == xlake_source::READ_OPTIMIZED)
         })
@@ -263,7 +263,7 @@ pub async fn mirror_commit(
             "the commit is {state}, not completed"
         )));
     }
-    let loaded = IcebergTable::new(store.clone()).load().await?;
+    let loaded = IcebergTable::new(store.clone()).load_for_commit().await?;
     let listing = source
         .listing(&mirror_state(loaded.as_ref()))
         .in_table(&store)?;
@@ -277,11 +277,16 @@ pub async fn mirror_commit(
         )));
     }
     let entry = precheck_catalog(&store, options).await?;
+    // The version just read is the first plan's base: one read of it per command.
+    let until = Until {
+        commit,
+        loaded: Some(loaded),
+    };
     let outcome = run(
         store.clone(),
         source.as_mut(),
         options,
-        Some(commit),
+        Some(until),
         progress,
     )
     .await;
@@ -341,15 +346,26 @@ async fn precheck_catalog(
     Ok(Some(entry))
 }
 
+/// The commit an in-commit run stops after, and the version its caller loaded already
+/// (taken as the first plan's base).
+struct Until<'a> {
+    commit: &'a str,
+    loaded: Option<Option<LoadedTable>>,
+}
+
 /// Mirror pending commits in order, stopping after `until` when given; also says whether
 /// `until` is mirrored at the end.
 async fn run(
     store: TableStore,
     source: &mut dyn TableSource,
     options: &SyncOptions,
-    until: Option<&str>,
+    until: Option<Until<'_>>,
     mut progress: impl FnMut(&Mirrored),
 ) -> Result<(SyncReport, bool), SyncError> {
+    let (until, mut preloaded) = match until {
+        Some(u) => (Some(u.commit), u.loaded),
+        None => (None, None),
+    };
     let table = store.location().to_string();
     let mut target = IcebergTable::new(store.clone())
         .with_properties(options.properties.clone())
@@ -378,10 +394,10 @@ async fn run(
         // the first batch builds on; each batch hands the next the version it published.
         // A relocated table is refused, unless rebuilding: then its metadata mirrors
         // nothing here, and the first batch starts a new history after it.
-        let mut base = if options.rebuild {
-            target.load_as_found().await?
-        } else {
-            target.load().await?
+        let mut base = match preloaded.take() {
+            Some(loaded) if !options.rebuild => loaded,
+            _ if options.rebuild => target.load_as_found().await?,
+            _ => target.load_for_commit().await?,
         };
         let relocated = base
             .as_ref()
@@ -592,8 +608,13 @@ pub(crate) fn mirror_state(loaded: Option<&LoadedTable>) -> MirrorState {
     };
     let (_, synced) = loaded.head();
     let newest = synced.last().and_then(|(id, m)| {
-        let summary = loaded.metadata.snapshot_by_id(*id)?.summary();
-        let notes = summary.additional_properties.clone().into_iter().collect();
+        // The whole summary when parsed (the current snapshot), else the notes a head keeps
+        // (every `xlake.*` key: all a source reads back).
+        let notes = match loaded.metadata.snapshot_by_id(*id) {
+            Some(s) => s.summary().additional_properties.clone(),
+            None => loaded.history.head(*id)?.notes.0.clone(),
+        };
+        let notes = notes.into_iter().collect();
         Some((m.source_identifier.clone()?, notes))
     });
     MirrorState {

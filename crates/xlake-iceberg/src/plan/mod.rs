@@ -20,6 +20,7 @@ mod schema;
 mod summary;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use iceberg::spec::{
     FormatVersion, ManifestFile, Snapshot, SnapshotRef, SnapshotReference, SnapshotRetention,
@@ -29,6 +30,7 @@ use xlake_model::ChangeSet;
 
 use crate::error::{IcebergError, Result};
 use crate::fidelity::PARQUET_VECTORIZATION;
+use crate::history::History;
 use crate::table::{IcebergTable, LoadedTable};
 
 pub(crate) use deletes::PathCache;
@@ -39,6 +41,9 @@ pub(crate) use manifests::schema_holding;
 pub(crate) struct Draft<'a> {
     pub(crate) base: Option<&'a LoadedTable>,
     pub(crate) metadata: Option<TableMetadata>,
+    /// The snapshots of the published version it starts from (the draft's metadata holds
+    /// only its working ones; see [`crate::history`]).
+    pub(crate) history: Arc<History>,
     pub(crate) expired_logs: Vec<iceberg::spec::MetadataLog>,
     /// The manifest list staged last, as written (the next snapshot's parent list).
     pub(crate) last_list: Option<(String, Vec<ManifestFile>)>,
@@ -60,7 +65,11 @@ struct Frame {
 }
 
 impl Frame {
-    fn new(change: &ChangeSet, current: Option<&TableMetadata>, version: FormatVersion) -> Self {
+    fn new(
+        change: &ChangeSet,
+        (current, history): (Option<&TableMetadata>, &History),
+        version: FormatVersion,
+    ) -> Self {
         // At the source commit's time, never earlier than the previous snapshot.
         let floor = current.map_or(i64::MIN, |m| {
             m.history()
@@ -70,7 +79,7 @@ impl Frame {
         });
         let v3 = version >= FormatVersion::V3;
         Self {
-            snapshot_id: fresh_snapshot_id(current),
+            snapshot_id: fresh_snapshot_id(current, history),
             timestamp_ms: change.commit.commit_time_ms.max(floor),
             sequence_number: current.map_or(0, |m| m.last_sequence_number()) + 1,
             parent: current.and_then(|m| m.current_snapshot()).cloned(),
@@ -122,7 +131,8 @@ impl IcebergTable {
     pub(crate) async fn stage(&self, change: &ChangeSet, draft: &mut Draft<'_>) -> Result<Staged> {
         let last_list = draft.last_list.take();
         let current = draft.metadata.as_ref();
-        let frame = Frame::new(change, current, self.commit_version(change, current)?);
+        let version = self.commit_version(change, current)?;
+        let frame = Frame::new(change, (current, &draft.history), version);
         let resolved;
         let change = if change.full_state {
             resolved = self.as_difference(change, current).await?;
@@ -205,11 +215,12 @@ impl IcebergTable {
 }
 
 /// A positive snapshot id not used by the table yet.
-fn fresh_snapshot_id(current: Option<&TableMetadata>) -> i64 {
+fn fresh_snapshot_id(current: Option<&TableMetadata>, history: &History) -> i64 {
     loop {
         let bits = uuid::Uuid::new_v4().as_u64_pair();
         let id = (bits.0 ^ bits.1) as i64 & i64::MAX;
-        if id != 0 && current.is_none_or(|m| m.snapshot_by_id(id).is_none()) {
+        let taken = current.is_some_and(|m| m.snapshot_by_id(id).is_some()) || history.has(id);
+        if id != 0 && !taken {
             return id;
         }
     }

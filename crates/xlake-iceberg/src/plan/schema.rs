@@ -215,8 +215,9 @@ impl IcebergTable {
             declared.format.as_str().into(),
         );
         let metadata = self.empty_metadata(&converted, &unbound, &properties, reserved)?;
-        match self.publish(1, &metadata).await {
-            Ok(version) => {
+        match self.publish(1, &metadata, &Default::default()).await {
+            Ok(_) => {
+                let version = 1;
                 tracing::info!(table = %self.table(), version, "created the Iceberg table without a snapshot: the source has no completed commit");
                 Ok(Some(version))
             }

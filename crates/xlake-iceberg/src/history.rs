@@ -1,0 +1,311 @@
+//! A table's snapshots, read for a commit without parsing its history (issue 16).
+//!
+//! A commit builds on the current snapshot; the snapshots before it go into the next
+//! `vN.metadata.json` unchanged. So [`split`] parses into iceberg-rust's `TableMetadata`
+//! only the *working* snapshots (the current one and those a ref names), reads of every
+//! snapshot only its [`SnapshotHead`] (ids, time, manifest list, `XTABLE_METADATA` and the
+//! `xlake.*` notes), and keeps the JSON text of the others as it was read; the encoder
+//! ([`crate::encode`]) writes that text back in its place. With 1,000 snapshots this
+//! replaces a parse of the whole file into iceberg-rust's types (an untagged enum that
+//! buffers the document) and a re-serialization of every snapshot by a scan of the text.
+//!
+//! A table loaded whole ([`IcebergTable::load`](crate::IcebergTable::load)) has the same
+//! heads and carries nothing: what needs every snapshot (check, inspect, expiry, cleanup)
+//! loads it whole.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use iceberg::spec::TableMetadata;
+use serde::de::{IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
+
+use crate::summary::{SyncMetadata, XTABLE_METADATA};
+
+/// Summary keys a head keeps besides [`XTABLE_METADATA`]: xlake's own notes.
+const NOTE_PREFIX: &str = "xlake.";
+
+/// What the engine and the planner need of a snapshot they do not build on.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct SnapshotHead {
+    /// `snapshot-id`.
+    #[serde(rename = "snapshot-id")]
+    pub snapshot_id: i64,
+    /// `parent-snapshot-id`.
+    #[serde(rename = "parent-snapshot-id", default)]
+    pub parent_snapshot_id: Option<i64>,
+    /// `sequence-number` (0 in a v1 table).
+    #[serde(rename = "sequence-number", default)]
+    pub sequence_number: i64,
+    /// `timestamp-ms`.
+    #[serde(rename = "timestamp-ms")]
+    pub timestamp_ms: i64,
+    /// `manifest-list` (absent only in v1 tables that list manifests inline).
+    #[serde(rename = "manifest-list", default)]
+    pub manifest_list: Option<String>,
+    /// The summary's `XTABLE_METADATA` and `xlake.*` entries.
+    #[serde(rename = "summary", default)]
+    pub notes: Notes,
+}
+
+impl SnapshotHead {
+    /// The source commit this snapshot records, if any.
+    pub fn sync(&self) -> Option<SyncMetadata> {
+        SyncMetadata::from_summary(&self.notes.0)
+    }
+
+    /// The order of snapshots in `vN.metadata.json`: commit order (see [`crate::encode`]).
+    pub(crate) fn order(&self) -> [i64; 3] {
+        [self.sequence_number, self.timestamp_ms, self.snapshot_id]
+    }
+}
+
+/// Summary entries of a snapshot that xlake reads back: [`XTABLE_METADATA`] and keys
+/// starting with `xlake.`; other keys are skipped unread.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Notes(pub HashMap<String, String>);
+
+impl<'de> Deserialize<'de> for Notes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Kept;
+        impl<'de> Visitor<'de> for Kept {
+            type Value = Notes;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a snapshot summary")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Notes, A::Error> {
+                let mut kept = HashMap::new();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if key == XTABLE_METADATA || key.starts_with(NOTE_PREFIX) {
+                        kept.insert(key.into_owned(), map.next_value::<String>()?);
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(Notes(kept))
+            }
+        }
+        d.deserialize_map(Kept)
+    }
+}
+
+/// Every snapshot of a loaded version, and the JSON of those not parsed.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    heads: Vec<SnapshotHead>,
+    carried: Vec<Carried>,
+}
+
+/// A snapshot carried as its JSON text, with its place in the list.
+#[derive(Debug, Clone)]
+pub(crate) struct Carried {
+    pub(crate) order: [i64; 3],
+    pub(crate) id: i64,
+    pub(crate) json: Box<RawValue>,
+}
+
+impl Serialize for Carried {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(s)
+    }
+}
+
+impl History {
+    /// The heads of a table parsed whole; nothing carried.
+    pub fn of(metadata: &TableMetadata) -> Self {
+        let heads = metadata
+            .snapshots()
+            .map(|s| SnapshotHead {
+                snapshot_id: s.snapshot_id(),
+                parent_snapshot_id: s.parent_snapshot_id(),
+                sequence_number: s.sequence_number(),
+                timestamp_ms: s.timestamp_ms(),
+                manifest_list: Some(s.manifest_list().to_string()),
+                notes: Notes(
+                    s.summary()
+                        .additional_properties
+                        .iter()
+                        .filter(|(k, _)| *k == XTABLE_METADATA || k.starts_with(NOTE_PREFIX))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                ),
+            })
+            .collect();
+        Self {
+            heads,
+            carried: Vec::new(),
+        }
+    }
+
+    /// Every snapshot's head, in no particular order.
+    pub fn heads(&self) -> &[SnapshotHead] {
+        &self.heads
+    }
+
+    /// The head of snapshot `id`.
+    pub fn head(&self, id: i64) -> Option<&SnapshotHead> {
+        self.heads.iter().find(|h| h.snapshot_id == id)
+    }
+
+    /// Whether a snapshot of this history has id `id`.
+    pub(crate) fn has(&self, id: i64) -> bool {
+        self.heads.iter().any(|h| h.snapshot_id == id)
+    }
+
+    /// The snapshots kept as JSON text, in file order.
+    pub(crate) fn carried(&self) -> &[Carried] {
+        &self.carried
+    }
+
+    /// How many snapshots are carried unparsed.
+    pub fn carried_count(&self) -> usize {
+        self.carried.len()
+    }
+
+    /// This history with `added` snapshots (built by this process, parsed) after it.
+    pub(crate) fn with_added(&self, metadata: &TableMetadata) -> Self {
+        let known: HashSet<i64> = self.heads.iter().map(|h| h.snapshot_id).collect();
+        let mut heads = self.heads.clone();
+        heads.extend(
+            Self::of(metadata)
+                .heads
+                .into_iter()
+                .filter(|h| !known.contains(&h.snapshot_id)),
+        );
+        Self {
+            heads,
+            carried: self.carried.clone(),
+        }
+    }
+}
+
+/// The top level of a `vN.metadata.json`, each value as its text.
+type Document<'a> = BTreeMap<String, &'a RawValue>;
+
+/// Parse `bytes` for a commit: the working metadata (every field, and of the snapshots
+/// only the current one and those a ref names) and the [`History`] carrying the others.
+pub fn split(bytes: &[u8]) -> Result<(TableMetadata, History), String> {
+    let doc: Document = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    let raws: Vec<&RawValue> = match doc.get("snapshots") {
+        Some(list) => serde_json::from_str(list.get()).map_err(|e| e.to_string())?,
+        None => Vec::new(),
+    };
+    let mut heads = Vec::with_capacity(raws.len());
+    for raw in &raws {
+        let head: SnapshotHead = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+        heads.push(head);
+    }
+    let working = working_ids(&doc)?;
+    let mut kept = Vec::new();
+    let mut carried = Vec::new();
+    for (raw, head) in raws.iter().zip(&heads) {
+        if working.contains(&head.snapshot_id) {
+            kept.push(*raw);
+        } else {
+            carried.push(Carried {
+                order: head.order(),
+                id: head.snapshot_id,
+                json: (*raw).to_owned(),
+            });
+        }
+    }
+    let metadata = parse_working(&doc, &kept)?;
+    Ok((metadata, History { heads, carried }))
+}
+
+/// The snapshots the working metadata must hold: the current one and every ref's (the
+/// spec's validation refuses metadata whose refs name a snapshot it does not hold).
+fn working_ids(doc: &Document) -> Result<HashSet<i64>, String> {
+    #[derive(Deserialize)]
+    struct RefHead {
+        #[serde(rename = "snapshot-id")]
+        snapshot_id: i64,
+    }
+    let mut ids = HashSet::new();
+    if let Some(current) = doc.get("current-snapshot-id") {
+        let id: Option<i64> = serde_json::from_str(current.get()).map_err(|e| e.to_string())?;
+        ids.extend(id);
+    }
+    if let Some(refs) = doc.get("refs") {
+        let refs: HashMap<String, RefHead> =
+            serde_json::from_str(refs.get()).map_err(|e| e.to_string())?;
+        ids.extend(refs.values().map(|r| r.snapshot_id));
+    }
+    Ok(ids)
+}
+
+/// iceberg-rust's parse of the document with only the `kept` snapshots.
+fn parse_working(doc: &Document, kept: &[&RawValue]) -> Result<TableMetadata, String> {
+    let mut text = Vec::with_capacity(doc.values().map(|v| v.get().len() + 32).sum());
+    text.push(b'{');
+    for (key, value) in doc.iter().filter(|(k, _)| k.as_str() != "snapshots") {
+        serde_json::to_writer(&mut text, key).map_err(|e| e.to_string())?;
+        text.push(b':');
+        text.extend_from_slice(value.get().as_bytes());
+        text.push(b',');
+    }
+    text.extend_from_slice(b"\"snapshots\":[");
+    for (i, raw) in kept.iter().enumerate() {
+        if i > 0 {
+            text.push(b',');
+        }
+        text.extend_from_slice(raw.get().as_bytes());
+    }
+    text.extend_from_slice(b"]}");
+    crate::table::parse_metadata(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DOC: &str = r#"{"format-version":2,"table-uuid":"9c12d441-03fe-4693-9a96-a0705ddf69c1",
+    "location":"/t","last-sequence-number":3,"last-updated-ms":1700000000300,"last-column-id":1,
+    "current-schema-id":0,"schemas":[{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","required":true,"type":"long"}]}],
+    "default-spec-id":0,"partition-specs":[{"spec-id":0,"fields":[]}],"last-partition-id":999,
+    "default-sort-order-id":0,"sort-orders":[{"order-id":0,"fields":[]}],"properties":{},
+    "current-snapshot-id":3,"refs":{"main":{"snapshot-id":3,"type":"branch"},"old":{"snapshot-id":1,"type":"tag"}},
+    "snapshots":[
+      {"sequence-number":1,"snapshot-id":1,"timestamp-ms":1700000000100,"manifest-list":"/t/metadata/l1.avro","summary":{"operation":"append","XTABLE_METADATA":"{\"lastInstantSynced\":\"x\",\"sourceIdentifier\":\"1\"}","xlake.hudi.view":"read_optimized","added-data-files":"1"},"schema-id":0},
+      {"sequence-number":2,"snapshot-id":2,"parent-snapshot-id":1,"timestamp-ms":1700000000200,"manifest-list":"/t/metadata/l2.avro","summary":{"operation":"append"},"schema-id":0},
+      {"sequence-number":3,"snapshot-id":3,"parent-snapshot-id":2,"timestamp-ms":1700000000300,"manifest-list":"/t/metadata/l3.avro","summary":{"operation":"append"},"schema-id":0}],
+    "snapshot-log":[{"timestamp-ms":1700000000100,"snapshot-id":1},{"timestamp-ms":1700000000200,"snapshot-id":2},{"timestamp-ms":1700000000300,"snapshot-id":3}],
+    "metadata-log":[]}"#;
+
+    #[test]
+    fn split_parses_the_current_and_referenced_snapshots_and_carries_the_rest() {
+        let (working, history) = split(DOC.as_bytes()).unwrap();
+        let mut ids: Vec<i64> = working.snapshots().map(|s| s.snapshot_id()).collect();
+        ids.sort();
+        assert_eq!(ids, [1, 3]);
+        assert_eq!(working.history().len(), 3, "the snapshot log is kept whole");
+        assert_eq!(history.heads().len(), 3);
+        let carried: Vec<i64> = history.carried().iter().map(|c| c.id).collect();
+        assert_eq!(carried, [2]);
+        let first = history.head(1).unwrap();
+        assert_eq!(first.manifest_list.as_deref(), Some("/t/metadata/l1.avro"));
+        assert_eq!(
+            first.sync().unwrap().source_identifier.as_deref(),
+            Some("1")
+        );
+        assert_eq!(first.notes.0.len(), 2, "added-data-files is not kept");
+        assert_eq!(history.head(3).unwrap().parent_snapshot_id, Some(2));
+    }
+
+    #[test]
+    fn heads_of_a_whole_parse_equal_those_of_a_split() {
+        let whole = crate::table::parse_metadata(DOC.as_bytes()).unwrap();
+        let mut a = History::of(&whole).heads().to_vec();
+        let (_, split) = split(DOC.as_bytes()).unwrap();
+        let mut b = split.heads().to_vec();
+        a.sort_by_key(|h| h.snapshot_id);
+        b.sort_by_key(|h| h.snapshot_id);
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn a_document_that_is_not_metadata_is_refused() {
+        assert!(split(b"[1]").is_err());
+        assert!(split(br#"{"snapshots":[{"snapshot-id":"x"}]}"#).is_err());
+    }
+}
