@@ -11,16 +11,20 @@ use arrow_select::filter::filter_record_batch;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{FutureExt, TryStreamExt};
-use parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelection, RowSelector};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, RowSelection, RowSelector,
+};
 use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use parquet::schema::types::SchemaDescriptor;
 use xlake_storage::TableStore;
 
 use crate::action::{parse_commit, MetaData, Protocol};
 
 /// One object of a [`TableStore`] as parquet's asynchronous input.
+#[derive(Clone)]
 struct StoreFile {
     store: TableStore,
     path: String,
@@ -61,17 +65,17 @@ pub async fn metadata_and_protocol(
     path: &str,
     size: u64,
 ) -> Result<(Option<MetaData>, Option<Protocol>), String> {
-    let file = StoreFile {
+    let mut file = StoreFile {
         store: store.clone(),
         path: path.to_string(),
         size,
     };
     let options = ArrowReaderOptions::new().with_page_index(true);
-    let builder = ParquetRecordBatchStreamBuilder::new_with_options(file, options)
+    let meta = ArrowReaderMetadata::load_async(&mut file, options)
         .await
         .map_err(|e| e.to_string())?;
-    let roots: Vec<usize> = builder
-        .parquet_schema()
+    let schema = meta.parquet_schema();
+    let roots: Vec<usize> = schema
         .root_schema()
         .get_fields()
         .iter()
@@ -79,15 +83,121 @@ pub async fn metadata_and_protocol(
         .filter(|(_, f)| matches!(f.name(), "metaData" | "protocol"))
         .map(|(i, _)| i)
         .collect();
-    let mask = ProjectionMask::roots(builder.parquet_schema(), roots.clone());
-    // Only row groups where some metaData or protocol value is not null (by the column
-    // statistics; a group without them is read): writers put these few rows together.
-    let schema = builder.parquet_schema();
     let leaves: Vec<usize> = (0..schema.num_columns())
         .filter(|&i| roots.contains(&schema.get_column_root_idx(i)))
         .collect();
-    let groups: Vec<usize> = builder
-        .metadata()
+    let groups = groups_with_values(meta.metadata(), &leaves);
+    let pages = pages_with_values(meta.metadata(), &groups, &leaves);
+    // First the rows holding either action, by one flat column of each (cheap to decode
+    // over a million rows); then every column of the two, on those rows only.
+    let selection = match markers(schema) {
+        Some(markers) => {
+            rows_with_values(file.clone(), &meta, (&groups, pages), markers).await?
+        }
+        None => pages,
+    };
+    let mask = ProjectionMask::roots(schema, roots);
+    let mut batches = ParquetRecordBatchStreamBuilder::new_with_metadata(file, meta.clone())
+        .with_projection(mask)
+        .with_row_groups(groups)
+        .with_row_selection(selection)
+        .with_batch_size(8192)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let (mut metadata, mut protocol) = (None, None);
+    while let Some(batch) = batches.try_next().await.map_err(|e| e.to_string())? {
+        let commit = parse_commit(&action_rows(&batch)?)?;
+        metadata = metadata.or(commit.metadata);
+        protocol = protocol.or(commit.protocol);
+        if metadata.is_some() && protocol.is_some() {
+            break;
+        }
+    }
+    Ok((metadata, protocol))
+}
+
+/// The leaves set on every `metaData` row and every `protocol` row (`metaData.id`,
+/// `protocol.minReaderVersion`: both required by the Delta protocol), if the file has
+/// both as flat columns.
+fn markers(schema: &SchemaDescriptor) -> Option<[usize; 2]> {
+    let leaf = |path: &str| {
+        (0..schema.num_columns()).find(|&i| {
+            let c = schema.column(i);
+            c.path().string() == path && c.max_rep_level() == 0
+        })
+    };
+    Some([leaf("metaData.id")?, leaf("protocol.minReaderVersion")?])
+}
+
+/// The rows (of `groups`, within `pages`) where one of the `markers` leaves is set.
+async fn rows_with_values(
+    file: StoreFile,
+    meta: &ArrowReaderMetadata,
+    (groups, pages): (&[usize], RowSelection),
+    markers: [usize; 2],
+) -> Result<RowSelection, String> {
+    let total: usize = groups
+        .iter()
+        .map(|&g| meta.metadata().row_group(g).num_rows() as usize)
+        .sum();
+    let mut batches = ParquetRecordBatchStreamBuilder::new_with_metadata(file, meta.clone())
+        .with_projection(ProjectionMask::leaves(meta.parquet_schema(), markers))
+        .with_row_groups(groups.to_vec())
+        .with_row_selection(pages.clone())
+        .with_batch_size(64 * 1024)
+        .build()
+        .map_err(|e| e.to_string())?;
+    // The selected rows' numbers, in order, to map batch rows back.
+    let mut ranges = Vec::new();
+    let mut at = 0;
+    for s in pages.iter() {
+        if !s.skip {
+            ranges.push(at..at + s.row_count);
+        }
+        at += s.row_count;
+    }
+    let numbers: Vec<usize> = ranges.into_iter().flatten().collect();
+    let mut found = std::collections::BTreeSet::new();
+    let mut first = 0;
+    while let Some(batch) = batches.try_next().await.map_err(|e| e.to_string())? {
+        for column in batch.columns() {
+            // Set bits of the validity bitmap (almost every row is null).
+            let valid: Vec<usize> = match column.logical_nulls() {
+                Some(nulls) => nulls.valid_indices().collect(),
+                None => (0..batch.num_rows()).collect(),
+            };
+            for i in valid {
+                let row = numbers.get(first + i).ok_or("checkpoint rows past the selection")?;
+                found.insert(*row);
+            }
+        }
+        first += batch.num_rows();
+    }
+    let found: Vec<usize> = found.into_iter().collect();
+    Ok(select_rows(&found, total))
+}
+
+/// A selection of exactly `rows` (sorted) out of `total`.
+fn select_rows(rows: &[usize], total: usize) -> RowSelection {
+    let mut selectors = Vec::new();
+    let mut at = 0;
+    for &r in rows {
+        if r > at {
+            selectors.push(RowSelector::skip(r - at));
+        }
+        selectors.push(RowSelector::select(1));
+        at = r + 1;
+    }
+    if total > at {
+        selectors.push(RowSelector::skip(total - at));
+    }
+    RowSelection::from(selectors)
+}
+
+/// Row groups where some metaData or protocol value is not null (by the column
+/// statistics; a group without them is read): writers put these few rows together.
+fn groups_with_values(metadata: &ParquetMetaData, leaves: &[usize]) -> Vec<usize> {
+    metadata
         .row_groups()
         .iter()
         .enumerate()
@@ -100,26 +210,7 @@ pub async fn metadata_and_protocol(
             })
         })
         .map(|(i, _)| i)
-        .collect();
-    let selection = pages_with_values(builder.metadata(), &groups, &leaves);
-    let mut batches = builder
-        .with_projection(mask)
-        .with_row_groups(groups)
-        .with_row_selection(selection)
-        .with_batch_size(8192)
-        .build()
-        .map_err(|e| e.to_string())?;
-    // Writers put these two rows first: stop reading once both are found.
-    let (mut metadata, mut protocol) = (None, None);
-    while let Some(batch) = batches.try_next().await.map_err(|e| e.to_string())? {
-        let commit = parse_commit(&action_rows(&batch)?)?;
-        metadata = metadata.or(commit.metadata);
-        protocol = protocol.or(commit.protocol);
-        if metadata.is_some() && protocol.is_some() {
-            break;
-        }
-    }
-    Ok((metadata, protocol))
+        .collect()
 }
 
 /// Within the chosen row groups, the rows of the pages where some of `leaves` is not
