@@ -2,7 +2,8 @@
 //! delete files get one new manifest each; each parent manifest holding removed files is
 //! rewritten (those entries deleted, the others existing); the kept ones are merged when
 //! small (see [`crate::merge`]); then the manifest list. Counts for the summary are taken
-//! on the way.
+//! on the way. In a v3 table the entries a rewritten or merged manifest carries keep their
+//! row ids (see [`crate::manifest`]).
 
 use std::collections::HashSet;
 
@@ -16,7 +17,7 @@ use super::schema::Bound;
 use super::Frame;
 use crate::error::{IcebergError, Result};
 use crate::layout;
-use crate::manifest::{write_manifest, write_manifest_list};
+use crate::manifest::{carries_row_ids, carry_row_ids, write_manifest, write_manifest_list};
 use crate::summary::Counts;
 use crate::table::IcebergTable;
 
@@ -38,6 +39,8 @@ struct Manifests<'a> {
     table: &'a IcebergTable,
     commit: uuid::Uuid,
     written: Vec<ManifestFile>,
+    /// The written manifests whose live files all carry their row ids (v3).
+    carried: HashSet<String>,
     counts: Counts,
     partitions: HashSet<(i32, String)>,
 }
@@ -77,6 +80,7 @@ impl IcebergTable {
             table: self,
             commit: uuid::Uuid::new_v4(),
             written: Vec::new(),
+            carried: HashSet::new(),
             counts: Counts::default(),
             partitions: HashSet::new(),
         };
@@ -88,11 +92,13 @@ impl IcebergTable {
             self.write_rewrite(&mut out, frame, bound, rewrite).await?;
         }
         let mut n = out.written.len();
+        let mut carried = std::mem::take(&mut out.carried);
         let kept = self
             .merge_small_manifests(
                 removals.kept,
                 (&bound.staged, &bound.schema),
                 frame.snapshot_id,
+                &mut carried,
                 || {
                     n += 1;
                     out.next_location(n - 1)
@@ -110,6 +116,7 @@ impl IcebergTable {
             frame.parent_id(),
             (frame.sequence_number, frame.first_row_id),
             out.written,
+            &carried,
         )
         .await
         .map_err(self.write_failed(&list))?;
@@ -156,7 +163,8 @@ impl IcebergTable {
     }
 
     /// A parent manifest again, its entries of removed files deleted and the others
-    /// existing (with their snapshot ids and sequence numbers), in its own spec.
+    /// existing (with their snapshot ids, sequence numbers and v3 row ids), in its own
+    /// spec.
     async fn write_rewrite(
         &self,
         out: &mut Manifests<'_>,
@@ -175,6 +183,8 @@ impl IcebergTable {
             .partition_spec_by_id(old.partition_spec_id)
             .ok_or_else(|| self.corrupt(&old.manifest_path, "unknown partition spec id"))?;
         let location = out.next_location(out.written.len());
+        let entries =
+            carry_row_ids(&old, entries).map_err(|e| self.corrupt(&old.manifest_path, e))?;
         let live: Vec<_> = entries.into_iter().filter(|e| e.is_alive()).collect();
         let removed = |e: &iceberg::spec::ManifestEntry| hits.contains(&entry_key(e, data));
         self.cache_paths(
@@ -185,6 +195,9 @@ impl IcebergTable {
             out.counts
                 .count(!data, false, e.record_count(), e.file_size_in_bytes());
             out.touch(old.partition_spec_id, e.data_file());
+        }
+        if data && carries_row_ids(live.iter().filter(|e| !removed(e)).map(|e| e.data_file())) {
+            out.carried.insert(location.clone());
         }
         let schema = schema_holding(&bound.staged, old_spec, &bound.schema);
         let mf = write_manifest(
