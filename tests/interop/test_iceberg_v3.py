@@ -3,7 +3,7 @@ with `--format-version 3` (vectors as Puffin `deletion-vector-v1` blobs copied f
 Delta files), read back by pyiceberg, DuckDB and Spark at every version and compared with
 delta-rs; the Puffin files parsed by pyiceberg's own parser; a v2 mirror upgraded in place
 with every old snapshot still returning its rows; a corrupt vector stopping the sync at its
-version."""
+version; Spark's `_row_id` of rows whose manifest a commit rewrote staying as it was."""
 import json
 import pathlib
 
@@ -221,3 +221,41 @@ def test_vectors_sharing_a_puffin_file_are_replaced_one_by_one(many_vectors, eng
         snap = snapshot_for(snapshots, str(version))
         rows = reader.rows_at_snapshot(str(table), snap["snapshot_id"])
         assert sorted(r["id"] for r in rows) == ids, f"generated table @ version {version}, {engine}"
+
+
+def spark_lineage(spark, table, snapshot_id):
+    """(data file name, id) -> (_row_id, _last_updated_sequence_number) of every row Spark
+    reads at the snapshot."""
+    df = spark.read.format("iceberg").option("snapshot-id", str(snapshot_id)).load(str(table))
+    rows = df.select("_file", "id", "_row_id", "_last_updated_sequence_number").collect()
+    return {(r["_file"].rsplit("/", 1)[-1], r["id"]): (r["_row_id"], r["_last_updated_sequence_number"]) for r in rows}
+
+
+def test_spark_row_ids_of_carried_files_survive_manifest_rewrites(many_vectors, spark):
+    """Row lineage (docs/iceberg-v3.md): every commit of the generated table re-adds some
+    data files (new vectors), so the manifest holding them is rewritten and its other files
+    are carried as existing entries. Spark 3.5 + Iceberg 1.10 reads `_row_id` and
+    `_last_updated_sequence_number` (pyiceberg 0.12 and DuckDB 1.4.4 have no such columns):
+    a carried file's rows keep both; every row id is unique."""
+    table, _ = many_vectors
+    added = {}
+    for f in sorted((table / "_delta_log").glob("*.json")):
+        actions = [json.loads(line) for line in f.read_text().splitlines()]
+        added[int(f.stem)] = {a["add"]["path"].rsplit("/", 1)[-1] for a in actions if "add" in a}
+    snapshots = PyIceberg().snapshots(str(table))
+    iceberg = PyIceberg()._table(str(table))
+    before, carried, rewrites = None, 0, 0
+    for version in sorted(added):
+        snap = snapshot_for(snapshots, str(version))
+        now = spark_lineage(spark, table, snap["snapshot_id"])
+        ids = [row_id for row_id, _ in now.values()]
+        assert None not in ids and len(set(ids)) == len(ids), f"version {version}: row ids not unique"
+        if before is not None:
+            manifests = iceberg.snapshot_by_id(snap["snapshot_id"]).manifests(iceberg.io)
+            rewrites += any(m.existing_files_count and m.deleted_files_count for m in manifests)
+            for (name, i), lineage in now.items():
+                if name not in added[version]:
+                    assert lineage == before[(name, i)], f"version {version}: {name} row {i}: (_row_id, _last_updated_sequence_number) changed"
+                    carried += 1
+        before = now
+    assert carried and rewrites, f"{carried} rows carried, {rewrites} snapshots rewrote a manifest"
