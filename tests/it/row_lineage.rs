@@ -1,8 +1,8 @@
 //! Iceberg v3 row lineage (docs/iceberg-v3.md): a data file keeps its row ids when a
 //! commit carries it into a new manifest (a merge of small manifests, a manifest rewritten
 //! because another of its files was removed), and `next-row-id` grows by the rows added
-//! only. The row ids are worked out here from the raw metadata by the spec's rule, not by
-//! xlake. (Spark's `_row_id` of the same: tests/interop/test_iceberg_v3.py.)
+//! only; a v2 mirror's files get ids once, from the first snapshot after the upgrade. The
+//! row ids are worked out here from the raw metadata by the spec's rule, not by xlake. (Spark's `_row_id` of the same: tests/interop/test_iceberg_v3.py.)
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -117,6 +117,21 @@ fn live_row_ids(list: &str, v3: bool) -> (BTreeMap<String, (Option<i64>, u64)>, 
     (out, carrying)
 }
 
+/// Every row's id is unique and below `next_row_id`: the files' ranges do not overlap.
+fn assert_unique(live: &BTreeMap<String, (Option<i64>, u64)>, next_row_id: u64, snapshot: i64) {
+    let mut ranges: Vec<(i64, u64)> = live.values().map(|(id, n)| (id.unwrap(), *n)).collect();
+    ranges.sort();
+    for w in ranges.windows(2) {
+        assert!(
+            w[0].0 + w[0].1 as i64 <= w[1].0,
+            "snapshot {snapshot}: {w:?}"
+        );
+    }
+    assert!(ranges
+        .last()
+        .is_none_or(|(id, n)| id + *n as i64 <= next_row_id as i64));
+}
+
 async fn run(version: FormatVersion) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
@@ -170,19 +185,7 @@ async fn carried_files_keep_their_row_ids_and_next_row_id_counts_added_rows_only
                 assert_eq!(id, was, "snapshot {}: {f}'s row ids changed", s.sequence);
             }
         }
-        // Every row's id is unique: the files' ranges do not overlap.
-        let mut ranges: Vec<(i64, u64)> = live.values().map(|(id, n)| (id.unwrap(), *n)).collect();
-        ranges.sort();
-        for w in ranges.windows(2) {
-            assert!(
-                w[0].0 + w[0].1 as i64 <= w[1].0,
-                "snapshot {}: {w:?}",
-                s.sequence
-            );
-        }
-        assert!(ranges
-            .last()
-            .is_none_or(|(id, n)| id + *n as i64 <= next_row_id as i64));
+        assert_unique(&live, next_row_id, s.sequence);
         merged |= live.len() > 50 && carrying > 0 && carrying < 5;
         rewritten |= before.keys().any(|f| !live.contains_key(f)) && carrying > 0;
         before = live;
@@ -209,4 +212,62 @@ async fn a_v2_table_gets_no_row_ids() {
         let (live, _) = live_row_ids(&s.list, false);
         assert!(live.values().all(|(id, _)| id.is_none()), "{live:?}");
     }
+}
+
+/// A v2 mirror upgraded in place: its files have no ids until the first v3 snapshot gives
+/// every manifest a range (the spec's "Row Lineage for Upgraded Tables"), a manifest it
+/// rewrites included; from then on they keep them.
+#[tokio::test]
+async fn files_older_than_the_upgrade_get_ids_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+    let v2 = IcebergTable::new(store.clone()).verify_files(false);
+    for i in 1..=4 {
+        v2.commit(&change(i, &[2 * i - 1, 2 * i], &[]))
+            .await
+            .unwrap();
+    }
+    let v3 = IcebergTable::new(store)
+        .verify_files(false)
+        .format_version(FormatVersion::V3);
+    let loaded = v3.load().await.unwrap().unwrap();
+    v3.upgrade(&loaded).await.unwrap().unwrap();
+    // f1's manifest rewritten by the first v3 snapshot (f2 had no id to carry), then f3's,
+    // then the one that carried f2.
+    v3.commit(&change(5, &[9], &[1])).await.unwrap();
+    v3.commit(&change(6, &[10], &[3])).await.unwrap();
+    v3.commit(&change(7, &[], &[2])).await.unwrap();
+    let m = metadata(dir.path());
+    let snaps = snapshots(&m);
+    assert!(snaps[..4].iter().all(|s| s.first_row_id.is_none()));
+    let (first, _) = live_row_ids(&snaps[4].list, true);
+    let all_rows: u64 = first.values().map(|(_, n)| n).sum();
+    assert_eq!(
+        (snaps[4].first_row_id, snaps[4].added_rows),
+        (Some(0), Some(all_rows))
+    );
+    assert!(first.values().all(|(id, _)| id.is_some()), "{first:?}");
+    assert_unique(&first, all_rows, snaps[4].sequence);
+    let (mut before, mut next_row_id) = (first, all_rows);
+    for s in &snaps[5..] {
+        let (live, _) = live_row_ids(&s.list, true);
+        let added: u64 = live
+            .iter()
+            .filter(|(f, _)| !before.contains_key(*f))
+            .map(|(_, (_, n))| n)
+            .sum();
+        assert_eq!(
+            (s.first_row_id, s.added_rows),
+            (Some(next_row_id), Some(added))
+        );
+        next_row_id += added;
+        for (f, (id, _)) in &live {
+            if let Some((was, _)) = before.get(f) {
+                assert_eq!(id, was, "snapshot {}: {f}'s row ids changed", s.sequence);
+            }
+        }
+        assert_unique(&live, next_row_id, s.sequence);
+        before = live;
+    }
+    assert_eq!(m["next-row-id"].as_u64(), Some(next_row_id));
 }
