@@ -1,8 +1,10 @@
 //! Iceberg v3 row lineage (docs/iceberg-v3.md): a data file keeps its row ids when a
 //! commit carries it into a new manifest (a merge of small manifests, a manifest rewritten
-//! because another of its files was removed), and `next-row-id` grows by the rows added
-//! only; a v2 mirror's files get ids once, from the first snapshot after the upgrade. The
-//! row ids are worked out here from the raw metadata by the spec's rule, not by xlake. (Spark's `_row_id` of the same: tests/interop/test_iceberg_v3.py.)
+//! because another of its files was removed) or adds it again unchanged (Delta's new
+//! deletion vector), and `next-row-id` grows by the rows added only; a v2 mirror's files
+//! get ids once, from the first snapshot after the upgrade. The row ids are worked out
+//! here from the raw metadata by the spec's rule, not by xlake. (Spark's `_row_id` of the
+//! same: tests/interop/test_iceberg_v3.py.)
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -74,18 +76,29 @@ fn snapshots(m: &serde_json::Value) -> Vec<Snap> {
     out
 }
 
-/// Per live data file of the snapshot whose manifest list is `list`: (first row id, rows),
-/// the id being the file's own `first_row_id`, else inherited as the spec's "First Row ID
-/// Inheritance" says: the manifest's `first_row_id` plus the record counts of the live
-/// files before it in that manifest that have none. Also how many manifests carry
-/// existing entries (rewritten or merged ones).
-fn live_row_ids(list: &str, v3: bool) -> (BTreeMap<String, (Option<i64>, u64)>, usize) {
+/// A live data file: its first row id, rows and file sequence number (what its rows'
+/// `_row_id` and `_last_updated_sequence_number` come from, as Iceberg Java reads them),
+/// and whether this snapshot added it.
+#[derive(Debug, Clone, Copy)]
+struct Live {
+    id: Option<i64>,
+    rows: u64,
+    sequence: i64,
+    added_here: bool,
+}
+
+/// Per live data file of the snapshot whose manifest list is `list`: the id is the file's
+/// own `first_row_id`, else inherited as the spec's "First Row ID Inheritance" says: the
+/// manifest's `first_row_id` plus the record counts of the live files before it in that
+/// manifest that have none; the file sequence number the entry's, else the manifest's.
+/// Also how many manifests carry existing entries (rewritten or merged ones).
+fn live_row_ids(s: &Snap, v3: bool) -> (BTreeMap<String, Live>, usize) {
     let version = if v3 {
         FormatVersion::V3
     } else {
         FormatVersion::V2
     };
-    let list = ManifestList::parse_with_version(&std::fs::read(list).unwrap(), version).unwrap();
+    let list = ManifestList::parse_with_version(&std::fs::read(&s.list).unwrap(), version).unwrap();
     let (mut out, mut carrying) = (BTreeMap::new(), 0);
     for mf in list.entries() {
         if mf.content != ManifestContentType::Data {
@@ -107,19 +120,23 @@ fn live_row_ids(list: &str, v3: bool) -> (BTreeMap<String, (Option<i64>, u64)>, 
                     inherited
                 }
             };
+            let sequence = e.file_sequence_number.unwrap_or(mf.sequence_number);
+            let live = Live {
+                id,
+                rows: f.record_count(),
+                sequence,
+                added_here: e.status() == ManifestStatus::Added && sequence == s.sequence,
+            };
             let name = f.file_path().rsplit('/').next().unwrap().to_string();
-            assert!(
-                out.insert(name, (id, f.record_count())).is_none(),
-                "a file live twice"
-            );
+            assert!(out.insert(name, live).is_none(), "a file live twice");
         }
     }
     (out, carrying)
 }
 
 /// Every row's id is unique and below `next_row_id`: the files' ranges do not overlap.
-fn assert_unique(live: &BTreeMap<String, (Option<i64>, u64)>, next_row_id: u64, snapshot: i64) {
-    let mut ranges: Vec<(i64, u64)> = live.values().map(|(id, n)| (id.unwrap(), *n)).collect();
+fn assert_unique(live: &BTreeMap<String, Live>, next_row_id: u64, snapshot: i64) {
+    let mut ranges: Vec<(i64, u64)> = live.values().map(|l| (l.id.unwrap(), l.rows)).collect();
     ranges.sort();
     for w in ranges.windows(2) {
         assert!(
@@ -130,6 +147,65 @@ fn assert_unique(live: &BTreeMap<String, (Option<i64>, u64)>, next_row_id: u64, 
     assert!(ranges
         .last()
         .is_none_or(|(id, n)| id + *n as i64 <= next_row_id as i64));
+}
+
+/// What [`check_snapshots`] saw.
+#[derive(Default)]
+struct Seen {
+    next_row_id: u64,
+    merged: bool,
+    rewritten: bool,
+    /// Files added again unchanged (same row count).
+    re_added: usize,
+}
+
+/// Check v3 `snaps` in order, from the live files `before` them and the table's
+/// `next_row_id` then: each snapshot starts at `next-row-id` and adds the rows of the
+/// files it adds or changes (a file whose row count changed is new content); every other
+/// file keeps its row id, and its file sequence number unless the snapshot added it
+/// again; ids are unique.
+fn check_snapshots(snaps: &[Snap], mut before: BTreeMap<String, Live>, next_row_id: u64) -> Seen {
+    let mut seen = Seen {
+        next_row_id,
+        ..Default::default()
+    };
+    for s in snaps {
+        let next_row_id = seen.next_row_id;
+        let (live, carrying) = live_row_ids(s, true);
+        let new = |f: &String, l: &Live| before.get(f).is_none_or(|b| b.rows != l.rows);
+        let added: u64 = live
+            .iter()
+            .filter(|(f, l)| new(f, l))
+            .map(|(_, l)| l.rows)
+            .sum();
+        let at = s.sequence;
+        assert_eq!(s.first_row_id, Some(next_row_id), "snapshot {at}");
+        assert_eq!(s.added_rows, Some(added), "snapshot {at}: added-rows");
+        for (f, l) in &live {
+            assert!(l.id.is_some(), "snapshot {at}: {f} has no row id");
+            match before.get(f) {
+                Some(b) if !new(f, l) && l.added_here => {
+                    assert_eq!(l.id, b.id, "snapshot {at}: re-added {f}'s row ids changed");
+                    seen.re_added += 1;
+                }
+                Some(b) if !new(f, l) => assert_eq!(
+                    (l.id, l.rows, l.sequence),
+                    (b.id, b.rows, b.sequence),
+                    "snapshot {at}: {f}'s lineage changed"
+                ),
+                _ => assert!(
+                    l.id >= Some(next_row_id as i64),
+                    "snapshot {at}: {f}: {l:?}"
+                ),
+            }
+        }
+        seen.next_row_id += added;
+        assert_unique(&live, seen.next_row_id, at);
+        seen.merged |= live.len() > 50 && carrying > 0 && carrying < 5;
+        seen.rewritten |= before.keys().any(|f| !live.contains_key(f)) && carrying > 0;
+        before = live;
+    }
+    seen
 }
 
 async fn run(version: FormatVersion) -> tempfile::TempDir {
@@ -153,6 +229,15 @@ async fn run(version: FormatVersion) -> tempfile::TempDir {
         change(n + 4, &[n + 4], &[n, 8]),
     ];
     table.commit_all(&batch).await.unwrap();
+    // A file removed and added again unchanged (Delta's new deletion vector), with a new
+    // file; then one added again with other contents (a new row count).
+    table
+        .commit(&change(n + 5, &[5, n + 5], &[5]))
+        .await
+        .unwrap();
+    let mut changed = change(n + 6, &[6], &[6]);
+    changed.added[0].record_count = Some(rows(6) + 10);
+    table.commit(&changed).await.unwrap();
     dir
 }
 
@@ -160,41 +245,13 @@ async fn run(version: FormatVersion) -> tempfile::TempDir {
 async fn carried_files_keep_their_row_ids_and_next_row_id_counts_added_rows_only() {
     let dir = run(FormatVersion::V3).await;
     let m = metadata(dir.path());
-    let snaps = snapshots(&m);
-    let mut next_row_id = 0;
-    let mut before: BTreeMap<String, (Option<i64>, u64)> = BTreeMap::new();
-    let (mut merged, mut rewritten) = (false, false);
-    for s in &snaps {
-        let (live, carrying) = live_row_ids(&s.list, true);
-        let added: u64 = live
-            .iter()
-            .filter(|(f, _)| !before.contains_key(*f))
-            .map(|(_, (_, n))| n)
-            .sum();
-        assert_eq!(s.first_row_id, Some(next_row_id), "snapshot {}", s.sequence);
-        assert_eq!(
-            s.added_rows,
-            Some(added),
-            "snapshot {}: added-rows",
-            s.sequence
-        );
-        next_row_id += added;
-        for (f, (id, _)) in &live {
-            assert!(id.is_some(), "snapshot {}: {f} has no row id", s.sequence);
-            if let Some((was, _)) = before.get(f) {
-                assert_eq!(id, was, "snapshot {}: {f}'s row ids changed", s.sequence);
-            }
-        }
-        assert_unique(&live, next_row_id, s.sequence);
-        merged |= live.len() > 50 && carrying > 0 && carrying < 5;
-        rewritten |= before.keys().any(|f| !live.contains_key(f)) && carrying > 0;
-        before = live;
-    }
+    let seen = check_snapshots(&snapshots(&m), BTreeMap::new(), 0);
     assert!(
-        merged && rewritten,
-        "no merge or no removal rewrite was made"
+        seen.merged && seen.rewritten,
+        "no merge or no removal rewrite"
     );
-    assert_eq!(m["next-row-id"].as_u64(), Some(next_row_id));
+    assert_eq!(seen.re_added, 1, "f5 added again unchanged");
+    assert_eq!(m["next-row-id"].as_u64(), Some(seen.next_row_id));
 }
 
 /// The same commits on a v2 table: no row id anywhere, as before.
@@ -209,8 +266,8 @@ async fn a_v2_table_gets_no_row_ids() {
     );
     for s in snapshots(&m) {
         assert_eq!((s.first_row_id, s.added_rows), (None, None));
-        let (live, _) = live_row_ids(&s.list, false);
-        assert!(live.values().all(|(id, _)| id.is_none()), "{live:?}");
+        let (live, _) = live_row_ids(&s, false);
+        assert!(live.values().all(|l| l.id.is_none()), "{live:?}");
     }
 }
 
@@ -240,34 +297,14 @@ async fn files_older_than_the_upgrade_get_ids_once() {
     let m = metadata(dir.path());
     let snaps = snapshots(&m);
     assert!(snaps[..4].iter().all(|s| s.first_row_id.is_none()));
-    let (first, _) = live_row_ids(&snaps[4].list, true);
-    let all_rows: u64 = first.values().map(|(_, n)| n).sum();
+    let (first, _) = live_row_ids(&snaps[4], true);
+    let all_rows: u64 = first.values().map(|l| l.rows).sum();
     assert_eq!(
         (snaps[4].first_row_id, snaps[4].added_rows),
         (Some(0), Some(all_rows))
     );
-    assert!(first.values().all(|(id, _)| id.is_some()), "{first:?}");
+    assert!(first.values().all(|l| l.id.is_some()), "{first:?}");
     assert_unique(&first, all_rows, snaps[4].sequence);
-    let (mut before, mut next_row_id) = (first, all_rows);
-    for s in &snaps[5..] {
-        let (live, _) = live_row_ids(&s.list, true);
-        let added: u64 = live
-            .iter()
-            .filter(|(f, _)| !before.contains_key(*f))
-            .map(|(_, (_, n))| n)
-            .sum();
-        assert_eq!(
-            (s.first_row_id, s.added_rows),
-            (Some(next_row_id), Some(added))
-        );
-        next_row_id += added;
-        for (f, (id, _)) in &live {
-            if let Some((was, _)) = before.get(f) {
-                assert_eq!(id, was, "snapshot {}: {f}'s row ids changed", s.sequence);
-            }
-        }
-        assert_unique(&live, next_row_id, s.sequence);
-        before = live;
-    }
-    assert_eq!(m["next-row-id"].as_u64(), Some(next_row_id));
+    let seen = check_snapshots(&snaps[5..], first, all_rows);
+    assert_eq!(m["next-row-id"].as_u64(), Some(seen.next_row_id));
 }

@@ -86,7 +86,11 @@ pub(crate) fn carry_row_ids(
 /// `file` with `first_row_id` set (iceberg-rust's `DataFile` has no setter: every field
 /// is copied into a builder; the partition spec id, which has no getter and is not
 /// written, is the manifest's).
-fn with_first_row_id(file: &DataFile, spec_id: i32, first_row_id: i64) -> Result<DataFile, String> {
+pub(crate) fn with_first_row_id(
+    file: &DataFile,
+    spec_id: i32,
+    first_row_id: i64,
+) -> Result<DataFile, String> {
     let mut b = DataFileBuilder::default();
     b.content(file.content_type())
         .file_path(file.file_path().to_string())

@@ -3,9 +3,10 @@
 //! rewritten (those entries deleted, the others existing); the kept ones are merged when
 //! small (see [`crate::merge`]); then the manifest list. Counts for the summary are taken
 //! on the way. In a v3 table the entries a rewritten or merged manifest carries keep their
-//! row ids (see [`crate::manifest`]).
+//! row ids (see [`crate::manifest`]), and data files the commit adds again unchanged get a
+//! manifest of their own, with the row ids they had.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use iceberg::spec::{
     DataFile as IcebergDataFile, ManifestFile, PartitionSpec, SchemaRef, TableMetadata,
@@ -17,7 +18,7 @@ use super::schema::Bound;
 use super::Frame;
 use crate::error::{IcebergError, Result};
 use crate::layout;
-use crate::manifest::{carries_row_ids, carry_row_ids, write_manifest, write_manifest_list};
+use crate::manifest::{carries_row_ids, with_first_row_id, write_manifest, write_manifest_list};
 use crate::summary::Counts;
 use crate::table::IcebergTable;
 
@@ -74,7 +75,7 @@ impl IcebergTable {
         frame: &Frame,
         bound: &Bound,
         added: AddedFiles,
-        removals: Removals,
+        mut removals: Removals,
     ) -> Result<Written> {
         let mut out = Manifests {
             table: self,
@@ -84,7 +85,13 @@ impl IcebergTable {
             counts: Counts::default(),
             partitions: HashSet::new(),
         };
-        for (files, deletes) in [(added.data, false), (added.deletes, true)] {
+        removals.carry_row_ids(self)?;
+        let re_adds = match frame.v3() {
+            true => removals.re_adds(&added.data),
+            false => HashMap::new(),
+        };
+        let (data, re_added) = self.split_re_adds(bound, added.data, &re_adds)?;
+        for (files, deletes) in [(data, false), (re_added, false), (added.deletes, true)] {
             self.write_added(&mut out, frame, bound, files, deletes)
                 .await?;
         }
@@ -129,6 +136,29 @@ impl IcebergTable {
         })
     }
 
+    /// The added data files that are new, and those that are removed ones again
+    /// (`re_adds`), with the first row id they had written: the latter go into a manifest
+    /// of their own that takes no new row ids.
+    fn split_re_adds(
+        &self,
+        bound: &Bound,
+        files: Vec<IcebergDataFile>,
+        re_adds: &HashMap<String, i64>,
+    ) -> Result<(Vec<IcebergDataFile>, Vec<IcebergDataFile>)> {
+        let (mut new, mut again) = (Vec::new(), Vec::new());
+        for f in files {
+            match re_adds.get(f.file_path()) {
+                Some(&first_row_id) => {
+                    let carried = with_first_row_id(&f, bound.spec.spec_id(), first_row_id)
+                        .map_err(self.write_failed(f.file_path()))?;
+                    again.push(carried);
+                }
+                None => new.push(f),
+            }
+        }
+        Ok((new, again))
+    }
+
     /// One manifest of the commit's added data files (or delete files), if any.
     async fn write_added(
         &self,
@@ -148,6 +178,9 @@ impl IcebergTable {
         }
         let location = out.next_location(out.written.len());
         self.cache_paths(&location, files.iter());
+        if !deletes && carries_row_ids(files.iter()) {
+            out.carried.insert(location.clone());
+        }
         let mf = write_manifest(
             &self.store,
             &location,
@@ -183,8 +216,6 @@ impl IcebergTable {
             .partition_spec_by_id(old.partition_spec_id)
             .ok_or_else(|| self.corrupt(&old.manifest_path, "unknown partition spec id"))?;
         let location = out.next_location(out.written.len());
-        let entries =
-            carry_row_ids(&old, entries).map_err(|e| self.corrupt(&old.manifest_path, e))?;
         let live: Vec<_> = entries.into_iter().filter(|e| e.is_alive()).collect();
         let removed = |e: &iceberg::spec::ManifestEntry| hits.contains(&entry_key(e, data));
         self.cache_paths(
