@@ -3,7 +3,8 @@ with `--format-version 3` (vectors as Puffin `deletion-vector-v1` blobs copied f
 Delta files), read back by pyiceberg, DuckDB and Spark at every version and compared with
 delta-rs; the Puffin files parsed by pyiceberg's own parser; a v2 mirror upgraded in place
 with every old snapshot still returning its rows; a corrupt vector stopping the sync at its
-version."""
+version; Spark's `_row_id` of rows staying as it was when a commit rewrites their manifest
+or gives their file a new vector."""
 import json
 import pathlib
 
@@ -221,3 +222,48 @@ def test_vectors_sharing_a_puffin_file_are_replaced_one_by_one(many_vectors, eng
         snap = snapshot_for(snapshots, str(version))
         rows = reader.rows_at_snapshot(str(table), snap["snapshot_id"])
         assert sorted(r["id"] for r in rows) == ids, f"generated table @ version {version}, {engine}"
+
+
+def spark_lineage(spark, table, snapshot_id):
+    """(data file name, id) -> (_row_id, _last_updated_sequence_number) of every row Spark
+    reads at the snapshot."""
+    df = spark.read.format("iceberg").option("snapshot-id", str(snapshot_id)).load(str(table))
+    rows = df.select("_file", "id", "_row_id", "_last_updated_sequence_number").collect()
+    return {(r["_file"].rsplit("/", 1)[-1], r["id"]): (r["_row_id"], r["_last_updated_sequence_number"]) for r in rows}
+
+
+def test_spark_row_ids_survive_manifest_rewrites_and_new_vectors(many_vectors, spark):
+    """Row lineage (docs/iceberg-v3.md): every commit of the generated table replaces the
+    vectors of some data files (Delta removes each and adds it again, unchanged), so the
+    manifests holding them are rewritten and their other files carried as existing
+    entries. Spark 3.5 + Iceberg 1.10 reads `_row_id` and `_last_updated_sequence_number`
+    (pyiceberg 0.12 and DuckDB 1.4.4 have no such columns): every row still there keeps
+    its `_row_id`, in a carried file and in a re-added one; a carried row keeps its
+    `_last_updated_sequence_number`, a re-added one gets the snapshot's (Iceberg Java
+    inherits it from the entry's file sequence number); every row id is unique."""
+    table, _ = many_vectors
+    added = {}
+    for f in sorted((table / "_delta_log").glob("*.json")):
+        actions = [json.loads(line) for line in f.read_text().splitlines()]
+        added[int(f.stem)] = {a["add"]["path"].rsplit("/", 1)[-1] for a in actions if "add" in a}
+    snapshots = PyIceberg().snapshots(str(table))
+    iceberg = PyIceberg()._table(str(table))
+    before, kept, rewrites = None, {"carried": 0, "re-added": 0}, 0
+    for version in sorted(added):
+        snap = snapshot_for(snapshots, str(version))
+        now = spark_lineage(spark, table, snap["snapshot_id"])
+        ids = [row_id for row_id, _ in now.values()]
+        assert None not in ids and len(set(ids)) == len(ids), f"version {version}: row ids not unique"
+        if before is not None:
+            snapshot = iceberg.snapshot_by_id(snap["snapshot_id"])
+            manifests = snapshot.manifests(iceberg.io)
+            rewrites += any(m.existing_files_count and m.deleted_files_count for m in manifests)
+            for (name, i), (row_id, updated) in now.items():
+                was_id, was_updated = before[(name, i)]
+                where = f"version {version}: {name} row {i}"
+                assert row_id == was_id, f"{where}: _row_id {was_id} -> {row_id}"
+                again = name in added[version]
+                assert updated == (snapshot.sequence_number if again else was_updated), f"{where}: _last_updated_sequence_number {was_updated} -> {updated}"
+                kept["re-added" if again else "carried"] += 1
+        before = now
+    assert all(kept.values()) and rewrites, f"rows kept: {kept}, {rewrites} snapshots rewrote a manifest"

@@ -28,4 +28,5 @@ mod inspect;
 mod job;
 mod races;
 mod relocation;
+mod row_lineage;
 mod store_faults;

@@ -1,11 +1,19 @@
 //! Manifests and manifest lists: written by iceberg-rust's writers into memory, then
 //! persisted through the table's own [`TableStore`], so there is one I/O stack.
+//!
+//! v3 row lineage: a data file entry carried into a new manifest (merged, rewritten around
+//! a removed file, or added again unchanged) gets the first row id it had written
+//! explicitly ([`carry_row_ids`], [`with_first_row_id`]), and the manifest list gives a
+//! manifest of such entries no new row ids ([`write_manifest_list`]), so `_row_id` of an
+//! unchanged row never changes and `next-row-id` grows by the rows added only.
+
+use std::collections::HashSet;
 
 use iceberg::io::FileIO;
 use iceberg::spec::{
-    FormatVersion, Manifest, ManifestContentType, ManifestEntry, ManifestFile, ManifestList,
-    ManifestListWriter, ManifestStatus, ManifestWriter, ManifestWriterBuilder, PartitionSpec,
-    SchemaRef, UNASSIGNED_SEQUENCE_NUMBER,
+    DataFile, DataFileBuilder, FormatVersion, Manifest, ManifestContentType, ManifestEntry,
+    ManifestFile, ManifestList, ManifestListWriter, ManifestStatus, ManifestWriter,
+    ManifestWriterBuilder, PartitionSpec, SchemaRef, UNASSIGNED_SEQUENCE_NUMBER,
 };
 use xlake_storage::TableStore;
 
@@ -38,6 +46,82 @@ pub(crate) async fn read_entries(
             entry
         })
         .collect())
+}
+
+/// `entries` of a data `manifest` with every live data file's first row id written
+/// explicitly: its own, or the one it inherits (spec, "First Row ID Inheritance": the
+/// manifest's `first_row_id` plus the record counts of the live files before it in the
+/// manifest that have none; what Iceberg's Java `ManifestReader` assigns). Unchanged when
+/// the list gave the manifest no `first_row_id` (format version 2, or a manifest of a
+/// snapshot older than the upgrade to 3: its files get ids from the new list instead),
+/// and for delete manifests.
+pub(crate) fn carry_row_ids(
+    manifest: &ManifestFile,
+    entries: Vec<ManifestEntry>,
+) -> Result<Vec<ManifestEntry>, String> {
+    let Some(first) = manifest.first_row_id else {
+        return Ok(entries);
+    };
+    if manifest.content != ManifestContentType::Data {
+        return Ok(entries);
+    }
+    let mut next = i64::try_from(first).map_err(|e| e.to_string())?;
+    entries
+        .into_iter()
+        .map(|mut e| {
+            if e.status != ManifestStatus::Deleted && e.data_file.first_row_id().is_none() {
+                let rows = e.data_file.record_count();
+                e.data_file = with_first_row_id(&e.data_file, manifest.partition_spec_id, next)
+                    .map_err(|reason| format!("{}: {reason}", e.data_file.file_path()))?;
+                next = i64::try_from(rows)
+                    .ok()
+                    .and_then(|rows| next.checked_add(rows))
+                    .ok_or("row id overflow")?;
+            }
+            Ok(e)
+        })
+        .collect()
+}
+
+/// `file` with `first_row_id` set (iceberg-rust's `DataFile` has no setter: every field
+/// is copied into a builder; the partition spec id, which has no getter and is not
+/// written, is the manifest's).
+pub(crate) fn with_first_row_id(
+    file: &DataFile,
+    spec_id: i32,
+    first_row_id: i64,
+) -> Result<DataFile, String> {
+    let mut b = DataFileBuilder::default();
+    b.content(file.content_type())
+        .file_path(file.file_path().to_string())
+        .file_format(file.file_format())
+        .partition(file.partition().clone())
+        .record_count(file.record_count())
+        .file_size_in_bytes(file.file_size_in_bytes())
+        .column_sizes(file.column_sizes().clone())
+        .value_counts(file.value_counts().clone())
+        .null_value_counts(file.null_value_counts().clone())
+        .nan_value_counts(file.nan_value_counts().clone())
+        .lower_bounds(file.lower_bounds().clone())
+        .upper_bounds(file.upper_bounds().clone())
+        .key_metadata(file.key_metadata().map(<[u8]>::to_vec))
+        .split_offsets(file.split_offsets().map(<[i64]>::to_vec))
+        .equality_ids(file.equality_ids())
+        .first_row_id(Some(first_row_id))
+        .partition_spec_id(spec_id)
+        .referenced_data_file(file.referenced_data_file())
+        .content_offset(file.content_offset())
+        .content_size_in_bytes(file.content_size_in_bytes());
+    if let Some(order) = file.sort_order_id() {
+        b.sort_order_id(order);
+    }
+    b.build().map_err(|e| e.to_string())
+}
+
+/// Whether every one of a new manifest's live data `files` has its first row id written
+/// (see [`carry_row_ids`]): a manifest list gives such a manifest no new row ids.
+pub(crate) fn carries_row_ids<'a>(mut files: impl Iterator<Item = &'a DataFile>) -> bool {
+    files.all(|f| f.first_row_id().is_some())
 }
 
 /// The manifests of a manifest list.
@@ -96,10 +180,15 @@ pub(crate) async fn write_manifest(
 }
 
 /// Write the manifest list of a snapshot at `location`; with `first_row_id` (a v3 table's
-/// `next-row-id`), a v3 list that gives each data manifest without one its row id range.
-/// Returns the manifests as the list holds them: the new ones with the snapshot's sequence
-/// number (and v3 first row id), as the writer assigns them (so the next commit of a batch
-/// need not read the list back), and the rows given ids (v3 `added-rows`).
+/// `next-row-id`), a v3 list that gives each data manifest without one its row id range:
+/// iceberg-rust's `ManifestListWriter::v3` gives a new manifest its added and existing
+/// rows. A manifest of `carried` (every live file's id written, see [`carry_row_ids`])
+/// gets the next id as its `first_row_id` and no rows: the spec makes counting existing
+/// rows optional when their files have ids, and counting them would give rows that have
+/// ids new ones. Returns the manifests as the list holds them: the new ones with the
+/// snapshot's sequence number (and v3 first row id), as the writer assigns them (so the
+/// next commit of a batch need not read the list back), and the rows given ids (v3
+/// `added-rows`).
 pub(crate) async fn write_manifest_list(
     store: &TableStore,
     location: &str,
@@ -107,6 +196,7 @@ pub(crate) async fn write_manifest_list(
     parent: Option<i64>,
     (sequence_number, first_row_id): (i64, Option<u64>),
     mut manifests: Vec<ManifestFile>,
+    carried: &HashSet<String>,
 ) -> Result<(Vec<ManifestFile>, u64), String> {
     let io = FileIO::new_with_memory();
     let output = io.new_output(location).map_err(|e| e.to_string())?;
@@ -116,18 +206,28 @@ pub(crate) async fn write_manifest_list(
         }
         None => ManifestListWriter::v2(output, snapshot_id, parent, sequence_number),
     };
-    writer
-        .add_manifests(manifests.clone().into_iter())
-        .map_err(|e| e.to_string())?;
-    // The writer assigned row id ranges in list order; the same walk here keeps them.
+    // The writer assigns row id ranges in list order; the same walk here keeps them, and
+    // gives the carried manifests theirs before the writer sees them.
     let mut next_row_id = first_row_id;
-    for m in manifests.iter_mut().filter(|m| m.first_row_id.is_none()) {
-        if let (Some(next), ManifestContentType::Data) = (next_row_id, m.content) {
+    let mut for_writer = Vec::with_capacity(manifests.len());
+    for m in manifests.iter_mut() {
+        let mut given = m.clone();
+        if let (Some(next), ManifestContentType::Data, None) =
+            (next_row_id, m.content, m.first_row_id)
+        {
             m.first_row_id = Some(next);
-            let rows = m.added_rows_count.unwrap_or(0) + m.existing_rows_count.unwrap_or(0);
-            next_row_id = Some(next + rows);
+            if carried.contains(&m.manifest_path) {
+                given.first_row_id = Some(next);
+            } else {
+                let rows = m.added_rows_count.unwrap_or(0) + m.existing_rows_count.unwrap_or(0);
+                next_row_id = Some(next + rows);
+            }
         }
+        for_writer.push(given);
     }
+    writer
+        .add_manifests(for_writer.into_iter())
+        .map_err(|e| e.to_string())?;
     if writer.next_row_id() != next_row_id {
         return Err(format!(
             "row ids assigned up to {:?}, expected {next_row_id:?}",
@@ -161,4 +261,154 @@ pub(crate) async fn persist(store: &TableStore, io: &FileIO, location: &str) -> 
         .await
         .map_err(|e| e.to_string())?;
     store.put(location, bytes).await.map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::collections::HashMap;
+
+    use iceberg::spec::{DataContentType, DataFileFormat, Datum, Literal, Struct};
+
+    use super::*;
+
+    fn data_file(path: &str, rows: u64, first_row_id: Option<i64>) -> DataFile {
+        DataFileBuilder::default()
+            .content(DataContentType::Data)
+            .file_path(path.to_string())
+            .file_format(DataFileFormat::Parquet)
+            .record_count(rows)
+            .file_size_in_bytes(10)
+            .first_row_id(first_row_id)
+            .build()
+            .unwrap()
+    }
+
+    fn entry(status: ManifestStatus, file: DataFile) -> ManifestEntry {
+        ManifestEntry {
+            status,
+            snapshot_id: Some(1),
+            sequence_number: Some(1),
+            file_sequence_number: Some(1),
+            data_file: file,
+        }
+    }
+
+    fn listed(first_row_id: Option<u64>, content: ManifestContentType) -> ManifestFile {
+        ManifestFile {
+            manifest_path: "m.avro".into(),
+            manifest_length: 1,
+            partition_spec_id: 0,
+            content,
+            sequence_number: 1,
+            min_sequence_number: 1,
+            added_snapshot_id: 1,
+            added_files_count: Some(0),
+            existing_files_count: Some(0),
+            deleted_files_count: Some(0),
+            added_rows_count: Some(0),
+            existing_rows_count: Some(0),
+            deleted_rows_count: Some(0),
+            partitions: None,
+            key_metadata: None,
+            first_row_id,
+        }
+    }
+
+    /// Every field of a data file survives setting its first row id.
+    #[test]
+    fn with_first_row_id_copies_every_field() {
+        let full = |first_row_id| {
+            DataFileBuilder::default()
+                .content(DataContentType::PositionDeletes)
+                .file_path("s3://b/t/x.puffin".into())
+                .file_format(DataFileFormat::Puffin)
+                .partition(Struct::from_iter([Some(Literal::long(7))]))
+                .record_count(3)
+                .file_size_in_bytes(99)
+                .column_sizes(HashMap::from([(1, 5)]))
+                .value_counts(HashMap::from([(1, 3)]))
+                .null_value_counts(HashMap::from([(1, 1)]))
+                .nan_value_counts(HashMap::from([(2, 0)]))
+                .lower_bounds(HashMap::from([(1, Datum::long(1))]))
+                .upper_bounds(HashMap::from([(1, Datum::long(9))]))
+                .key_metadata(Some(vec![1, 2]))
+                .split_offsets(Some(vec![4]))
+                .equality_ids(Some(vec![1]))
+                .sort_order_id(3)
+                .first_row_id(first_row_id)
+                .partition_spec_id(5)
+                .referenced_data_file(Some("s3://b/t/d.parquet".into()))
+                .content_offset(Some(4))
+                .content_size_in_bytes(Some(20))
+                .build()
+                .unwrap()
+        };
+        assert_eq!(
+            with_first_row_id(&full(None), 5, 42).unwrap(),
+            full(Some(42))
+        );
+    }
+
+    /// The spec's example (format/spec.md, "Row lineage example"): a manifest listed at
+    /// 1000 holding an existing file with id 800 and two added files without one.
+    #[test]
+    fn carried_entries_get_the_ids_they_inherit() {
+        let entries = vec![
+            entry(ManifestStatus::Existing, data_file("data1", 25, Some(800))),
+            entry(ManifestStatus::Added, data_file("data2", 50, None)),
+            entry(ManifestStatus::Deleted, data_file("gone", 10, None)),
+            entry(ManifestStatus::Added, data_file("data3", 50, None)),
+        ];
+        let ids = |m: &ManifestFile| -> Vec<Option<i64>> {
+            carry_row_ids(m, entries.clone())
+                .unwrap()
+                .iter()
+                .map(|e| e.data_file().first_row_id())
+                .collect()
+        };
+        let data = listed(Some(1000), ManifestContentType::Data);
+        assert_eq!(ids(&data), [Some(800), Some(1000), None, Some(1050)]);
+        // Listed without a first row id (v2, or before an upgrade): nothing to carry.
+        let v2 = listed(None, ManifestContentType::Data);
+        assert_eq!(ids(&v2), [Some(800), None, None, None]);
+        let deletes = listed(Some(1000), ManifestContentType::Deletes);
+        assert_eq!(ids(&deletes), [Some(800), None, None, None]);
+    }
+
+    /// A carried manifest gets the next id and no rows; new manifests their added and
+    /// existing rows, as the spec's example.
+    #[tokio::test]
+    async fn a_carried_manifest_gets_no_new_row_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let manifest = |path: &str, added: u64, existing: u64| ManifestFile {
+            manifest_path: store.absolute(path),
+            added_rows_count: Some(added),
+            existing_rows_count: Some(existing),
+            ..listed(None, ManifestContentType::Data)
+        };
+        let kept = ManifestFile {
+            first_row_id: Some(925),
+            ..manifest("kept.avro", 75, 0)
+        };
+        let manifests = vec![
+            kept,
+            manifest("added1.avro", 100, 25),
+            manifest("carried.avro", 0, 100),
+            manifest("added3.avro", 125, 25),
+        ];
+        let carried = HashSet::from([store.absolute("carried.avro")]);
+        let list = store.absolute("metadata/list.avro");
+        let (listed, added_rows) =
+            write_manifest_list(&store, &list, 1, None, (1, Some(1000)), manifests, &carried)
+                .await
+                .unwrap();
+        let ids: Vec<_> = listed.iter().map(|m| m.first_row_id).collect();
+        assert_eq!(ids, [Some(925), Some(1000), Some(1125), Some(1125)]);
+        assert_eq!(added_rows, 275);
+        let written = read_manifest_list(&store, &list).await.unwrap();
+        let ids: Vec<_> = written.iter().map(|m| m.first_row_id).collect();
+        assert_eq!(ids, [Some(925), Some(1000), Some(1125), Some(1125)]);
+    }
 }

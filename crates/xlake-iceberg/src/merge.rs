@@ -6,14 +6,14 @@
 //!
 //! Only manifests older than the commit are merged: the commit's own manifests keep their
 //! `added` and `deleted` entries, which incremental readers rely on. Merged entries keep
-//! their snapshot id and sequence numbers.
+//! their snapshot id, sequence numbers and (v3) row ids.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use iceberg::spec::{ManifestContentType, ManifestFile, SchemaRef, TableMetadata};
 
 use crate::error::{IcebergError, Result};
-use crate::manifest::{read_entries, write_manifest};
+use crate::manifest::{carries_row_ids, carry_row_ids, read_entries, write_manifest};
 use crate::plan::schema_holding;
 use crate::table::IcebergTable;
 
@@ -26,12 +26,14 @@ pub const TARGET_ENTRIES: u32 = 100;
 
 impl IcebergTable {
     /// Merge the small data manifests among `kept` (a commit's untouched older manifests)
-    /// when there are enough of them; `location(n)` names the n-th new manifest.
+    /// when there are enough of them; `location(n)` names the n-th new manifest. Merged
+    /// manifests whose files all carry their row ids (v3) are added to `carried`.
     pub(crate) async fn merge_small_manifests(
         &self,
         kept: Vec<ManifestFile>,
         (metadata, schema): (&TableMetadata, &SchemaRef),
         snapshot_id: i64,
+        carried: &mut HashSet<String>,
         mut location: impl FnMut() -> String,
     ) -> Result<Vec<ManifestFile>> {
         let live = |m: &ManifestFile| {
@@ -77,11 +79,15 @@ impl IcebergTable {
                 for m in &bin {
                     let read = read_entries(&self.store, m)
                         .await
+                        .and_then(|read| carry_row_ids(m, read))
                         .map_err(|e| self.corrupt(&m.manifest_path, e))?;
                     entries.extend(read.into_iter().filter(|e| e.is_alive()));
                 }
                 let path = location();
                 self.cache_paths(&path, entries.iter().map(|e| e.data_file()));
+                if carries_row_ids(entries.iter().map(|e| e.data_file())) {
+                    carried.insert(path.clone());
+                }
                 let merged = write_manifest(
                     &self.store,
                     &path,

@@ -3,6 +3,8 @@
 //! vectors, see [`crate::v3`]). Files the source removed are found in the parent
 //! snapshot's manifests: the manifests that hold none are kept as they are, the others
 //! are rewritten with those entries deleted (with the delete files of the removed files).
+//! In a v3 table the rewritten entries carry their row ids, and a data file the commit
+//! adds again unchanged (Delta's new deletion vector) keeps its ids ([`Removals::re_adds`]).
 //!
 //! Which paths a manifest holds is remembered per process ([`PathCache`]), so a backfill
 //! that removes files reads each manifest once, not once per commit.
@@ -20,7 +22,7 @@ use super::files::Invalid;
 use crate::deletes::position_delete_file;
 use crate::error::{IcebergError, Result};
 use crate::layout;
-use crate::manifest::read_entries;
+use crate::manifest::{carry_row_ids, read_entries};
 use crate::table::IcebergTable;
 
 /// Per manifest read or written by this process, the paths its live entries are about
@@ -53,6 +55,46 @@ pub(super) struct Rewrite {
     /// Whether it is a data manifest (else a delete manifest).
     pub(super) data: bool,
     pub(super) hits: HashSet<String>,
+}
+
+impl Removals {
+    /// Write every rewritten entry's row id explicitly (v3; a no-op for manifests listed
+    /// without a first row id), before the entries are carried or matched to re-adds.
+    pub(super) fn carry_row_ids(&mut self, table: &IcebergTable) -> Result<()> {
+        for r in &mut self.rewrites {
+            let entries = std::mem::take(&mut r.entries);
+            r.entries = carry_row_ids(&r.manifest, entries)
+                .map_err(|e| table.corrupt(&r.manifest.manifest_path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Of the commit's added data `files`, those that are a removed data file again with
+    /// the same size and row count (Delta replacing a file's deletion vector removes and
+    /// adds the unchanged file), by path, with the first row id the removed entry had:
+    /// its rows are the same rows, so they keep their `_row_id`. (The entry is added
+    /// anew, with this snapshot's sequence numbers, so deletes apply to it as before and
+    /// `_last_updated_sequence_number` is this snapshot's.)
+    pub(super) fn re_adds(&self, files: &[IcebergDataFile]) -> HashMap<String, i64> {
+        let added: HashMap<&str, &IcebergDataFile> =
+            files.iter().map(|f| (f.file_path(), f)).collect();
+        let mut out = HashMap::new();
+        for r in self.rewrites.iter().filter(|r| r.data) {
+            for e in r.entries.iter().filter(|e| e.is_alive()) {
+                let (Some(f), Some(first_row_id)) =
+                    (added.get(e.file_path()), e.data_file().first_row_id())
+                else {
+                    continue;
+                };
+                let same = f.record_count() == e.record_count()
+                    && f.file_size_in_bytes() == e.file_size_in_bytes();
+                if same && r.hits.contains(e.file_path()) {
+                    out.insert(e.file_path().to_string(), first_row_id);
+                }
+            }
+        }
+        out
+    }
 }
 
 impl IcebergTable {

@@ -2,9 +2,11 @@
 //! delete files get one new manifest each; each parent manifest holding removed files is
 //! rewritten (those entries deleted, the others existing); the kept ones are merged when
 //! small (see [`crate::merge`]); then the manifest list. Counts for the summary are taken
-//! on the way.
+//! on the way. In a v3 table the entries a rewritten or merged manifest carries keep their
+//! row ids (see [`crate::manifest`]), and data files the commit adds again unchanged get a
+//! manifest of their own, with the row ids they had.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use iceberg::spec::{
     DataFile as IcebergDataFile, ManifestFile, PartitionSpec, SchemaRef, TableMetadata,
@@ -16,7 +18,7 @@ use super::schema::Bound;
 use super::Frame;
 use crate::error::{IcebergError, Result};
 use crate::layout;
-use crate::manifest::{write_manifest, write_manifest_list};
+use crate::manifest::{carries_row_ids, with_first_row_id, write_manifest, write_manifest_list};
 use crate::summary::Counts;
 use crate::table::IcebergTable;
 
@@ -38,6 +40,8 @@ struct Manifests<'a> {
     table: &'a IcebergTable,
     commit: uuid::Uuid,
     written: Vec<ManifestFile>,
+    /// The written manifests whose live files all carry their row ids (v3).
+    carried: HashSet<String>,
     counts: Counts,
     partitions: HashSet<(i32, String)>,
 }
@@ -71,16 +75,23 @@ impl IcebergTable {
         frame: &Frame,
         bound: &Bound,
         added: AddedFiles,
-        removals: Removals,
+        mut removals: Removals,
     ) -> Result<Written> {
         let mut out = Manifests {
             table: self,
             commit: uuid::Uuid::new_v4(),
             written: Vec::new(),
+            carried: HashSet::new(),
             counts: Counts::default(),
             partitions: HashSet::new(),
         };
-        for (files, deletes) in [(added.data, false), (added.deletes, true)] {
+        removals.carry_row_ids(self)?;
+        let re_adds = match frame.v3() {
+            true => removals.re_adds(&added.data),
+            false => HashMap::new(),
+        };
+        let (data, re_added) = self.split_re_adds(bound, added.data, &re_adds)?;
+        for (files, deletes) in [(data, false), (re_added, false), (added.deletes, true)] {
             self.write_added(&mut out, frame, bound, files, deletes)
                 .await?;
         }
@@ -88,11 +99,13 @@ impl IcebergTable {
             self.write_rewrite(&mut out, frame, bound, rewrite).await?;
         }
         let mut n = out.written.len();
+        let mut carried = std::mem::take(&mut out.carried);
         let kept = self
             .merge_small_manifests(
                 removals.kept,
                 (&bound.staged, &bound.schema),
                 frame.snapshot_id,
+                &mut carried,
                 || {
                     n += 1;
                     out.next_location(n - 1)
@@ -110,6 +123,7 @@ impl IcebergTable {
             frame.parent_id(),
             (frame.sequence_number, frame.first_row_id),
             out.written,
+            &carried,
         )
         .await
         .map_err(self.write_failed(&list))?;
@@ -120,6 +134,29 @@ impl IcebergTable {
             counts: out.counts,
             partitions: out.partitions.len(),
         })
+    }
+
+    /// The added data files that are new, and those that are removed ones again
+    /// (`re_adds`), with the first row id they had written: the latter go into a manifest
+    /// of their own that takes no new row ids.
+    fn split_re_adds(
+        &self,
+        bound: &Bound,
+        files: Vec<IcebergDataFile>,
+        re_adds: &HashMap<String, i64>,
+    ) -> Result<(Vec<IcebergDataFile>, Vec<IcebergDataFile>)> {
+        let (mut new, mut again) = (Vec::new(), Vec::new());
+        for f in files {
+            match re_adds.get(f.file_path()) {
+                Some(&first_row_id) => {
+                    let carried = with_first_row_id(&f, bound.spec.spec_id(), first_row_id)
+                        .map_err(self.write_failed(f.file_path()))?;
+                    again.push(carried);
+                }
+                None => new.push(f),
+            }
+        }
+        Ok((new, again))
     }
 
     /// One manifest of the commit's added data files (or delete files), if any.
@@ -141,6 +178,9 @@ impl IcebergTable {
         }
         let location = out.next_location(out.written.len());
         self.cache_paths(&location, files.iter());
+        if !deletes && carries_row_ids(files.iter()) {
+            out.carried.insert(location.clone());
+        }
         let mf = write_manifest(
             &self.store,
             &location,
@@ -156,7 +196,8 @@ impl IcebergTable {
     }
 
     /// A parent manifest again, its entries of removed files deleted and the others
-    /// existing (with their snapshot ids and sequence numbers), in its own spec.
+    /// existing (with their snapshot ids, sequence numbers and v3 row ids), in its own
+    /// spec.
     async fn write_rewrite(
         &self,
         out: &mut Manifests<'_>,
@@ -185,6 +226,9 @@ impl IcebergTable {
             out.counts
                 .count(!data, false, e.record_count(), e.file_size_in_bytes());
             out.touch(old.partition_spec_id, e.data_file());
+        }
+        if data && carries_row_ids(live.iter().filter(|e| !removed(e)).map(|e| e.data_file())) {
+            out.carried.insert(location.clone());
         }
         let schema = schema_holding(&bound.staged, old_spec, &bound.schema);
         let mf = write_manifest(
