@@ -303,6 +303,24 @@ mod tests {
         assert_eq!(a, b);
     }
 
+    /// Written back, a split document holds every snapshot in commit order (the carried
+    /// one between two parsed ones here) and reads back as the same metadata.
+    #[test]
+    fn a_split_document_is_written_back_whole_and_in_order() {
+        let (working, history) = split(DOC.as_bytes()).unwrap();
+        let written = crate::encode::metadata_json(&working, &history).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&written).unwrap();
+        let ids: Vec<i64> = value["snapshots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["snapshot-id"].as_i64().unwrap())
+            .collect();
+        assert_eq!(ids, [1, 2, 3]);
+        let original = crate::table::parse_metadata(DOC.as_bytes()).unwrap();
+        assert_eq!(crate::table::parse_metadata(&written).unwrap(), original);
+    }
+
     #[test]
     fn a_document_that_is_not_metadata_is_refused() {
         assert!(split(b"[1]").is_err());

@@ -37,7 +37,8 @@ impl Entry {
     /// metadata yet.
     pub(crate) async fn advance(&self, store: &TableStore) -> Result<Option<Advanced>, SyncError> {
         let table = IcebergTable::new(store.clone());
-        let Some(mut loaded) = table.load().await? else {
+        // Only the version and the hint are needed: no old snapshot is parsed.
+        let Some(mut loaded) = table.load_for_commit().await? else {
             return Ok(None);
         };
         table.heal_hint(&mut loaded).await?;
