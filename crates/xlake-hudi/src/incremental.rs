@@ -8,6 +8,12 @@
 //! 6), no later rollback or restore undoes a mirrored instant, every live file has a Hudi
 //! base-file name, and a schema is found at or before the instant. Otherwise the replay
 //! starts at the timeline's first instant, as it always did.
+//!
+//! The live files are only needed for the file groups the later instants write to again
+//! or replace. When the few instants after the newest mirrored one only start new file
+//! groups (every base file's write stat has `prevCommit` `"null"`, Hudi's mark of a
+//! create, or builds on a group one of them started; nothing replaced), the replay
+//! starts after it without them: the engine then does not read the mirror's manifests.
 
 use std::collections::BTreeSet;
 
@@ -16,7 +22,7 @@ use xlake_source::MirrorState;
 
 use crate::commit_metadata::{CommitMetadata, RestoreMetadata, RollbackMetadata};
 use crate::error::Result;
-use crate::file_group::{parse_base_file_path, BaseFile};
+use crate::file_group::{is_log_file, parse_base_file_path, BaseFile};
 use crate::instant::Instant;
 use crate::schema::avro_to_schema;
 use crate::source::{gets_snapshot, kind, Kind};
@@ -25,6 +31,10 @@ use crate::HudiSource;
 
 /// Write instants looked back through for the schema before giving up on the shortcut.
 const SCHEMA_LOOKBACK: usize = 20;
+
+/// Write instants after the newest mirrored one read to find that they only start new
+/// file groups (beyond that, reading the mirror's live files costs less).
+const FRESH_LOOKAHEAD: usize = 8;
 
 /// Where an incremental replay starts.
 #[derive(Debug)]
@@ -53,31 +63,42 @@ impl HudiSource {
         (!gap).then_some(at)
     }
 
-    /// How many instant files the shortcut saves reading (0: it does not apply).
-    pub(crate) fn incremental_saving(&self, mirrored: &MirrorState) -> usize {
-        self.incremental_base(mirrored).map_or(0, |at| {
-            self.timeline().completed[..=at]
-                .iter()
-                .filter(|i| gets_snapshot(&i.action))
-                .count()
-        })
+    /// How many instant files the shortcut saves reading when given the mirror's live
+    /// files; 0 when it does not apply, or when it applies without them (the instants
+    /// after the newest mirrored one only start new file groups).
+    pub(crate) async fn incremental_saving(&self, mirrored: &MirrorState) -> usize {
+        let Some(at) = self.incremental_base(mirrored) else {
+            return 0;
+        };
+        let completed = &self.timeline().completed;
+        if self.only_new_groups(&completed[at + 1..]).await {
+            return 0;
+        }
+        completed[..=at]
+            .iter()
+            .filter(|i| gets_snapshot(&i.action))
+            .count()
     }
 
-    /// The start of an incremental replay, when the mirror's live files are given and the
-    /// shortcut applies; `None`: replay from the first instant.
+    /// The start of an incremental replay, when the shortcut applies: with the mirror's
+    /// live files when given, else only when the later instants need none of them;
+    /// `None`: replay from the first instant.
     pub(crate) async fn incremental_start(&self, mirrored: &MirrorState) -> Result<Option<Start>> {
-        let (Some(at), Some(live)) = (self.incremental_base(mirrored), &mirrored.live_files) else {
+        let Some(at) = self.incremental_base(mirrored) else {
             return Ok(None);
         };
         let completed = &self.timeline().completed;
-        if self
-            .undoes_mirrored(&completed[at + 1..], &mirrored.commits)
-            .await?
-        {
+        let later = &completed[at + 1..];
+        if self.undoes_mirrored(later, &mirrored.commits).await? {
             return Ok(None);
         }
-        let Some(seed) = self.seed_from(live) else {
-            return Ok(None);
+        let seed = match &mirrored.live_files {
+            Some(live) => match self.seed_from(live) {
+                Some(seed) => seed,
+                None => return Ok(None),
+            },
+            None if self.only_new_groups(later).await => Vec::new(),
+            None => return Ok(None),
         };
         let Some(schema) = self.schema_at(&completed[..=at]).await? else {
             return Ok(None);
@@ -87,6 +108,66 @@ impl HudiSource {
             seed,
             schema,
         }))
+    }
+
+    /// Whether the write instants in `later` (at most [`FRESH_LOOKAHEAD`] of them) only
+    /// start new file groups, so that no live file before them is replaced: each base
+    /// file's write stat has `prevCommit` `"null"` (Hudi's create) or builds on a group
+    /// started in `later`, and nothing is replaced. Rollbacks and restores change no file
+    /// group in a replay that starts after the newest mirrored instant (one that undoes a
+    /// mirrored instant stops the shortcut). Unreadable metadata: `false`, and the replay
+    /// reports it where it belongs. Cached: the engine asks before the replay does.
+    async fn only_new_groups(&self, later: &[Instant]) -> bool {
+        let key = later.first().map(|i| i.requested.clone());
+        let cached = self.only_new_groups.lock().ok().and_then(|c| c.clone());
+        if let Some((_, fresh)) = cached.filter(|(k, _)| *k == key) {
+            return fresh;
+        }
+        let fresh = self.read_only_new_groups(later).await;
+        if let Ok(mut cached) = self.only_new_groups.lock() {
+            *cached = Some((key, fresh));
+        }
+        fresh
+    }
+
+    /// [`Self::only_new_groups`], uncached.
+    async fn read_only_new_groups(&self, later: &[Instant]) -> bool {
+        let writes: Vec<&Instant> = later
+            .iter()
+            .filter(|i| matches!(kind(&i.action), Some(Kind::Commit)))
+            .collect();
+        if writes.len() > FRESH_LOOKAHEAD {
+            return false;
+        }
+        let skip_logs = self.options.mor_read_optimized;
+        let mut started: BTreeSet<(String, String)> = BTreeSet::new();
+        for instant in writes {
+            let Ok(json) = read_instant(self.store(), instant).await else {
+                return false;
+            };
+            let Ok(meta) = serde_json::from_value::<CommitMetadata>(json) else {
+                return false;
+            };
+            if meta.replaced().next().is_some() {
+                return false;
+            }
+            for stat in meta.write_stats() {
+                let path = stat.path.as_deref().unwrap_or_default();
+                if skip_logs && is_log_file(path) {
+                    continue;
+                }
+                let (Some(file_id), partition) = (&stat.file_id, &stat.partition_path) else {
+                    return false;
+                };
+                let key = (partition.clone().unwrap_or_default(), file_id.clone());
+                if stat.starts_file_group() {
+                    started.insert(key);
+                } else if !started.contains(&key) {
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// Whether a rollback or restore among `later` undoes a mirrored instant (its effect

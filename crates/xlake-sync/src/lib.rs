@@ -411,7 +411,7 @@ async fn run(
         }
         let mut state = mirror_state(base.as_ref().filter(|_| !relocated));
         // A manifest costs about as much as four small commit files to read and decode.
-        let saved = source.reads_saved_by_live_files(&state);
+        let saved = source.reads_saved_by_live_files(&state).await;
         if let Some(loaded) = base.as_ref().filter(|_| !relocated && saved > 0) {
             state.live_files = target.current_files(loaded, saved / 4).await?;
         }
