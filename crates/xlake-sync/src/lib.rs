@@ -277,11 +277,13 @@ pub async fn mirror_commit(
         )));
     }
     let entry = precheck_catalog(&store, options).await?;
+    // The metadata just read is the first plan's base: one read of it per command.
     let outcome = run(
         store.clone(),
         source.as_mut(),
         options,
         Some(commit),
+        (!options.rebuild).then_some(loaded),
         progress,
     )
     .await;
@@ -316,7 +318,15 @@ pub async fn sync_store(
 ) -> Result<SyncReport, SyncError> {
     let mut source = sources::open(&store, options).await?;
     let entry = precheck_catalog(&store, options).await?;
-    let outcome = run(store.clone(), source.as_mut(), options, None, progress).await;
+    let outcome = run(
+        store.clone(),
+        source.as_mut(),
+        options,
+        None,
+        None,
+        progress,
+    )
+    .await;
     let Some(entry) = entry else {
         return Ok(outcome?.0);
     };
@@ -342,12 +352,14 @@ async fn precheck_catalog(
 }
 
 /// Mirror pending commits in order, stopping after `until` when given; also says whether
-/// `until` is mirrored at the end.
+/// `until` is mirrored at the end. `preloaded`: the table's metadata as the caller just
+/// loaded it (not for a rebuild), the first plan's base.
 async fn run(
     store: TableStore,
     source: &mut dyn TableSource,
     options: &SyncOptions,
     until: Option<&str>,
+    mut preloaded: Option<Option<LoadedTable>>,
     mut progress: impl FnMut(&Mirrored),
 ) -> Result<(SyncReport, bool), SyncError> {
     let table = store.location().to_string();
@@ -378,10 +390,10 @@ async fn run(
         // the first batch builds on; each batch hands the next the version it published.
         // A relocated table is refused, unless rebuilding: then its metadata mirrors
         // nothing here, and the first batch starts a new history after it.
-        let mut base = if options.rebuild {
-            target.load_as_found().await?
-        } else {
-            target.load().await?
+        let mut base = match preloaded.take() {
+            Some(loaded) => loaded,
+            None if options.rebuild => target.load_as_found().await?,
+            None => target.load().await?,
         };
         let relocated = base
             .as_ref()
