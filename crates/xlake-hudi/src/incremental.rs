@@ -251,3 +251,88 @@ impl HudiSource {
             .and_then(|text| avro_to_schema(text, meta_fields).ok()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use xlake_source::TableSource;
+    use xlake_storage::TableStore;
+
+    use super::*;
+
+    const PROPERTIES: &str = "hoodie.table.name=t\nhoodie.table.type=COPY_ON_WRITE\nhoodie.table.version=6\nhoodie.table.partition.fields=p\nhoodie.table.keygenerator.class=org.apache.hudi.keygen.SimpleKeyGenerator\n";
+
+    /// A commit writing `files` (file id, prevCommit) in partition `p=1`.
+    fn commit(instant: &str, files: &[(&str, &str)]) -> String {
+        let schema = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"long"},{"name":"p","type":"string"}]}"#;
+        let stats: Vec<serde_json::Value> = files
+            .iter()
+            .map(|(id, prev)| {
+                serde_json::json!({"fileId": id, "path": format!("p=1/{id}_0-1-1_{instant}.parquet"),
+                    "prevCommit": prev, "partitionPath": "p=1", "fileSizeInBytes": 10, "numWrites": 1})
+            })
+            .collect();
+        serde_json::json!({"partitionToWriteStats": {"p=1": stats},
+            "extraMetadata": {"schema": schema}, "operationType": "UPSERT"})
+        .to_string()
+    }
+
+    async fn table(commits: &[(&str, String)]) -> (tempfile::TempDir, HudiSource) {
+        let dir = tempfile::tempdir().unwrap();
+        let hoodie = dir.path().join(".hoodie");
+        std::fs::create_dir_all(&hoodie).unwrap();
+        std::fs::write(hoodie.join("hoodie.properties"), PROPERTIES).unwrap();
+        for (instant, json) in commits {
+            std::fs::write(hoodie.join(format!("{instant}.commit")), json).unwrap();
+        }
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let source = HudiSource::open(store, Default::default()).await.unwrap();
+        (dir, source)
+    }
+
+    fn mirrored(ids: &[&str]) -> MirrorState {
+        MirrorState {
+            commits: ids.iter().map(|s| s.to_string()).collect(),
+            newest: ids.last().map(|s| (s.to_string(), Default::default())),
+            live_files: None,
+        }
+    }
+
+    const C1: &str = "20240101000000000";
+    const C2: &str = "20240101000001000";
+    const C3: &str = "20240101000002000";
+
+    #[tokio::test]
+    async fn instants_that_only_start_file_groups_need_no_live_files() {
+        // c2 starts group b; c3 rewrites b (started in c2) and starts c.
+        let (_dir, source) = table(&[
+            (C1, commit(C1, &[("a", "null")])),
+            (C2, commit(C2, &[("b", "null")])),
+            (C3, commit(C3, &[("b", C2), ("c", "null")])),
+        ])
+        .await;
+        let state = mirrored(&[C1]);
+        assert_eq!(source.reads_saved_by_live_files(&state).await, 0);
+        let got = source.change_sets(&state).await.unwrap().changes;
+        let ids: Vec<&str> = got.iter().map(|c| c.commit.id.as_str()).collect();
+        assert_eq!(ids, [C2, C3]);
+        // The first pass ran: c3 replaces the base file c2 added.
+        assert!(got[0].added[0].removed_later);
+        assert_eq!(got[1].removed, [format!("p=1/b_0-1-1_{C2}.parquet")]);
+    }
+
+    #[tokio::test]
+    async fn an_instant_rewriting_a_mirrored_group_needs_the_live_files() {
+        let (_dir, source) = table(&[
+            (C1, commit(C1, &[("a", "null")])),
+            (C2, commit(C2, &[("a", C1), ("b", "null")])),
+        ])
+        .await;
+        let state = mirrored(&[C1]);
+        assert_eq!(source.reads_saved_by_live_files(&state).await, 1);
+        // Without them: the replay starts at the first instant (the engine skips c1).
+        let got = source.change_sets(&state).await.unwrap().changes;
+        let ids: Vec<&str> = got.iter().map(|c| c.commit.id.as_str()).collect();
+        assert_eq!(ids, [C1, C2]);
+        assert_eq!(got[1].removed, [format!("p=1/a_0-1-1_{C1}.parquet")]);
+    }
+}
