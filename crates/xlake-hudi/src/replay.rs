@@ -52,9 +52,10 @@ impl HudiSource {
     /// for the removals, once for the change sets; once when the replay gives at most one
     /// change set (no later one can remove what it adds).
     ///
-    /// Given the mirror's live files ([`MirrorState::live_files`]), the replay starts after
-    /// the newest mirrored instant where that gives the same change sets (see
-    /// [`incremental`](crate::incremental)), and reads only the instants after it.
+    /// Given the mirror's live files ([`MirrorState::live_files`]), or without them when
+    /// the instants after the newest mirrored one only start new file groups, the replay
+    /// starts after that instant where that gives the same change sets (see the private
+    /// `incremental` module), and reads only the instants after it.
     pub async fn replay_from(&self, state: &MirrorState) -> Result<HudiReplay<'_>> {
         let mirrored = &state.commits;
         let start = self.incremental_start(state).await?;
