@@ -86,29 +86,42 @@ def generate(root, commits, files, seed=7):
     return len(groups)
 
 
-def append_commit(root, files, seed):
-    """One more upsert commit of `files` base files on a generated table; its instant."""
+def append_commit(root, files, seed, upserts=0):
+    """One more commit of `files` base files on a generated table; its instant. All start
+    new file groups (prevCommit "null"), except `upserts` of them, which write new base
+    files of groups the newest commit wrote (prevCommit its instant)."""
     root = pathlib.Path(root)
     hoodie = root / ".hoodie"
     done = sorted(p.name.split(".")[0] for p in hoodie.glob("*.commit"))
     n = len(done)
     ts = instant(n)
     rng = random.Random(seed)
+    previous = []
+    if upserts and done:
+        last = json.loads((hoodie / f"{done[-1]}.commit").read_text())
+        previous = [(s["fileId"], s["partitionPath"]) for ss in
+                    last["partitionToWriteStats"].values() for s in ss][:upserts]
     stats = {}
     for i in range(files):
-        part = f"day=2024-01-{rng.randrange(1, 101):03d}"
-        file_id = f"inc{n:05d}{i:03d}-0000-0000-0000-000000000000-0"
+        if i < len(previous):
+            (file_id, part), prev = previous[i], done[-1]
+        else:
+            part = f"day=2024-01-{rng.randrange(1, 101):03d}"
+            file_id = f"inc{n:05d}{i:03d}-0000-0000-0000-000000000000-0"
+            prev = "null"
         rel = f"{part}/{file_id}_0-1-1_{ts}.parquet"
         src = real_file(root, 0)
         (root / part).mkdir(parents=True, exist_ok=True)
         os.link(src, root / rel)
         stats.setdefault(part, []).append({
-            "fileId": file_id, "path": rel, "prevCommit": "null", "numWrites": ROWS,
-            "numDeletes": 0, "numUpdateWrites": 0, "numInserts": ROWS,
+            "fileId": file_id, "path": rel, "prevCommit": prev, "numWrites": ROWS,
+            "numDeletes": 0, "numUpdateWrites": 0 if prev == "null" else ROWS,
+            "numInserts": ROWS if prev == "null" else 0,
             "totalWriteBytes": src.stat().st_size, "totalWriteErrors": 0,
             "partitionPath": part, "fileSizeInBytes": src.stat().st_size})
     meta = {"partitionToWriteStats": stats, "compacted": False,
-            "extraMetadata": {"schema": json.dumps(SCHEMA)}, "operationType": "INSERT"}
+            "extraMetadata": {"schema": json.dumps(SCHEMA)},
+            "operationType": "UPSERT" if previous else "INSERT"}
     (hoodie / f"{ts}.commit.requested").write_text("")
     (hoodie / f"{ts}.inflight").write_text("")
     (hoodie / f"{ts}.commit").write_text(json.dumps(meta))

@@ -18,6 +18,16 @@ pub struct WriteStat {
     pub file_size_in_bytes: Option<u64>,
     /// Records written to the file: for a base file, all its rows.
     pub num_writes: Option<u64>,
+    /// The instant of the file slice this write builds on; `"null"` when the write starts
+    /// a new file group (Hudi's `HoodieWriteStat.NULL_COMMIT`).
+    pub prev_commit: Option<String>,
+}
+
+impl WriteStat {
+    /// Whether the write starts a new file group, as Hudi records it.
+    pub fn starts_file_group(&self) -> bool {
+        self.prev_commit.as_deref() == Some("null")
+    }
 }
 
 /// `HoodieCommitMetadata` / `HoodieReplaceCommitMetadata`.

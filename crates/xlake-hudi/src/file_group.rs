@@ -30,7 +30,7 @@ pub struct Effect {
 }
 
 /// The live base files, one per file group.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct FileGroups {
     live: BTreeMap<(String, String), BaseFile>,
 }
@@ -57,7 +57,7 @@ pub fn parse_base_file_name(name: &str) -> Option<(&str, &str)> {
 }
 
 /// True for Hudi log files (`.<fileId>_<instant>.log.<version>_<token>`).
-fn is_log_file(path: &str) -> bool {
+pub(crate) fn is_log_file(path: &str) -> bool {
     path.rsplit('/')
         .next()
         .is_some_and(|name| name.starts_with('.') && name.contains(".log."))
@@ -160,6 +160,7 @@ mod tests {
                 partition_path: Some("p".into()),
                 file_size_in_bytes: Some(10),
                 num_writes: Some(1),
+                prev_commit: None,
             })
             .collect();
         CommitMetadata {

@@ -8,6 +8,12 @@
 //! 6), no later rollback or restore undoes a mirrored instant, every live file has a Hudi
 //! base-file name, and a schema is found at or before the instant. Otherwise the replay
 //! starts at the timeline's first instant, as it always did.
+//!
+//! The live files are only needed for the file groups the later instants write to again
+//! or replace. When the few instants after the newest mirrored one only start new file
+//! groups (every base file's write stat has `prevCommit` `"null"`, Hudi's mark of a
+//! create, or builds on a group one of them started; nothing replaced), the replay
+//! starts after it without them: the engine then does not read the mirror's manifests.
 
 use std::collections::BTreeSet;
 
@@ -16,7 +22,7 @@ use xlake_source::MirrorState;
 
 use crate::commit_metadata::{CommitMetadata, RestoreMetadata, RollbackMetadata};
 use crate::error::Result;
-use crate::file_group::{parse_base_file_path, BaseFile};
+use crate::file_group::{is_log_file, parse_base_file_path, BaseFile};
 use crate::instant::Instant;
 use crate::schema::avro_to_schema;
 use crate::source::{gets_snapshot, kind, Kind};
@@ -25,6 +31,10 @@ use crate::HudiSource;
 
 /// Write instants looked back through for the schema before giving up on the shortcut.
 const SCHEMA_LOOKBACK: usize = 20;
+
+/// Write instants after the newest mirrored one read to find that they only start new
+/// file groups (beyond that, reading the mirror's live files costs less).
+const FRESH_LOOKAHEAD: usize = 8;
 
 /// Where an incremental replay starts.
 #[derive(Debug)]
@@ -53,31 +63,42 @@ impl HudiSource {
         (!gap).then_some(at)
     }
 
-    /// How many instant files the shortcut saves reading (0: it does not apply).
-    pub(crate) fn incremental_saving(&self, mirrored: &MirrorState) -> usize {
-        self.incremental_base(mirrored).map_or(0, |at| {
-            self.timeline().completed[..=at]
-                .iter()
-                .filter(|i| gets_snapshot(&i.action))
-                .count()
-        })
+    /// How many instant files the shortcut saves reading when given the mirror's live
+    /// files; 0 when it does not apply, or when it applies without them (the instants
+    /// after the newest mirrored one only start new file groups).
+    pub(crate) async fn incremental_saving(&self, mirrored: &MirrorState) -> usize {
+        let Some(at) = self.incremental_base(mirrored) else {
+            return 0;
+        };
+        let completed = &self.timeline().completed;
+        if self.only_new_groups(&completed[at + 1..]).await {
+            return 0;
+        }
+        completed[..=at]
+            .iter()
+            .filter(|i| gets_snapshot(&i.action))
+            .count()
     }
 
-    /// The start of an incremental replay, when the mirror's live files are given and the
-    /// shortcut applies; `None`: replay from the first instant.
+    /// The start of an incremental replay, when the shortcut applies: with the mirror's
+    /// live files when given, else only when the later instants need none of them;
+    /// `None`: replay from the first instant.
     pub(crate) async fn incremental_start(&self, mirrored: &MirrorState) -> Result<Option<Start>> {
-        let (Some(at), Some(live)) = (self.incremental_base(mirrored), &mirrored.live_files) else {
+        let Some(at) = self.incremental_base(mirrored) else {
             return Ok(None);
         };
         let completed = &self.timeline().completed;
-        if self
-            .undoes_mirrored(&completed[at + 1..], &mirrored.commits)
-            .await?
-        {
+        let later = &completed[at + 1..];
+        if self.undoes_mirrored(later, &mirrored.commits).await? {
             return Ok(None);
         }
-        let Some(seed) = self.seed_from(live) else {
-            return Ok(None);
+        let seed = match &mirrored.live_files {
+            Some(live) => match self.seed_from(live) {
+                Some(seed) => seed,
+                None => return Ok(None),
+            },
+            None if self.only_new_groups(later).await => Vec::new(),
+            None => return Ok(None),
         };
         let Some(schema) = self.schema_at(&completed[..=at]).await? else {
             return Ok(None);
@@ -87,6 +108,66 @@ impl HudiSource {
             seed,
             schema,
         }))
+    }
+
+    /// Whether the write instants in `later` (at most [`FRESH_LOOKAHEAD`] of them) only
+    /// start new file groups, so that no live file before them is replaced: each base
+    /// file's write stat has `prevCommit` `"null"` (Hudi's create) or builds on a group
+    /// started in `later`, and nothing is replaced. Rollbacks and restores change no file
+    /// group in a replay that starts after the newest mirrored instant (one that undoes a
+    /// mirrored instant stops the shortcut). Unreadable metadata: `false`, and the replay
+    /// reports it where it belongs. Cached: the engine asks before the replay does.
+    async fn only_new_groups(&self, later: &[Instant]) -> bool {
+        let key = later.first().map(|i| i.requested.clone());
+        let cached = self.only_new_groups.lock().ok().and_then(|c| c.clone());
+        if let Some((_, fresh)) = cached.filter(|(k, _)| *k == key) {
+            return fresh;
+        }
+        let fresh = self.read_only_new_groups(later).await;
+        if let Ok(mut cached) = self.only_new_groups.lock() {
+            *cached = Some((key, fresh));
+        }
+        fresh
+    }
+
+    /// [`Self::only_new_groups`], uncached.
+    async fn read_only_new_groups(&self, later: &[Instant]) -> bool {
+        let writes: Vec<&Instant> = later
+            .iter()
+            .filter(|i| matches!(kind(&i.action), Some(Kind::Commit)))
+            .collect();
+        if writes.len() > FRESH_LOOKAHEAD {
+            return false;
+        }
+        let skip_logs = self.options.mor_read_optimized;
+        let mut started: BTreeSet<(String, String)> = BTreeSet::new();
+        for instant in writes {
+            let Ok(json) = read_instant(self.store(), instant).await else {
+                return false;
+            };
+            let Ok(meta) = serde_json::from_value::<CommitMetadata>(json) else {
+                return false;
+            };
+            if meta.replaced().next().is_some() {
+                return false;
+            }
+            for stat in meta.write_stats() {
+                let path = stat.path.as_deref().unwrap_or_default();
+                if skip_logs && is_log_file(path) {
+                    continue;
+                }
+                let (Some(file_id), partition) = (&stat.file_id, &stat.partition_path) else {
+                    return false;
+                };
+                let key = (partition.clone().unwrap_or_default(), file_id.clone());
+                if stat.starts_file_group() {
+                    started.insert(key);
+                } else if !started.contains(&key) {
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// Whether a rollback or restore among `later` undoes a mirrored instant (its effect
@@ -168,5 +249,90 @@ impl HudiSource {
             .create_schema
             .as_ref()
             .and_then(|text| avro_to_schema(text, meta_fields).ok()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use xlake_source::TableSource;
+    use xlake_storage::TableStore;
+
+    use super::*;
+
+    const PROPERTIES: &str = "hoodie.table.name=t\nhoodie.table.type=COPY_ON_WRITE\nhoodie.table.version=6\nhoodie.table.partition.fields=p\nhoodie.table.keygenerator.class=org.apache.hudi.keygen.SimpleKeyGenerator\n";
+
+    /// A commit writing `files` (file id, prevCommit) in partition `p=1`.
+    fn commit(instant: &str, files: &[(&str, &str)]) -> String {
+        let schema = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"long"},{"name":"p","type":"string"}]}"#;
+        let stats: Vec<serde_json::Value> = files
+            .iter()
+            .map(|(id, prev)| {
+                serde_json::json!({"fileId": id, "path": format!("p=1/{id}_0-1-1_{instant}.parquet"),
+                    "prevCommit": prev, "partitionPath": "p=1", "fileSizeInBytes": 10, "numWrites": 1})
+            })
+            .collect();
+        serde_json::json!({"partitionToWriteStats": {"p=1": stats},
+            "extraMetadata": {"schema": schema}, "operationType": "UPSERT"})
+        .to_string()
+    }
+
+    async fn table(commits: &[(&str, String)]) -> (tempfile::TempDir, HudiSource) {
+        let dir = tempfile::tempdir().unwrap();
+        let hoodie = dir.path().join(".hoodie");
+        std::fs::create_dir_all(&hoodie).unwrap();
+        std::fs::write(hoodie.join("hoodie.properties"), PROPERTIES).unwrap();
+        for (instant, json) in commits {
+            std::fs::write(hoodie.join(format!("{instant}.commit")), json).unwrap();
+        }
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let source = HudiSource::open(store, Default::default()).await.unwrap();
+        (dir, source)
+    }
+
+    fn mirrored(ids: &[&str]) -> MirrorState {
+        MirrorState {
+            commits: ids.iter().map(|s| s.to_string()).collect(),
+            newest: ids.last().map(|s| (s.to_string(), Default::default())),
+            live_files: None,
+        }
+    }
+
+    const C1: &str = "20240101000000000";
+    const C2: &str = "20240101000001000";
+    const C3: &str = "20240101000002000";
+
+    #[tokio::test]
+    async fn instants_that_only_start_file_groups_need_no_live_files() {
+        // c2 starts group b; c3 rewrites b (started in c2) and starts c.
+        let (_dir, source) = table(&[
+            (C1, commit(C1, &[("a", "null")])),
+            (C2, commit(C2, &[("b", "null")])),
+            (C3, commit(C3, &[("b", C2), ("c", "null")])),
+        ])
+        .await;
+        let state = mirrored(&[C1]);
+        assert_eq!(source.reads_saved_by_live_files(&state).await, 0);
+        let got = source.change_sets(&state).await.unwrap().changes;
+        let ids: Vec<&str> = got.iter().map(|c| c.commit.id.as_str()).collect();
+        assert_eq!(ids, [C2, C3]);
+        // The first pass ran: c3 replaces the base file c2 added.
+        assert!(got[0].added[0].removed_later);
+        assert_eq!(got[1].removed, [format!("p=1/b_0-1-1_{C2}.parquet")]);
+    }
+
+    #[tokio::test]
+    async fn an_instant_rewriting_a_mirrored_group_needs_the_live_files() {
+        let (_dir, source) = table(&[
+            (C1, commit(C1, &[("a", "null")])),
+            (C2, commit(C2, &[("a", C1), ("b", "null")])),
+        ])
+        .await;
+        let state = mirrored(&[C1]);
+        assert_eq!(source.reads_saved_by_live_files(&state).await, 1);
+        // Without them: the replay starts at the first instant (the engine skips c1).
+        let got = source.change_sets(&state).await.unwrap().changes;
+        let ids: Vec<&str> = got.iter().map(|c| c.commit.id.as_str()).collect();
+        assert_eq!(ids, [C1, C2]);
+        assert_eq!(got[1].removed, [format!("p=1/a_0-1-1_{C1}.parquet")]);
     }
 }

@@ -4,9 +4,11 @@
 //! file groups (a new base file replaces the group's old one), so the replay keeps the live
 //! base file of every file group: its memory is bounded by the table's live files (and by
 //! the removed paths' keys), not by its history. The first pass, which finds the files a
-//! later instant removes, is the same replay run once before, its change sets dropped.
+//! later instant removes, is the same replay run once before, its change sets dropped;
+//! a replay of at most one change set has no later instant and skips it.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
+use std::sync::Arc;
 
 use xlake_model::{ChangeSet, RemovedLater, Schema, SourceCommit};
 use xlake_source::{ChangeStream, MirrorState, SourceError};
@@ -18,16 +20,15 @@ use crate::instant::{instant_millis, Instant};
 use crate::partition_path::partition_spec;
 use crate::properties::TableType;
 use crate::schema::avro_to_schema;
-use crate::source::{kind, Kind, VIEW_NOTE};
+use crate::source::{gets_snapshot, kind, Kind, VIEW_NOTE};
 use crate::HudiSource;
 
 /// A replay of a Hudi timeline in progress.
 pub struct HudiReplay<'a> {
     source: &'a HudiSource,
-    /// The instants the target holds.
-    mirrored: BTreeSet<String>,
-    /// Requested times of the completed instants.
-    completed: HashSet<&'a str>,
+    /// The instants the target holds that are no longer on the timeline (rolled back
+    /// after being mirrored).
+    gone: Arc<HashSet<String>>,
     groups: FileGroups,
     schema: Option<Schema>,
     notes: Vec<String>,
@@ -48,76 +49,76 @@ impl HudiSource {
     /// timeline, and for tables whose early instants are archived: the first change set
     /// then carries the whole state at the oldest retained instant, unless earlier
     /// instants are mirrored already). The timeline's commit metadata is read twice: once
-    /// for the removals, once for the change sets.
+    /// for the removals, once for the change sets; once when the replay gives at most one
+    /// change set (no later one can remove what it adds).
     ///
-    /// Given the mirror's live files ([`MirrorState::live_files`]), the replay starts after
-    /// the newest mirrored instant where that gives the same change sets (see
-    /// [`incremental`](crate::incremental)), and reads only the instants after it.
+    /// Given the mirror's live files ([`MirrorState::live_files`]), or without them when
+    /// the instants after the newest mirrored one only start new file groups, the replay
+    /// starts after that instant where that gives the same change sets (see the private
+    /// `incremental` module), and reads only the instants after it.
     pub async fn replay_from(&self, state: &MirrorState) -> Result<HudiReplay<'_>> {
         let mirrored = &state.commits;
         let start = self.incremental_start(state).await?;
-        let seed = match &start {
-            Some(s) => s.seed.clone(),
-            None => self.archived_state(mirrored).await?,
+        let (from, schema, seed) = match start {
+            Some(s) => (s.from, Some(s.schema), s.seed),
+            None => (0, None, self.archived_state(mirrored).await?),
         };
         let mut notes = Vec::new();
-        if !seed.is_empty() && start.is_none() {
+        if !seed.is_empty() && from == 0 {
             notes.push(format!(
                 "early instants are archived: {} base files they left live are taken from the file listing{}",
                 seed.len(),
                 if mirrored.is_empty() { "; the first snapshot holds the table as of the oldest retained instant" } else { "" }
             ));
         }
-        let begin = |seed| {
-            let mut replay = HudiReplay::new(self, mirrored, seed, notes.clone());
-            if let Some(s) = &start {
-                replay.next = s.from;
-                replay.schema = Some(s.schema.clone());
-            }
-            replay
+        let completed = &self.timeline().completed;
+        let on_timeline: HashSet<&str> = completed.iter().map(|i| i.requested.as_str()).collect();
+        let gone: Arc<HashSet<String>> = Arc::new(
+            mirrored
+                .iter()
+                .filter(|id| !on_timeline.contains(id.as_str()))
+                .cloned()
+                .collect(),
+        );
+        let unmirrored_seed = if mirrored.is_empty() {
+            seed.clone()
+        } else {
+            Vec::new()
         };
-        let mut first = begin(seed.clone());
-        let later = xlake_source::removals_of(&mut first).await;
-        drop(first);
-        let mut replay = begin(seed);
+        let mut groups = FileGroups::default();
+        groups.seed(seed);
+        let begin = |groups: FileGroups, unmirrored_seed: Vec<BaseFile>| HudiReplay {
+            source: self,
+            gone: gone.clone(),
+            groups,
+            schema: schema.clone(),
+            notes: notes.clone(),
+            unmirrored_seed,
+            next: from,
+            given: 0,
+            later: RemovedLater::default(),
+            done: false,
+        };
+        // The first pass only marks files that a later change set removes.
+        let changes = completed
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .filter(|i| gets_snapshot(&i.action))
+            .count();
+        let later = if changes > 1 {
+            let mut first = begin(groups.clone(), unmirrored_seed.clone());
+            xlake_source::removals_of(&mut first).await
+        } else {
+            RemovedLater::default()
+        };
+        let mut replay = begin(groups, unmirrored_seed);
         replay.later = later;
         Ok(replay)
     }
 }
 
 impl<'a> HudiReplay<'a> {
-    fn new(
-        source: &'a HudiSource,
-        mirrored: &BTreeSet<String>,
-        seed: Vec<BaseFile>,
-        notes: Vec<String>,
-    ) -> Self {
-        let mut groups = FileGroups::default();
-        groups.seed(seed.clone());
-        Self {
-            source,
-            mirrored: mirrored.clone(),
-            completed: source
-                .timeline()
-                .completed
-                .iter()
-                .map(|i| i.requested.as_str())
-                .collect(),
-            groups,
-            schema: None,
-            notes,
-            unmirrored_seed: if mirrored.is_empty() {
-                seed
-            } else {
-                Vec::new()
-            },
-            next: 0,
-            given: 0,
-            later: RemovedLater::default(),
-            done: false,
-        }
-    }
-
     /// The next change set, marked; `None` at the end and after an error.
     async fn next_change(&mut self) -> Option<Result<ChangeSet>> {
         let completed = &self.source.timeline().completed;
@@ -145,8 +146,7 @@ impl<'a> HudiReplay<'a> {
 
     /// Instants rolled back after being mirrored: Hudi removed them from the timeline.
     fn dropped(&self, ids: &[String]) -> bool {
-        ids.iter()
-            .any(|id| !self.completed.contains(id.as_str()) && self.mirrored.contains(id))
+        ids.iter().any(|id| self.gone.contains(id))
     }
 
     /// What `instant` did, as a change set; `None` for an instant that changes no file.

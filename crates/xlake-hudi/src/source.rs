@@ -62,6 +62,9 @@ pub struct HudiSource {
     config: TableConfig,
     timeline: Timeline,
     pub(crate) options: HudiOptions,
+    /// Whether the instants from the one named on only start new file groups (see
+    /// [`incremental`](crate::incremental)), once read.
+    pub(crate) only_new_groups: std::sync::Mutex<Option<(Option<String>, bool)>>,
 }
 
 impl HudiSource {
@@ -111,6 +114,7 @@ impl HudiSource {
             config,
             timeline,
             options,
+            only_new_groups: Default::default(),
         })
     }
 

@@ -195,7 +195,7 @@ impl TableSource for HudiSource {
         Ok(Box::new(self.replay_from(mirrored).await?))
     }
 
-    fn reads_saved_by_live_files(&self, mirrored: &MirrorState) -> usize {
-        self.incremental_saving(mirrored)
+    async fn reads_saved_by_live_files(&self, mirrored: &MirrorState) -> usize {
+        self.incremental_saving(mirrored).await
     }
 }

@@ -113,9 +113,11 @@ pub trait TableSource: Send + Sync {
 
     /// How many of its own commit files the replay would not read if it were given the
     /// target's live files ([`MirrorState::live_files`]) to start after the newest
-    /// mirrored commit; 0 when it would not use them. Decided from names alone. The
-    /// engine reads the live files first when that costs fewer reads than it saves.
-    fn reads_saved_by_live_files(&self, _mirrored: &MirrorState) -> usize {
+    /// mirrored commit; 0 when it would not use them (it may then start there without
+    /// them). Decided from names, and at most a few commits after the newest mirrored
+    /// one. The engine reads the live files first when that costs fewer reads than it
+    /// saves.
+    async fn reads_saved_by_live_files(&self, _mirrored: &MirrorState) -> usize {
         0
     }
 

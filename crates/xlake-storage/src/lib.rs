@@ -107,6 +107,8 @@ pub struct TableStore {
     probed: Arc<tokio::sync::OnceCell<Result<(), String>>>,
     /// How transient failures are retried.
     retry: RetryPolicy,
+    /// The root's folder when it is local disk opened by path ([`Self::list_names`]).
+    local_root: Option<std::path::PathBuf>,
     /// Where this handle records what it writes (see [`Self::journaled`]).
     journal: Option<Journal>,
 }
@@ -369,6 +371,7 @@ impl TableStore {
             known_atomic: true,
             probed: Arc::default(),
             retry: RetryPolicy::default(),
+            local_root: Some(abs.to_path_buf()),
             journal: None,
         })
     }
@@ -420,6 +423,7 @@ impl TableStore {
             known_atomic: false,
             probed: Arc::default(),
             retry: RetryPolicy::default(),
+            local_root: None,
             journal: None,
         }
     }
@@ -734,6 +738,42 @@ impl TableStore {
         Ok(entries)
     }
 
+    /// The names of the objects directly under a table-relative directory (not
+    /// recursive), sorted: what [`Self::list_dir`] lists, without sizes and times. On a
+    /// local root opened by path the folder is read directly, its entries not each
+    /// stat-ed as object_store's listing does (thousands of instant files in a Hudi
+    /// timeline); elsewhere it is [`Self::list_dir`].
+    pub async fn list_names(&self, dir: &str) -> Result<Vec<String>, StorageError> {
+        let Some(root) = &self.local_root else {
+            let entries = self.list_dir(dir).await?;
+            return Ok(entries
+                .into_iter()
+                .filter_map(|e| e.path.rsplit('/').next().map(str::to_string))
+                .collect());
+        };
+        self.object_path(dir)?;
+        let folder = root.join(dir.trim_matches('/'));
+        let read = tokio::task::spawn_blocking(move || local_names(&folder)).await;
+        let listed = match read {
+            Ok(listed) => listed,
+            Err(e) => Err(std::io::Error::other(e)),
+        };
+        match listed {
+            Ok(mut names) => {
+                names.sort();
+                Ok(names)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(self.backend_error(
+                dir,
+                object_store::Error::Generic {
+                    store: "LocalFileSystem",
+                    source: Box::new(e),
+                },
+            )),
+        }
+    }
+
     /// Every object below a table-relative directory, recursively.
     pub async fn list_recursive(&self, dir: &str) -> Result<Vec<Entry>, StorageError> {
         let p = self.object_path(dir)?;
@@ -759,6 +799,35 @@ impl TableStore {
         entries.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(entries)
     }
+}
+
+/// The names of the files (not folders) in a local folder, as object_store lists them:
+/// symbolic links followed, names that are not valid object names (a staged upload's
+/// `#n` suffix, non-UTF-8) left out. Only a link needs a stat.
+fn local_names(folder: &std::path::Path) -> std::io::Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(folder)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let file = if kind.is_symlink() {
+            std::fs::metadata(entry.path()).is_ok_and(|m| m.is_file())
+        } else {
+            kind.is_file()
+        };
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        if file && object_store::path::PathPart::parse(&name).is_ok() && !staged_upload(&name) {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
+/// object_store's local backend names a staged upload `<name>#<n>` and does not list it.
+fn staged_upload(name: &str) -> bool {
+    name.split_once('#')
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// A location as a local path: a `file:` URL or a plain path; `None` for other URLs.
@@ -865,6 +934,33 @@ mod tests {
         assert_eq!(journal.since(0), ["a", "b"]);
         assert_eq!(journal.since(mark), ["b"]);
         assert!(journal.since(9).is_empty());
+    }
+
+    #[tokio::test]
+    async fn names_are_listed_as_object_store_lists_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_str().unwrap();
+        for name in ["t/2.commit", "t/1.commit", "t/sub/x", "t/up#1", "t/a#b"] {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, b"x").unwrap();
+        }
+        std::os::unix::fs::symlink(dir.path().join("t/1.commit"), dir.path().join("t/3.link"))
+            .unwrap();
+        std::os::unix::fs::symlink(dir.path().join("t/sub"), dir.path().join("t/dirlink")).unwrap();
+        let local = TableStore::open(root).unwrap();
+        // The same disk through a store built by the caller: object_store's own listing.
+        let wrapped = TableStore::from_store(
+            Arc::new(LocalFileSystem::new()),
+            Path::from_filesystem_path(dir.path()).unwrap(),
+            root.to_string(),
+            String::new(),
+        );
+        let names = local.list_names("t").await.unwrap();
+        assert_eq!(names, ["1.commit", "2.commit", "3.link", "a#b"]);
+        assert_eq!(wrapped.list_names("t").await.unwrap(), names);
+        assert!(local.list_names("missing").await.unwrap().is_empty());
+        assert!(wrapped.list_names("missing").await.unwrap().is_empty());
     }
 
     #[tokio::test]

@@ -277,16 +277,13 @@ pub async fn mirror_commit(
         )));
     }
     let entry = precheck_catalog(&store, options).await?;
-    // The version just read is the first plan's base: one read of it per command.
-    let until = Until {
-        commit,
-        loaded: Some(loaded),
-    };
+    // The metadata just read is the first plan's base: one read of it per command.
     let outcome = run(
         store.clone(),
         source.as_mut(),
         options,
-        Some(until),
+        Some(commit),
+        (!options.rebuild).then_some(loaded),
         progress,
     )
     .await;
@@ -321,7 +318,15 @@ pub async fn sync_store(
 ) -> Result<SyncReport, SyncError> {
     let mut source = sources::open(&store, options).await?;
     let entry = precheck_catalog(&store, options).await?;
-    let outcome = run(store.clone(), source.as_mut(), options, None, progress).await;
+    let outcome = run(
+        store.clone(),
+        source.as_mut(),
+        options,
+        None,
+        None,
+        progress,
+    )
+    .await;
     let Some(entry) = entry else {
         return Ok(outcome?.0);
     };
@@ -346,26 +351,17 @@ async fn precheck_catalog(
     Ok(Some(entry))
 }
 
-/// The commit an in-commit run stops after, and the version its caller loaded already
-/// (taken as the first plan's base).
-struct Until<'a> {
-    commit: &'a str,
-    loaded: Option<Option<LoadedTable>>,
-}
-
 /// Mirror pending commits in order, stopping after `until` when given; also says whether
-/// `until` is mirrored at the end.
+/// `until` is mirrored at the end. `preloaded`: the table's metadata as the caller just
+/// loaded it (not for a rebuild), the first plan's base.
 async fn run(
     store: TableStore,
     source: &mut dyn TableSource,
     options: &SyncOptions,
-    until: Option<Until<'_>>,
+    until: Option<&str>,
+    mut preloaded: Option<Option<LoadedTable>>,
     mut progress: impl FnMut(&Mirrored),
 ) -> Result<(SyncReport, bool), SyncError> {
-    let (until, mut preloaded) = match until {
-        Some(u) => (Some(u.commit), u.loaded),
-        None => (None, None),
-    };
     let table = store.location().to_string();
     let mut target = IcebergTable::new(store.clone())
         .with_properties(options.properties.clone())
@@ -395,9 +391,9 @@ async fn run(
         // A relocated table is refused, unless rebuilding: then its metadata mirrors
         // nothing here, and the first batch starts a new history after it.
         let mut base = match preloaded.take() {
-            Some(loaded) if !options.rebuild => loaded,
-            _ if options.rebuild => target.load_as_found().await?,
-            _ => target.load_for_commit().await?,
+            Some(loaded) => loaded,
+            None if options.rebuild => target.load_as_found().await?,
+            None => target.load_for_commit().await?,
         };
         let relocated = base
             .as_ref()
@@ -427,7 +423,7 @@ async fn run(
         }
         let mut state = mirror_state(base.as_ref().filter(|_| !relocated));
         // A manifest costs about as much as four small commit files to read and decode.
-        let saved = source.reads_saved_by_live_files(&state);
+        let saved = source.reads_saved_by_live_files(&state).await;
         if let Some(loaded) = base.as_ref().filter(|_| !relocated && saved > 0) {
             state.live_files = target.current_files(loaded, saved / 4).await?;
         }
