@@ -91,9 +91,7 @@ pub async fn metadata_and_protocol(
     // First the rows holding either action, by one flat column of each (cheap to decode
     // over a million rows); then every column of the two, on those rows only.
     let selection = match markers(schema) {
-        Some(markers) => {
-            rows_with_values(file.clone(), &meta, (&groups, pages), markers).await?
-        }
+        Some(markers) => rows_with_values(file.clone(), &meta, (&groups, pages), markers).await?,
         None => pages,
     };
     let mask = ProjectionMask::roots(schema, roots);
@@ -167,7 +165,9 @@ async fn rows_with_values(
                 None => (0..batch.num_rows()).collect(),
             };
             for i in valid {
-                let row = numbers.get(first + i).ok_or("checkpoint rows past the selection")?;
+                let row = numbers
+                    .get(first + i)
+                    .ok_or("checkpoint rows past the selection")?;
                 found.insert(*row);
             }
         }
