@@ -101,12 +101,13 @@ impl LoadedTable {
     pub fn ancestry(&self) -> Vec<(i64, i64, Option<SyncMetadata>)> {
         let mut out = Vec::new();
         let mut next = self.metadata.current_snapshot_id();
-        while let Some(h) = next.and_then(|id| self.history.head(id)) {
+        // At most every snapshot once: a parent cycle (a broken table) ends the walk.
+        while let Some(h) = next
+            .filter(|_| out.len() < self.history.heads().len())
+            .and_then(|id| self.history.head(id))
+        {
             out.push((h.snapshot_id, h.timestamp_ms, h.sync()));
             next = h.parent_snapshot_id;
-            if out.len() > self.history.heads().len() {
-                break; // a parent cycle (a broken table): each snapshot once
-            }
         }
         out.reverse();
         out
@@ -257,6 +258,24 @@ impl IcebergTable {
     /// reports, and to rebuild; see [`Self::recorded_elsewhere`]).
     pub async fn load_as_found(&self) -> Result<Option<LoadedTable>> {
         self.read_current(Parse::Whole).await
+    }
+
+    /// `loaded` with every snapshot parsed: itself when it carries none, else its version
+    /// read again whole (for what rewrites old snapshots, such as a format upgrade).
+    pub(crate) async fn whole(&self, loaded: &LoadedTable) -> Result<LoadedTable> {
+        if loaded.history.carried_count() == 0 {
+            return Ok(loaded.clone());
+        }
+        let path = metadata_file(loaded.version);
+        let bytes = self.store.get(&path).await?;
+        let (metadata, history) = Parse::Whole
+            .read(&bytes)
+            .map_err(|e| self.corrupt(&path, e))?;
+        Ok(LoadedTable {
+            metadata,
+            history: Arc::new(history),
+            ..loaded.clone()
+        })
     }
 
     async fn read_current(&self, parse: Parse) -> Result<Option<LoadedTable>> {
@@ -632,6 +651,31 @@ mod tests {
         assert_eq!(reread.metadata_log().len(), 5);
         let ids: Vec<i64> = ancestry_ids(&table).await;
         assert_eq!(ids.len(), 6);
+    }
+
+    /// A format upgrade rewrites every snapshot in the new format (a v1 snapshot's text
+    /// is not a valid v2 snapshot): a table loaded for a commit is read whole first.
+    #[tokio::test]
+    async fn an_upgrade_of_a_table_loaded_for_a_commit_carries_no_old_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let v2 = IcebergTable::new(store).verify_files(false);
+        for id in 1..=3 {
+            v2.commit(&change(id, &format!("{id}.parquet")))
+                .await
+                .unwrap();
+        }
+        let loaded = v2.load_for_commit().await.unwrap().unwrap();
+        assert_eq!(loaded.history.carried_count(), 2);
+        let v3 = v2.clone().format_version(FormatVersion::V3);
+        let upgraded = v3.upgrade(&loaded).await.unwrap().unwrap();
+        assert_eq!(upgraded.history.carried_count(), 0);
+        assert_eq!(upgraded.metadata.snapshots().count(), 3);
+        let written = std::fs::read(dir.path().join(metadata_file(upgraded.version))).unwrap();
+        let reread = parse_metadata(&written).unwrap();
+        assert_eq!(reread.format_version(), FormatVersion::V3);
+        assert_eq!(reread.snapshots().count(), 3);
+        assert_eq!(upgraded.head(), loaded.head());
     }
 
     async fn ancestry_ids(table: &IcebergTable) -> Vec<i64> {

@@ -113,6 +113,10 @@ impl IcebergTable {
         }
         // Its `vN` is a commit like any other: a store that would overwrite it is refused.
         self.store.verify_put_if_absent().await?;
+        // Every snapshot is rewritten in the new format (a v1 snapshot is not valid v2
+        // text as it stands), so none is carried.
+        let whole = self.whole(loaded).await?;
+        let loaded = &whole;
         let previous = self.store.absolute(&metadata_file(loaded.version));
         let metadata =
             TableMetadataBuilder::new_from_metadata(loaded.metadata.clone(), Some(previous))

@@ -132,6 +132,7 @@ impl IcebergTable {
         let last_list = draft.last_list.take();
         let current = draft.metadata.as_ref();
         let version = self.commit_version(change, current)?;
+        let logged = current.map_or(0, |m| m.history().len());
         let frame = Frame::new(change, (current, &draft.history), version);
         let resolved;
         let change = if change.full_state {
@@ -180,6 +181,14 @@ impl IcebergTable {
             })
             .and_then(|b| b.build())
             .map_err(self.spec_error("add snapshot"))?;
+        // iceberg-rust drops log entries of snapshots it does not hold in some builds; the
+        // draft holds only the working ones (see `crate::history`), so make sure not here.
+        if built.metadata.history().len() <= logged {
+            return Err(self.corrupt(
+                crate::layout::METADATA_DIR,
+                "adding a snapshot would shorten the snapshot log",
+            ));
+        }
         draft.expired_logs.extend(built.expired_metadata_logs);
         draft.metadata = Some(built.metadata);
         draft.base = None;
