@@ -745,14 +745,14 @@ impl TableStore {
     /// timeline); elsewhere it is [`Self::list_dir`].
     pub async fn list_names(&self, dir: &str) -> Result<Vec<String>, StorageError> {
         let Some(root) = &self.local_root else {
-            let entries = self.list_dir(dir).await?;
-            return Ok(entries
-                .into_iter()
-                .filter_map(|e| e.path.rsplit('/').next().map(str::to_string))
-                .collect());
+            return self.names_of(dir).await;
         };
         self.object_path(dir)?;
-        let folder = root.join(dir.trim_matches('/'));
+        // A table-relative folder only; an absolute location goes through object_store.
+        let Some(rel) = self.relative(dir) else {
+            return self.names_of(dir).await;
+        };
+        let folder = root.join(rel.trim_matches('/'));
         let read = tokio::task::spawn_blocking(move || local_names(&folder)).await;
         let listed = match read {
             Ok(listed) => listed,
@@ -772,6 +772,15 @@ impl TableStore {
                 },
             )),
         }
+    }
+
+    /// [`Self::list_names`] through object_store's listing.
+    async fn names_of(&self, dir: &str) -> Result<Vec<String>, StorageError> {
+        let entries = self.list_dir(dir).await?;
+        Ok(entries
+            .into_iter()
+            .filter_map(|e| e.path.rsplit('/').next().map(str::to_string))
+            .collect())
     }
 
     /// Every object below a table-relative directory, recursively.
@@ -959,6 +968,9 @@ mod tests {
         let names = local.list_names("t").await.unwrap();
         assert_eq!(names, ["1.commit", "2.commit", "3.link", "a#b"]);
         assert_eq!(wrapped.list_names("t").await.unwrap(), names);
+        // An absolute location inside the table lists the same folder.
+        let absolute = format!("{}/t", local.location());
+        assert_eq!(local.list_names(&absolute).await.unwrap(), names);
         assert!(local.list_names("missing").await.unwrap().is_empty());
         assert!(wrapped.list_names("missing").await.unwrap().is_empty());
     }
