@@ -179,19 +179,45 @@ impl History {
     }
 }
 
-/// The top level of a `vN.metadata.json`, each value as its text.
-type Document<'a> = BTreeMap<String, &'a RawValue>;
+/// The top level of a `vN.metadata.json`: each value as its text, and the snapshots
+/// each as its text (read in the same pass).
+#[derive(Default)]
+struct Document<'a> {
+    fields: BTreeMap<String, &'a RawValue>,
+    snapshots: Vec<&'a RawValue>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Document<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for Fields<'a> {
+            type Value = Document<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("table metadata")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Document<'a>, A::Error> {
+                let mut doc = Document::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "snapshots" {
+                        doc.snapshots = map.next_value()?;
+                    } else {
+                        doc.fields.insert(key, map.next_value()?);
+                    }
+                }
+                Ok(doc)
+            }
+        }
+        d.deserialize_map(Fields(std::marker::PhantomData))
+    }
+}
 
 /// Parse `bytes` for a commit: the working metadata (every field, and of the snapshots
 /// only the current one and those a ref names) and the [`History`] carrying the others.
 pub fn split(bytes: &[u8]) -> Result<(TableMetadata, History), String> {
     let doc: Document = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-    let raws: Vec<&RawValue> = match doc.get("snapshots") {
-        Some(list) => serde_json::from_str(list.get()).map_err(|e| e.to_string())?,
-        None => Vec::new(),
-    };
+    let raws = &doc.snapshots;
     let mut heads = Vec::with_capacity(raws.len());
-    for raw in &raws {
+    for raw in raws {
         let head: SnapshotHead = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
         heads.push(head);
     }
@@ -222,11 +248,11 @@ fn working_ids(doc: &Document) -> Result<HashSet<i64>, String> {
         snapshot_id: i64,
     }
     let mut ids = HashSet::new();
-    if let Some(current) = doc.get("current-snapshot-id") {
+    if let Some(current) = doc.fields.get("current-snapshot-id") {
         let id: Option<i64> = serde_json::from_str(current.get()).map_err(|e| e.to_string())?;
         ids.extend(id);
     }
-    if let Some(refs) = doc.get("refs") {
+    if let Some(refs) = doc.fields.get("refs") {
         let refs: HashMap<String, RefHead> =
             serde_json::from_str(refs.get()).map_err(|e| e.to_string())?;
         ids.extend(refs.values().map(|r| r.snapshot_id));
@@ -236,9 +262,10 @@ fn working_ids(doc: &Document) -> Result<HashSet<i64>, String> {
 
 /// iceberg-rust's parse of the document with only the `kept` snapshots.
 fn parse_working(doc: &Document, kept: &[&RawValue]) -> Result<TableMetadata, String> {
-    let mut text = Vec::with_capacity(doc.values().map(|v| v.get().len() + 32).sum());
+    let sizes = doc.fields.values().chain(kept).map(|v| v.get().len() + 32);
+    let mut text = Vec::with_capacity(sizes.sum());
     text.push(b'{');
-    for (key, value) in doc.iter().filter(|(k, _)| k.as_str() != "snapshots") {
+    for (key, value) in &doc.fields {
         serde_json::to_writer(&mut text, key).map_err(|e| e.to_string())?;
         text.push(b':');
         text.extend_from_slice(value.get().as_bytes());
