@@ -615,15 +615,7 @@ mod tests {
     /// result reads back whole with every snapshot and the whole snapshot log.
     #[tokio::test]
     async fn a_commit_carries_older_snapshots_as_they_were_written() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
-        let table = IcebergTable::new(store).verify_files(false);
-        for id in 1..=5 {
-            table
-                .commit(&change(id, &format!("{id}.parquet")))
-                .await
-                .unwrap();
-        }
+        let (dir, table) = table_with_commits(5).await;
         let loaded = table.load_for_commit().await.unwrap().unwrap();
         assert_eq!(loaded.metadata.snapshots().count(), 1);
         assert_eq!(loaded.history.carried_count(), 4);
@@ -657,14 +649,7 @@ mod tests {
     /// is not a valid v2 snapshot): a table loaded for a commit is read whole first.
     #[tokio::test]
     async fn an_upgrade_of_a_table_loaded_for_a_commit_carries_no_old_text() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
-        let v2 = IcebergTable::new(store).verify_files(false);
-        for id in 1..=3 {
-            v2.commit(&change(id, &format!("{id}.parquet")))
-                .await
-                .unwrap();
-        }
+        let (dir, v2) = table_with_commits(3).await;
         let loaded = v2.load_for_commit().await.unwrap().unwrap();
         assert_eq!(loaded.history.carried_count(), 2);
         let v3 = v2.clone().format_version(FormatVersion::V3);
@@ -676,6 +661,18 @@ mod tests {
         assert_eq!(reread.format_version(), FormatVersion::V3);
         assert_eq!(reread.snapshots().count(), 3);
         assert_eq!(upgraded.head(), loaded.head());
+    }
+
+    /// A v2 table in a new folder with `n` one-file commits, one version each.
+    async fn table_with_commits(n: i64) -> (tempfile::TempDir, IcebergTable) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let table = IcebergTable::new(store).verify_files(false);
+        for id in 1..=n {
+            let file = format!("{id}.parquet");
+            table.commit(&change(id, &file)).await.unwrap();
+        }
+        (dir, table)
     }
 
     async fn ancestry_ids(table: &IcebergTable) -> Vec<i64> {
