@@ -25,6 +25,11 @@ use crate::summary::{SyncMetadata, XTABLE_METADATA};
 /// Summary keys a head keeps besides [`XTABLE_METADATA`]: xlake's own notes.
 const NOTE_PREFIX: &str = "xlake.";
 
+/// Whether a head keeps summary key `key`.
+fn kept_key(key: &str) -> bool {
+    key == XTABLE_METADATA || key.starts_with(NOTE_PREFIX)
+}
+
 /// What the engine and the planner need of a snapshot they do not build on.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct SnapshotHead {
@@ -76,7 +81,7 @@ impl<'de> Deserialize<'de> for Notes {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Notes, A::Error> {
                 let mut kept = HashMap::new();
                 while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                    if key == XTABLE_METADATA || key.starts_with(NOTE_PREFIX) {
+                    if kept_key(&key) {
                         kept.insert(key.into_owned(), map.next_value::<String>()?);
                     } else {
                         map.next_value::<IgnoredAny>()?;
@@ -125,7 +130,7 @@ impl History {
                     s.summary()
                         .additional_properties
                         .iter()
-                        .filter(|(k, _)| *k == XTABLE_METADATA || k.starts_with(NOTE_PREFIX))
+                        .filter(|(k, _)| kept_key(k))
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect(),
                 ),
