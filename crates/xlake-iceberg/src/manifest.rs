@@ -12,8 +12,8 @@ use std::collections::HashSet;
 use iceberg::io::FileIO;
 use iceberg::spec::{
     DataFile, DataFileBuilder, FormatVersion, Manifest, ManifestContentType, ManifestEntry,
-    ManifestFile, ManifestList, ManifestListWriter, ManifestStatus, ManifestWriter,
-    ManifestWriterBuilder, PartitionSpec, SchemaRef, UNASSIGNED_SEQUENCE_NUMBER,
+    ManifestFile, ManifestListWriter, ManifestStatus, ManifestWriter, ManifestWriterBuilder,
+    PartitionSpec, SchemaRef, UNASSIGNED_SEQUENCE_NUMBER,
 };
 use xlake_storage::TableStore;
 
@@ -124,30 +124,13 @@ pub(crate) fn carries_row_ids<'a>(mut files: impl Iterator<Item = &'a DataFile>)
     files.all(|f| f.first_row_id().is_some())
 }
 
-/// The manifests of a manifest list.
+/// The manifests of a manifest list (see [`crate::list_read`]).
 pub(crate) async fn read_manifest_list(
     store: &TableStore,
     location: &str,
 ) -> Result<Vec<ManifestFile>, String> {
     let bytes = store.get(location).await.map_err(|e| e.to_string())?;
-    ManifestList::parse_with_version(&bytes, list_version(&bytes))
-        .map(|l| l.consume_entries().into_iter().collect())
-        .map_err(|e| format!("{location}: {e}"))
-}
-
-/// The format version a manifest list was written for (its `format-version` key; v3 lists
-/// carry `first_row_id`, which a v2 parse would drop).
-fn list_version(bytes: &[u8]) -> FormatVersion {
-    let v3 = apache_avro::Reader::new(bytes).is_ok_and(|r| {
-        r.user_metadata()
-            .get("format-version")
-            .is_some_and(|v| v.as_slice() == b"3")
-    });
-    if v3 {
-        FormatVersion::V3
-    } else {
-        FormatVersion::V2
-    }
+    crate::list_read::manifests(&bytes, location)
 }
 
 /// Write one manifest (of data files, or of delete files when `deletes`) at `location`,

@@ -1,0 +1,194 @@
+//! Reading a manifest list: every commit reads its parent's, and at 100k files it holds
+//! ~1,000 manifests. iceberg-rust's `ManifestList::parse_with_version` builds an
+//! apache-avro `Value` tree per record and then deserializes that (about a fifth of an
+//! incremental commit at 100k files, benches/README.md); here serde_avro_fast reads the
+//! records straight into a struct with the same fields, aliases and defaults as
+//! iceberg-rust's own (`manifest_list::_serde::ManifestFileV2`/`V3`), by the writer's
+//! schema in the file. A list it cannot read (a codec left out of the build, a schema it
+//! refuses) is parsed by iceberg-rust as before, so errors stay iceberg-rust's.
+
+use iceberg::spec::{FieldSummary, FormatVersion, ManifestContentType, ManifestFile, ManifestList};
+use serde::Deserialize;
+use serde_avro_fast::object_container_file_encoding::Reader;
+use serde_bytes::ByteBuf;
+
+/// One manifest list record, by field name: v1 names (`added_data_files_count`) and
+/// v1's missing fields (content, sequence numbers) read as iceberg-rust reads them.
+#[derive(Deserialize)]
+struct Listed {
+    manifest_path: String,
+    manifest_length: i64,
+    partition_spec_id: i32,
+    #[serde(default)]
+    content: i32,
+    #[serde(default)]
+    sequence_number: i64,
+    #[serde(default)]
+    min_sequence_number: i64,
+    added_snapshot_id: i64,
+    #[serde(alias = "added_data_files_count")]
+    added_files_count: Option<i32>,
+    #[serde(alias = "existing_data_files_count")]
+    existing_files_count: Option<i32>,
+    #[serde(alias = "deleted_data_files_count")]
+    deleted_files_count: Option<i32>,
+    added_rows_count: Option<i64>,
+    existing_rows_count: Option<i64>,
+    deleted_rows_count: Option<i64>,
+    partitions: Option<Vec<FieldSummary>>,
+    key_metadata: Option<ByteBuf>,
+    #[serde(default)]
+    first_row_id: Option<u64>,
+}
+
+impl Listed {
+    fn into_manifest(self) -> Result<ManifestFile, String> {
+        let count = |n: Option<i32>| n.map(u32::try_from).transpose();
+        let rows = |n: Option<i64>| n.map(u64::try_from).transpose();
+        let negative = |_| format!("{}: a negative count", self.manifest_path);
+        Ok(ManifestFile {
+            content: ManifestContentType::try_from(self.content).map_err(|e| e.to_string())?,
+            added_files_count: count(self.added_files_count).map_err(negative)?,
+            existing_files_count: count(self.existing_files_count).map_err(negative)?,
+            deleted_files_count: count(self.deleted_files_count).map_err(negative)?,
+            added_rows_count: rows(self.added_rows_count).map_err(negative)?,
+            existing_rows_count: rows(self.existing_rows_count).map_err(negative)?,
+            deleted_rows_count: rows(self.deleted_rows_count).map_err(negative)?,
+            manifest_length: self.manifest_length,
+            partition_spec_id: self.partition_spec_id,
+            sequence_number: self.sequence_number,
+            min_sequence_number: self.min_sequence_number,
+            added_snapshot_id: self.added_snapshot_id,
+            partitions: self.partitions,
+            key_metadata: self.key_metadata.map(ByteBuf::into_vec),
+            first_row_id: self.first_row_id,
+            manifest_path: self.manifest_path,
+        })
+    }
+}
+
+/// The manifests of the manifest list `bytes` (read from `location`).
+pub(crate) fn manifests(bytes: &[u8], location: &str) -> Result<Vec<ManifestFile>, String> {
+    match fast(bytes) {
+        Some(manifests) => Ok(manifests),
+        None => ManifestList::parse_with_version(bytes, version(bytes))
+            .map(|l| l.consume_entries().into_iter().collect())
+            .map_err(|e| format!("{location}: {e}")),
+    }
+}
+
+/// The list read by serde_avro_fast; `None` for anything it does not read.
+fn fast(bytes: &[u8]) -> Option<Vec<ManifestFile>> {
+    let mut reader = Reader::from_slice(bytes).ok()?;
+    reader
+        .deserialize::<Listed>()
+        .map(|r| r.ok()?.into_manifest().ok())
+        .collect()
+}
+
+/// The format version a manifest list was written for (its `format-version` key; v3 lists
+/// carry `first_row_id`, which iceberg-rust's v2 parse would drop).
+fn version(bytes: &[u8]) -> FormatVersion {
+    let v3 = apache_avro::Reader::new(bytes).is_ok_and(|r| {
+        r.user_metadata()
+            .get("format-version")
+            .is_some_and(|v| v.as_slice() == b"3")
+    });
+    if v3 {
+        FormatVersion::V3
+    } else {
+        FormatVersion::V2
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use xlake_storage::TableStore;
+
+    use super::*;
+    use crate::manifest::write_manifest_list;
+
+    fn manifest(n: u32, content: ManifestContentType, first_row_id: Option<u64>) -> ManifestFile {
+        let summary = |lower: &[u8]| FieldSummary {
+            contains_null: n % 2 == 0,
+            contains_nan: (n % 3 == 0).then_some(false),
+            lower_bound: Some(ByteBuf::from(lower.to_vec())),
+            upper_bound: (n % 4 != 0).then(|| ByteBuf::from(vec![9, 9, n as u8])),
+        };
+        ManifestFile {
+            manifest_path: format!("/t/metadata/m{n}.avro"),
+            manifest_length: 1000 + i64::from(n),
+            partition_spec_id: (n % 2) as i32,
+            content,
+            sequence_number: i64::from(n),
+            min_sequence_number: i64::from(n / 2),
+            added_snapshot_id: 7_000 + i64::from(n),
+            added_files_count: Some(n),
+            existing_files_count: Some(n * 2),
+            deleted_files_count: Some(n % 3),
+            added_rows_count: Some(u64::from(n) * 10),
+            existing_rows_count: Some(u64::from(n) * 20),
+            deleted_rows_count: Some(u64::from(n % 3) * 10),
+            partitions: (n % 5 != 0).then(|| vec![summary(b"a"), summary(&[0, 1, 2, 3])]),
+            key_metadata: (n == 3).then(|| vec![1, 2, 3]),
+            first_row_id,
+        }
+    }
+
+    /// xlake's own lists, v2 and v3, read alike by both readers, summaries and row ids
+    /// included.
+    #[tokio::test]
+    async fn reads_what_iceberg_rust_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        for (version, first_row_id) in [(FormatVersion::V2, None), (FormatVersion::V3, Some(5))] {
+            let written: Vec<_> = (1..40)
+                .map(|n| {
+                    let content = match n % 7 {
+                        0 => ManifestContentType::Deletes,
+                        _ => ManifestContentType::Data,
+                    };
+                    manifest(
+                        n,
+                        content,
+                        first_row_id
+                            .filter(|_| n % 2 == 0)
+                            .map(|f| f * u64::from(n)),
+                    )
+                })
+                .collect();
+            let list = store.absolute(&format!("metadata/list-{version}.avro"));
+            write_manifest_list(
+                &store,
+                &list,
+                9,
+                Some(8),
+                (40, first_row_id),
+                written,
+                &HashSet::new(),
+            )
+            .await
+            .unwrap();
+            let bytes = store.get(&list).await.unwrap();
+            let slow: Vec<_> = ManifestList::parse_with_version(&bytes, version)
+                .unwrap()
+                .consume_entries()
+                .into_iter()
+                .collect();
+            let fast = fast(&bytes).expect("read by serde_avro_fast");
+            assert_eq!(fast.len(), 39);
+            assert_eq!(fast, slow, "format version {version}");
+            assert_eq!(manifests(&bytes, &list).unwrap(), slow);
+        }
+    }
+
+    /// What it cannot read goes to iceberg-rust, whose error names the list.
+    #[test]
+    fn anything_else_is_iceberg_rusts_to_refuse() {
+        assert!(fast(b"not avro").is_none());
+        let err = manifests(b"not avro", "/t/metadata/snap-1.avro").unwrap_err();
+        assert!(err.starts_with("/t/metadata/snap-1.avro: "), "{err}");
+    }
+}
