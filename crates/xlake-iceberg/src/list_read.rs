@@ -112,10 +112,10 @@ mod tests {
 
     fn manifest(n: u32, content: ManifestContentType, first_row_id: Option<u64>) -> ManifestFile {
         let summary = |lower: &[u8]| FieldSummary {
-            contains_null: n % 2 == 0,
-            contains_nan: (n % 3 == 0).then_some(false),
+            contains_null: n.is_multiple_of(2),
+            contains_nan: n.is_multiple_of(3).then_some(false),
             lower_bound: Some(ByteBuf::from(lower.to_vec())),
-            upper_bound: (n % 4 != 0).then(|| ByteBuf::from(vec![9, 9, n as u8])),
+            upper_bound: (!n.is_multiple_of(4)).then(|| ByteBuf::from(vec![9, 9, n as u8])),
         };
         ManifestFile {
             manifest_path: format!("/t/metadata/m{n}.avro"),
@@ -131,7 +131,7 @@ mod tests {
             added_rows_count: Some(u64::from(n) * 10),
             existing_rows_count: Some(u64::from(n) * 20),
             deleted_rows_count: Some(u64::from(n % 3) * 10),
-            partitions: (n % 5 != 0).then(|| vec![summary(b"a"), summary(&[0, 1, 2, 3])]),
+            partitions: (!n.is_multiple_of(5)).then(|| vec![summary(b"a"), summary(&[0, 1, 2, 3])]),
             key_metadata: (n == 3).then(|| vec![1, 2, 3]),
             first_row_id,
         }
