@@ -260,6 +260,7 @@ fn options(view: &ViewArg, writer: &WriterArg) -> SyncOptions {
     SyncOptions {
         source: SourceOptions {
             mor_read_optimized: view.mor_read_optimized,
+            ..Default::default()
         },
         single_writer: writer.single_writer,
         ..Default::default()

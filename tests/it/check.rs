@@ -13,6 +13,7 @@ fn options(mor: bool) -> SyncOptions {
     SyncOptions {
         source: HudiOptions {
             mor_read_optimized: mor,
+            ..Default::default()
         },
         ..Default::default()
     }

@@ -199,6 +199,36 @@ async fn an_incremental_sync_reads_only_the_new_commits() {
 }
 
 #[tokio::test]
+async fn an_incremental_sync_resumes_from_the_state_the_last_one_saved() {
+    let (_dir, root) = extract("evolving_typed_partitions");
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    // The metaData and protocol in force come from the saved state, not from the log: a
+    // checkpoint that can no longer be read is not read.
+    let log = root.join("_delta_log");
+    let mut spoiled = 0;
+    for entry in std::fs::read_dir(&log).unwrap() {
+        let path = entry.unwrap().path();
+        if path.to_string_lossy().ends_with(".checkpoint.parquet") {
+            std::fs::write(&path, b"not parquet").unwrap();
+            spoiled += 1;
+        }
+    }
+    assert!(spoiled > 0);
+    write_commit(
+        &root,
+        12,
+        "{\"commitInfo\":{\"timestamp\":1900000000000,\"operation\":\"SET TBLPROPERTIES\"}}\n",
+    );
+    let report = sync_with(&root, &SyncOptions::default()).await.unwrap();
+    assert_eq!(report.written.len(), 1);
+    let table = IcebergTable::new(TableStore::open(root.to_str().unwrap()).unwrap());
+    let loaded = table.load().await.unwrap().unwrap();
+    let saved: serde_json::Value = serde_json::from_str(loaded.source_state().unwrap()).unwrap();
+    assert_eq!(saved["delta"]["version"], 12);
+    assert!(saved["delta"]["metaData"]["schemaString"].is_string());
+}
+
+#[tokio::test]
 async fn from_latest_writes_one_snapshot_of_the_current_state() {
     let (_dir, root) = extract("simple_table");
     let options = SyncOptions {

@@ -34,6 +34,7 @@ fn read_optimized() -> SyncOptions {
     SyncOptions {
         source: HudiOptions {
             mor_read_optimized: true,
+            ..Default::default()
         },
         ..Default::default()
     }
@@ -364,6 +365,7 @@ async fn an_incremental_replay_equals_the_full_one_after_every_instant() {
                 n,
                 HudiOptions {
                     mor_read_optimized: true,
+                    ..Default::default()
                 },
             )
         }))
@@ -393,6 +395,7 @@ async fn an_incremental_replay_equals_the_full_one_after_every_instant() {
                 commits: full[..k].iter().map(|c| c.commit.id.clone()).collect(),
                 newest: Some((done.commit.id.clone(), done.notes.clone())),
                 live_files: Some(live.iter().map(|(p, n)| (store.absolute(p), *n)).collect()),
+                source_state: None,
             };
             // The order of files is not meaningful (commit metadata keeps write stats in
             // a map; a replace commit's removals follow the live map's).

@@ -16,9 +16,11 @@
 //! | [`vector_bytes`] | where a deletion vector's bytes are, for a target that copies them |
 //! | [`source`] | [`DeltaSource`]: an opened table, its listing, schema states and files |
 //! | [`replay`] | [`DeltaReplay`](replay::DeltaReplay): its versions streamed as change sets, removals read first |
+//! | `resume` | the state a sync leaves for the next (`metaData`, `protocol`), so an incremental one need not read them again |
 //! | [`table_source`] | the engine's contract ([`xlake_source::TableSource`]) and the format's [`KIND`] |
 //!
-//! Deletion vectors are refused, never dropped, until position deletes are written.
+//! Deletion vectors are decoded into deleted row positions (Iceberg v2), or left as they
+//! are for a target that copies their bytes (v3); never dropped.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod action;
@@ -27,6 +29,7 @@ pub mod deletion_vector;
 pub mod error;
 pub mod log;
 pub mod replay;
+mod resume;
 pub mod schema;
 pub mod source;
 pub mod table_source;

@@ -13,8 +13,8 @@ pub const LOG_DIR: &str = "_delta_log";
 /// What the log folder holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LogListing {
-    /// Commit files: version to (path, modification time ms).
-    pub commits: BTreeMap<u64, (String, i64)>,
+    /// Commit files: version to (path, modification time ms when listed with times).
+    pub commits: BTreeMap<u64, (String, Option<i64>)>,
     /// Versions with a complete checkpoint (classic, multi-part or V2).
     pub checkpoints: BTreeSet<u64>,
 }
@@ -29,25 +29,36 @@ fn version_of(name: &str) -> Option<u64> {
 }
 
 impl LogListing {
-    /// List `_delta_log/`.
-    pub async fn load(store: &TableStore) -> Result<Self> {
+    /// List `_delta_log/`, with the commit files' times if `times` (else by name alone,
+    /// which on local disk spares a `stat` per file).
+    pub async fn load(store: &TableStore, times: bool) -> Result<Self> {
         let mut listing = Self::default();
         let mut parts: BTreeMap<(u64, u32), BTreeSet<u32>> = BTreeMap::new();
-        for entry in store.list_dir(LOG_DIR).await? {
-            let name = entry
-                .path
-                .rsplit('/')
-                .next()
-                .unwrap_or_default()
-                .to_string();
+        let entries: Vec<(String, Option<i64>)> = match times {
+            true => store
+                .list_dir(LOG_DIR)
+                .await?
+                .into_iter()
+                .map(|e| {
+                    let name = e.path.rsplit('/').next().unwrap_or_default().to_string();
+                    (name, Some(e.modified_ms))
+                })
+                .collect(),
+            false => store
+                .list_names(LOG_DIR)
+                .await?
+                .into_iter()
+                .map(|name| (name, None))
+                .collect(),
+        };
+        for (name, modified) in entries {
             let Some(version) = version_of(&name) else {
                 continue;
             };
             let rest = &name[20..];
             if rest == ".json" {
-                listing
-                    .commits
-                    .insert(version, (entry.path.clone(), entry.modified_ms));
+                let path = format!("{LOG_DIR}/{name}");
+                listing.commits.insert(version, (path, modified));
             } else if rest == ".checkpoint.parquet" {
                 listing.checkpoints.insert(version);
             } else if let Some(tail) = rest.strip_prefix(".checkpoint.") {
@@ -142,7 +153,10 @@ mod tests {
 
     fn listing(commits: &[u64], checkpoints: &[u64]) -> LogListing {
         LogListing {
-            commits: commits.iter().map(|&v| (v, (format!("{v}"), 0))).collect(),
+            commits: commits
+                .iter()
+                .map(|&v| (v, (format!("{v}"), None)))
+                .collect(),
             checkpoints: checkpoints.iter().copied().collect(),
         }
     }
@@ -169,5 +183,47 @@ mod tests {
             Some(10)
         );
         assert_eq!(version_of("_last_checkpoint"), None);
+    }
+}
+
+#[cfg(test)]
+mod listing_tests {
+    use super::*;
+
+    /// By name, a log lists the same versions and checkpoints, only without times.
+    #[tokio::test]
+    async fn a_log_listed_by_name_holds_what_a_timed_listing_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join(LOG_DIR);
+        std::fs::create_dir(&log).unwrap();
+        for name in [
+            "00000000000000000000.json",
+            "00000000000000000001.json",
+            "00000000000000000001.checkpoint.parquet",
+            "00000000000000000002.checkpoint.0000000001.0000000002.parquet",
+            "00000000000000000002.json",
+            "00000000000000000003.json.tmp",
+            "_commits",
+        ] {
+            std::fs::write(log.join(name), b"x").unwrap();
+        }
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let timed = LogListing::load(&store, true).await.unwrap();
+        let named = LogListing::load(&store, false).await.unwrap();
+        assert_eq!(named.checkpoints, timed.checkpoints);
+        assert_eq!(timed.checkpoints, BTreeSet::from([1]));
+        let paths = |l: &LogListing| -> Vec<(u64, String)> {
+            l.commits
+                .iter()
+                .map(|(v, (p, _))| (*v, p.clone()))
+                .collect()
+        };
+        assert_eq!(paths(&named), paths(&timed));
+        assert_eq!(named.commits.len(), 3);
+        assert!(timed
+            .commits
+            .values()
+            .all(|(_, t)| t.is_some_and(|t| t > 0)));
+        assert!(named.commits.values().all(|(_, t)| t.is_none()));
     }
 }

@@ -6,13 +6,14 @@
 //! each version in full when the engine asks for it. Memory is bounded by one change set,
 //! the keys of the live paths and the keys of the removed paths, never by the history.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 
 use xlake_model::{path_key, ChangeSet, RemovedLater};
-use xlake_source::{ChangeStream, SourceError};
+use xlake_source::{ChangeStream, MirrorState, SourceError};
 
 use crate::action::parse_commit;
 use crate::error::{DeltaError, HistoryLost, Result};
+use crate::resume;
 use crate::source::{local_path, BaseLive, State};
 use crate::DeltaSource;
 
@@ -43,7 +44,8 @@ impl DeltaSource {
     /// commits are gone the replay starts at a checkpoint, whose whole state is the first
     /// change set; that is refused if the target mirrors versions before it but not it
     /// (those between can no longer be told apart).
-    pub async fn replay_from(&self, mirrored: &BTreeSet<String>) -> Result<DeltaReplay<'_>> {
+    pub async fn replay_from(&self, state: &MirrorState) -> Result<DeltaReplay<'_>> {
+        let mirrored = &state.commits;
         let mut replay = DeltaReplay {
             source: self,
             state: None,
@@ -65,10 +67,15 @@ impl DeltaSource {
         let latest = self.log().latest().unwrap_or(start);
         if let Some(m) = newest_mirrored.filter(|&m| m >= start) {
             // Incremental: only the versions after the newest mirrored one are read; the
-            // schema in force there comes from deltalake-core (its checkpoint and the
-            // commits since, without the file list), not from replaying the whole log.
+            // schema in force there is the state the last sync saved with it, else read
+            // from the log (the checkpoint's two columns and the commits since, without
+            // the file list), never by replaying the whole log.
             if m < latest {
-                replay.state = Some(self.schema_at(m).await?);
+                let saved = state.source_state.as_deref();
+                replay.state = Some(match resume::load(saved, m) {
+                    Some((metadata, protocol)) => self.state(m, metadata, protocol)?,
+                    None => self.schema_at(m).await?,
+                });
                 replay.base = BaseLive::NotLoaded {
                     version: m,
                     removed: HashSet::new(),
@@ -170,7 +177,7 @@ impl DeltaReplay<'_> {
     /// Version `version` as a change set; the live set follows it.
     async fn read(&mut self, version: u64) -> Result<ChangeSet> {
         let source = self.source;
-        let (path, modified) =
+        let (path, _) =
             source
                 .log()
                 .commits
@@ -204,17 +211,20 @@ impl DeltaReplay<'_> {
             .state
             .as_ref()
             .ok_or_else(|| log_error("no metaData action before this version".into()))?;
-        let time = commit
+        let written = commit
             .info
             .as_ref()
-            .and_then(|i| i.in_commit_timestamp.or(i.timestamp))
-            .unwrap_or(modified);
+            .and_then(|i| i.in_commit_timestamp.or(i.timestamp));
+        let time = match written {
+            Some(time) => time,
+            None => source.file_time(version).await?,
+        };
         let action = commit
             .info
             .as_ref()
             .and_then(|i| i.operation.clone())
             .unwrap_or_else(|| "commit".into());
-        let mut change = s.change_set(source.commit(version, action, time));
+        let mut change = s.change_set(version, source.commit(version, action, time));
         for add in &commit.adds {
             change
                 .added

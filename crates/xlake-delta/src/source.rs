@@ -14,6 +14,7 @@ use crate::checkpoint;
 use crate::deletion_vector::{self, Descriptor};
 use crate::error::{DeltaError, Result};
 use crate::log::{LogListing, LOG_DIR};
+use crate::resume;
 use crate::schema::{parse_schema, TableSchema};
 use crate::values::{parse_stats, partition_value};
 
@@ -61,8 +62,9 @@ pub(crate) struct State {
 
 impl State {
     /// A change set of `commit` under this state's schema and spec.
-    pub(crate) fn change_set(&self, commit: SourceCommit) -> ChangeSet {
+    pub(crate) fn change_set(&self, version: u64, commit: SourceCommit) -> ChangeSet {
         let mut change = ChangeSet::new(commit, self.table.schema.clone(), self.spec.clone());
+        change.source_state = Some(resume::save(version, &self.metadata, &self.protocol));
         change.degraded = self.degraded.clone();
         change.ignored_columns = self.ignored.clone();
         change
@@ -70,9 +72,16 @@ impl State {
 }
 
 impl DeltaSource {
-    /// Open the table: list `_delta_log/`.
+    /// Open the table: list `_delta_log/`, with every commit file's time.
     pub async fn open(store: TableStore) -> Result<Self> {
-        let log = LogListing::load(&store).await?;
+        Self::open_with_times(store, true).await
+    }
+
+    /// Open the table, listing `_delta_log/` with each commit file's time only if `times`
+    /// (else by name: on local disk no `stat` per file; a commit read whose `commitInfo`
+    /// has no time asks for its file's then).
+    pub async fn open_with_times(store: TableStore, times: bool) -> Result<Self> {
+        let log = LogListing::load(&store, times).await?;
         Ok(Self {
             store,
             log,
@@ -112,13 +121,24 @@ impl DeltaSource {
                     .log
                     .commits
                     .get(&v)
-                    .map_or(0, |(_, modified)| *modified),
+                    .and_then(|(_, modified)| *modified)
+                    .unwrap_or(0),
             })
             .collect();
         Ok(CommitListing {
             commits,
             retained_from: Some(start.to_string()),
             strictly_ordered: true,
+        })
+    }
+
+    /// The time of version `version`'s commit file: as listed, else asked of the store
+    /// (a log listed by name); 0 when it has none.
+    pub(crate) async fn file_time(&self, version: u64) -> Result<i64> {
+        Ok(match self.log.commits.get(&version) {
+            Some((_, Some(modified))) => *modified,
+            Some((path, None)) => self.store.modified_ms(path).await?.unwrap_or(0),
+            None => 0,
         })
     }
 
@@ -351,15 +371,18 @@ impl DeltaSource {
         let (state, table) = self.snapshot_at(version, true).await?;
         let snapshot = table.snapshot().map_err(|e| fail(e.to_string()))?;
         let (time, action) = match self.log.commits.get(&version) {
-            Some((path, modified)) => {
+            Some((path, _)) => {
                 let bytes = self.store.get(path).await?;
                 let info = parse_commit(&String::from_utf8_lossy(&bytes))
                     .ok()
                     .and_then(|c| c.info);
-                let time = info
+                let written = info
                     .as_ref()
-                    .and_then(|i| i.in_commit_timestamp.or(i.timestamp))
-                    .unwrap_or(*modified);
+                    .and_then(|i| i.in_commit_timestamp.or(i.timestamp));
+                let time = match written {
+                    Some(time) => time,
+                    None => self.file_time(version).await?,
+                };
                 (time, info.and_then(|i| i.operation))
             }
             None => (
@@ -368,7 +391,7 @@ impl DeltaSource {
             ),
         };
         let action = action.unwrap_or_else(|| "CHECKPOINT".into());
-        let mut change = state.change_set(self.commit(version, action, time));
+        let mut change = state.change_set(version, self.commit(version, action, time));
         // Decoded first, then described: deltalake-core's file iterator is not `Send`, and
         // describing a file may read its footer.
         let mut adds = Vec::new();

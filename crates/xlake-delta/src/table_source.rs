@@ -48,9 +48,9 @@ fn detect(store: TableStore) -> DetectFuture {
 }
 
 /// One listing of `_delta_log/` both detects the table and serves the source.
-fn open(store: TableStore, _: SourceOptions) -> OpenFuture {
+fn open(store: TableStore, options: SourceOptions) -> OpenFuture {
     Box::pin(async move {
-        let delta = DeltaSource::open(store).await?;
+        let delta = DeltaSource::open_with_times(store, options.commit_times).await?;
         if delta.log().commits.is_empty() && delta.log().checkpoints.is_empty() {
             return Ok(None);
         }
@@ -161,6 +161,6 @@ impl TableSource for DeltaSource {
     }
 
     async fn replay<'a>(&'a self, mirrored: &MirrorState) -> Result<Replay<'a>, SourceError> {
-        Ok(Box::new(self.replay_from(&mirrored.commits).await?))
+        Ok(Box::new(self.replay_from(mirrored).await?))
     }
 }

@@ -293,7 +293,7 @@ mod tests {
         MirrorState {
             commits: ids.iter().map(|s| s.to_string()).collect(),
             newest: ids.last().map(|s| (s.to_string(), Default::default())),
-            live_files: None,
+            ..Default::default()
         }
     }
 

@@ -32,6 +32,10 @@ pub const PREVIOUS_VERSIONS_MAX: &str = "write.metadata.previous-versions-max";
 /// Table property naming the source format of a table xlake created without a snapshot
 /// (which has no `XTABLE_METADATA` to tell it is ours).
 pub const SOURCE_FORMAT_PROPERTY: &str = "xlake.source-format";
+/// Table property: the source's state as of the current snapshot
+/// ([`ChangeSet::source_state`](xlake_model::ChangeSet::source_state)); only the newest is
+/// kept, so the history does not grow with it.
+pub const SOURCE_STATE: &str = "xlake.source-state";
 /// How many data files have their existence checked (and footers read) at once.
 pub(crate) const FILE_CHECK_CONCURRENCY: usize = 16;
 
@@ -83,6 +87,14 @@ pub struct LoadedTable {
 }
 
 impl LoadedTable {
+    /// The source's state as of the current snapshot, as its change set gave it.
+    pub fn source_state(&self) -> Option<&str> {
+        self.metadata
+            .properties()
+            .get(SOURCE_STATE)
+            .map(String::as_str)
+    }
+
     /// The current snapshot id (what a plan is based on) and the source commits mirrored
     /// so far, oldest first.
     pub fn head(&self) -> (Option<i64>, Vec<(i64, SyncMetadata)>) {

@@ -80,6 +80,11 @@ pub struct ChangeSet {
     /// populate them, Delta's change-data-feed `_change_type`). The target must make its
     /// readers skip them too.
     pub ignored_columns: Vec<String>,
+    /// The source's own state as of this commit, in its own words (Delta: the `metaData`
+    /// and `protocol` in force). The target keeps the newest one with its current
+    /// snapshot only, and gives it back in the engine's mirror state, so that a source can
+    /// resume where it stopped without reading its history again.
+    pub source_state: Option<String>,
 }
 
 impl ChangeSet {
@@ -96,6 +101,7 @@ impl ChangeSet {
             full_state: false,
             degraded: Vec::new(),
             ignored_columns: Vec::new(),
+            source_state: None,
         }
     }
 }

@@ -47,6 +47,10 @@ pub struct SourceOptions {
     /// Mirror a merge-on-read table's base files only (its read-optimized view). Without
     /// this, merge-on-read tables are refused.
     pub mor_read_optimized: bool,
+    /// List every commit's time (the checker's lag needs them). A sync leaves this off: it
+    /// takes times from the commits it reads, so a source may list its log by name alone
+    /// (Delta on local disk: no `stat` per commit file).
+    pub commit_times: bool,
 }
 
 /// What a source says of a commit id.
@@ -84,6 +88,10 @@ pub struct MirrorState {
     /// when the source asks for them ([`TableSource::reads_saved_by_live_files`]): a source can
     /// then start its replay after the newest mirrored commit instead of at its first.
     pub live_files: Option<Vec<(String, u64)>>,
+    /// The [`ChangeSet::source_state`](xlake_model::ChangeSet::source_state) of the newest
+    /// mirrored commit, as the target kept it. A source checks that it belongs to the
+    /// commit it resumes after before trusting it.
+    pub source_state: Option<String>,
 }
 
 /// A source table opened for reading.

@@ -622,6 +622,17 @@ impl TableStore {
             .map_err(|e| self.backend_error(path, e))
     }
 
+    /// Last modification time of an object (ms since the epoch, as [`Entry::modified_ms`]),
+    /// or `None` when it does not exist.
+    pub async fn modified_ms(&self, path: &str) -> Result<Option<i64>, StorageError> {
+        let p = self.object_path(path)?;
+        match self.retrying(path, || self.store.head(&p)).await {
+            Ok(meta) => Ok(Some(meta.last_modified.timestamp_millis())),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.backend_error(path, e)),
+        }
+    }
+
     /// Size of an object, or `None` when it does not exist.
     pub async fn size(&self, path: &str) -> Result<Option<u64>, StorageError> {
         let p = self.object_path(path)?;

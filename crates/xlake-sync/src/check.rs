@@ -156,7 +156,10 @@ pub async fn check_with(
             .into());
         }
     }
-    let source = sources::open(&store, options).await?;
+    // The lag is measured in commit times, which a sync's listing may leave out.
+    let mut timed = options.clone();
+    timed.source.commit_times = true;
+    let source = sources::open(&store, &timed).await?;
     let state = crate::mirror_state(loaded.as_ref());
     let listing: CommitListing = source.listing(&state).in_table(&store)?;
     let ancestry = loaded.as_ref().map_or(Vec::new(), |l| l.ancestry());
@@ -272,6 +275,7 @@ async fn compare_files(
         commits: BTreeSet::new(),
         newest: state.newest.clone(),
         live_files: None,
+        source_state: None,
     };
     // The newest mirrored commit, in source order (a replay gives the listing's order).
     let newest = source

@@ -220,6 +220,7 @@ pub fn entry_options(entry: &TableEntry) -> SyncOptions {
     SyncOptions {
         source: SourceOptions {
             mor_read_optimized: entry.mor_read_optimized,
+            ..Default::default()
         },
         format: entry.format.clone(),
         skip_file_check: entry.skip_file_check,

@@ -620,6 +620,7 @@ pub(crate) fn mirror_state(loaded: Option<&LoadedTable>) -> MirrorState {
             .collect(),
         newest,
         live_files: None,
+        source_state: loaded.source_state().map(str::to_string),
     }
 }
 

@@ -21,7 +21,7 @@ use crate::schema::{
     first_free_id, merge_mappings, name_mapping, reserved_mappings, to_iceberg_schema, Aliases,
     SchemaProblem,
 };
-use crate::table::{IcebergTable, METRICS_MODE_DEFAULT, SOURCE_FORMAT_PROPERTY};
+use crate::table::{IcebergTable, METRICS_MODE_DEFAULT, SOURCE_FORMAT_PROPERTY, SOURCE_STATE};
 
 /// The schema side of one commit, before any file is looked at.
 pub(super) struct SchemaPlan {
@@ -88,12 +88,15 @@ impl IcebergTable {
             .is_none_or(|s| s.as_struct() != converted.as_struct());
         let unbound =
             to_unbound_spec(&change.partition_spec, &converted).map_err(&not_representable)?;
-        let (properties, reserved, mapping) = self.commit_properties(
+        let (mut properties, reserved, mapping) = self.commit_properties(
             &change.schema,
             (&converted, &aliases),
             &change.ignored_columns,
             current,
         );
+        if let Some(state) = &change.source_state {
+            properties.insert(SOURCE_STATE.to_string(), state.clone());
+        }
         Ok(SchemaPlan {
             converted,
             changed,
@@ -275,6 +278,14 @@ impl IcebergTable {
         if stale {
             builder = builder
                 .set_properties(plan.properties.clone())
+                .map_err(&err)?;
+        }
+        // A commit without a source state leaves none of an older commit behind.
+        if !plan.properties.contains_key(SOURCE_STATE)
+            && metadata.properties().contains_key(SOURCE_STATE)
+        {
+            builder = builder
+                .remove_properties(&[SOURCE_STATE.to_string()])
                 .map_err(&err)?;
         }
         Ok(builder)
