@@ -6,9 +6,15 @@ On TABLE (a Delta table already mirrored, e.g. one `run.py` left in its workdir)
 10-file commit (`gen_delta.append_commit`) and time `xlake commit --version` with each
 build in turn, RUNS rounds; prints each build's median and minimum. The builds alternate,
 so a noisy machine slows both alike; each commit adds one snapshot.
+
+Each build works on its own copy of TABLE (its data and log hard-linked, made once as
+`TABLE.ab-<n>` and mirrored by that build with `xlake sync`), because a build may leave
+state for its next commit (the saved source state) that another would not keep up to date.
 """
+import os
 import pathlib
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -23,10 +29,12 @@ def main():
         sys.exit(__doc__)
     table, runs, builds = pathlib.Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
     walls = {b: [] for b in builds}
+    tables = {b: own_copy(table, n, b) for n, b in enumerate(builds)}
     seed = random.randint(1000, 10**6)
     for _ in range(runs):
         for build in builds:
             seed += 1
+            table = tables[build]
             version = gen_delta.append_commit(table, 10, seed)
             start = time.perf_counter()
             proc = subprocess.run([build, "commit", str(table), "--version", str(version)],
@@ -37,6 +45,16 @@ def main():
     for build in builds:
         print(f"{build}: median {statistics.median(walls[build]) * 1000:.1f} ms, "
               f"min {min(walls[build]) * 1000:.1f} ms")
+
+
+def own_copy(table, n, build):
+    """A copy of `table` for the n-th build, mirrored by it, made once."""
+    copy = table.parent / f"{table.name}.ab-{n}"
+    if not copy.exists():
+        shutil.copytree(table, copy, copy_function=os.link,
+                        ignore=shutil.ignore_patterns("metadata", "_bench_src"))
+        subprocess.run([build, "sync", str(copy)], check=True, capture_output=True)
+    return copy
 
 
 if __name__ == "__main__":
