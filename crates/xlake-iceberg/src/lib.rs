@@ -76,5 +76,6 @@ pub mod value;
 
 pub use error::{IcebergError, Result};
 pub use expire::{Expired, Retention};
+pub use publish::NextBase;
 pub use summary::{SyncMetadata, XTABLE_METADATA};
 pub use table::{Committed, IcebergTable, LoadedTable};

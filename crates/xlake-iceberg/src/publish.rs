@@ -238,15 +238,42 @@ impl IcebergTable {
                 degraded,
             });
         }
-        // The next batch builds on what was written, split as a load for a commit would
-        // (so a long backfill does not re-serialize every snapshot it made).
-        let (metadata, history) =
-            split(&body).unwrap_or_else(|_| (metadata.clone(), history.with_added(&metadata)));
-        batch.table = Some(LoadedTable {
+        batch.table = Some(NextBase {
             version,
+            body,
+            metadata,
+            history,
+        });
+    }
+}
+
+/// The version a batch published, for the next batch to build on: split from the bytes
+/// written, as a load for a commit would (so a long backfill does not re-serialize every
+/// snapshot it made), but only when a next batch asks ([`Self::load`]): an in-commit run
+/// has none.
+#[derive(Debug)]
+pub struct NextBase {
+    version: u64,
+    body: Bytes,
+    metadata: TableMetadata,
+    history: Arc<History>,
+}
+
+impl NextBase {
+    /// The published version as a loaded table.
+    pub fn load(self) -> LoadedTable {
+        let (metadata, history) = match split(&self.body) {
+            Ok(split) => split,
+            Err(_) => {
+                let history = self.history.with_added(&self.metadata);
+                (self.metadata, history)
+            }
+        };
+        LoadedTable {
+            version: self.version,
             metadata,
             history: Arc::new(history),
             hint_stale: false,
-        });
+        }
     }
 }

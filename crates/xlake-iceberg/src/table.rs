@@ -20,6 +20,7 @@ use crate::layout::{is_metadata_json, version_of, VERSION_HINT};
 pub use crate::layout::{metadata_file, parse_hint};
 use crate::manifest::{read_entries, read_manifest_list};
 use crate::plan::{Draft, PathCache};
+use crate::publish::NextBase;
 use crate::summary::{SyncMetadata, XTABLE_METADATA};
 use std::sync::Arc;
 
@@ -148,8 +149,8 @@ pub struct Batch {
     pub committed: Vec<Committed>,
     /// Why the rest was not committed.
     pub error: Option<IcebergError>,
-    /// The version published, for the next batch to build on without loading it.
-    pub table: Option<LoadedTable>,
+    /// The version published, for the next batch to build on without reading it.
+    pub table: Option<NextBase>,
 }
 
 impl Batch {

@@ -48,7 +48,7 @@ pub use check::{check, check_with, CheckReport};
 use std::collections::HashMap;
 
 use xlake_catalog::{Advanced, CatalogError, CatalogTarget};
-use xlake_iceberg::{Committed, IcebergError, IcebergTable, LoadedTable};
+use xlake_iceberg::{Committed, IcebergError, IcebergTable, LoadedTable, NextBase};
 use xlake_model::{ChangeSet, SourceCommit};
 use xlake_source::{CommitState, MirrorState, Replay, SourceError, SourceOptions, TableSource};
 use xlake_storage::{StorageError, TableStore};
@@ -470,6 +470,7 @@ async fn run(
         let pending = replay::Pending::new(mirrored, &listing);
         let mut batches = replay::Batches::new(replay, pending, until, until_done);
         let mut first = true;
+        let mut next = None;
         while first || !batches.ended {
             let mut batch = batches.next_batch(BATCH_SIZE).await;
             // No completed commit yet: an Iceberg table with the declared schema and no
@@ -501,8 +502,10 @@ async fn run(
                 }
             }
             let chunk: Vec<&ChangeSet> = batch.iter().collect();
-            let mut committed = target.commit_batch_on(base.take(), &chunk).await;
-            base = committed.table.take();
+            // The version the batch before published, split only now that it is built on.
+            let on = next.take().map(NextBase::load).or_else(|| base.take());
+            let mut committed = target.commit_batch_on(on, &chunk).await;
+            next = committed.table.take();
             for (done, change) in committed.committed.into_iter().zip(batch.iter()) {
                 remaining = remaining.saturating_sub(1);
                 // The target logs each entry as it first appears.
