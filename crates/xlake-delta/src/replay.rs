@@ -2,7 +2,8 @@
 //! at a time.
 //!
 //! Two passes over the commit files: the first parses only their `remove` lines (see
-//! [`removed_paths`]) to know which added files a later version removes; the second reads
+//! [`removed_paths`]) to know which added files a later version removes (skipped when one
+//! version is replayed); the second reads
 //! each version in full when the engine asks for it. Memory is bounded by one change set,
 //! the keys of the live paths and the keys of the removed paths, never by the history.
 
@@ -101,7 +102,10 @@ impl DeltaSource {
         }
         replay.next = first;
         replay.latest = latest;
-        replay.later = self.removals(first, latest).await;
+        // One version alone has no later one to remove its files: no first pass.
+        if first < latest {
+            replay.later = self.removals(first, latest).await;
+        }
         Ok(replay)
     }
 
