@@ -321,3 +321,79 @@ async fn a_re_add_without_a_vector_drops_the_old_one_and_keeps_the_entry() {
         assert!(a.sequence >= last.data["a.parquet"].sequence);
     }
 }
+
+/// The same in a partitioned table (string, date, timestamp, decimal and a null): the
+/// partition tuple read back from the manifest equals the one the re-add describes, so the
+/// entry stays; a re-add in another partition is new content.
+#[tokio::test]
+async fn a_new_vector_in_a_partitioned_table_keeps_the_entry() {
+    use xlake_model::{
+        Field, PartitionField, PartitionSpec, PrimitiveType, Schema, TimeUnit, Value,
+    };
+    let schema = Schema::new(vec![
+        Field::required("id", PrimitiveType::Long),
+        Field::optional("s", PrimitiveType::String),
+        Field::optional("d", PrimitiveType::Date),
+        Field::optional(
+            "ts",
+            PrimitiveType::Timestamp {
+                unit: TimeUnit::Micros,
+                with_zone: true,
+            },
+        ),
+        Field::optional(
+            "dec",
+            PrimitiveType::Decimal {
+                precision: 10,
+                scale: 2,
+            },
+        ),
+        Field::optional("n", PrimitiveType::Int),
+    ]);
+    let spec = PartitionSpec::new(
+        ["s", "d", "ts", "dec", "n"]
+            .into_iter()
+            .map(PartitionField::identity)
+            .collect(),
+    );
+    let partitioned = |id: u64, files: Vec<DataFile>, removed: &[&str]| {
+        let mut c = change(id, files, removed);
+        c.schema = schema.clone();
+        c.partition_spec = spec.clone();
+        c
+    };
+    let tuple = |s: &str| {
+        vec![
+            Some(Value::String(s.into())),
+            Some(Value::Date(19_000)),
+            Some(Value::Timestamp(1_700_000_000_123_456)),
+            Some(Value::Decimal(12_345)),
+            None,
+        ]
+    };
+    let a = |deleted: &[u64], s: &str| file("s=x/a.parquet", deleted).with_partition(tuple(s));
+    for version in versions() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = table(dir.path(), version);
+        table
+            .commit(&partitioned(1, vec![a(&[1], "x")], &[]))
+            .await
+            .unwrap();
+        let before = current(&table, version).await;
+        let again = partitioned(2, vec![a(&[1, 2], "x")], &["s=x/a.parquet"]);
+        table.commit(&again).await.unwrap();
+        let after = current(&table, version).await;
+        assert_eq!(after.data, before.data, "{version}: the entry stays");
+        assert_eq!(after.deletes["a.parquet"].records, 2);
+        // In another partition: its old entry goes, a new one comes.
+        let moved = partitioned(3, vec![a(&[1, 2], "y")], &["s=x/a.parquet"]);
+        table.commit(&moved).await.unwrap();
+        let last = current(&table, version).await;
+        assert_ne!(
+            last.data["a.parquet"].manifest,
+            before.data["a.parquet"].manifest
+        );
+        assert_eq!(last.data["a.parquet"].sequence, Some(3), "{version}");
+        assert_eq!(last.deletes["a.parquet"].sequence, Some(3));
+    }
+}
