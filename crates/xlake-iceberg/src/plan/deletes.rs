@@ -319,7 +319,7 @@ impl IcebergTable {
 }
 
 /// Note that a data manifest holds the removed `path`.
-fn mark_found(removed: &mut HashMap<String, bool>, path: &String) {
+fn mark_found(removed: &mut HashMap<String, bool>, path: &str) {
     if let Some(found) = removed.get_mut(path) {
         *found = true;
     }
