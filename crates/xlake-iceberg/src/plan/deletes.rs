@@ -61,6 +61,9 @@ pub(super) struct Rewrite {
     /// Whether it is a data manifest (else a delete manifest).
     pub(super) data: bool,
     pub(super) hits: HashSet<String>,
+    /// Delete files to add to it (v3: vectors moved out of a Puffin file holding a stale
+    /// one, see [`super::rehome`]).
+    pub(super) added: Vec<IcebergDataFile>,
 }
 
 impl Removals {
@@ -280,12 +283,13 @@ impl IcebergTable {
                 entries,
                 data,
                 hits,
+                added: Vec::new(),
             }),
             in_place,
         ))
     }
 
-    async fn read_manifest(&self, mf: &ManifestFile) -> Result<Vec<ManifestEntry>> {
+    pub(super) async fn read_manifest(&self, mf: &ManifestFile) -> Result<Vec<ManifestEntry>> {
         read_entries(&self.store, mf)
             .await
             .map_err(|e| self.corrupt(&mf.manifest_path, e))

@@ -86,6 +86,10 @@ impl IcebergTable {
             partitions: HashSet::new(),
         };
         removals.carry_row_ids(self)?;
+        if frame.v3() && !removals.in_place.is_empty() {
+            self.rehome_stale_vectors(&mut removals, &added.deletes)
+                .await?;
+        }
         for (files, deletes) in [(added.data, false), (added.deletes, true)] {
             self.write_added(&mut out, frame, bound, files, deletes)
                 .await?;
@@ -182,6 +186,7 @@ impl IcebergTable {
             entries,
             data,
             hits,
+            added,
         } = rewrite;
         let old_spec = bound
             .staged
@@ -190,14 +195,17 @@ impl IcebergTable {
         let location = out.next_location(out.written.len());
         let live: Vec<_> = entries.into_iter().filter(|e| e.is_alive()).collect();
         let removed = |e: &iceberg::spec::ManifestEntry| hits.contains(&entry_key(e, data));
-        self.cache_paths(
-            &location,
-            live.iter().filter(|e| !removed(e)).map(|e| e.data_file()),
-        );
+        let kept = live.iter().filter(|e| !removed(e)).map(|e| e.data_file());
+        self.cache_paths(&location, kept.chain(&added));
         for e in live.iter().filter(|e| removed(e)) {
             out.counts
                 .count(!data, false, e.record_count(), e.file_size_in_bytes());
             out.touch(old.partition_spec_id, e.data_file());
+        }
+        for f in &added {
+            out.counts
+                .count(!data, true, f.record_count(), f.file_size_in_bytes());
+            out.touch(old.partition_spec_id, f);
         }
         if data && carries_row_ids(live.iter().filter(|e| !removed(e)).map(|e| e.data_file())) {
             out.carried.insert(location.clone());
@@ -220,7 +228,7 @@ impl IcebergTable {
                         w.add_existing_file(e.data_file, snapshot, seq, file_seq)?;
                     }
                 }
-                Ok(())
+                added.into_iter().try_for_each(|f| w.add_file(f, -1))
             },
         )
         .await

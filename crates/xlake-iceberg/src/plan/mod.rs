@@ -7,7 +7,7 @@
 //! | 1 | [`schema`] | schema ids, partition spec, table properties and name mapping; binds them |
 //! | 2 | [`files`] | the added files: checked, measured (footers), described with their stats |
 //! | 3 | [`deletes`] | rows deleted from added files; removed files and the manifests holding them; files added again unchanged, kept in place |
-//! | 4 | [`manifests`] | new, rewritten and merged manifests, and the manifest list |
+//! | 4 | [`manifests`] | new, rewritten and merged manifests, and the manifest list; ([`rehome`]) v3 vectors moved out of Puffin files holding a dropped one |
 //! | 5 | [`summary`] | the operation, the summary counters, `XTABLE_METADATA`, `xlake.degraded` |
 //!
 //! Everything a step writes goes through the commit's journal; nothing is visible until
@@ -16,6 +16,7 @@
 mod deletes;
 mod files;
 mod manifests;
+mod rehome;
 mod schema;
 mod summary;
 
