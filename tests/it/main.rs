@@ -30,3 +30,4 @@ mod races;
 mod relocation;
 mod row_lineage;
 mod store_faults;
+mod vector_in_place;

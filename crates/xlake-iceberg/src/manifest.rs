@@ -1,8 +1,8 @@
 //! Manifests and manifest lists: written by iceberg-rust's writers into memory, then
 //! persisted through the table's own [`TableStore`], so there is one I/O stack.
 //!
-//! v3 row lineage: a data file entry carried into a new manifest (merged, rewritten around
-//! a removed file, or added again unchanged) gets the first row id it had written
+//! v3 row lineage: a data file entry carried into a new manifest (merged, or rewritten
+//! around a removed file) gets the first row id it had written
 //! explicitly ([`carry_row_ids`], [`with_first_row_id`]), and the manifest list gives a
 //! manifest of such entries no new row ids ([`write_manifest_list`]), so `_row_id` of an
 //! unchanged row never changes and `next-row-id` grows by the rows added only.

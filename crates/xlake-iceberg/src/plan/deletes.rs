@@ -3,8 +3,10 @@
 //! vectors, see [`crate::v3`]). Files the source removed are found in the parent
 //! snapshot's manifests: the manifests that hold none are kept as they are, the others
 //! are rewritten with those entries deleted (with the delete files of the removed files).
-//! In a v3 table the rewritten entries carry their row ids, and a data file the commit
-//! adds again unchanged (Delta's new deletion vector) keeps its ids ([`Removals::re_adds`]).
+//! In a v3 table the rewritten entries carry their row ids. A data file the commit removes
+//! and adds again unchanged (Delta's new deletion vector) keeps its entry as it is (same
+//! manifest, sequence numbers and row ids): only its delete files are removed, and the
+//! new ones added ([`Removals::in_place`]).
 //!
 //! Which paths a manifest holds is remembered per process ([`PathCache`]), so a backfill
 //! that removes files reads each manifest once, not once per commit.
@@ -41,10 +43,14 @@ impl PathKeys {
     }
 }
 
-/// The parent's manifests a commit keeps as they are, and those it rewrites.
+/// The parent's manifests a commit keeps as they are, and those it rewrites; and the data
+/// files it removes and adds again unchanged, whose entries stay where they are.
 pub(super) struct Removals {
     pub(super) kept: Vec<ManifestFile>,
     pub(super) rewrites: Vec<Rewrite>,
+    /// Paths of the data files added again unchanged (see [`Targets::unchanged`]): not
+    /// added anew, their delete files removed (and the new ones added) as for a removal.
+    pub(super) in_place: HashSet<String>,
 }
 
 /// A manifest holding removed files: its entries, and the keys (see [`entry_key`]) of
@@ -55,11 +61,14 @@ pub(super) struct Rewrite {
     /// Whether it is a data manifest (else a delete manifest).
     pub(super) data: bool,
     pub(super) hits: HashSet<String>,
+    /// Delete files to add to it (v3: vectors moved out of a Puffin file holding a stale
+    /// one, see [`super::rehome`]).
+    pub(super) added: Vec<IcebergDataFile>,
 }
 
 impl Removals {
     /// Write every rewritten entry's row id explicitly (v3; a no-op for manifests listed
-    /// without a first row id), before the entries are carried or matched to re-adds.
+    /// without a first row id), before the entries are carried.
     pub(super) fn carry_row_ids(&mut self, table: &IcebergTable) -> Result<()> {
         for r in &mut self.rewrites {
             let entries = std::mem::take(&mut r.entries);
@@ -68,32 +77,30 @@ impl Removals {
         }
         Ok(())
     }
+}
 
-    /// Of the commit's added data `files`, those that are a removed data file again with
-    /// the same size and row count (Delta replacing a file's deletion vector removes and
-    /// adds the unchanged file), by path, with the first row id the removed entry had:
-    /// its rows are the same rows, so they keep their `_row_id`. (The entry is added
-    /// anew, with this snapshot's sequence numbers, so deletes apply to it as before and
-    /// `_last_updated_sequence_number` is this snapshot's.)
-    pub(super) fn re_adds(&self, files: &[IcebergDataFile]) -> HashMap<String, i64> {
-        let added: HashMap<&str, &IcebergDataFile> =
-            files.iter().map(|f| (f.file_path(), f)).collect();
-        let mut out = HashMap::new();
-        for r in self.rewrites.iter().filter(|r| r.data) {
-            for e in r.entries.iter().filter(|e| e.is_alive()) {
-                let (Some(f), Some(first_row_id)) =
-                    (added.get(e.file_path()), e.data_file().first_row_id())
-                else {
-                    continue;
-                };
-                let same = f.record_count() == e.record_count()
-                    && f.file_size_in_bytes() == e.file_size_in_bytes();
-                if same && r.hits.contains(e.file_path()) {
-                    out.insert(e.file_path().to_string(), first_row_id);
-                }
-            }
-        }
-        out
+/// What a commit takes away from the parent: the removed data paths (with whether a data
+/// manifest was found holding each), and of those, the ones the commit adds again (with
+/// the file as added), which stay in place when unchanged.
+struct Targets<'a> {
+    removed: HashMap<String, bool>,
+    re_added: HashMap<&'a str, &'a IcebergDataFile>,
+    /// The partition spec the commit's files are added in.
+    spec_id: i32,
+}
+
+impl Targets<'_> {
+    /// Whether the live data entry `e` of a manifest of spec `spec_id` is a file the
+    /// commit adds again unchanged: same size, row count, spec and partition (Delta
+    /// replacing a file's deletion vector removes and adds the unchanged file). Its entry
+    /// then stays as it is: only its delete files change.
+    fn unchanged(&self, e: &ManifestEntry, spec_id: i32) -> bool {
+        self.re_added.get(e.file_path()).is_some_and(|f| {
+            f.file_size_in_bytes() == e.file_size_in_bytes()
+                && f.record_count() == e.record_count()
+                && spec_id == self.spec_id
+                && f.partition() == e.data_file().partition()
+        })
     }
 }
 
@@ -160,44 +167,63 @@ impl IcebergTable {
     }
 
     /// Which of the parent's `manifests` a commit removing `change.removed` keeps, and which
-    /// it rewrites; a removed file no manifest holds is an error. Manifests with no live
-    /// entry are dropped.
+    /// it rewrites; a removed file no data manifest holds is an error, a file added again
+    /// included. Manifests with no live entry are dropped. A removed file among the
+    /// commit's `added` files (in spec `spec_id`) that is unchanged keeps its entry; its
+    /// delete files are removed.
     pub(super) async fn plan_removals(
         &self,
         change: &ChangeSet,
         manifests: Vec<ManifestFile>,
+        (added, spec_id): (&[IcebergDataFile], i32),
     ) -> Result<Removals> {
-        let mut to_remove: HashMap<String, bool> = change
+        let removed: HashMap<String, bool> = change
             .removed
             .iter()
             .map(|p| (self.store.absolute(p), false))
             .collect();
+        let re_added = added
+            .iter()
+            .filter(|f| removed.contains_key(f.file_path()))
+            .map(|f| (f.file_path(), f))
+            .collect();
+        let mut targets = Targets {
+            removed,
+            re_added,
+            spec_id,
+        };
         let mut removals = Removals {
             kept: Vec::new(),
             rewrites: Vec::new(),
+            in_place: HashSet::new(),
         };
         for mf in manifests {
             let live = mf.added_files_count.unwrap_or(1) + mf.existing_files_count.unwrap_or(1);
             if live == 0 {
                 continue;
             }
-            if to_remove.is_empty() {
+            if targets.removed.is_empty() {
                 removals.kept.push(mf);
                 continue;
             }
-            match self.holding(mf, &to_remove).await? {
+            let (held, in_place) = self.holding(mf, &targets).await?;
+            match held {
+                Ok(rewrite) if rewrite.data => {
+                    let found = rewrite.hits.iter().chain(&in_place);
+                    found.for_each(|p| mark_found(&mut targets.removed, p));
+                    removals.rewrites.push(rewrite);
+                }
                 Ok(rewrite) => removals.rewrites.push(rewrite),
-                Err(kept) => removals.kept.push(kept),
-            }
-        }
-        for rewrite in removals.rewrites.iter().filter(|r| r.data) {
-            for path in &rewrite.hits {
-                if let Some(found) = to_remove.get_mut(path) {
-                    *found = true;
+                Err(kept) => {
+                    in_place
+                        .iter()
+                        .for_each(|p| mark_found(&mut targets.removed, p));
+                    removals.kept.push(kept);
                 }
             }
+            removals.in_place.extend(in_place);
         }
-        if let Some((path, _)) = to_remove.iter().find(|(_, found)| !**found) {
+        if let Some((path, _)) = targets.removed.iter().find(|(_, found)| !**found) {
             return Err(IcebergError::RemovedFileNotFound {
                 table: self.table(),
                 commit: change.commit.id.clone(),
@@ -207,13 +233,16 @@ impl IcebergTable {
         Ok(removals)
     }
 
-    /// `mf` as a rewrite when it holds a path of `to_remove`; else `mf` back, to keep. A
-    /// manifest seen before is read only if it holds one.
+    /// `mf` as a rewrite when it holds a path of `targets` to delete; else `mf` back, to
+    /// keep; and the paths of the data files it holds that the commit adds again
+    /// unchanged (which it keeps as they are). A manifest seen before is read only if it
+    /// holds a path of `targets`.
     async fn holding(
         &self,
         mf: ManifestFile,
-        to_remove: &HashMap<String, bool>,
-    ) -> Result<std::result::Result<Rewrite, ManifestFile>> {
+        targets: &Targets<'_>,
+    ) -> Result<(std::result::Result<Rewrite, ManifestFile>, Vec<String>)> {
+        let to_remove = &targets.removed;
         let (paths, mut entries) = match self.cached_paths(&mf.manifest_path) {
             Some(paths) => (paths, None),
             None => {
@@ -224,34 +253,43 @@ impl IcebergTable {
             }
         };
         if !to_remove.keys().any(|p| paths.contains(p)) {
-            return Ok(Err(mf));
+            return Ok((Err(mf), Vec::new()));
         }
         let entries = match entries.take() {
             Some(entries) => entries,
             None => self.read_manifest(&mf).await?,
         };
         let data = mf.content == ManifestContentType::Data;
-        let removes = |e: &ManifestEntry| match data {
+        let held = |e: &&ManifestEntry| match data {
             true => to_remove.contains_key(e.file_path()),
             false => e
                 .data_file()
                 .referenced_data_file()
                 .is_some_and(|r| to_remove.contains_key(&r)),
         };
-        let hits = entries
+        let (in_place, hits): (Vec<&ManifestEntry>, Vec<&ManifestEntry>) = entries
             .iter()
-            .filter(|e| e.is_alive() && removes(e))
-            .map(|e| entry_key(e, data))
-            .collect();
-        Ok(Ok(Rewrite {
-            manifest: mf,
-            entries,
-            data,
-            hits,
-        }))
+            .filter(|e| e.is_alive())
+            .filter(held)
+            .partition(|e| data && targets.unchanged(e, mf.partition_spec_id));
+        let in_place = in_place.iter().map(|e| e.file_path().to_string()).collect();
+        let hits: HashSet<String> = hits.iter().map(|e| entry_key(e, data)).collect();
+        if hits.is_empty() {
+            return Ok((Err(mf), in_place));
+        }
+        Ok((
+            Ok(Rewrite {
+                manifest: mf,
+                entries,
+                data,
+                hits,
+                added: Vec::new(),
+            }),
+            in_place,
+        ))
     }
 
-    async fn read_manifest(&self, mf: &ManifestFile) -> Result<Vec<ManifestEntry>> {
+    pub(super) async fn read_manifest(&self, mf: &ManifestFile) -> Result<Vec<ManifestEntry>> {
         read_entries(&self.store, mf)
             .await
             .map_err(|e| self.corrupt(&mf.manifest_path, e))
@@ -281,6 +319,13 @@ impl IcebergTable {
             cache.insert(manifest.to_string(), paths.clone());
         }
         paths
+    }
+}
+
+/// Note that a data manifest holds the removed `path`.
+fn mark_found(removed: &mut HashMap<String, bool>, path: &str) {
+    if let Some(found) = removed.get_mut(path) {
+        *found = true;
     }
 }
 

@@ -3,10 +3,10 @@
 //! rewritten (those entries deleted, the others existing); the kept ones are merged when
 //! small (see [`crate::merge`]); then the manifest list. Counts for the summary are taken
 //! on the way. In a v3 table the entries a rewritten or merged manifest carries keep their
-//! row ids (see [`crate::manifest`]), and data files the commit adds again unchanged get a
-//! manifest of their own, with the row ids they had.
+//! row ids (see [`crate::manifest`]). Data files the commit adds again unchanged are not
+//! here: their entries stay where they are (see [`super::deletes`]).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use iceberg::spec::{
     DataFile as IcebergDataFile, ManifestFile, PartitionSpec, SchemaRef, TableMetadata,
@@ -18,7 +18,7 @@ use super::schema::Bound;
 use super::Frame;
 use crate::error::{IcebergError, Result};
 use crate::layout;
-use crate::manifest::{carries_row_ids, with_first_row_id, write_manifest, write_manifest_list};
+use crate::manifest::{carries_row_ids, write_manifest, write_manifest_list};
 use crate::summary::Counts;
 use crate::table::IcebergTable;
 
@@ -86,12 +86,11 @@ impl IcebergTable {
             partitions: HashSet::new(),
         };
         removals.carry_row_ids(self)?;
-        let re_adds = match frame.v3() {
-            true => removals.re_adds(&added.data),
-            false => HashMap::new(),
-        };
-        let (data, re_added) = self.split_re_adds(bound, added.data, &re_adds)?;
-        for (files, deletes) in [(data, false), (re_added, false), (added.deletes, true)] {
+        if frame.v3() && !removals.in_place.is_empty() {
+            self.rehome_stale_vectors(&mut removals, &added.deletes)
+                .await?;
+        }
+        for (files, deletes) in [(added.data, false), (added.deletes, true)] {
             self.write_added(&mut out, frame, bound, files, deletes)
                 .await?;
         }
@@ -134,29 +133,6 @@ impl IcebergTable {
             counts: out.counts,
             partitions: out.partitions.len(),
         })
-    }
-
-    /// The added data files that are new, and those that are removed ones again
-    /// (`re_adds`), with the first row id they had written: the latter go into a manifest
-    /// of their own that takes no new row ids.
-    fn split_re_adds(
-        &self,
-        bound: &Bound,
-        files: Vec<IcebergDataFile>,
-        re_adds: &HashMap<String, i64>,
-    ) -> Result<(Vec<IcebergDataFile>, Vec<IcebergDataFile>)> {
-        let (mut new, mut again) = (Vec::new(), Vec::new());
-        for f in files {
-            match re_adds.get(f.file_path()) {
-                Some(&first_row_id) => {
-                    let carried = with_first_row_id(&f, bound.spec.spec_id(), first_row_id)
-                        .map_err(self.write_failed(f.file_path()))?;
-                    again.push(carried);
-                }
-                None => new.push(f),
-            }
-        }
-        Ok((new, again))
     }
 
     /// One manifest of the commit's added data files (or delete files), if any.
@@ -210,6 +186,7 @@ impl IcebergTable {
             entries,
             data,
             hits,
+            added,
         } = rewrite;
         let old_spec = bound
             .staged
@@ -218,14 +195,17 @@ impl IcebergTable {
         let location = out.next_location(out.written.len());
         let live: Vec<_> = entries.into_iter().filter(|e| e.is_alive()).collect();
         let removed = |e: &iceberg::spec::ManifestEntry| hits.contains(&entry_key(e, data));
-        self.cache_paths(
-            &location,
-            live.iter().filter(|e| !removed(e)).map(|e| e.data_file()),
-        );
+        let kept = live.iter().filter(|e| !removed(e)).map(|e| e.data_file());
+        self.cache_paths(&location, kept.chain(&added));
         for e in live.iter().filter(|e| removed(e)) {
             out.counts
                 .count(!data, false, e.record_count(), e.file_size_in_bytes());
             out.touch(old.partition_spec_id, e.data_file());
+        }
+        for f in &added {
+            out.counts
+                .count(!data, true, f.record_count(), f.file_size_in_bytes());
+            out.touch(old.partition_spec_id, f);
         }
         if data && carries_row_ids(live.iter().filter(|e| !removed(e)).map(|e| e.data_file())) {
             out.carried.insert(location.clone());
@@ -248,7 +228,7 @@ impl IcebergTable {
                         w.add_existing_file(e.data_file, snapshot, seq, file_seq)?;
                     }
                 }
-                Ok(())
+                added.into_iter().try_for_each(|f| w.add_file(f, -1))
             },
         )
         .await

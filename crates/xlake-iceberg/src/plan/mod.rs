@@ -6,8 +6,8 @@
 //! |---|---|---|
 //! | 1 | [`schema`] | schema ids, partition spec, table properties and name mapping; binds them |
 //! | 2 | [`files`] | the added files: checked, measured (footers), described with their stats |
-//! | 3 | [`deletes`] | rows deleted from added files; removed files and the manifests holding them |
-//! | 4 | [`manifests`] | new, rewritten and merged manifests, and the manifest list |
+//! | 3 | [`deletes`] | rows deleted from added files; removed files and the manifests holding them; files added again unchanged, kept in place |
+//! | 4 | [`manifests`] | new, rewritten and merged manifests, and the manifest list; ([`rehome`]) v3 vectors moved out of Puffin files holding a dropped one |
 //! | 5 | [`summary`] | the operation, the summary counters, `XTABLE_METADATA`, `xlake.degraded` |
 //!
 //! Everything a step writes goes through the commit's journal; nothing is visible until
@@ -16,6 +16,7 @@
 mod deletes;
 mod files;
 mod manifests;
+mod rehome;
 mod schema;
 mod summary;
 
@@ -145,7 +146,7 @@ impl IcebergTable {
         let mut plan = self.plan_schema(change, current)?;
         let bound = self.bind(draft, &plan, &frame)?;
         // 2. Files and stats (3. with the delete files of rows deleted from them).
-        let added = self
+        let mut added = self
             .added_files(change, &bound, &plan.mapping, frame.v3())
             .await?;
         let (parent_degraded, degraded) =
@@ -158,8 +159,15 @@ impl IcebergTable {
         let parents = self
             .parent_manifests(frame.parent.as_deref(), last_list)
             .await?;
-        let removals = self.plan_removals(change, parents).await?;
-        let adds = (!added.data.is_empty(), !added.deletes.is_empty());
+        let spec_id = bound.spec.spec_id();
+        let removals = self
+            .plan_removals(change, parents, (&added.data, spec_id))
+            .await?;
+        // Files added again unchanged keep their entries: only their delete files change.
+        added
+            .data
+            .retain(|f| !removals.in_place.contains(f.file_path()));
+        let adds = summary::adds(&added, &removals.in_place);
         // 4. Manifests and the manifest list.
         let written = self
             .write_manifests(&frame, &bound, added, removals)

@@ -3,11 +3,12 @@
 //! commit, the source commit time, the source's notes, and `xlake.degraded` (layouts found
 //! in files stay named while the table lives; a source's notes are per commit).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use iceberg::spec::{Operation, Summary};
 use xlake_model::ChangeSet;
 
+use super::files::AddedFiles;
 use super::manifests::Written;
 use super::{json, Frame};
 use crate::fidelity::{is_layout_entry, Finding};
@@ -36,6 +37,24 @@ pub(super) fn degraded(
     degraded.extend(change.degraded.iter().cloned());
     degraded.extend(found.iter().map(Finding::entry));
     (parent, degraded)
+}
+
+/// Whether a commit adds data files, and whether it adds delete files, as its operation
+/// sees it. A data file added again unchanged is kept in place ([`super::deletes`]) and is
+/// not added; but one added again without a new delete file may show deleted rows again
+/// (Delta's RESTORE), which counts as adding data (an overwrite, as Iceberg's Java
+/// `RowDelta` calls removing delete files). With its new vector it is a delete.
+pub(super) fn adds(added: &AddedFiles, in_place: &HashSet<String>) -> (bool, bool) {
+    let covered: HashSet<String> = added
+        .deletes
+        .iter()
+        .filter_map(|d| d.referenced_data_file())
+        .collect();
+    let restores = in_place.iter().any(|p| !covered.contains(p));
+    (
+        !added.data.is_empty() || restores,
+        !added.deletes.is_empty(),
+    )
 }
 
 /// What a commit did, in Iceberg's words: a commit that changes no data (compaction,
