@@ -76,6 +76,46 @@ async fn a_log_that_starts_at_a_checkpoint_starts_there() {
     assert_eq!(report.written[0].added, 5, "the checkpoint's whole state");
 }
 
+/// A log that starts at a checkpoint with one version after it: that version's removals
+/// mark the checkpoint's files (which a vacuum may have deleted) as removed later.
+#[tokio::test]
+async fn a_checkpoint_start_with_one_later_version_knows_what_it_removes() {
+    use xlake_source::TableSource;
+    let (_dir, root) = extract("checkpoints_vacuumed");
+    let log = root.join("_delta_log");
+    for v in [6, 7, 8, 9, 11, 12] {
+        std::fs::remove_file(log.join(format!("{v:020}.json"))).unwrap();
+    }
+    let source = || async {
+        let store = TableStore::open(root.to_str().unwrap()).unwrap();
+        xlake_delta::DeltaSource::open(store).await.unwrap()
+    };
+    let state = xlake_source::MirrorState::default();
+    let first = {
+        let delta = source().await;
+        let mut replay = delta.replay(&state).await.unwrap();
+        replay.next().await.unwrap().unwrap()
+    };
+    assert_eq!(first.commit.id, "10");
+    let gone = first.added[0].path.clone();
+    let rel = gone.strip_prefix(&format!("{}/", root.display())).unwrap_or(&gone);
+    write_commit(
+        &root,
+        11,
+        &format!(
+            "{{\"commitInfo\":{{\"timestamp\":1900000000000,\"operation\":\"DELETE\"}}}}\n{}\n",
+            serde_json::json!({"remove": {"path": rel, "dataChange": true}})
+        ),
+    );
+    let delta = source().await;
+    let mut replay = delta.replay(&state).await.unwrap();
+    let first = replay.next().await.unwrap().unwrap();
+    let file = first.added.iter().find(|f| f.path == gone).unwrap();
+    assert!(file.removed_later, "{gone} is removed by version 11");
+    let second = replay.next().await.unwrap().unwrap();
+    assert_eq!((second.commit.id.as_str(), second.removed.len()), ("11", 1));
+}
+
 /// The summary of the snapshot mirroring a version.
 async fn summary_of(root: &Path, version: &str) -> std::collections::HashMap<String, String> {
     let table = IcebergTable::new(TableStore::open(root.to_str().unwrap()).unwrap());

@@ -102,8 +102,10 @@ impl DeltaSource {
         }
         replay.next = first;
         replay.latest = latest;
-        // One version alone has no later one to remove its files: no first pass.
-        if first < latest {
+        // One change set alone has no later one to remove its files: no first pass. (A
+        // start at a checkpoint gives its state first, then the versions from `first`.)
+        let first_given = replay.checkpoint.as_ref().map_or(first, |(c, _)| *c);
+        if first_given < latest {
             replay.later = self.removals(first, latest).await;
         }
         Ok(replay)
