@@ -42,6 +42,20 @@ struct Listed {
 }
 
 impl Listed {
+    fn counted(&self) -> bool {
+        let files = [
+            self.added_files_count,
+            self.existing_files_count,
+            self.deleted_files_count,
+        ];
+        let rows = [
+            self.added_rows_count,
+            self.existing_rows_count,
+            self.deleted_rows_count,
+        ];
+        files.iter().all(Option::is_some) && rows.iter().all(Option::is_some)
+    }
+
     fn into_manifest(self) -> Result<ManifestFile, String> {
         let count = |n: Option<i32>| n.map(u32::try_from).transpose();
         let rows = |n: Option<i64>| n.map(u64::try_from).transpose();
@@ -77,12 +91,14 @@ pub(crate) fn manifests(bytes: &[u8], location: &str) -> Result<Vec<ManifestFile
     }
 }
 
-/// The list read by serde_avro_fast; `None` for anything it does not read.
+/// The list read by serde_avro_fast; `None` for anything it does not read, and for a
+/// record without its file and row counts (which only v1 lists may omit: iceberg-rust
+/// reads those by the v1 schema, and refuses them in a v2 list).
 fn fast(bytes: &[u8]) -> Option<Vec<ManifestFile>> {
     let mut reader = Reader::from_slice(bytes).ok()?;
     reader
         .deserialize::<Listed>()
-        .map(|r| r.ok()?.into_manifest().ok())
+        .map(|r| r.ok().filter(Listed::counted)?.into_manifest().ok())
         .collect()
 }
 

@@ -88,9 +88,10 @@ pub struct MirrorState {
     /// when the source asks for them ([`TableSource::reads_saved_by_live_files`]): a source can
     /// then start its replay after the newest mirrored commit instead of at its first.
     pub live_files: Option<Vec<(String, u64)>>,
-    /// The [`ChangeSet::source_state`](xlake_model::ChangeSet::source_state) of the newest
-    /// mirrored commit, as the target kept it. A source checks that it belongs to the
-    /// commit it resumes after before trusting it.
+    /// The [`ChangeSet::source_state`](xlake_model::ChangeSet::source_state) of the change
+    /// set committed last (the current snapshot's), as the target kept it: for a source
+    /// whose commits may complete out of order, not necessarily its newest commit's. A
+    /// source checks that it belongs to the commit it resumes after before trusting it.
     pub source_state: Option<String>,
 }
 
