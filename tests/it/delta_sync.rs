@@ -98,7 +98,9 @@ async fn a_checkpoint_start_with_one_later_version_knows_what_it_removes() {
     };
     assert_eq!(first.commit.id, "10");
     let gone = first.added[0].path.clone();
-    let rel = gone.strip_prefix(&format!("{}/", root.display())).unwrap_or(&gone);
+    let rel = gone
+        .strip_prefix(&format!("{}/", root.display()))
+        .unwrap_or(&gone);
     write_commit(
         &root,
         11,
