@@ -183,6 +183,47 @@ async fn deletion_vectors_become_position_deletes() {
     }
 }
 
+/// The commits after the last mirrored version are gone, and the vector of a mirrored
+/// file grew meanwhile: the first snapshot after the gap (the checkpoint's whole state)
+/// carries the vector it has now, not the one mirrored before.
+#[tokio::test]
+async fn a_vector_that_grew_while_history_was_lost_is_applied() {
+    for format_version in [None, Some(3)] {
+        let (_dir, root) = extract("table_with_deletion_logs");
+        let options = SyncOptions {
+            format_version,
+            ..Default::default()
+        };
+        let location = root.to_str().unwrap();
+        // Version 3 deletes one row of the file; version 4 gives it a vector of two.
+        xlake_sync::mirror_commit(location, &options, "3", |_| {})
+            .await
+            .unwrap();
+        assert_eq!(summary_of(&root, "3").await["total-position-deletes"], "1");
+        for v in 4..10 {
+            std::fs::remove_file(root.join(format!("_delta_log/{v:020}.json"))).unwrap();
+        }
+        sync_with(&root, &options).await.unwrap();
+        let after = summary_of(&root, "10").await;
+        assert_eq!(
+            (
+                after["total-delete-files"].as_str(),
+                after["total-position-deletes"].as_str()
+            ),
+            ("1", "2"),
+            "{format_version:?}: {after:?}"
+        );
+        assert_eq!(
+            after["total-data-files"],
+            summary_of(&root, "3").await["total-data-files"]
+        );
+        let check = xlake_sync::check_with(location, &options, true, true)
+            .await
+            .unwrap();
+        assert!(check.consistent(), "{format_version:?}: {check:?}");
+    }
+}
+
 #[tokio::test]
 async fn an_unreadable_deletion_vector_stops_the_sync_before_its_version() {
     let (_dir, root) = extract("table_with_deletion_logs");
@@ -241,18 +282,23 @@ async fn column_mapping_ids_become_field_ids_and_physical_names_are_mapped() {
     }
 }
 
+/// Append `version` with no file change (`SET TBLPROPERTIES`) and sync.
+async fn sync_an_empty_version(root: &Path, version: u64) -> xlake_sync::SyncReport {
+    write_commit(
+        root,
+        version,
+        "{\"commitInfo\":{\"timestamp\":1900000000000,\"operation\":\"SET TBLPROPERTIES\"}}\n",
+    );
+    sync_with(root, &SyncOptions::default()).await.unwrap()
+}
+
 #[tokio::test]
 async fn an_incremental_sync_reads_only_the_new_commits() {
     let (_dir, root) = extract("evolving_typed_partitions");
     sync_with(&root, &SyncOptions::default()).await.unwrap();
     // History before the last checkpoint (version 11) is never read again: corrupt it.
     write_commit(&root, 3, "not json at all");
-    write_commit(
-        &root,
-        12,
-        "{\"commitInfo\":{\"timestamp\":1900000000000,\"operation\":\"SET TBLPROPERTIES\"}}\n",
-    );
-    let report = sync_with(&root, &SyncOptions::default()).await.unwrap();
+    let report = sync_an_empty_version(&root, 12).await;
     assert_eq!(report.written.len(), 1);
     assert_eq!(report.written[0].commit.id, "12");
     assert_eq!(mirrored(&root).await.last().map(String::as_str), Some("12"));
@@ -274,12 +320,7 @@ async fn an_incremental_sync_resumes_from_the_state_the_last_one_saved() {
         }
     }
     assert!(spoiled > 0);
-    write_commit(
-        &root,
-        12,
-        "{\"commitInfo\":{\"timestamp\":1900000000000,\"operation\":\"SET TBLPROPERTIES\"}}\n",
-    );
-    let report = sync_with(&root, &SyncOptions::default()).await.unwrap();
+    let report = sync_an_empty_version(&root, 12).await;
     assert_eq!(report.written.len(), 1);
     let table = IcebergTable::new(TableStore::open(root.to_str().unwrap()).unwrap());
     let loaded = table.load().await.unwrap().unwrap();

@@ -517,6 +517,17 @@ impl IcebergTable {
         }
     }
 
+    /// Whether the current snapshot of `metadata` has live delete files.
+    pub(crate) async fn has_delete_files(&self, metadata: Option<&TableMetadata>) -> Result<bool> {
+        let Some(snapshot) = metadata.and_then(|m| m.current_snapshot()) else {
+            return Ok(false);
+        };
+        Ok(self.manifest_list(snapshot).await?.iter().any(|m| {
+            m.content == ManifestContentType::Deletes
+                && m.added_files_count.unwrap_or(1) + m.existing_files_count.unwrap_or(1) > 0
+        }))
+    }
+
     /// The manifests `snapshot`'s list names.
     pub(crate) async fn manifest_list(&self, snapshot: &Snapshot) -> Result<Vec<ManifestFile>> {
         read_manifest_list(&self.store, snapshot.manifest_list())

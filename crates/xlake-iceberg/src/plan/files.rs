@@ -219,12 +219,17 @@ impl IcebergTable {
     }
 
     /// A full-state change set as the difference from the current snapshot's live files.
+    /// A file live on both sides is added again (its entry stays, see `plan_removals`;
+    /// its delete files are replaced) when its deleted rows may differ: it has some in
+    /// the source, or the table has delete files. Its vector may have changed while the
+    /// commits between were lost.
     pub(super) async fn as_difference(
         &self,
         change: &ChangeSet,
         current: Option<&TableMetadata>,
     ) -> Result<ChangeSet> {
         let live = self.live_data_files(current).await?;
+        let deletes = self.has_delete_files(current).await?;
         let wanted: HashSet<String> = change
             .added
             .iter()
@@ -232,9 +237,19 @@ impl IcebergTable {
             .collect();
         let mut diff = change.clone();
         diff.full_state = false;
-        diff.added
-            .retain(|f| !live.contains_key(&self.store.absolute(&f.path)));
+        let mut again = Vec::new();
+        diff.added.retain(|f| {
+            if !live.contains_key(&self.store.absolute(&f.path)) {
+                return true;
+            }
+            let vector = !f.deleted_rows.is_empty() || f.deletion_vector.is_some();
+            if deletes || vector {
+                again.push(f.path.clone());
+            }
+            deletes || vector
+        });
         diff.removed = live.into_keys().filter(|p| !wanted.contains(p)).collect();
+        diff.removed.extend(again);
         diff.removed.sort();
         Ok(diff)
     }
