@@ -850,14 +850,21 @@ impl TableStore {
 /// The files (not folders) in a local folder as object_store lists them: symbolic links
 /// followed, names that are not valid object names (a staged upload's `#n` suffix,
 /// non-UTF-8) left out; with `meta`, each one's size and time in ms (a link's target's).
+/// A file that is gone by the time it is looked at (a writer's temporary file renamed)
+/// is left out, not an error: the folder itself is there.
 fn local_entries(
     folder: &std::path::Path,
     meta: bool,
 ) -> std::io::Result<Vec<(String, (u64, i64))>> {
+    let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
     let mut found = Vec::new();
     for entry in std::fs::read_dir(folder)? {
         let entry = entry?;
-        let kind = entry.file_type()?;
+        let kind = match entry.file_type() {
+            Ok(kind) => kind,
+            Err(e) if gone(&e) => continue,
+            Err(e) => return Err(e),
+        };
         let Ok(name) = entry.file_name().into_string() else {
             continue;
         };
@@ -870,7 +877,11 @@ fn local_entries(
                 Ok(m) => Some(m),
                 Err(_) => continue,
             },
-            (false, true) => Some(entry.metadata()?),
+            (false, true) => match entry.metadata() {
+                Ok(m) => Some(m),
+                Err(e) if gone(&e) => continue,
+                Err(e) => return Err(e),
+            },
             (false, false) => None,
         };
         let is_file = metadata.as_ref().map_or(kind.is_file(), |m| m.is_file());
