@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use iceberg::spec::{ManifestContentType, ManifestFile, SchemaRef, TableMetadata};
 
-use crate::error::{IcebergError, Result};
+use crate::error::Result;
 use crate::manifest::{carries_row_ids, carry_row_ids, read_entries, write_manifest};
 use crate::plan::schema_holding;
 use crate::table::IcebergTable;
@@ -105,11 +105,7 @@ impl IcebergTable {
                     },
                 )
                 .await
-                .map_err(|reason| IcebergError::WriteFailed {
-                    table: self.table(),
-                    file: path.clone(),
-                    reason,
-                })?;
+                .map_err(self.write_failed(&path))?;
                 out.push(merged);
             }
         }

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use futures::StreamExt;
 use iceberg::spec::{
     DataContentType, DataFile as IcebergDataFile, DataFileBuilder, DataFileFormat, FormatVersion,
-    PartitionSpec as IcebergSpec, TableMetadata, TableMetadataBuilder,
+    PartitionSpec as IcebergSpec, Struct, TableMetadata, TableMetadataBuilder,
 };
 use xlake_model::{ChangeSet, DataType, Field, PrimitiveType, TimeUnit};
 
@@ -192,38 +192,50 @@ impl IcebergTable {
             .collect()
             .await;
         let blobs = results.into_iter().collect::<Result<Vec<_>>>()?;
+        let partitions = with_vectors.iter().map(|(_, d)| d.partition().clone());
+        self.write_vectors(blobs.into_iter().zip(partitions).collect(), spec.spec_id())
+            .await
+    }
+
+    /// `blobs` written into one new Puffin file, each described as the position-delete
+    /// entry of its data file (with that file's `partition`, in spec `spec_id`).
+    pub(crate) async fn write_vectors(
+        &self,
+        blobs: Vec<(VectorBlob, Struct)>,
+        spec_id: i32,
+    ) -> Result<Vec<IcebergDataFile>> {
         let puffin = self.store.absolute(&layout::puffin_file());
-        let cardinalities: Vec<u64> = blobs.iter().map(|b| b.cardinality).collect();
+        let (blobs, partitions): (Vec<VectorBlob>, Vec<Struct>) = blobs.into_iter().unzip();
+        let described: Vec<(String, u64)> = blobs
+            .iter()
+            .map(|b| (b.referenced_data_file.clone(), b.cardinality))
+            .collect();
         let placed = write_puffin(&self.store, &puffin, blobs)
             .await
-            .map_err(|reason| IcebergError::WriteFailed {
-                table: self.table(),
-                file: puffin.clone(),
-                reason,
-            })?;
+            .map_err(self.write_failed(&puffin))?;
         let size = self
             .store
             .size(&puffin)
             .await?
             .ok_or_else(|| self.corrupt(&puffin, "just written, and gone"))?;
-        with_vectors
-            .iter()
+        described
+            .into_iter()
+            .zip(partitions)
             .zip(placed)
-            .zip(cardinalities)
-            .map(|(((_, d), (offset, len)), cardinality)| {
+            .map(|(((referenced, cardinality), partition), (offset, len))| {
                 DataFileBuilder::default()
                     .content(DataContentType::PositionDeletes)
                     .file_path(puffin.clone())
                     .file_format(DataFileFormat::Puffin)
-                    .partition(d.partition().clone())
-                    .partition_spec_id(spec.spec_id())
+                    .partition(partition)
+                    .partition_spec_id(spec_id)
                     .record_count(cardinality)
                     .file_size_in_bytes(size)
-                    .referenced_data_file(Some(d.file_path().to_string()))
+                    .referenced_data_file(Some(referenced))
                     .content_offset(Some(offset as i64))
                     .content_size_in_bytes(Some(len as i64))
                     .build()
-                    .map_err(|e| invalid(d.file_path(), e.to_string()))
+                    .map_err(|e| self.write_failed(&puffin)(e.to_string()))
             })
             .collect()
     }

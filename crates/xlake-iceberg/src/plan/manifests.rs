@@ -60,7 +60,7 @@ impl Manifests<'_> {
 }
 
 impl IcebergTable {
-    pub(super) fn write_failed(&self, file: &str) -> impl Fn(String) -> IcebergError {
+    pub(crate) fn write_failed(&self, file: &str) -> impl Fn(String) -> IcebergError {
         let (table, file) = (self.table(), file.to_string());
         move |reason| IcebergError::WriteFailed {
             table: table.clone(),

@@ -11,14 +11,12 @@
 use std::collections::{HashMap, HashSet};
 
 use iceberg::spec::{
-    DataContentType, DataFile as IcebergDataFile, DataFileBuilder, DataFileFormat,
-    ManifestContentType, ManifestEntry, ManifestFile,
+    DataFile as IcebergDataFile, DataFileFormat, ManifestContentType, ManifestEntry, ManifestFile,
 };
 
 use super::deletes::{entry_key, Removals, Rewrite};
 use crate::error::Result;
-use crate::layout;
-use crate::puffin::{check_framed, write_puffin, VectorBlob};
+use crate::puffin::{check_framed, VectorBlob};
 use crate::table::IcebergTable;
 
 impl IcebergTable {
@@ -147,41 +145,14 @@ impl IcebergTable {
             let end = start + u64::try_from(len).map_err(|e| self.corrupt(f.file_path(), e))?;
             let framed = self.store.get_range(f.file_path(), start..end).await?;
             check_framed(&framed).map_err(|reason| self.corrupt(f.file_path(), reason))?;
-            blobs.push(VectorBlob {
+            let blob = VectorBlob {
                 referenced_data_file: referenced,
                 cardinality: f.record_count(),
                 framed: framed.to_vec(),
-            });
+            };
+            blobs.push((blob, f.partition().clone()));
         }
-        let puffin = self.store.absolute(&layout::puffin_file());
-        let placed = write_puffin(&self.store, &puffin, blobs)
-            .await
-            .map_err(self.write_failed(&puffin))?;
-        let size = self
-            .store
-            .size(&puffin)
-            .await?
-            .ok_or_else(|| self.corrupt(&puffin, "just written, and gone"))?;
-        entries
-            .iter()
-            .zip(placed)
-            .map(|(e, (offset, len))| {
-                let f = e.data_file();
-                DataFileBuilder::default()
-                    .content(DataContentType::PositionDeletes)
-                    .file_path(puffin.clone())
-                    .file_format(DataFileFormat::Puffin)
-                    .partition(f.partition().clone())
-                    .partition_spec_id(spec_id)
-                    .record_count(f.record_count())
-                    .file_size_in_bytes(size)
-                    .referenced_data_file(f.referenced_data_file())
-                    .content_offset(Some(offset as i64))
-                    .content_size_in_bytes(Some(len as i64))
-                    .build()
-                    .map_err(|e| self.write_failed(&puffin)(e.to_string()))
-            })
-            .collect()
+        self.write_vectors(blobs, spec_id).await
     }
 }
 
