@@ -217,14 +217,7 @@ impl DeltaReplay<'_> {
             .state
             .as_ref()
             .ok_or_else(|| log_error("no metaData action before this version".into()))?;
-        let written = commit
-            .info
-            .as_ref()
-            .and_then(|i| i.in_commit_timestamp.or(i.timestamp));
-        let time = match written {
-            Some(time) => time,
-            None => source.file_time(version).await?,
-        };
+        let time = source.commit_time(version, commit.info.as_ref()).await?;
         let action = commit
             .info
             .as_ref()

@@ -9,7 +9,7 @@ use xlake_model::{
 };
 use xlake_storage::TableStore;
 
-use crate::action::{parse_commit, Add, MetaData, Protocol};
+use crate::action::{parse_commit, Add, CommitInfo, MetaData, Protocol};
 use crate::checkpoint;
 use crate::deletion_vector::{self, Descriptor};
 use crate::error::{DeltaError, Result};
@@ -132,9 +132,13 @@ impl DeltaSource {
         })
     }
 
-    /// The time of version `version`'s commit file: as listed, else asked of the store
-    /// (a log listed by name); 0 when it has none.
-    pub(crate) async fn file_time(&self, version: u64) -> Result<i64> {
+    /// The time of version `version`, whose `commitInfo` is `info`: its in-commit
+    /// timestamp, else its timestamp, else its commit file's time (as listed, or asked of
+    /// the store for a log listed by name; 0 without one).
+    pub(crate) async fn commit_time(&self, version: u64, info: Option<&CommitInfo>) -> Result<i64> {
+        if let Some(time) = info.and_then(|i| i.in_commit_timestamp.or(i.timestamp)) {
+            return Ok(time);
+        }
         Ok(match self.log.commits.get(&version) {
             Some((_, Some(modified))) => *modified,
             Some((path, None)) => self.store.modified_ms(path).await?.unwrap_or(0),
@@ -376,13 +380,7 @@ impl DeltaSource {
                 let info = parse_commit(&String::from_utf8_lossy(&bytes))
                     .ok()
                     .and_then(|c| c.info);
-                let written = info
-                    .as_ref()
-                    .and_then(|i| i.in_commit_timestamp.or(i.timestamp));
-                let time = match written {
-                    Some(time) => time,
-                    None => self.file_time(version).await?,
-                };
+                let time = self.commit_time(version, info.as_ref()).await?;
                 (time, info.and_then(|i| i.operation))
             }
             None => (
