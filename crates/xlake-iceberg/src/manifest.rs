@@ -86,11 +86,7 @@ pub(crate) fn carry_row_ids(
 /// `file` with `first_row_id` set (iceberg-rust's `DataFile` has no setter: every field
 /// is copied into a builder; the partition spec id, which has no getter and is not
 /// written, is the manifest's).
-pub(crate) fn with_first_row_id(
-    file: &DataFile,
-    spec_id: i32,
-    first_row_id: i64,
-) -> Result<DataFile, String> {
+fn with_first_row_id(file: &DataFile, spec_id: i32, first_row_id: i64) -> Result<DataFile, String> {
     let mut b = DataFileBuilder::default();
     b.content(file.content_type())
         .file_path(file.file_path().to_string())
@@ -122,6 +118,12 @@ pub(crate) fn with_first_row_id(
 /// (see [`carry_row_ids`]): a manifest list gives such a manifest no new row ids.
 pub(crate) fn carries_row_ids<'a>(mut files: impl Iterator<Item = &'a DataFile>) -> bool {
     files.all(|f| f.first_row_id().is_some())
+}
+
+/// Whether a listed manifest may hold live entries (its counts, when written, say so;
+/// without them it is assumed to).
+pub(crate) fn may_hold_live(manifest: &ManifestFile) -> bool {
+    manifest.added_files_count.unwrap_or(1) + manifest.existing_files_count.unwrap_or(1) > 0
 }
 
 /// The manifests of a manifest list (see [`crate::list_read`]).

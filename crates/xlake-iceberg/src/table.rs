@@ -18,7 +18,7 @@ use crate::history::{split, History, SnapshotHead};
 pub(crate) use crate::layout::METADATA_DIR;
 use crate::layout::{is_metadata_json, version_of, VERSION_HINT};
 pub use crate::layout::{metadata_file, parse_hint};
-use crate::manifest::{read_entries, read_manifest_list};
+use crate::manifest::{may_hold_live, read_entries, read_manifest_list};
 use crate::plan::{Draft, PathCache};
 use crate::publish::NextBase;
 use crate::summary::{SyncMetadata, XTABLE_METADATA};
@@ -487,22 +487,21 @@ impl IcebergTable {
         batch
     }
 
-    /// The live data files of the current snapshot of `metadata`: location to row count.
-    pub(crate) async fn live_data_files(
+    /// The live data files of the current snapshot of `metadata` (location to row count),
+    /// and whether it has live delete files: its manifest list read once.
+    pub(crate) async fn live_files_and_deletes(
         &self,
         metadata: Option<&TableMetadata>,
-    ) -> Result<HashMap<String, u64>> {
-        self.snapshot_files(
-            metadata
-                .and_then(|m| m.current_snapshot())
-                .map(|s| s.as_ref()),
-        )
-        .await
-    }
-
-    /// The live data files of a snapshot (location to row count).
-    async fn snapshot_files(&self, snapshot: Option<&Snapshot>) -> Result<HashMap<String, u64>> {
-        Ok(self.snapshot_entries(snapshot).await?.into_iter().collect())
+    ) -> Result<(HashMap<String, u64>, bool)> {
+        let Some(snapshot) = metadata.and_then(|m| m.current_snapshot()) else {
+            return Ok((HashMap::new(), false));
+        };
+        let list = self.manifest_list(snapshot).await?;
+        let deletes = list
+            .iter()
+            .any(|m| m.content == ManifestContentType::Deletes && may_hold_live(m));
+        let live = self.live_entries(&list).await?.into_iter().collect();
+        Ok((live, deletes))
     }
 
     /// The live data file entries of a snapshot (location, row count); a location listed
@@ -515,17 +514,6 @@ impl IcebergTable {
             }
             None => Ok(Vec::new()),
         }
-    }
-
-    /// Whether the current snapshot of `metadata` has live delete files.
-    pub(crate) async fn has_delete_files(&self, metadata: Option<&TableMetadata>) -> Result<bool> {
-        let Some(snapshot) = metadata.and_then(|m| m.current_snapshot()) else {
-            return Ok(false);
-        };
-        Ok(self.manifest_list(snapshot).await?.iter().any(|m| {
-            m.content == ManifestContentType::Deletes
-                && m.added_files_count.unwrap_or(1) + m.existing_files_count.unwrap_or(1) > 0
-        }))
     }
 
     /// The manifests `snapshot`'s list names.

@@ -24,7 +24,7 @@ use super::files::Invalid;
 use crate::deletes::position_delete_file;
 use crate::error::{IcebergError, Result};
 use crate::layout;
-use crate::manifest::{carry_row_ids, read_entries};
+use crate::manifest::{carry_row_ids, may_hold_live, read_entries};
 use crate::table::IcebergTable;
 
 /// Per manifest read or written by this process, the paths its live entries are about
@@ -198,28 +198,23 @@ impl IcebergTable {
             in_place: HashSet::new(),
         };
         for mf in manifests {
-            let live = mf.added_files_count.unwrap_or(1) + mf.existing_files_count.unwrap_or(1);
-            if live == 0 {
+            if !may_hold_live(&mf) {
                 continue;
             }
             if targets.removed.is_empty() {
                 removals.kept.push(mf);
                 continue;
             }
+            // A removed file is found where a data manifest holds it (files kept in place
+            // come from data manifests only).
             let (held, in_place) = self.holding(mf, &targets).await?;
+            let hits = held.as_ref().ok().filter(|r| r.data).map(|r| &r.hits);
+            for path in in_place.iter().chain(hits.into_iter().flatten()) {
+                mark_found(&mut targets.removed, path);
+            }
             match held {
-                Ok(rewrite) if rewrite.data => {
-                    let found = rewrite.hits.iter().chain(&in_place);
-                    found.for_each(|p| mark_found(&mut targets.removed, p));
-                    removals.rewrites.push(rewrite);
-                }
                 Ok(rewrite) => removals.rewrites.push(rewrite),
-                Err(kept) => {
-                    in_place
-                        .iter()
-                        .for_each(|p| mark_found(&mut targets.removed, p));
-                    removals.kept.push(kept);
-                }
+                Err(kept) => removals.kept.push(kept),
             }
             removals.in_place.extend(in_place);
         }

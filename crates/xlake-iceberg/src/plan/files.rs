@@ -228,8 +228,7 @@ impl IcebergTable {
         change: &ChangeSet,
         current: Option<&TableMetadata>,
     ) -> Result<ChangeSet> {
-        let live = self.live_data_files(current).await?;
-        let deletes = self.has_delete_files(current).await?;
+        let (live, deletes) = self.live_files_and_deletes(current).await?;
         let wanted: HashSet<String> = change
             .added
             .iter()
