@@ -201,7 +201,7 @@ pub fn iceberg_metadata(data: &[u8]) {
         let history = History::of(&m);
         (m, history)
     });
-    for (metadata, history) in [whole, split(data)].into_iter().flatten() {
+    for (metadata, history) in [whole, split(&data.to_vec().into())].into_iter().flatten() {
         let _ = xlake_iceberg::encode::metadata_json(&metadata, &history);
         let loaded = LoadedTable {
             version: 1,

@@ -12,8 +12,6 @@
 use std::collections::HashSet;
 
 use iceberg::spec::TableMetadata;
-use serde::ser::{SerializeMap, SerializeSeq, Serializer};
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::history::{Carried, History};
@@ -78,55 +76,93 @@ pub fn metadata_json(metadata: &TableMetadata, history: &History) -> serde_json:
         .iter()
         .filter_map(|p| p.get("snapshot-id").and_then(Value::as_i64))
         .collect();
-    let carried = history
+    let carried: Vec<&Carried> = history
         .carried()
         .iter()
         .filter(|c| !ids.contains(&c.id))
         .collect();
-    let snapshots = Snapshots { parsed, carried };
-    let mut out = serde_json::Serializer::new(Vec::new());
-    let mut map = out.serialize_map(Some(fields.len()))?;
+    // The carried text, plus room for what is parsed (a fraction of it at most).
+    let carried_len: usize = carried.iter().map(|c| c.json.len() + 1).sum();
+    let mut out = Object::new(carried_len + carried_len / 4 + 16 * 1024);
     for key in KEY_ORDER {
         if *key == "snapshots" {
             if listed {
-                map.serialize_entry(key, &snapshots)?;
+                out.key(key)?;
+                write_snapshots(&mut out.0, &parsed, carried.clone())?;
             }
         } else if let Some(value) = fields.remove(*key) {
-            map.serialize_entry(key, &value)?;
+            out.entry(key, &value)?;
         }
     }
     for (key, value) in &fields {
-        map.serialize_entry(key, value)?;
+        out.entry(key, value)?;
     }
-    SerializeMap::end(map)?;
-    Ok(out.into_inner())
+    Ok(out.end())
 }
 
-/// The `snapshots` list: parsed snapshots and carried ones merged in commit order.
-struct Snapshots<'a> {
-    parsed: Vec<Value>,
-    carried: Vec<&'a Carried>,
+/// A JSON object written entry by entry (a carried snapshot is bytes, not a value, so
+/// the document is assembled here rather than by one `Serialize`).
+struct Object(Vec<u8>);
+
+impl Object {
+    fn new(capacity: usize) -> Self {
+        let mut out = Vec::with_capacity(capacity);
+        out.push(b'{');
+        Self(out)
+    }
+
+    fn key(&mut self, key: &str) -> serde_json::Result<()> {
+        if self.0.len() > 1 {
+            self.0.push(b',');
+        }
+        serde_json::to_writer(&mut self.0, key)?;
+        self.0.push(b':');
+        Ok(())
+    }
+
+    fn entry(&mut self, key: &str, value: &Value) -> serde_json::Result<()> {
+        self.key(key)?;
+        serde_json::to_writer(&mut self.0, value)
+    }
+
+    fn end(mut self) -> Vec<u8> {
+        self.0.push(b'}');
+        self.0
+    }
 }
 
-impl Serialize for Snapshots<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let keys = LIST_ORDER[0].1;
-        let mut carried = self.carried.clone();
-        carried.sort_by_key(|c| c.order);
-        let mut seq = s.serialize_seq(Some(self.parsed.len() + carried.len()))?;
-        let mut carried = carried.into_iter().peekable();
-        for item in &self.parsed {
-            let order = sort_key(item, keys);
-            while let Some(c) = carried.next_if(|c| c.order.as_slice() < order.as_slice()) {
-                seq.serialize_element(c)?;
-            }
-            seq.serialize_element(item)?;
+/// The `snapshots` list: parsed snapshots and carried ones (their text as read) merged
+/// in commit order.
+fn write_snapshots(
+    out: &mut Vec<u8>,
+    parsed: &[Value],
+    mut carried: Vec<&Carried>,
+) -> serde_json::Result<()> {
+    let keys = LIST_ORDER[0].1;
+    carried.sort_by_key(|c| c.order);
+    let mut carried = carried.into_iter().peekable();
+    out.push(b'[');
+    let mut first = true;
+    let mut comma = |out: &mut Vec<u8>| {
+        if !std::mem::take(&mut first) {
+            out.push(b',');
         }
-        for c in carried {
-            seq.serialize_element(c)?;
+    };
+    for item in parsed {
+        let order = sort_key(item, keys);
+        while let Some(c) = carried.next_if(|c| c.order.as_slice() < order.as_slice()) {
+            comma(out);
+            out.extend_from_slice(&c.json);
         }
-        seq.end()
+        comma(out);
+        serde_json::to_writer(&mut *out, item)?;
     }
+    for c in carried {
+        comma(out);
+        out.extend_from_slice(&c.json);
+    }
+    out.push(b']');
+    Ok(())
 }
 
 fn sort_key(item: &Value, keys: &[&str]) -> Vec<i64> {

@@ -15,9 +15,10 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use bytes::Bytes;
 use iceberg::spec::TableMetadata;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use crate::summary::{SyncMetadata, XTABLE_METADATA};
@@ -101,18 +102,13 @@ pub struct History {
     carried: Vec<Carried>,
 }
 
-/// A snapshot carried as its JSON text, with its place in the list.
+/// A snapshot carried as its JSON text (a view of the file it was read from, not a
+/// copy), with its place in the list.
 #[derive(Debug, Clone)]
 pub(crate) struct Carried {
     pub(crate) order: [i64; 3],
     pub(crate) id: i64,
-    pub(crate) json: Box<RawValue>,
-}
-
-impl Serialize for Carried {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.json.serialize(s)
-    }
+    pub(crate) json: Bytes,
 }
 
 impl History {
@@ -218,7 +214,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Document<'a> {
 
 /// Parse `bytes` for a commit: the working metadata (every field, and of the snapshots
 /// only the current one and those a ref names) and the [`History`] carrying the others.
-pub fn split(bytes: &[u8]) -> Result<(TableMetadata, History), String> {
+pub fn split(bytes: &Bytes) -> Result<(TableMetadata, History), String> {
     let doc: Document = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
     let raws = &doc.snapshots;
     let mut heads = Vec::with_capacity(raws.len());
@@ -236,12 +232,21 @@ pub fn split(bytes: &[u8]) -> Result<(TableMetadata, History), String> {
             carried.push(Carried {
                 order: head.order(),
                 id: head.snapshot_id,
-                json: (*raw).to_owned(),
+                json: view(bytes, raw.get())?,
             });
         }
     }
     let metadata = parse_working(&doc, &kept)?;
     Ok((metadata, History { heads, carried }))
+}
+
+/// `part` (text borrowed from `whole` by the parse) as a view of `whole`.
+fn view(whole: &Bytes, part: &str) -> Result<Bytes, String> {
+    let start = (part.as_ptr() as usize).wrapping_sub(whole.as_ptr() as usize);
+    match start.checked_add(part.len()) {
+        Some(end) if end <= whole.len() => Ok(whole.slice(start..end)),
+        _ => Err("a snapshot outside the document".to_string()),
+    }
 }
 
 /// The snapshots the working metadata must hold: the current one and every ref's (the
@@ -306,7 +311,7 @@ mod tests {
 
     #[test]
     fn split_parses_the_current_and_referenced_snapshots_and_carries_the_rest() {
-        let (working, history) = split(DOC.as_bytes()).unwrap();
+        let (working, history) = split(&Bytes::from_static(DOC.as_bytes())).unwrap();
         let mut ids: Vec<i64> = working.snapshots().map(|s| s.snapshot_id()).collect();
         ids.sort();
         assert_eq!(ids, [1, 3]);
@@ -328,7 +333,7 @@ mod tests {
     fn heads_of_a_whole_parse_equal_those_of_a_split() {
         let whole = crate::table::parse_metadata(DOC.as_bytes()).unwrap();
         let mut a = History::of(&whole).heads().to_vec();
-        let (_, split) = split(DOC.as_bytes()).unwrap();
+        let (_, split) = split(&Bytes::from_static(DOC.as_bytes())).unwrap();
         let mut b = split.heads().to_vec();
         a.sort_by_key(|h| h.snapshot_id);
         b.sort_by_key(|h| h.snapshot_id);
@@ -339,7 +344,7 @@ mod tests {
     /// one between two parsed ones here) and reads back as the same metadata.
     #[test]
     fn a_split_document_is_written_back_whole_and_in_order() {
-        let (working, history) = split(DOC.as_bytes()).unwrap();
+        let (working, history) = split(&Bytes::from_static(DOC.as_bytes())).unwrap();
         let written = crate::encode::metadata_json(&working, &history).unwrap();
         let value: serde_json::Value = serde_json::from_slice(&written).unwrap();
         let ids: Vec<i64> = value["snapshots"]
@@ -355,7 +360,8 @@ mod tests {
 
     #[test]
     fn a_document_that_is_not_metadata_is_refused() {
-        assert!(split(b"[1]").is_err());
-        assert!(split(br#"{"snapshots":[{"snapshot-id":"x"}]}"#).is_err());
+        assert!(split(&Bytes::from_static(b"[1]")).is_err());
+        let bad = br#"{"snapshots":[{"snapshot-id":"x"}]}"#;
+        assert!(split(&Bytes::from_static(bad)).is_err());
     }
 }

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use bytes::Bytes;
 use iceberg::spec::{ManifestContentType, ManifestFile, Snapshot, TableMetadata};
 use xlake_model::ChangeSet;
 use xlake_storage::{StorageError, TableStore};
@@ -55,7 +56,7 @@ enum Parse {
 }
 
 impl Parse {
-    fn read(self, bytes: &[u8]) -> std::result::Result<(TableMetadata, History), String> {
+    fn read(self, bytes: &Bytes) -> std::result::Result<(TableMetadata, History), String> {
         if let Parse::ForCommit = self {
             if let Ok(split) = split(bytes) {
                 return Ok(split);
@@ -107,6 +108,18 @@ impl LoadedTable {
             .filter_map(|h| Some((h.snapshot_id, h.sync()?)))
             .collect();
         (head, synced)
+    }
+
+    /// The source commits mirrored so far, oldest first, as [`Self::head`] lists them but
+    /// only their identifiers (what a sync needs of every snapshot): (snapshot id, the
+    /// source commit's identifier if its record has one).
+    pub fn mirrored(&self) -> Vec<(i64, Option<String>)> {
+        let mut heads: Vec<&SnapshotHead> = self.history.heads().iter().collect();
+        heads.sort_by_key(|h| (h.sequence_number, h.timestamp_ms));
+        heads
+            .into_iter()
+            .filter_map(|h| Some((h.snapshot_id, SyncMetadata::identifier_in(&h.notes.0)?)))
+            .collect()
     }
 
     /// The snapshots of the current ancestry, oldest first: (snapshot id, time, what it
@@ -646,8 +659,9 @@ mod tests {
         assert_eq!(new.len(), 6);
         assert_eq!(new[..5], old[..], "older snapshots kept, in order");
         let text = String::from_utf8(after.clone()).unwrap();
-        for raw in crate::history::split(&before).unwrap().1.carried() {
-            assert!(text.contains(raw.json.get()), "carried as written");
+        for raw in crate::history::split(&before.into()).unwrap().1.carried() {
+            let raw = std::str::from_utf8(&raw.json).unwrap();
+            assert!(text.contains(raw), "carried as written");
         }
         let reread = parse_metadata(&after).unwrap();
         assert_eq!(reread.snapshots().count(), 6);

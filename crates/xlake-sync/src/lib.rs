@@ -605,8 +605,8 @@ pub(crate) fn mirror_state(loaded: Option<&LoadedTable>) -> MirrorState {
     let Some(loaded) = loaded else {
         return MirrorState::default();
     };
-    let (_, synced) = loaded.head();
-    let newest = synced.last().and_then(|(id, m)| {
+    let synced = loaded.mirrored();
+    let newest = synced.last().and_then(|(id, source_id)| {
         // The whole summary when parsed (the current snapshot), else the notes a head keeps
         // (every `xlake.*` key: all a source reads back).
         let notes = match loaded.metadata.snapshot_by_id(*id) {
@@ -614,13 +614,10 @@ pub(crate) fn mirror_state(loaded: Option<&LoadedTable>) -> MirrorState {
             None => loaded.history.head(*id)?.notes.0.clone(),
         };
         let notes = notes.into_iter().collect();
-        Some((m.source_identifier.clone()?, notes))
+        Some((source_id.clone()?, notes))
     });
     MirrorState {
-        commits: synced
-            .into_iter()
-            .filter_map(|(_, m)| m.source_identifier)
-            .collect(),
+        commits: synced.into_iter().filter_map(|(_, id)| id).collect(),
         newest,
         live_files: None,
         source_state: loaded.source_state().map(str::to_string),
