@@ -25,29 +25,30 @@ impl Timeline {
     /// List the timeline in `dir` (`.hoodie` for table version 6, `.hoodie/timeline` after).
     pub async fn load(store: &TableStore, dir: &str) -> Result<Self> {
         // Names only: on local disk the thousands of instant files are not each stat-ed.
-        let mut all: Vec<Instant> = store
-            .list_names(dir)
-            .await?
-            .iter()
-            .filter_map(|name| Instant::parse(dir, name))
-            .collect();
-        all.sort_by(|a, b| {
-            (a.commit_time(), &a.requested, a.state).cmp(&(b.commit_time(), &b.requested, b.state))
-        });
-        let done: std::collections::HashSet<String> = all
-            .iter()
-            .filter(|i| i.state == State::Completed)
-            .map(|i| i.requested.clone())
-            .collect();
-        let (completed, rest): (Vec<_>, Vec<_>) =
-            all.into_iter().partition(|i| i.state == State::Completed);
-        let mut pending: Vec<Instant> = rest
-            .into_iter()
-            .filter(|i| !done.contains(&i.requested))
-            .collect();
+        let names = store.list_names(dir).await?;
+        // Completed instants are a third of the files of a long timeline: they are sorted
+        // apart from the rest, which only the pending few of survive.
+        let mut completed = Vec::with_capacity(names.len() / 3 + 1);
+        let mut pending = Vec::new();
+        for instant in names.iter().filter_map(|name| Instant::parse(dir, name)) {
+            match instant.state {
+                State::Completed => completed.push(instant),
+                _ => pending.push(instant),
+            }
+        }
+        completed.sort_by(order);
+        let done: std::collections::HashSet<&str> =
+            completed.iter().map(|i| i.requested.as_str()).collect();
+        pending.retain(|i| !done.contains(i.requested.as_str()));
+        pending.sort_by(order);
         pending.dedup_by(|a, b| a.requested == b.requested);
         Ok(Self { completed, pending })
     }
+}
+
+/// The order instants take effect in: completion time, then requested time, then state.
+fn order(a: &Instant, b: &Instant) -> std::cmp::Ordering {
+    (a.commit_time(), &a.requested, a.state).cmp(&(b.commit_time(), &b.requested, b.state))
 }
 
 /// The contents of a completed instant's file, as JSON.
