@@ -257,13 +257,17 @@ pub async fn mirror_commit(
         commit: commit.to_string(),
         reason,
     };
-    let mut source = sources::open(&store, options).await?;
+    // The source's log and the table's metadata are read at the same time (each is a
+    // few ms on a long history, the one mostly listing, the other mostly parsing).
+    let target = IcebergTable::new(store.clone());
+    let (source, loaded) = tokio::join!(sources::open(&store, options), target.load_for_commit());
+    let mut source = source?;
     if let CommitState::Pending(state) = source.commit_state(commit) {
         return Err(not_mirrored(format!(
             "the commit is {state}, not completed"
         )));
     }
-    let loaded = IcebergTable::new(store.clone()).load_for_commit().await?;
+    let loaded = loaded?;
     let listing = source
         .listing(&mirror_state(loaded.as_ref()))
         .in_table(&store)?;
