@@ -12,10 +12,12 @@ use std::collections::HashSet;
 use iceberg::io::FileIO;
 use iceberg::spec::{
     DataFile, DataFileBuilder, FormatVersion, Manifest, ManifestContentType, ManifestEntry,
-    ManifestFile, ManifestListWriter, ManifestStatus, ManifestWriter, ManifestWriterBuilder,
-    PartitionSpec, SchemaRef, UNASSIGNED_SEQUENCE_NUMBER,
+    ManifestFile, ManifestListWriter, ManifestStatus, PartitionSpec, SchemaRef,
+    UNASSIGNED_SEQUENCE_NUMBER,
 };
 use xlake_storage::TableStore;
+
+use crate::manifest_write::{self, Sink};
 
 /// A manifest's live and deleted entries, with inherited snapshot ids and sequence numbers
 /// filled in from the manifest list.
@@ -136,31 +138,31 @@ pub(crate) async fn read_manifest_list(
 }
 
 /// Write one manifest (of data files, or of delete files when `deletes`) at `location`,
-/// filled by `fill`, in the table's format `version` (2 or 3).
+/// filled by `fill`, in the table's format `version` (2 or 3): encoded directly where
+/// [`manifest_write`](crate::manifest_write) can, else by iceberg-rust's writer.
 pub(crate) async fn write_manifest(
     store: &TableStore,
     location: &str,
     (snapshot_id, version): (i64, FormatVersion),
     (schema, spec): (SchemaRef, PartitionSpec),
     deletes: bool,
-    fill: impl FnOnce(&mut ManifestWriter) -> iceberg::Result<()>,
+    fill: impl FnOnce(&mut Sink) -> iceberg::Result<()>,
 ) -> Result<ManifestFile, String> {
-    let io = FileIO::new_with_memory();
-    let output = io.new_output(location).map_err(|e| e.to_string())?;
-    let builder = ManifestWriterBuilder::new(output, Some(snapshot_id), None, schema, spec);
-    let v3 = version >= FormatVersion::V3;
-    let mut writer = match (deletes, v3) {
-        (true, false) => builder.build_v2_deletes(),
-        (false, false) => builder.build_v2_data(),
-        (true, true) => builder.build_v3_deletes(),
-        (false, true) => builder.build_v3_data(),
+    let content = match deletes {
+        true => ManifestContentType::Deletes,
+        false => ManifestContentType::Data,
     };
-    fill(&mut writer).map_err(|e| e.to_string())?;
-    let manifest = writer
-        .write_manifest_file()
+    let mut sink = Sink::new(snapshot_id, content);
+    fill(&mut sink).map_err(|e| e.to_string())?;
+    let shape = (&schema, &spec);
+    let (bytes, manifest) = match manifest_write::encode(&sink, location, shape, version).await {
+        Some((bytes, manifest)) => (bytes.into(), manifest),
+        None => manifest_write::iceberg_write(sink, location, shape, version).await?,
+    };
+    store
+        .put(location, bytes)
         .await
         .map_err(|e| e.to_string())?;
-    persist(store, &io, location).await?;
     Ok(manifest)
 }
 
