@@ -27,6 +27,7 @@ use iceberg::spec::{
 use iceberg::{Error, ErrorKind};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
+use serde_avro_fast::object_container_file_encoding::Reader;
 use serde_bytes::{ByteBuf, Bytes};
 
 /// The entries of one manifest, taken as iceberg-rust's `ManifestWriter` takes them.
@@ -174,7 +175,7 @@ fn encodes(ty: &PrimitiveType) -> bool {
 /// What iceberg-rust writes before the first entry: the schema (JSON, as its Avro writer
 /// serializes it) and the user metadata.
 struct Header {
-    schema: serde_avro_fast::Schema,
+    schema: Arc<serde_avro_fast::Schema>,
     metadata: BTreeMap<String, ByteBuf>,
 }
 
@@ -232,19 +233,14 @@ async fn header(
     .await
     .ok()?
     .0;
-    let read = apache_avro::Reader::new(&bytes[..]).ok()?;
-    let json = serde_json::to_string(read.writer_schema()).ok()?;
-    if !data_file_fields_are(read.writer_schema(), FILE_FIELDS) {
+    type Metadata = BTreeMap<String, ByteBuf>;
+    let slice = serde_avro_fast::de::read::SliceRead::new(&bytes[..]);
+    let (read, metadata) = Reader::new_and_metadata::<Metadata>(slice).ok()?;
+    let schema = read.schema().clone();
+    if !data_file_fields_are(schema.json(), FILE_FIELDS) {
         return None;
     }
-    let header = Arc::new(Header {
-        schema: json.parse().ok()?,
-        metadata: read
-            .user_metadata()
-            .iter()
-            .map(|(k, v)| (k.clone(), ByteBuf::from(v.clone())))
-            .collect(),
-    });
+    let header = Arc::new(Header { schema, metadata });
     let mut kept = cache.lock().ok()?;
     if kept.len() >= HEADERS_KEPT {
         kept.clear();
@@ -253,22 +249,33 @@ async fn header(
     Some(header)
 }
 
-/// Whether the `data_file` record of a manifest schema has exactly `fields`, in order (so
-/// that a newer iceberg-rust with another layout falls back to its own writer).
-fn data_file_fields_are(schema: &apache_avro::Schema, fields: &[&str]) -> bool {
-    let apache_avro::Schema::Record(entry) = schema else {
+/// Whether the `data_file` record of a manifest schema (JSON) has exactly `fields`, in
+/// order (so that a newer iceberg-rust with another layout falls back to its own writer).
+fn data_file_fields_are(schema: &str, fields: &[&str]) -> bool {
+    let Ok(schema) = serde_json::from_str::<serde_json::Value>(schema) else {
         return false;
     };
-    let Some(file) = entry.fields.iter().find(|f| f.name == "data_file") else {
-        return false;
+    let names = |record: &serde_json::Value| -> Vec<String> {
+        let fields = record["fields"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        fields
+            .iter()
+            .filter_map(|f| f["name"].as_str().map(String::from))
+            .collect()
     };
-    let apache_avro::Schema::Record(file) = &file.schema else {
-        return false;
-    };
-    file.fields
-        .iter()
-        .map(|f| f.name.as_str())
-        .eq(fields.iter().copied())
+    let entry_fields = schema["fields"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let file = entry_fields.iter().find(|f| f["name"] == "data_file");
+    file.is_some_and(|f| {
+        names(&f["type"])
+            .iter()
+            .map(String::as_str)
+            .eq(fields.iter().copied())
+    })
 }
 
 /// The manifest written by iceberg-rust's `ManifestWriter` (and its list entry).
@@ -767,6 +774,22 @@ mod tests {
             let encoded = encode(&sink, "/t/m.avro", (&schema, &spec), FormatVersion::V2).await;
             assert!(encoded.is_none());
         }
+    }
+
+    /// The layout check passes iceberg-rust's own schema and fails any other order.
+    #[tokio::test]
+    async fn another_layout_is_left_to_iceberg_rust() {
+        let schema = schema();
+        let spec = spec(&schema, &[5]);
+        let sink = Sink::new(1, ManifestContentType::Data);
+        let header = header(&sink, (&schema, &spec), FormatVersion::V3)
+            .await
+            .unwrap();
+        assert!(data_file_fields_are(header.schema.json(), FILE_FIELDS));
+        let mut swapped = FILE_FIELDS.to_vec();
+        swapped.swap(4, 5);
+        assert!(!data_file_fields_are(header.schema.json(), &swapped));
+        assert!(!data_file_fields_are("[]", FILE_FIELDS));
     }
 
     /// A file of the wrong content, and a carried entry without sequence numbers, are
