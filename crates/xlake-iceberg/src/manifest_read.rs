@@ -19,6 +19,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Mutex, OnceLock};
 
 use iceberg::metadata_columns::get_metadata_field;
 use iceberg::spec::{
@@ -273,8 +274,24 @@ fn unscaled(text: &str, scale: u32) -> Option<i128> {
 }
 
 /// The partition record of the writer's schema: each field's name and Avro type (see
-/// [`avro_type`]); `None` when the schema is not a manifest entry's.
+/// [`avro_type`]); `None` when the schema is not a manifest entry's. The last schema's is
+/// kept: a table's manifests share a few schemas, and parsing one is a sizeable part of
+/// reading a small manifest.
 fn written_partition(writer_schema: &str) -> Option<Vec<(String, String)>> {
+    type Last = Mutex<Option<(String, Option<Vec<(String, String)>>)>>;
+    static LAST: OnceLock<Last> = OnceLock::new();
+    let mut last = LAST.get_or_init(Last::default).lock().ok()?;
+    match &*last {
+        Some((schema, layout)) if schema == writer_schema => layout.clone(),
+        _ => {
+            let layout = parse_partition(writer_schema);
+            *last = Some((writer_schema.to_string(), layout.clone()));
+            layout
+        }
+    }
+}
+
+fn parse_partition(writer_schema: &str) -> Option<Vec<(String, String)>> {
     let schema: serde_json::Value = serde_json::from_str(writer_schema).ok()?;
     let field = |record: &serde_json::Value, name: &str| {
         record
