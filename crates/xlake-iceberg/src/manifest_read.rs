@@ -10,12 +10,17 @@
 //! dropped), partition tuples as [`Struct`]s of the spec's field types.
 //!
 //! The fast read takes only what it reads exactly as iceberg-rust does: format version 2
-//! or 3 (the schema iceberg-rust reads v3 manifests with is v2's), a partition record laid
-//! out as iceberg-rust writes it (the spec's field names in order, each with the Avro type
+//! or 3 (the schema iceberg-rust reads v3 manifests with is v2's); a writer schema whose
+//! entry and data file fields have the Avro types iceberg-rust writes and reads them with
+//! (counts and bounds as arrays of key/value records; fields of other names are skipped,
+//! as iceberg-rust's schema resolution skips them); a partition record laid out as
+//! iceberg-rust writes it (the spec's field names in order, each with the Avro type
 //! iceberg-rust gives its type: boolean, int, long, date, timestamp-micros, string or
-//! fixed decimal). Anything else (v1, another partition type or layout, a codec left out
-//! of the build, a value that does not convert, a corrupt file) is parsed by iceberg-rust
-//! as before, so entries and errors are iceberg-rust's.
+//! fixed decimal). Anything else (v1, another field type, another partition type or
+//! layout, a codec left out of the build, a value that does not convert, a corrupt file)
+//! is parsed by iceberg-rust as before, so entries and errors are iceberg-rust's. The
+//! unit tests write manifests with iceberg-rust's `ManifestWriter` (v2 and v3, data and
+//! deletes, partitioned or not, every entry status) and compare both readers.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -77,8 +82,8 @@ struct Entry {
     data_file: File,
 }
 
-/// Its `data_file` (iceberg-rust's `DataFileSerde`; `content` required: iceberg-rust's
-/// reader schema has it).
+/// Its `data_file` (iceberg-rust's `DataFileSerde`; `content` required here: a writer
+/// schema without it, which iceberg-rust reads as 0, is left to iceberg-rust).
 #[derive(Deserialize)]
 struct File {
     content: i32,
@@ -293,18 +298,9 @@ fn written_partition(writer_schema: &str) -> Option<Vec<(String, String)>> {
 
 fn parse_partition(writer_schema: &str) -> Option<Vec<(String, String)>> {
     let schema: serde_json::Value = serde_json::from_str(writer_schema).ok()?;
-    let field = |record: &serde_json::Value, name: &str| {
-        record
-            .get("fields")?
-            .as_array()?
-            .iter()
-            .find(|f| f.get("name") == Some(&name.into()))
-            .cloned()
-    };
-    let data_file = field(&schema, "data_file")?;
-    let partition = field(data_file.get("type")?, "partition")?;
+    let data_file = checked(&schema, ENTRY, "data_file")?;
+    let partition = checked(data_file, DATA_FILE, "partition")?;
     partition
-        .get("type")?
         .get("fields")?
         .as_array()?
         .iter()
@@ -315,6 +311,97 @@ fn parse_partition(writer_schema: &str) -> Option<Vec<(String, String)>> {
             ))
         })
         .collect()
+}
+
+/// The fields of a manifest entry other than `data_file`, and their shapes (see [`shape`])
+/// as iceberg-rust writes them and reads them (its reader schema: `manifest_schema_v2`).
+const ENTRY: &[(&str, &str)] = &[
+    ("status", "int"),
+    ("snapshot_id", "?long"),
+    ("sequence_number", "?long"),
+    ("file_sequence_number", "?long"),
+];
+
+/// The fields of its `data_file` other than `partition` (`data_file_fields_v2`).
+const DATA_FILE: &[(&str, &str)] = &[
+    ("content", "int"),
+    ("file_path", "string"),
+    ("file_format", "string"),
+    ("record_count", "long"),
+    ("file_size_in_bytes", "long"),
+    ("column_sizes", "?[{key:int,value:long}]"),
+    ("value_counts", "?[{key:int,value:long}]"),
+    ("null_value_counts", "?[{key:int,value:long}]"),
+    ("nan_value_counts", "?[{key:int,value:long}]"),
+    ("lower_bounds", "?[{key:int,value:bytes}]"),
+    ("upper_bounds", "?[{key:int,value:bytes}]"),
+    ("key_metadata", "?bytes"),
+    ("split_offsets", "?[long]"),
+    ("equality_ids", "?[int]"),
+    ("sort_order_id", "?int"),
+    ("first_row_id", "?long"),
+    ("referenced_data_file", "?string"),
+    ("content_offset", "?long"),
+    ("content_size_in_bytes", "?long"),
+];
+
+/// The type of `record`'s field `nested`, when every other field of a name in `expected`
+/// has its shape there, so both readers read it alike (a field of another name is
+/// skipped by both; one written with another type, even one apache-avro would promote or
+/// refuse, leaves the file to iceberg-rust).
+fn checked<'a>(
+    record: &'a serde_json::Value,
+    expected: &[(&str, &str)],
+    nested: &str,
+) -> Option<&'a serde_json::Value> {
+    let mut found = None;
+    for field in record.get("fields")?.as_array()? {
+        let (name, ty) = (field.get("name")?.as_str()?, field.get("type")?);
+        if name == nested {
+            found = Some(ty);
+        } else if let Some((_, want)) = expected.iter().find(|(n, _)| *n == name) {
+            if shape(ty)? != *want {
+                return None;
+            }
+        }
+    }
+    found
+}
+
+/// An Avro type written compactly: `?` for a union with null, `[items]` for an array,
+/// `{name:type,...}` for a record, a logical type by its name.
+fn shape(ty: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    match ty {
+        Value::String(name) => Some(name.clone()),
+        Value::Array(branches) => match branches.as_slice() {
+            [null, other] if null.as_str() == Some("null") => Some(format!("?{}", shape(other)?)),
+            _ => None,
+        },
+        Value::Object(o) => match o.get("type")?.as_str()? {
+            "array" => Some(format!("[{}]", shape(o.get("items")?)?)),
+            "record" => {
+                let fields = o.get("fields")?.as_array()?.iter().map(|f| {
+                    Some(format!(
+                        "{}:{}",
+                        f.get("name")?.as_str()?,
+                        shape(f.get("type")?)?
+                    ))
+                });
+                Some(format!(
+                    "{{{}}}",
+                    fields.collect::<Option<Vec<_>>>()?.join(",")
+                ))
+            }
+            other => Some(
+                o.get("logicalType")
+                    .and_then(|t| t.as_str())
+                    .unwrap_or(other)
+                    .to_string(),
+            ),
+        },
+        _ => None,
+    }
 }
 
 /// An Avro type's name: its logical type's, if any; a union with null by its other branch.
@@ -649,6 +736,35 @@ mod tests {
             let expected = Manifest::parse_avro(corrupt).unwrap_err();
             let err = entries(corrupt, location).unwrap_err();
             assert_eq!(err, format!("{location}: {expected}"));
+        }
+    }
+
+    /// A writer schema with a field of another type than iceberg-rust's (one apache-avro
+    /// would promote, or refuse) is left to iceberg-rust.
+    #[tokio::test]
+    async fn another_field_type_is_iceberg_rusts_to_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let bytes = written(&store, "m", FormatVersion::V3, DataContentType::Data, true).await;
+        let reader = Reader::from_slice(&bytes).unwrap();
+        let json = reader.schema().json();
+        assert_eq!(parse_partition(json).unwrap().len(), 7);
+        for (from, to) in [
+            (
+                r#""name":"content","type":"int""#,
+                r#""name":"content","type":"long""#,
+            ),
+            (r#""items":"long""#, r#""items":"int""#),
+            (
+                r#""name":"status","type":"int""#,
+                r#""name":"status","type":["null","int"]"#,
+            ),
+        ] {
+            assert!(json.contains(from), "{from}");
+            assert!(
+                parse_partition(&json.replacen(from, to, 1)).is_none(),
+                "{to}"
+            );
         }
     }
 
