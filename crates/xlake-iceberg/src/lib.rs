@@ -35,6 +35,7 @@
 //! | `merge` | merging small manifests, so manifest lists stay short as commits accumulate |
 //! | `manifest` | manifests and manifest lists via iceberg-rust's writers, persisted through [`xlake_storage`] |
 //! | `list_read` | a manifest list read straight into its fields (serde_avro_fast), iceberg-rust's parse as the fallback |
+//! | `manifest_read` | a manifest's entries read the same way, iceberg-rust's parse as the fallback |
 //! | `manifest_write` | a manifest encoded straight from its entries (serde_avro_fast) under iceberg-rust's own header, its writer as the fallback |
 //! | [`error`] | [`IcebergError`]: every failure names the table, commit and file |
 //!
@@ -52,6 +53,7 @@ pub mod history;
 pub mod layout;
 mod list_read;
 mod manifest;
+mod manifest_read;
 mod manifest_write;
 // Public only for the integration tests (feature `testing`).
 #[cfg(feature = "testing")]

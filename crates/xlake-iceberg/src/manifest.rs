@@ -11,15 +11,15 @@ use std::collections::HashSet;
 
 use iceberg::io::FileIO;
 use iceberg::spec::{
-    DataFile, DataFileBuilder, FormatVersion, Manifest, ManifestContentType, ManifestEntry,
-    ManifestFile, ManifestListWriter, ManifestStatus, PartitionSpec, SchemaRef,
-    UNASSIGNED_SEQUENCE_NUMBER,
+    DataFile, DataFileBuilder, FormatVersion, ManifestContentType, ManifestEntry, ManifestFile,
+    ManifestListWriter, ManifestStatus, PartitionSpec, SchemaRef, UNASSIGNED_SEQUENCE_NUMBER,
 };
 use xlake_storage::TableStore;
 
 use crate::manifest_write::{self, Sink};
 
-/// A manifest's live and deleted entries, with inherited snapshot ids and sequence numbers
+/// A manifest's live and deleted entries (see [`crate::manifest_read`]), with inherited
+/// snapshot ids and sequence numbers
 /// filled in from the manifest list.
 pub(crate) async fn read_entries(
     store: &TableStore,
@@ -29,13 +29,10 @@ pub(crate) async fn read_entries(
         .get(&manifest.manifest_path)
         .await
         .map_err(|e| e.to_string())?;
-    let parsed =
-        Manifest::parse_avro(&bytes).map_err(|e| format!("{}: {e}", manifest.manifest_path))?;
-    let (entries, _) = parsed.into_parts();
+    let entries = crate::manifest_read::entries(&bytes, &manifest.manifest_path)?;
     Ok(entries
         .into_iter()
-        .map(|e| {
-            let mut entry = (*e).clone();
+        .map(|mut entry| {
             if entry.snapshot_id.is_none() {
                 entry.snapshot_id = Some(manifest.added_snapshot_id);
             }
