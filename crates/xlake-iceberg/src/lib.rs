@@ -36,6 +36,7 @@
 //! | `manifest` | manifests and manifest lists via iceberg-rust's writers, persisted through [`xlake_storage`] |
 //! | `list_read` | a manifest list read straight into its fields (serde_avro_fast), iceberg-rust's parse as the fallback |
 //! | `manifest_read` | a manifest's entries read the same way, iceberg-rust's parse as the fallback |
+//! | `manifest_record` | a manifest's Avro records, as iceberg-rust's own serde writes them: read by `manifest_read`, written by `manifest_write` |
 //! | `manifest_write` | a manifest encoded straight from its entries (serde_avro_fast) under iceberg-rust's own header, its writer as the fallback |
 //! | [`error`] | [`IcebergError`]: every failure names the table, commit and file |
 //!
@@ -54,6 +55,7 @@ pub mod layout;
 mod list_read;
 mod manifest;
 mod manifest_read;
+mod manifest_record;
 mod manifest_write;
 // Public only for the integration tests (feature `testing`).
 #[cfg(feature = "testing")]

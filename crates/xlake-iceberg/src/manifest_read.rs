@@ -38,6 +38,8 @@ use serde_avro_fast::de::read::SliceRead;
 use serde_avro_fast::object_container_file_encoding::Reader;
 use serde_bytes::ByteBuf;
 
+use crate::manifest_record::{Bound, Counted, EntryRecord, FileRecord};
+
 /// The entries of the manifest `bytes` (read from `location`), as written: snapshot ids
 /// and sequence numbers not inherited from the manifest list.
 pub(crate) fn entries(bytes: &[u8], location: &str) -> Result<Vec<ManifestEntry>, String> {
@@ -72,55 +74,11 @@ fn fast(bytes: &[u8]) -> Option<Vec<ManifestEntry>> {
         .collect()
 }
 
-/// One `manifest_entry` record, by field name (iceberg-rust's `ManifestEntryV2`).
-#[derive(Deserialize)]
-struct Entry {
-    status: i32,
-    snapshot_id: Option<i64>,
-    sequence_number: Option<i64>,
-    file_sequence_number: Option<i64>,
-    data_file: File,
-}
+/// One `manifest_entry` record, by field name.
+type Entry = EntryRecord<Partition>;
 
-/// Its `data_file` (iceberg-rust's `DataFileSerde`; `content` required here: a writer
-/// schema without it, which iceberg-rust reads as 0, is left to iceberg-rust).
-#[derive(Deserialize)]
-struct File {
-    content: i32,
-    file_path: String,
-    file_format: String,
-    partition: Partition,
-    record_count: i64,
-    file_size_in_bytes: i64,
-    column_sizes: Option<Vec<Counted>>,
-    value_counts: Option<Vec<Counted>>,
-    null_value_counts: Option<Vec<Counted>>,
-    nan_value_counts: Option<Vec<Counted>>,
-    lower_bounds: Option<Vec<Bound>>,
-    upper_bounds: Option<Vec<Bound>>,
-    key_metadata: Option<ByteBuf>,
-    split_offsets: Option<Vec<i64>>,
-    equality_ids: Option<Vec<i32>>,
-    sort_order_id: Option<i32>,
-    first_row_id: Option<i64>,
-    referenced_data_file: Option<String>,
-    content_offset: Option<i64>,
-    content_size_in_bytes: Option<i64>,
-}
-
-/// A map entry of the counts (an Avro array of key/value records).
-#[derive(Deserialize)]
-struct Counted {
-    key: i32,
-    value: i64,
-}
-
-/// A map entry of the bounds.
-#[derive(Deserialize)]
-struct Bound {
-    key: i32,
-    value: ByteBuf,
-}
+/// Its `data_file`.
+type File = FileRecord<Partition>;
 
 /// The partition record's values, by name in the writer's order.
 struct Partition(Vec<(String, Raw)>);

@@ -28,7 +28,9 @@ use iceberg::{Error, ErrorKind};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_avro_fast::object_container_file_encoding::Reader;
-use serde_bytes::{ByteBuf, Bytes};
+use serde_bytes::ByteBuf;
+
+use crate::manifest_record::{Bound, Counted, EntryRecord, FileRecord, FILE_FIELDS};
 
 /// The entries of one manifest, taken as iceberg-rust's `ManifestWriter` takes them.
 pub(crate) struct Sink {
@@ -179,30 +181,6 @@ struct Header {
     metadata: BTreeMap<String, ByteBuf>,
 }
 
-/// Data file fields of the manifest schema, in its order: [`FileRecord`]'s.
-const FILE_FIELDS: &[&str] = &[
-    "content",
-    "file_path",
-    "file_format",
-    "partition",
-    "record_count",
-    "file_size_in_bytes",
-    "column_sizes",
-    "value_counts",
-    "null_value_counts",
-    "nan_value_counts",
-    "lower_bounds",
-    "upper_bounds",
-    "key_metadata",
-    "split_offsets",
-    "equality_ids",
-    "sort_order_id",
-    "first_row_id",
-    "referenced_data_file",
-    "content_offset",
-    "content_size_in_bytes",
-];
-
 /// Headers by shape; a service syncing many tables keeps a few dozen at most.
 static HEADERS: OnceLock<Mutex<HashMap<String, Arc<Header>>>> = OnceLock::new();
 const HEADERS_KEPT: usize = 64;
@@ -337,99 +315,57 @@ fn records(
         .build_with_user_metadata(Vec::new(), &header.metadata)
         .map_err(|e| e.to_string())?;
     for entry in &sink.entries {
-        let record = Record::of(entry, types).map_err(|e| e.to_string())?;
+        let record = record(entry, types).map_err(|e| e.to_string())?;
         writer.serialize(record).map_err(|e| e.to_string())?;
     }
     writer.into_inner().map_err(|e| e.to_string())
 }
 
 /// One manifest entry, field for field as iceberg-rust's `ManifestEntryV2` writes it.
-#[derive(Serialize)]
-struct Record<'a> {
-    status: i32,
-    snapshot_id: Option<i64>,
-    sequence_number: Option<i64>,
-    file_sequence_number: Option<i64>,
-    data_file: FileRecord<'a>,
-}
+type Record<'a> = EntryRecord<PartitionRecord<'a>>;
 
-/// A data file, as iceberg-rust's `DataFileSerde` writes it (v2 and v3).
-#[derive(Serialize)]
-struct FileRecord<'a> {
-    content: i32,
-    file_path: &'a str,
-    file_format: String,
-    partition: PartitionRecord<'a>,
-    record_count: i64,
-    file_size_in_bytes: i64,
-    column_sizes: Option<Vec<Counted>>,
-    value_counts: Option<Vec<Counted>>,
-    null_value_counts: Option<Vec<Counted>>,
-    nan_value_counts: Option<Vec<Counted>>,
-    lower_bounds: Option<Vec<Bound>>,
-    upper_bounds: Option<Vec<Bound>>,
-    key_metadata: Option<&'a Bytes>,
-    split_offsets: Option<&'a [i64]>,
-    equality_ids: Option<Vec<i32>>,
-    sort_order_id: Option<i32>,
-    first_row_id: Option<i64>,
-    referenced_data_file: Option<String>,
-    content_offset: Option<i64>,
-    content_size_in_bytes: Option<i64>,
-}
-
-#[derive(Serialize)]
-struct Counted {
-    key: i32,
-    value: i64,
-}
-
-#[derive(Serialize)]
-struct Bound {
-    key: i32,
-    value: ByteBuf,
-}
-
-impl<'a> Record<'a> {
-    fn of(entry: &'a ManifestEntry, types: &'a [(String, PrimitiveType)]) -> iceberg::Result<Self> {
-        let f = &entry.data_file;
-        let status = match entry.status {
-            ManifestStatus::Existing => 0,
-            ManifestStatus::Added => 1,
-            ManifestStatus::Deleted => 2,
-        };
-        Ok(Self {
-            status,
-            snapshot_id: entry.snapshot_id,
-            sequence_number: entry.sequence_number,
-            file_sequence_number: entry.file_sequence_number,
-            data_file: FileRecord {
-                content: f.content_type() as i32,
-                file_path: f.file_path(),
-                file_format: f.file_format().to_string().to_ascii_uppercase(),
-                partition: PartitionRecord {
-                    values: f.partition(),
-                    types,
-                },
-                record_count: signed(f.record_count())?,
-                file_size_in_bytes: signed(f.file_size_in_bytes())?,
-                column_sizes: Some(counted(f.column_sizes())?),
-                value_counts: Some(counted(f.value_counts())?),
-                null_value_counts: Some(counted(f.null_value_counts())?),
-                nan_value_counts: Some(counted(f.nan_value_counts())?),
-                lower_bounds: Some(bounds(f.lower_bounds())?),
-                upper_bounds: Some(bounds(f.upper_bounds())?),
-                key_metadata: f.key_metadata().map(Bytes::new),
-                split_offsets: f.split_offsets(),
-                equality_ids: f.equality_ids(),
-                sort_order_id: f.sort_order_id(),
-                first_row_id: f.first_row_id(),
-                referenced_data_file: f.referenced_data_file(),
-                content_offset: f.content_offset(),
-                content_size_in_bytes: f.content_size_in_bytes(),
+/// The record of `entry` (values as iceberg-rust's `DataFileSerde::try_from` makes them).
+fn record<'a>(
+    entry: &'a ManifestEntry,
+    types: &'a [(String, PrimitiveType)],
+) -> iceberg::Result<Record<'a>> {
+    let f = &entry.data_file;
+    let status = match entry.status {
+        ManifestStatus::Existing => 0,
+        ManifestStatus::Added => 1,
+        ManifestStatus::Deleted => 2,
+    };
+    Ok(EntryRecord {
+        status,
+        snapshot_id: entry.snapshot_id,
+        sequence_number: entry.sequence_number,
+        file_sequence_number: entry.file_sequence_number,
+        data_file: FileRecord {
+            content: f.content_type() as i32,
+            file_path: f.file_path().to_string(),
+            file_format: f.file_format().to_string().to_ascii_uppercase(),
+            partition: PartitionRecord {
+                values: f.partition(),
+                types,
             },
-        })
-    }
+            record_count: signed(f.record_count())?,
+            file_size_in_bytes: signed(f.file_size_in_bytes())?,
+            column_sizes: Some(counted(f.column_sizes())?),
+            value_counts: Some(counted(f.value_counts())?),
+            null_value_counts: Some(counted(f.null_value_counts())?),
+            nan_value_counts: Some(counted(f.nan_value_counts())?),
+            lower_bounds: Some(bounds(f.lower_bounds())?),
+            upper_bounds: Some(bounds(f.upper_bounds())?),
+            key_metadata: f.key_metadata().map(|k| ByteBuf::from(k.to_vec())),
+            split_offsets: f.split_offsets().map(<[i64]>::to_vec),
+            equality_ids: f.equality_ids(),
+            sort_order_id: f.sort_order_id(),
+            first_row_id: f.first_row_id(),
+            referenced_data_file: f.referenced_data_file(),
+            content_offset: f.content_offset(),
+            content_size_in_bytes: f.content_size_in_bytes(),
+        },
+    })
 }
 
 fn signed(n: u64) -> iceberg::Result<i64> {
