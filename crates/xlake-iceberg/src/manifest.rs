@@ -152,6 +152,7 @@ pub(crate) async fn write_manifest(
     let mut sink = Sink::new(snapshot_id, content);
     fill(&mut sink).map_err(|e| e.to_string())?;
     let shape = (&schema, &spec);
+    manifest_write::check_partitions(&sink, shape)?;
     let (bytes, manifest) = match manifest_write::encode(&sink, location, shape, version).await {
         Some((bytes, manifest)) => (bytes.into(), manifest),
         None => manifest_write::iceberg_write(sink, location, shape, version).await?,

@@ -254,7 +254,10 @@ fn written_partition(writer_schema: &str) -> Option<Vec<(String, String)>> {
     }
 }
 
-fn parse_partition(writer_schema: &str) -> Option<Vec<(String, String)>> {
+/// The partition fields (name, Avro type) of a manifest's writer schema, when its entry and
+/// data file fields have the shapes iceberg-rust writes (also the writer's check, see
+/// [`crate::manifest_write`]).
+pub(crate) fn parse_partition(writer_schema: &str) -> Option<Vec<(String, String)>> {
     let schema: serde_json::Value = serde_json::from_str(writer_schema).ok()?;
     let data_file = checked(&schema, ENTRY, "data_file")?;
     let partition = checked(data_file, DATA_FILE, "partition")?;

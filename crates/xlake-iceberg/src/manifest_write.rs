@@ -125,6 +125,39 @@ impl Sink {
     }
 }
 
+/// Whether every entry's partition tuple has one value per field of `spec`, each a
+/// primitive or null: iceberg-rust's writer panics on any other tuple, and a record
+/// would be written with missing or extra values.
+pub(crate) fn check_partitions(
+    sink: &Sink,
+    (schema, spec): (&SchemaRef, &PartitionSpec),
+) -> Result<(), String> {
+    let fields = spec
+        .partition_type(schema)
+        .map_err(|e| e.to_string())?
+        .fields()
+        .len();
+    for e in &sink.entries {
+        let tuple = e.data_file.partition();
+        let values = tuple.iter().count();
+        let primitive = tuple
+            .iter()
+            .all(|v| v.is_none_or(|l| l.as_primitive_literal().is_some()));
+        if values != fields || !primitive {
+            return Err(format!(
+                "{}: a partition tuple of {values} values ({}) for a spec of {fields} fields",
+                e.data_file.file_path(),
+                if primitive {
+                    "primitive"
+                } else {
+                    "not all primitive"
+                }
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The manifest `sink` holds as iceberg-rust would write it at `location`, and its list
 /// entry; `None` when it is not one this module encodes.
 pub(crate) async fn encode(
@@ -137,7 +170,7 @@ pub(crate) async fn encode(
         return None;
     }
     let types = partition_types(schema, spec)?;
-    let header = header(sink, (schema, spec), version).await?;
+    let header = header(sink, (schema, spec), version, &types).await?;
     let bytes = records(sink, &header, &types).ok()?;
     let summaries = summaries(sink, &types).ok()?;
     let listed = list_entry(sink, location, (bytes.len(), spec.spec_id()), summaries);
@@ -190,6 +223,7 @@ async fn header(
     sink: &Sink,
     (schema, spec): (&SchemaRef, &PartitionSpec),
     version: FormatVersion,
+    types: &[(String, PrimitiveType)],
 ) -> Option<Arc<Header>> {
     let key = format!(
         "{version:?}|{}|{}|{}",
@@ -215,7 +249,7 @@ async fn header(
     let slice = serde_avro_fast::de::read::SliceRead::new(&bytes[..]);
     let (read, metadata) = Reader::new_and_metadata::<Metadata>(slice).ok()?;
     let schema = read.schema().clone();
-    if !data_file_fields_are(schema.json(), FILE_FIELDS) {
+    if !laid_out_as_written(schema.json(), types) {
         return None;
     }
     let header = Arc::new(Header { schema, metadata });
@@ -227,8 +261,22 @@ async fn header(
     Some(header)
 }
 
+/// Whether a manifest schema (JSON) is laid out as [`EntryRecord`] writes: every field of
+/// the entry and its `data_file` of the type iceberg-rust writes (the reader's check,
+/// [`crate::manifest_read::parse_partition`]), the `data_file` fields exactly
+/// [`FILE_FIELDS`] in that order (a record is written in the order of its fields), and
+/// the partition fields those of `types`; so a newer iceberg-rust with another layout
+/// falls back to its own writer.
+fn laid_out_as_written(schema: &str, types: &[(String, PrimitiveType)]) -> bool {
+    let Some(partition) = crate::manifest_read::parse_partition(schema) else {
+        return false;
+    };
+    let names = partition.iter().map(|(name, _)| name);
+    names.eq(types.iter().map(|(name, _)| name)) && data_file_fields_are(schema, FILE_FIELDS)
+}
+
 /// Whether the `data_file` record of a manifest schema (JSON) has exactly `fields`, in
-/// order (so that a newer iceberg-rust with another layout falls back to its own writer).
+/// order.
 fn data_file_fields_are(schema: &str, fields: &[&str]) -> bool {
     let Ok(schema) = serde_json::from_str::<serde_json::Value>(schema) else {
         return false;
@@ -723,14 +771,35 @@ mod tests {
         let schema = schema();
         let spec = spec(&schema, &[5]);
         let sink = Sink::new(1, ManifestContentType::Data);
-        let header = header(&sink, (&schema, &spec), FormatVersion::V3)
+        let types = partition_types(&schema, &spec).unwrap();
+        let header = header(&sink, (&schema, &spec), FormatVersion::V3, &types)
             .await
             .unwrap();
+        assert!(laid_out_as_written(header.schema.json(), &types));
+        assert!(!laid_out_as_written(header.schema.json(), &types[1..]));
         assert!(data_file_fields_are(header.schema.json(), FILE_FIELDS));
         let mut swapped = FILE_FIELDS.to_vec();
         swapped.swap(4, 5);
         assert!(!data_file_fields_are(header.schema.json(), &swapped));
         assert!(!data_file_fields_are("[]", FILE_FIELDS));
+    }
+
+    /// A partition tuple that does not fit the spec is refused before either writer runs.
+    #[tokio::test]
+    async fn a_partition_tuple_of_the_wrong_length_is_refused() {
+        let schema = schema();
+        let spec = spec(&schema, &[2, 5]);
+        for tuple in [&[2][..], &[2, 5, 3]] {
+            let mut sink = Sink::new(1, ManifestContentType::Data);
+            sink.add_file(file(1, DataContentType::Data, tuple), -1)
+                .unwrap();
+            let err = check_partitions(&sink, (&schema, &spec)).unwrap_err();
+            assert!(err.contains("for a spec of 2 fields"), "{err}");
+        }
+        let mut sink = Sink::new(1, ManifestContentType::Data);
+        sink.add_file(file(1, DataContentType::Data, &[2, 5]), -1)
+            .unwrap();
+        assert!(check_partitions(&sink, (&schema, &spec)).is_ok());
     }
 
     /// A file of the wrong content, and a carried entry without sequence numbers, are

@@ -4,7 +4,6 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use chrono::{DateTime, SecondsFormat};
-use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use xlake_model::SourceCommit;
 
@@ -79,19 +78,29 @@ impl SyncMetadata {
     }
 
     /// Of what [`Self::from_summary`] reads, only its `source_identifier`: what a sync
-    /// reads of every snapshot (`Some(None)`: a record without one). The other fields are
-    /// skipped unread, so a long history costs one string per snapshot.
+    /// reads of every snapshot (`Some(None)`: a record without one). The record is
+    /// checked field for field as there (the same types, so the same records are
+    /// refused), but its strings are borrowed, not copied.
     pub fn identifier_in(summary: &HashMap<String, String>) -> Option<Option<String>> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
-        struct Identifier<'a> {
-            #[allow(dead_code)]
-            last_instant_synced: IgnoredAny,
+        #[allow(dead_code)]
+        struct Checked<'a> {
+            #[serde(borrow)]
+            last_instant_synced: Cow<'a, str>,
+            #[serde(default)]
+            instants_to_consider_for_next_sync: Vec<Cow<'a, str>>,
+            #[serde(default)]
+            version: i32,
+            #[serde(borrow, default)]
+            source_table_format: Option<Cow<'a, str>>,
             #[serde(borrow, default)]
             source_identifier: Option<Cow<'a, str>>,
+            #[serde(borrow, default)]
+            latest_table_operation_identifier: Option<Cow<'a, str>>,
         }
         let json = summary.get(XTABLE_METADATA)?;
-        let read: Identifier = serde_json::from_str(json).ok()?;
+        let read: Checked = serde_json::from_str(json).ok()?;
         Some(read.source_identifier.map(Cow::into_owned))
     }
 }
@@ -246,7 +255,8 @@ mod tests {
     }
 
     /// The identifier alone is read as the whole record reads it, for records written by
-    /// xlake, by XTable without one, with escapes, and for what is not a record.
+    /// xlake, by XTable without one, with escapes, with fields of the wrong types or twice,
+    /// and for what is not a record.
     #[test]
     fn the_identifier_alone_is_what_the_whole_record_says() {
         let records = [
@@ -254,6 +264,15 @@ mod tests {
             r#"{"lastInstantSynced":"2024-01-01T00:00:00Z","instantsToConsiderForNextSync":[]}"#,
             r#"{"lastInstantSynced":"x","sourceIdentifier":"a\"b\u00e9"}"#,
             r#"{"sourceIdentifier":"7"}"#,
+            r#"{"lastInstantSynced":1,"sourceIdentifier":"7"}"#,
+            r#"{"lastInstantSynced":"x","instantsToConsiderForNextSync":null,"sourceIdentifier":"7"}"#,
+            r#"{"lastInstantSynced":"x","instantsToConsiderForNextSync":["a",2],"sourceIdentifier":"7"}"#,
+            r#"{"lastInstantSynced":"x","version":1.5,"sourceIdentifier":"7"}"#,
+            r#"{"lastInstantSynced":"x","version":4294967296,"sourceIdentifier":"7"}"#,
+            r#"{"lastInstantSynced":"x","sourceTableFormat":3,"sourceIdentifier":"7"}"#,
+            r#"{"lastInstantSynced":"x","latestTableOperationIdentifier":[],"sourceIdentifier":"7"}"#,
+            r#"{"lastInstantSynced":"x","sourceIdentifier":"7","sourceIdentifier":"8"}"#,
+            r#"{"lastInstantSynced":"x","sourceIdentifier":null}"#,
             "not json",
         ];
         for record in records {
