@@ -19,8 +19,7 @@ use xlake_storage::TableStore;
 use crate::manifest_write::{self, Sink};
 
 /// A manifest's live and deleted entries (see [`crate::manifest_read`]), with inherited
-/// snapshot ids and sequence numbers
-/// filled in from the manifest list.
+/// snapshot ids and sequence numbers filled in from the manifest list.
 pub(crate) async fn read_entries(
     store: &TableStore,
     manifest: &ManifestFile,
@@ -152,8 +151,9 @@ pub(crate) async fn write_manifest(
     let mut sink = Sink::new(snapshot_id, content);
     fill(&mut sink).map_err(|e| e.to_string())?;
     let shape = (&schema, &spec);
-    manifest_write::check_partitions(&sink, shape)?;
-    let (bytes, manifest) = match manifest_write::encode(&sink, location, shape, version).await {
+    let partition = manifest_write::partition_type(&sink, shape)?;
+    let encoded = manifest_write::encode(&sink, location, shape, version, &partition).await;
+    let (bytes, manifest) = match encoded {
         Some((bytes, manifest)) => (bytes.into(), manifest),
         None => manifest_write::iceberg_write(sink, location, shape, version).await?,
     };

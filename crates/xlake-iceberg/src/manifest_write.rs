@@ -22,7 +22,7 @@ use iceberg::io::FileIO;
 use iceberg::spec::{
     DataContentType, DataFile, Datum, FieldSummary, FormatVersion, Literal, ManifestContentType,
     ManifestEntry, ManifestFile, ManifestStatus, ManifestWriterBuilder, PartitionSpec,
-    PrimitiveLiteral, PrimitiveType, SchemaRef, Struct, UNASSIGNED_SEQUENCE_NUMBER,
+    PrimitiveLiteral, PrimitiveType, SchemaRef, Struct, StructType, UNASSIGNED_SEQUENCE_NUMBER,
 };
 use iceberg::{Error, ErrorKind};
 use serde::ser::{SerializeMap, Serializer};
@@ -118,25 +118,17 @@ impl Sink {
         self.entries.push(entry);
         Ok(())
     }
-
-    /// The entries, to be written by iceberg-rust's own writer instead.
-    pub(crate) fn into_entries(self) -> Vec<ManifestEntry> {
-        self.entries
-    }
 }
 
-/// Whether every entry's partition tuple has one value per field of `spec`, each a
-/// primitive or null: iceberg-rust's writer panics on any other tuple, and a record
-/// would be written with missing or extra values.
-pub(crate) fn check_partitions(
+/// The partition type of `spec`, once every entry's partition tuple is checked to have
+/// one value per field, each a primitive or null: iceberg-rust's writer panics on any
+/// other tuple, and a record would be written with missing or extra values.
+pub(crate) fn partition_type(
     sink: &Sink,
     (schema, spec): (&SchemaRef, &PartitionSpec),
-) -> Result<(), String> {
-    let fields = spec
-        .partition_type(schema)
-        .map_err(|e| e.to_string())?
-        .fields()
-        .len();
+) -> Result<StructType, String> {
+    let partition = spec.partition_type(schema).map_err(|e| e.to_string())?;
+    let fields = partition.fields().len();
     for e in &sink.entries {
         let tuple = e.data_file.partition();
         let values = tuple.iter().count();
@@ -155,21 +147,23 @@ pub(crate) fn check_partitions(
             ));
         }
     }
-    Ok(())
+    Ok(partition)
 }
 
 /// The manifest `sink` holds as iceberg-rust would write it at `location`, and its list
 /// entry; `None` when it is not one this module encodes.
+/// `partition` is the spec's partition type ([`partition_type`]).
 pub(crate) async fn encode(
     sink: &Sink,
     location: &str,
     (schema, spec): (&SchemaRef, &PartitionSpec),
     version: FormatVersion,
+    partition: &StructType,
 ) -> Option<(Vec<u8>, ManifestFile)> {
     if version == FormatVersion::V1 {
         return None;
     }
-    let types = partition_types(schema, spec)?;
+    let types = partition_types(partition)?;
     let header = header(sink, (schema, spec), version, &types).await?;
     let bytes = records(sink, &header, &types).ok()?;
     let summaries = summaries(sink, &types).ok()?;
@@ -179,11 +173,7 @@ pub(crate) async fn encode(
 
 /// The primitive type of each partition field, if every one is a type
 /// [`PartitionValue`] encodes.
-fn partition_types(
-    schema: &SchemaRef,
-    spec: &PartitionSpec,
-) -> Option<Vec<(String, PrimitiveType)>> {
-    let partition = spec.partition_type(schema).ok()?;
+fn partition_types(partition: &StructType) -> Option<Vec<(String, PrimitiveType)>> {
     partition
         .fields()
         .iter()
@@ -327,7 +317,7 @@ pub(crate) async fn iceberg_write(
         (true, true) => builder.build_v3_deletes(),
         (false, true) => builder.build_v3_data(),
     };
-    for e in sink.into_entries() {
+    for e in sink.entries {
         let (seq, file_seq) = (e.sequence_number, e.file_sequence_number);
         let added = match e.status {
             ManifestStatus::Added => writer.add_file(e.data_file, seq.unwrap_or(-1)),
@@ -726,7 +716,8 @@ mod tests {
                     fill(&mut theirs, content, partition);
                     let shape = (&schema, &spec);
                     let what = format!("{version:?} {content:?} {partition:?}");
-                    let (bytes, listed) = encode(&ours, "/t/m.avro", shape, version)
+                    let partition = partition_type(&ours, shape).unwrap();
+                    let (bytes, listed) = encode(&ours, "/t/m.avro", shape, version, &partition)
                         .await
                         .unwrap_or_else(|| panic!("{what}: not encoded"));
                     let (want, want_listed) = iceberg_write(theirs, "/t/m.avro", shape, version)
@@ -760,7 +751,9 @@ mod tests {
         for column in [8, 9] {
             let spec = spec(&schema, &[column]);
             let sink = Sink::new(1, ManifestContentType::Data);
-            let encoded = encode(&sink, "/t/m.avro", (&schema, &spec), FormatVersion::V2).await;
+            let shape = (&schema, &spec);
+            let partition = partition_type(&sink, shape).unwrap();
+            let encoded = encode(&sink, "/t/m.avro", shape, FormatVersion::V2, &partition).await;
             assert!(encoded.is_none());
         }
     }
@@ -771,7 +764,7 @@ mod tests {
         let schema = schema();
         let spec = spec(&schema, &[5]);
         let sink = Sink::new(1, ManifestContentType::Data);
-        let types = partition_types(&schema, &spec).unwrap();
+        let types = partition_types(&spec.partition_type(&schema).unwrap()).unwrap();
         let header = header(&sink, (&schema, &spec), FormatVersion::V3, &types)
             .await
             .unwrap();
@@ -793,13 +786,13 @@ mod tests {
             let mut sink = Sink::new(1, ManifestContentType::Data);
             sink.add_file(file(1, DataContentType::Data, tuple), -1)
                 .unwrap();
-            let err = check_partitions(&sink, (&schema, &spec)).unwrap_err();
+            let err = partition_type(&sink, (&schema, &spec)).unwrap_err();
             assert!(err.contains("for a spec of 2 fields"), "{err}");
         }
         let mut sink = Sink::new(1, ManifestContentType::Data);
         sink.add_file(file(1, DataContentType::Data, &[2, 5]), -1)
             .unwrap();
-        assert!(check_partitions(&sink, (&schema, &spec)).is_ok());
+        assert!(partition_type(&sink, (&schema, &spec)).is_ok());
     }
 
     /// A file of the wrong content, and a carried entry without sequence numbers, are

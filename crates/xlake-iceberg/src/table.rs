@@ -101,12 +101,7 @@ impl LoadedTable {
     /// so far, oldest first.
     pub fn head(&self) -> (Option<i64>, Vec<(i64, SyncMetadata)>) {
         let head = self.metadata.current_snapshot().map(|s| s.snapshot_id());
-        let mut heads: Vec<&SnapshotHead> = self.history.heads().iter().collect();
-        heads.sort_by_key(|h| (h.sequence_number, h.timestamp_ms));
-        let synced = heads
-            .into_iter()
-            .filter_map(|h| Some((h.snapshot_id, h.sync()?)))
-            .collect();
+        let synced = self.in_commit_order(|h| h.sync());
         (head, synced)
     }
 
@@ -114,11 +109,17 @@ impl LoadedTable {
     /// only their identifiers (what a sync needs of every snapshot): (snapshot id, the
     /// source commit's identifier if its record has one).
     pub fn mirrored(&self) -> Vec<(i64, Option<String>)> {
+        self.in_commit_order(|h| SyncMetadata::identifier_in(&h.notes.0))
+    }
+
+    /// What `read` gives of each snapshot that has it, with the snapshot's id, oldest
+    /// (by sequence number, then time) first.
+    fn in_commit_order<T>(&self, read: impl Fn(&SnapshotHead) -> Option<T>) -> Vec<(i64, T)> {
         let mut heads: Vec<&SnapshotHead> = self.history.heads().iter().collect();
         heads.sort_by_key(|h| (h.sequence_number, h.timestamp_ms));
         heads
             .into_iter()
-            .filter_map(|h| Some((h.snapshot_id, SyncMetadata::identifier_in(&h.notes.0)?)))
+            .filter_map(|h| Some((h.snapshot_id, read(h)?)))
             .collect()
     }
 
