@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use iceberg::spec::TableMetadata;
 use serde_json::{Map, Value};
 
-use crate::history::{Carried, History};
+use crate::history::{Carried, CarriedLog, History};
 
 /// Top-level keys in the order Java's `TableMetadataParser` writes them; any other key
 /// follows.
@@ -82,7 +82,9 @@ pub fn metadata_json(metadata: &TableMetadata, history: &History) -> serde_json:
         .filter(|c| !ids.contains(&c.id))
         .collect();
     // The carried text, plus room for what is parsed (a fraction of it at most).
-    let carried_len: usize = carried.iter().map(|c| c.json.len() + 1).sum();
+    let log = history.carried_log();
+    let carried_len: usize =
+        carried.iter().map(|c| c.json.len() + 1).sum::<usize>() + log.map_or(0, |l| l.text.len());
     let mut out = Object::new(carried_len + carried_len / 4 + 16 * 1024);
     for key in KEY_ORDER {
         if *key == "snapshots" {
@@ -90,6 +92,9 @@ pub fn metadata_json(metadata: &TableMetadata, history: &History) -> serde_json:
                 out.key(key)?;
                 write_snapshots(&mut out.0, &parsed, carried.clone())?;
             }
+        } else if let (Some(log), "snapshot-log") = (log, *key) {
+            out.key(key)?;
+            write_log(&mut out.0, fields.remove(*key), log)?;
         } else if let Some(value) = fields.remove(*key) {
             out.entry(key, &value)?;
         }
@@ -160,6 +165,34 @@ fn write_snapshots(
     for c in carried {
         comma(out);
         out.extend_from_slice(&c.json);
+    }
+    out.push(b']');
+    Ok(())
+}
+
+/// The `snapshot-log`: the carried entries, then the parsed ones, which must start with
+/// the entry the carried ones precede (iceberg-rust rewrites the log only when snapshots
+/// are removed, which a commit does not do; if it ever did, the entries could not be
+/// put back in their place, so the commit fails instead of writing a shortened log).
+fn write_log(out: &mut Vec<u8>, parsed: Option<Value>, log: &CarriedLog) -> serde_json::Result<()> {
+    let parsed = match parsed {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
+    let first = parsed.first().and_then(Value::as_object).map(|e| {
+        let field = |k: &str| e.get(k).and_then(Value::as_i64);
+        (field("snapshot-id"), field("timestamp-ms"))
+    });
+    if first != Some((Some(log.next.0), Some(log.next.1))) {
+        return Err(serde::ser::Error::custom(
+            "the snapshot log no longer starts where its carried entries end",
+        ));
+    }
+    out.push(b'[');
+    out.extend_from_slice(&log.text);
+    for item in &parsed {
+        out.push(b',');
+        serde_json::to_writer(&mut *out, item)?;
     }
     out.push(b']');
     Ok(())

@@ -100,6 +100,20 @@ impl<'de> Deserialize<'de> for Notes {
 pub struct History {
     heads: Vec<SnapshotHead>,
     carried: Vec<Carried>,
+    log: Option<CarriedLog>,
+}
+
+/// The `snapshot-log` entries before the last one, carried as their text: the working
+/// metadata holds only the last entry (iceberg-rust checks that it names the current
+/// snapshot, and appends after it). A log entry is a time and a snapshot id, and a
+/// 1,000-entry log cost as much to parse and write back as the rest of the working
+/// metadata.
+#[derive(Debug, Clone)]
+pub(crate) struct CarriedLog {
+    /// The entries, with the commas between them, as read (a view of the file).
+    pub(crate) text: Bytes,
+    /// The entry they precede, the first the working metadata holds: (snapshot id, time).
+    pub(crate) next: (i64, i64),
 }
 
 /// A snapshot carried as its JSON text (a view of the file it was read from, not a
@@ -135,6 +149,7 @@ impl History {
         Self {
             heads,
             carried: Vec::new(),
+            log: None,
         }
     }
 
@@ -163,6 +178,16 @@ impl History {
         self.carried.len()
     }
 
+    /// The snapshot-log entries carried unparsed, if any.
+    pub(crate) fn carried_log(&self) -> Option<&CarriedLog> {
+        self.log.as_ref()
+    }
+
+    /// Whether everything was parsed (no snapshot and no log entry carried).
+    pub(crate) fn is_whole(&self) -> bool {
+        self.carried.is_empty() && self.log.is_none()
+    }
+
     /// This history with `added` snapshots (built by this process, parsed) after it.
     pub(crate) fn with_added(&self, metadata: &TableMetadata) -> Self {
         let known: HashSet<i64> = self.heads.iter().map(|h| h.snapshot_id).collect();
@@ -176,6 +201,7 @@ impl History {
         Self {
             heads,
             carried: self.carried.clone(),
+            log: self.log.clone(),
         }
     }
 }
@@ -236,8 +262,71 @@ pub fn split(bytes: &Bytes) -> Result<(TableMetadata, History), String> {
             });
         }
     }
-    let metadata = parse_working(&doc, &kept)?;
-    Ok((metadata, History { heads, carried }))
+    let (last_entry, log) = match doc.fields.get("snapshot-log") {
+        Some(raw) => split_log(bytes, raw)?,
+        None => (None, None),
+    };
+    let metadata = parse_working(&doc, &kept, last_entry)?;
+    Ok((
+        metadata,
+        History {
+            heads,
+            carried,
+            log,
+        },
+    ))
+}
+
+/// A `snapshot-log` entry.
+#[derive(Deserialize)]
+struct LogEntry {
+    #[serde(rename = "snapshot-id")]
+    snapshot_id: i64,
+    #[serde(rename = "timestamp-ms")]
+    timestamp_ms: i64,
+}
+
+/// How far back in time a log entry may be from the one before it (iceberg-rust's and
+/// Java's check of a snapshot log's order).
+const LOG_SKEW_MS: i64 = 60_000;
+
+/// The snapshot log `raw` split into its last entry (for the working metadata) and the
+/// entries before it, carried; `(None, None)` for a log of fewer than two entries, or one
+/// whose last entry is not plain (its text is found from the end: the last `{`). Every
+/// entry is read and the log's order checked as iceberg-rust checks it.
+fn split_log<'a>(
+    whole: &Bytes,
+    raw: &'a RawValue,
+) -> Result<(Option<&'a str>, Option<CarriedLog>), String> {
+    let text = raw.get();
+    let entries: Vec<LogEntry> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    if entries
+        .windows(2)
+        .any(|w| w[1].timestamp_ms - w[0].timestamp_ms < -LOG_SKEW_MS)
+    {
+        return Err("the snapshot log is out of order".to_string());
+    }
+    let (Some(last), true) = (entries.last(), entries.len() > 1) else {
+        return Ok((None, None));
+    };
+    // `[` first, carried entries, `,` last entry, `]` (whitespace allowed between).
+    let tail_at = text.rfind('{').unwrap_or(0);
+    let tail = text[tail_at..].trim_end().trim_end_matches(']');
+    let carried = text[..tail_at].trim_end().strip_suffix(',');
+    let carried = carried.and_then(|c| c.trim_start().strip_prefix('['));
+    let found: Option<LogEntry> = serde_json::from_str(tail).ok();
+    match (carried, found) {
+        (Some(carried), Some(f))
+            if (f.snapshot_id, f.timestamp_ms) == (last.snapshot_id, last.timestamp_ms) =>
+        {
+            let log = CarriedLog {
+                text: view(whole, carried.trim())?,
+                next: (last.snapshot_id, last.timestamp_ms),
+            };
+            Ok((Some(tail), Some(log)))
+        }
+        _ => Ok((None, None)),
+    }
 }
 
 /// `part` (text borrowed from `whole` by the parse) as a view of `whole`.
@@ -270,15 +359,27 @@ fn working_ids(doc: &Document) -> Result<HashSet<i64>, String> {
     Ok(ids)
 }
 
-/// iceberg-rust's parse of the document with only the `kept` snapshots.
-fn parse_working(doc: &Document, kept: &[&RawValue]) -> Result<TableMetadata, String> {
+/// iceberg-rust's parse of the document with only the `kept` snapshots and, when the
+/// log is carried, only its `last_entry`.
+fn parse_working(
+    doc: &Document,
+    kept: &[&RawValue],
+    last_entry: Option<&str>,
+) -> Result<TableMetadata, String> {
     let sizes = doc.fields.values().chain(kept).map(|v| v.get().len() + 32);
     let mut text = Vec::with_capacity(sizes.sum());
     text.push(b'{');
     for (key, value) in &doc.fields {
         serde_json::to_writer(&mut text, key).map_err(|e| e.to_string())?;
         text.push(b':');
-        text.extend_from_slice(value.get().as_bytes());
+        match last_entry.filter(|_| key == "snapshot-log") {
+            Some(entry) => {
+                text.push(b'[');
+                text.extend_from_slice(entry.as_bytes());
+                text.push(b']');
+            }
+            None => text.extend_from_slice(value.get().as_bytes()),
+        }
         text.push(b',');
     }
     text.extend_from_slice(b"\"snapshots\":[");
@@ -315,7 +416,11 @@ mod tests {
         let mut ids: Vec<i64> = working.snapshots().map(|s| s.snapshot_id()).collect();
         ids.sort();
         assert_eq!(ids, [1, 3]);
-        assert_eq!(working.history().len(), 3, "the snapshot log is kept whole");
+        assert_eq!(working.history().len(), 1, "the log's last entry only");
+        let log = history.carried_log().unwrap();
+        let entries = r#"{"timestamp-ms":1700000000100,"snapshot-id":1},{"timestamp-ms":1700000000200,"snapshot-id":2}"#;
+        assert_eq!(&log.text[..], entries.as_bytes());
+        assert_eq!(log.next, (3, 1700000000300));
         assert_eq!(history.heads().len(), 3);
         let carried: Vec<i64> = history.carried().iter().map(|c| c.id).collect();
         assert_eq!(carried, [2]);
@@ -356,6 +461,46 @@ mod tests {
         assert_eq!(ids, [1, 2, 3]);
         let original = crate::table::parse_metadata(DOC.as_bytes()).unwrap();
         assert_eq!(crate::table::parse_metadata(&written).unwrap(), original);
+    }
+
+    /// The log is carried only when its last entry can be told from the text: else it is
+    /// parsed whole, as when it is too short to carry anything.
+    #[test]
+    fn a_log_is_carried_when_its_last_entry_is_plain() {
+        let log_of = |log: &str| {
+            let doc = DOC.replace(
+                r#""snapshot-log":[{"timestamp-ms":1700000000100,"snapshot-id":1},{"timestamp-ms":1700000000200,"snapshot-id":2},{"timestamp-ms":1700000000300,"snapshot-id":3}]"#,
+                &format!(r#""snapshot-log":{log}"#),
+            );
+            let (working, history) = split(&Bytes::from(doc.clone())).unwrap();
+            let written = crate::encode::metadata_json(&working, &history).unwrap();
+            // Entries as iceberg-rust reads them (it keeps no other field).
+            let entries = |v: &serde_json::Value| -> Vec<(i64, i64)> {
+                let v = v.as_array().cloned().unwrap_or_default();
+                let field = |e: &serde_json::Value, k: &str| e[k].as_i64().unwrap();
+                v.iter()
+                    .map(|e| (field(e, "snapshot-id"), field(e, "timestamp-ms")))
+                    .collect()
+            };
+            let value: serde_json::Value = serde_json::from_slice(&written).unwrap();
+            let expected: serde_json::Value = serde_json::from_str(log).unwrap();
+            assert_eq!(entries(&value["snapshot-log"]), entries(&expected), "{log}");
+            (working.history().len(), history.carried_log().is_some())
+        };
+        let spaced = r#"[ {"timestamp-ms":1700000000200,"snapshot-id":2} ,
+            { "timestamp-ms" : 1700000000300, "snapshot-id":3 } ]"#;
+        assert_eq!(log_of(spaced), (1, true));
+        let odd = r#"[{"timestamp-ms":1700000000200,"snapshot-id":2},{"snapshot-id":3,"x":{"y":1},"timestamp-ms":1700000000300}]"#;
+        assert_eq!(log_of(odd), (2, false));
+        let one = r#"[{"timestamp-ms":1700000000300,"snapshot-id":3}]"#;
+        assert_eq!(log_of(one), (1, false));
+        assert_eq!(log_of("[]"), (0, false));
+        // Out of order by more than a minute: refused as iceberg-rust refuses it.
+        let doc = DOC.replace(
+            r#""timestamp-ms":1700000000100,"snapshot-id":1"#,
+            r#""timestamp-ms":1800000000100,"snapshot-id":1"#,
+        );
+        assert!(split(&Bytes::from(doc)).is_err());
     }
 
     #[test]

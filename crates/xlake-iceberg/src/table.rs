@@ -290,7 +290,7 @@ impl IcebergTable {
     /// `loaded` with every snapshot parsed: itself when it carries none, else its version
     /// read again whole (for what rewrites old snapshots, such as a format upgrade).
     pub(crate) async fn whole(&self, loaded: &LoadedTable) -> Result<LoadedTable> {
-        if loaded.history.carried_count() == 0 {
+        if loaded.history.is_whole() {
             return Ok(loaded.clone());
         }
         let path = metadata_file(loaded.version);
