@@ -35,6 +35,7 @@
 //! | `merge` | merging small manifests, so manifest lists stay short as commits accumulate |
 //! | `manifest` | manifests and manifest lists via iceberg-rust's writers, persisted through [`xlake_storage`] |
 //! | `list_read` | a manifest list read straight into its fields (serde_avro_fast), iceberg-rust's parse as the fallback |
+//! | `list_write` | a manifest list encoded straight from its manifests (serde_avro_fast) under iceberg-rust's own schema, its writer as the fallback |
 //! | `manifest_read` | a manifest's entries read the same way, iceberg-rust's parse as the fallback |
 //! | `manifest_record` | a manifest's Avro records, as iceberg-rust's own serde writes them: read by `manifest_read`, written by `manifest_write` |
 //! | `manifest_write` | a manifest encoded straight from its entries (serde_avro_fast) under iceberg-rust's own header, its writer as the fallback |
@@ -53,6 +54,7 @@ pub mod footer;
 pub mod history;
 pub mod layout;
 mod list_read;
+mod list_write;
 mod manifest;
 mod manifest_read;
 mod manifest_record;

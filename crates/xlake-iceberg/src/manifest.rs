@@ -12,10 +12,11 @@ use std::collections::HashSet;
 use iceberg::io::FileIO;
 use iceberg::spec::{
     DataFile, DataFileBuilder, FormatVersion, ManifestContentType, ManifestEntry, ManifestFile,
-    ManifestListWriter, ManifestStatus, PartitionSpec, SchemaRef, UNASSIGNED_SEQUENCE_NUMBER,
+    ManifestStatus, PartitionSpec, SchemaRef, UNASSIGNED_SEQUENCE_NUMBER,
 };
 use xlake_storage::TableStore;
 
+use crate::list_write::{self, ListOf};
 use crate::manifest_write::{self, Sink};
 
 /// A manifest's live and deleted entries (see [`crate::manifest_read`]), with inherited
@@ -183,14 +184,6 @@ pub(crate) async fn write_manifest_list(
     mut manifests: Vec<ManifestFile>,
     carried: &HashSet<String>,
 ) -> Result<(Vec<ManifestFile>, u64), String> {
-    let io = FileIO::new_with_memory();
-    let output = io.new_output(location).map_err(|e| e.to_string())?;
-    let mut writer = match first_row_id {
-        Some(first) => {
-            ManifestListWriter::v3(output, snapshot_id, parent, sequence_number, Some(first))
-        }
-        None => ManifestListWriter::v2(output, snapshot_id, parent, sequence_number),
-    };
     // The writer assigns row id ranges in list order; the same walk here keeps them, and
     // gives the carried manifests theirs before the writer sees them.
     let mut next_row_id = first_row_id;
@@ -208,33 +201,44 @@ pub(crate) async fn write_manifest_list(
                 next_row_id = Some(next + rows);
             }
         }
+        // The writer's sequence numbers: the snapshot's, for its own new manifests only.
+        for n in [&mut m.sequence_number, &mut m.min_sequence_number] {
+            if *n == UNASSIGNED_SEQUENCE_NUMBER {
+                if m.added_snapshot_id != snapshot_id {
+                    return Err(format!(
+                        "{}: an unassigned sequence number in a manifest of snapshot {}",
+                        m.manifest_path, m.added_snapshot_id
+                    ));
+                }
+                *n = sequence_number;
+            }
+        }
         for_writer.push(given);
     }
-    writer
-        .add_manifests(for_writer.into_iter())
+    let of = ListOf {
+        snapshot_id,
+        parent,
+        sequence_number,
+        first_row_id,
+    };
+    let bytes = match list_write::encode(of, &manifests).await {
+        Some(bytes) => bytes?,
+        None => {
+            let (bytes, assigned) = list_write::iceberg_write(of, for_writer).await?;
+            if assigned != next_row_id {
+                return Err(format!(
+                    "row ids assigned up to {assigned:?}, expected {next_row_id:?}"
+                ));
+            }
+            bytes
+        }
+    };
+    store
+        .put(location, bytes.into())
+        .await
         .map_err(|e| e.to_string())?;
-    if writer.next_row_id() != next_row_id {
-        return Err(format!(
-            "row ids assigned up to {:?}, expected {next_row_id:?}",
-            writer.next_row_id()
-        ));
-    }
-    writer.close().await.map_err(|e| e.to_string())?;
-    persist(store, &io, location).await?;
     let added_rows = next_row_id.unwrap_or(0) - first_row_id.unwrap_or(0);
-    let listed = manifests
-        .into_iter()
-        .map(|mut m| {
-            if m.sequence_number == UNASSIGNED_SEQUENCE_NUMBER {
-                m.sequence_number = sequence_number;
-            }
-            if m.min_sequence_number == UNASSIGNED_SEQUENCE_NUMBER {
-                m.min_sequence_number = sequence_number;
-            }
-            m
-        })
-        .collect();
-    Ok((listed, added_rows))
+    Ok((manifests, added_rows))
 }
 
 /// Copy a file written to the in-memory `io` into the store.
