@@ -184,61 +184,88 @@ pub(crate) async fn write_manifest_list(
     mut manifests: Vec<ManifestFile>,
     carried: &HashSet<String>,
 ) -> Result<(Vec<ManifestFile>, u64), String> {
-    // The writer assigns row id ranges in list order; the same walk here keeps them, and
-    // gives the carried manifests theirs before the writer sees them.
-    let mut next_row_id = first_row_id;
-    let mut for_writer = Vec::with_capacity(manifests.len());
-    for m in manifests.iter_mut() {
-        let mut given = m.clone();
-        if let (Some(next), ManifestContentType::Data, None) =
-            (next_row_id, m.content, m.first_row_id)
-        {
-            m.first_row_id = Some(next);
-            if carried.contains(&m.manifest_path) {
-                given.first_row_id = Some(next);
-            } else {
-                let rows = m.added_rows_count.unwrap_or(0) + m.existing_rows_count.unwrap_or(0);
-                next_row_id = Some(next + rows);
-            }
-        }
-        // The writer's sequence numbers: the snapshot's, for its own new manifests only.
-        for n in [&mut m.sequence_number, &mut m.min_sequence_number] {
-            if *n == UNASSIGNED_SEQUENCE_NUMBER {
-                if m.added_snapshot_id != snapshot_id {
-                    return Err(format!(
-                        "{}: an unassigned sequence number in a manifest of snapshot {}",
-                        m.manifest_path, m.added_snapshot_id
-                    ));
-                }
-                *n = sequence_number;
-            }
-        }
-        for_writer.push(given);
-    }
     let of = ListOf {
         snapshot_id,
         parent,
         sequence_number,
         first_row_id,
     };
+    let counted = assign(of, &mut manifests, carried)?;
     let bytes = match list_write::encode(of, &manifests).await {
         Some(bytes) => bytes?,
-        None => {
-            let (bytes, assigned) = list_write::iceberg_write(of, for_writer).await?;
-            if assigned != next_row_id {
-                return Err(format!(
-                    "row ids assigned up to {assigned:?}, expected {next_row_id:?}"
-                ));
-            }
-            bytes
-        }
+        None => iceberg_list(of, &manifests, &counted).await?,
     };
     store
         .put(location, bytes.into())
         .await
         .map_err(|e| e.to_string())?;
-    let added_rows = next_row_id.unwrap_or(0) - first_row_id.unwrap_or(0);
+    let added_rows = counted.next_row_id.unwrap_or(0) - first_row_id.unwrap_or(0);
     Ok((manifests, added_rows))
+}
+
+/// The manifests a list assigned row ids to (by index), and the next row id after them.
+struct Counted {
+    indices: Vec<usize>,
+    next_row_id: Option<u64>,
+}
+
+/// What iceberg-rust's list writer assigns, assigned in place: the snapshot's sequence
+/// number to its own new manifests, and (v3) row id ranges in list order, a carried
+/// manifest getting the next id and no rows.
+fn assign(
+    of: ListOf,
+    manifests: &mut [ManifestFile],
+    carried: &HashSet<String>,
+) -> Result<Counted, String> {
+    let mut counted = Counted {
+        indices: Vec::new(),
+        next_row_id: of.first_row_id,
+    };
+    for (i, m) in manifests.iter_mut().enumerate() {
+        if let (Some(next), ManifestContentType::Data, None) =
+            (counted.next_row_id, m.content, m.first_row_id)
+        {
+            m.first_row_id = Some(next);
+            if !carried.contains(&m.manifest_path) {
+                let rows = m.added_rows_count.unwrap_or(0) + m.existing_rows_count.unwrap_or(0);
+                counted.next_row_id = Some(next + rows);
+                counted.indices.push(i);
+            }
+        }
+        for n in [&mut m.sequence_number, &mut m.min_sequence_number] {
+            if *n == UNASSIGNED_SEQUENCE_NUMBER {
+                if m.added_snapshot_id != of.snapshot_id {
+                    return Err(format!(
+                        "{}: an unassigned sequence number in a manifest of snapshot {}",
+                        m.manifest_path, m.added_snapshot_id
+                    ));
+                }
+                *n = of.sequence_number;
+            }
+        }
+    }
+    Ok(counted)
+}
+
+/// The list written by iceberg-rust's writer, which assigns the row ids of `counted`
+/// itself (and must arrive at the same next row id).
+async fn iceberg_list(
+    of: ListOf,
+    manifests: &[ManifestFile],
+    counted: &Counted,
+) -> Result<Vec<u8>, String> {
+    let mut given = manifests.to_vec();
+    for &i in &counted.indices {
+        given[i].first_row_id = None;
+    }
+    let (bytes, assigned) = list_write::iceberg_write(of, given).await?;
+    if assigned != counted.next_row_id {
+        return Err(format!(
+            "row ids assigned up to {assigned:?}, expected {:?}",
+            counted.next_row_id
+        ));
+    }
+    Ok(bytes)
 }
 
 /// Copy a file written to the in-memory `io` into the store.
@@ -381,7 +408,7 @@ mod tests {
             first_row_id: Some(925),
             ..manifest("kept.avro", 75, 0)
         };
-        let manifests = vec![
+        let manifests = [
             kept,
             manifest("added1.avro", 100, 25),
             manifest("carried.avro", 0, 100),
@@ -389,15 +416,34 @@ mod tests {
         ];
         let carried = HashSet::from([store.absolute("carried.avro")]);
         let list = store.absolute("metadata/list.avro");
-        let (listed, added_rows) =
-            write_manifest_list(&store, &list, 1, None, (1, Some(1000)), manifests, &carried)
-                .await
-                .unwrap();
+        let (listed, added_rows) = write_manifest_list(
+            &store,
+            &list,
+            1,
+            None,
+            (1, Some(1000)),
+            manifests.to_vec(),
+            &carried,
+        )
+        .await
+        .unwrap();
         let ids: Vec<_> = listed.iter().map(|m| m.first_row_id).collect();
         assert_eq!(ids, [Some(925), Some(1000), Some(1125), Some(1125)]);
         assert_eq!(added_rows, 275);
         let written = read_manifest_list(&store, &list).await.unwrap();
         let ids: Vec<_> = written.iter().map(|m| m.first_row_id).collect();
         assert_eq!(ids, [Some(925), Some(1000), Some(1125), Some(1125)]);
+        // iceberg-rust's writer, given the same assignments to redo, writes the same list.
+        let of = ListOf {
+            snapshot_id: 1,
+            parent: None,
+            sequence_number: 1,
+            first_row_id: Some(1000),
+        };
+        let mut again = manifests.clone();
+        let counted = assign(of, &mut again, &carried).unwrap();
+        assert_eq!(again.to_vec(), listed);
+        let bytes = iceberg_list(of, &again, &counted).await.unwrap();
+        assert_eq!(crate::list_read::manifests(&bytes, &list).unwrap(), written);
     }
 }
