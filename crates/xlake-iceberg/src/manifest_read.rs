@@ -57,7 +57,16 @@ pub(crate) fn entries(bytes: &[u8], location: &str) -> Result<Vec<ManifestEntry>
 /// The manifest read by serde_avro_fast; `None` for anything it does not read as
 /// iceberg-rust does (module docs).
 fn fast(bytes: &[u8]) -> Option<Vec<ManifestEntry>> {
-    let (mut reader, user) =
+    let (mut reader, layout) = open(bytes)?;
+    reader
+        .deserialize::<Entry>()
+        .map(|r| layout.entry(r.ok()?))
+        .collect()
+}
+
+/// The reader of a manifest the fast read takes, and its layout.
+fn open(bytes: &[u8]) -> Option<(Reader<SliceRead<'_>>, Layout)> {
+    let (reader, user) =
         Reader::new_and_metadata::<HashMap<String, ByteBuf>>(SliceRead::new(bytes)).ok()?;
     let user: HashMap<String, Vec<u8>> = user.into_iter().map(|(k, v)| (k, v.into_vec())).collect();
     let metadata = ManifestMetadata::parse(&user).ok()?;
@@ -68,10 +77,55 @@ fn fast(bytes: &[u8]) -> Option<Vec<ManifestEntry>> {
         return None;
     }
     let layout = Layout::of(&metadata, reader.schema().json())?;
-    reader
-        .deserialize::<Entry>()
-        .map(|r| layout.entry(r.ok()?))
-        .collect()
+    Some((reader, layout))
+}
+
+/// Of a data manifest's entry, what [`live_files`] reads: its status, and its file's
+/// content, path and row count (the other fields skipped, not decoded into values).
+#[derive(Deserialize)]
+struct LiveEntry {
+    status: i32,
+    data_file: LiveFile,
+}
+
+#[derive(Deserialize)]
+struct LiveFile {
+    content: i32,
+    file_path: String,
+    record_count: i64,
+}
+
+/// The live data files of the data manifest `bytes` (path, row count), as [`entries`]
+/// gives them without their stats: what a sync seeding a Hudi replay reads of every
+/// manifest of the current snapshot. Only a v2 or v3 data manifest is read so (its
+/// `format-version` and `content` keys; its schema and spec are not parsed, as nothing
+/// here depends on them), and only entries of an added, existing or deleted data file
+/// whose fields have the expected types; `None` for anything else (then [`entries`]
+/// reads it, and says what is wrong).
+pub(crate) fn live_files(bytes: &[u8]) -> Option<Vec<(String, u64)>> {
+    let (mut reader, user) =
+        Reader::new_and_metadata::<HashMap<String, ByteBuf>>(SliceRead::new(bytes)).ok()?;
+    let key = |k: &str| user.get(k).map(|v| v.as_slice());
+    let version = key("format-version");
+    if !matches!(version, Some(b"2" | b"3")) || key("content") != Some(b"data") {
+        return None;
+    }
+    let mut live = Vec::new();
+    for entry in reader.deserialize::<LiveEntry>() {
+        let LiveEntry { status, data_file } = entry.ok()?;
+        if data_file.content != DataContentType::Data as i32 {
+            return None;
+        }
+        match status {
+            0 | 1 => live.push((
+                data_file.file_path,
+                u64::try_from(data_file.record_count).ok()?,
+            )),
+            2 => {}
+            _ => return None,
+        }
+    }
+    Some(live)
 }
 
 /// One `manifest_entry` record, by field name.
@@ -680,6 +734,38 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The live files of a data manifest are the live entries' paths and row counts;
+    /// a delete manifest, or one the fast read does not take, is left to `entries`.
+    #[tokio::test]
+    async fn live_files_are_the_live_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        for version in [FormatVersion::V2, FormatVersion::V3] {
+            for partitioned in [true, false] {
+                let name = format!("{version}-{partitioned}");
+                let bytes =
+                    written(&store, &name, version, DataContentType::Data, partitioned).await;
+                let alive: Vec<_> = slow(&bytes)
+                    .into_iter()
+                    .filter(|e| e.is_alive())
+                    .map(|e| (e.file_path().to_string(), e.record_count()))
+                    .collect();
+                assert_eq!(alive.len(), 9, "{name}");
+                assert_eq!(live_files(&bytes), Some(alive), "{name}");
+            }
+        }
+        let deletes = written(
+            &store,
+            "d",
+            FormatVersion::V2,
+            DataContentType::PositionDeletes,
+            true,
+        )
+        .await;
+        assert_eq!(live_files(&deletes), None);
+        assert_eq!(live_files(b"not avro"), None);
     }
 
     /// What it cannot read goes to iceberg-rust, whose error names the manifest.

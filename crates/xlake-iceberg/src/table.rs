@@ -19,7 +19,7 @@ use crate::history::{split, History, SnapshotHead};
 pub(crate) use crate::layout::METADATA_DIR;
 use crate::layout::{is_metadata_json, version_of, VERSION_HINT};
 pub use crate::layout::{metadata_file, parse_hint};
-use crate::manifest::{may_hold_live, read_entries, read_manifest_list};
+use crate::manifest::{may_hold_live, read_manifest_list};
 use crate::plan::{Draft, PathCache};
 use crate::publish::NextBase;
 use crate::summary::{SyncMetadata, XTABLE_METADATA};
@@ -546,11 +546,19 @@ impl IcebergTable {
             .iter()
             .filter(|m| m.content == ManifestContentType::Data)
         {
-            let entries = read_entries(&self.store, mf)
-                .await
-                .map_err(|e| self.corrupt(&mf.manifest_path, e))?;
+            let path = &mf.manifest_path;
+            let bytes =
+                (self.store.get(path).await).map_err(|e| self.corrupt(path, e.to_string()))?;
+            // Paths and row counts only, without the stats, where the fast read takes it.
+            if let Some(files) = crate::manifest_read::live_files(&bytes) {
+                self.cache_data_paths(path, files.iter().map(|(p, _)| p.as_str()));
+                live.extend(files);
+                continue;
+            }
+            let entries =
+                crate::manifest_read::entries(&bytes, path).map_err(|e| self.corrupt(path, e))?;
             let alive = || entries.iter().filter(|e| e.is_alive());
-            self.cache_paths(&mf.manifest_path, alive().map(|e| e.data_file()));
+            self.cache_paths(path, alive().map(|e| e.data_file()));
             live.extend(alive().map(|e| (e.file_path().to_string(), e.record_count())));
         }
         Ok(live)

@@ -302,12 +302,25 @@ impl IcebergTable {
         manifest: &str,
         files: impl Iterator<Item = &'a IcebergDataFile>,
     ) -> Arc<PathKeys> {
-        let mut keys: Vec<u128> = files
+        let keys: Vec<u128> = files
             .filter_map(|f| match f.content_type() {
                 DataContentType::Data => Some(path_key(f.file_path())),
                 _ => f.referenced_data_file().map(|p| path_key(&p)),
             })
             .collect();
+        self.cache_keys(manifest, keys)
+    }
+
+    /// [`Self::cache_paths`] of a data manifest whose live files are at `paths`.
+    pub(crate) fn cache_data_paths<'a>(
+        &self,
+        manifest: &str,
+        paths: impl Iterator<Item = &'a str>,
+    ) -> Arc<PathKeys> {
+        self.cache_keys(manifest, paths.map(path_key).collect())
+    }
+
+    fn cache_keys(&self, manifest: &str, mut keys: Vec<u128>) -> Arc<PathKeys> {
         keys.sort_unstable();
         let paths = Arc::new(PathKeys(keys.into_boxed_slice()));
         if let Ok(mut cache) = self.live_paths.lock() {
