@@ -33,7 +33,7 @@
 //! | [`summary`] | snapshot summary counters, `XTABLE_METADATA` ([`SyncMetadata`]) and `xlake.degraded` |
 //! | [`orphans`] | metadata files no retained version references (for cleanup) |
 //! | `merge` | merging small manifests, so manifest lists stay short as commits accumulate |
-//! | `manifest` | manifests and manifest lists via iceberg-rust's writers, persisted through [`xlake_storage`] |
+//! | `manifest` | manifests and manifest lists written (by `manifest_write` and `list_write`, or iceberg-rust's writers) and persisted through [`xlake_storage`] |
 //! | `list_read` | a manifest list read straight into its fields (serde_avro_fast), iceberg-rust's parse as the fallback |
 //! | `list_write` | a manifest list encoded straight from its manifests (serde_avro_fast) under iceberg-rust's own schema, its writer as the fallback |
 //! | `manifest_read` | a manifest's entries read the same way, iceberg-rust's parse as the fallback |

@@ -1,5 +1,6 @@
-//! Manifests and manifest lists: written by iceberg-rust's writers into memory, then
-//! persisted through the table's own [`TableStore`], so there is one I/O stack.
+//! Manifests and manifest lists: encoded into memory ([`crate::manifest_write`] and
+//! [`crate::list_write`], iceberg-rust's writers as their fallback), then persisted
+//! through the table's own [`TableStore`], so there is one I/O stack.
 //!
 //! v3 row lineage: a data file entry carried into a new manifest (merged, or rewritten
 //! around a removed file) gets the first row id it had written
