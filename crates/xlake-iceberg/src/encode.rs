@@ -7,7 +7,8 @@
 //! order.
 //!
 //! Snapshots a commit did not parse ([`crate::history`]) are written back as the text they
-//! were read as, each in its place in that order.
+//! were read as, each in its place in that order; so are the snapshot log's carried
+//! entries, before the parsed ones.
 
 use std::collections::HashSet;
 
@@ -171,9 +172,10 @@ fn write_snapshots(
 }
 
 /// The `snapshot-log`: the carried entries, then the parsed ones, which must start with
-/// the entry the carried ones precede (iceberg-rust rewrites the log only when snapshots
-/// are removed, which a commit does not do; if it ever did, the entries could not be
-/// put back in their place, so the commit fails instead of writing a shortened log).
+/// the entry the carried ones precede. (iceberg-rust rewrites the log when snapshots are
+/// removed, or when a build adds snapshots that never become current; a commit does
+/// neither. If it ever did, the carried entries could not be put back in their place,
+/// so the commit fails instead of writing a shortened log.)
 fn write_log(out: &mut Vec<u8>, parsed: Option<Value>, log: &CarriedLog) -> serde_json::Result<()> {
     let parsed = match parsed {
         Some(Value::Array(items)) => items,

@@ -10,14 +10,18 @@
 //! - each manifest is encoded by serde_avro_fast from [`ListRecord`], which holds the
 //!   fields of iceberg-rust's `ManifestFileV2`/`V3`, filled the same way.
 //!
-//! The caller assigns sequence numbers and row ids first (as the writer would); a list
-//! of another version, or a schema laid out otherwise, is left to iceberg-rust.
+//! The caller assigns sequence numbers and row ids first (as the writer would); if
+//! iceberg-rust's empty list shows another layout or other metadata, every list is left
+//! to its writer. Errors name the manifest, in xlake's words (a count missing or out of
+//! range, as iceberg-rust refuses them).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use iceberg::io::FileIO;
-use iceberg::spec::{FieldSummary, FormatVersion, ManifestFile, ManifestListWriter};
+use iceberg::spec::{
+    FieldSummary, FormatVersion, ManifestContentType, ManifestFile, ManifestListWriter,
+};
 use serde::Serialize;
 use serde_avro_fast::object_container_file_encoding::Reader;
 use serde_bytes::ByteBuf;
@@ -188,8 +192,9 @@ fn records(
     writer.into_inner().map_err(|e| e.to_string())
 }
 
-/// The record of `m`, with iceberg-rust's checks (counts present and in range; a v3 data
-/// manifest has its first row id).
+/// The record of `m`, with iceberg-rust's checks (counts present and in range). As its v3
+/// writer does, a delete manifest is written without a first row id, whatever it came
+/// with (the caller has given every data manifest its own).
 fn record(m: &ManifestFile, of: ListOf) -> Result<ListRecord<'_>, String> {
     let missing = |what: &str| format!("{}: {what} is required", m.manifest_path);
     let count = |n: Option<u32>, what: &str| -> Result<i32, String> {
@@ -200,8 +205,10 @@ fn record(m: &ManifestFile, of: ListOf) -> Result<ListRecord<'_>, String> {
         let n = n.ok_or_else(|| missing(what))?;
         i64::try_from(n).map_err(|e| format!("{}: {what}: {e}", m.manifest_path))
     };
-    let first_row_id = match of.version() {
-        FormatVersion::V3 => m.first_row_id.map(i64::try_from).transpose(),
+    let first_row_id = match (of.version(), m.content) {
+        (FormatVersion::V3, ManifestContentType::Data) => {
+            m.first_row_id.map(i64::try_from).transpose()
+        }
         _ => Ok(None),
     };
     Ok(ListRecord {
@@ -255,7 +262,7 @@ pub(crate) async fn iceberg_write(
 
 #[cfg(test)]
 mod tests {
-    use iceberg::spec::{ManifestContentType, ManifestList};
+    use iceberg::spec::ManifestList;
 
     use super::*;
 
@@ -290,7 +297,8 @@ mod tests {
                 4 => Some(Vec::new()),
                 _ => None,
             },
-            first_row_id: first_row_id.filter(|_| content == ManifestContentType::Data),
+            // Delete manifests too (as a foreign parent list might have them).
+            first_row_id,
         }
     }
 
@@ -333,6 +341,10 @@ mod tests {
             };
             assert_eq!(read(&fast), read(&slow), "{of:?}");
             assert_eq!(read(&fast).len(), 39);
+            // A delete manifest's row id is dropped, as iceberg-rust drops it.
+            assert!(read(&fast)
+                .iter()
+                .all(|m| m.content == ManifestContentType::Data || m.first_row_id.is_none()));
             // Empty key metadata is written as none, as iceberg-rust writes it.
             assert_eq!(read(&fast)[3].key_metadata, None);
             assert_eq!(read(&fast)[2].key_metadata, Some(vec![1, 2, 3]));

@@ -200,6 +200,7 @@ pub(crate) async fn write_manifest_list(
         .put(location, bytes.into())
         .await
         .map_err(|e| e.to_string())?;
+    // Never negative: row ids only grow from `first_row_id` (checked in `assign`).
     let added_rows = counted.next_row_id.unwrap_or(0) - first_row_id.unwrap_or(0);
     Ok((manifests, added_rows))
 }
@@ -228,8 +229,12 @@ fn assign(
         {
             m.first_row_id = Some(next);
             if !carried.contains(&m.manifest_path) {
-                let rows = m.added_rows_count.unwrap_or(0) + m.existing_rows_count.unwrap_or(0);
-                counted.next_row_id = Some(next + rows);
+                let rows = m.added_rows_count.unwrap_or(0);
+                let next = rows
+                    .checked_add(m.existing_rows_count.unwrap_or(0))
+                    .and_then(|rows| next.checked_add(rows))
+                    .ok_or_else(|| format!("{}: row ids overflow", m.manifest_path))?;
+                counted.next_row_id = Some(next);
                 counted.indices.push(i);
             }
         }
@@ -446,5 +451,10 @@ mod tests {
         assert_eq!(again.to_vec(), listed);
         let bytes = iceberg_list(of, &again, &counted).await.unwrap();
         assert_eq!(crate::list_read::manifests(&bytes, &list).unwrap(), written);
+        // Row ids that would overflow are refused, naming the manifest.
+        let mut huge = manifests.to_vec();
+        huge[1].added_rows_count = Some(u64::MAX - 10);
+        let err = assign(of, &mut huge, &carried).err().unwrap();
+        assert!(err.ends_with("added1.avro: row ids overflow"), "{err}");
     }
 }
