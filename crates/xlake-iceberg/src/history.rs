@@ -104,8 +104,8 @@ pub struct History {
 }
 
 /// The `snapshot-log` entries before the last one, carried as their text: the working
-/// metadata holds only the last entry (iceberg-rust checks that it names the current
-/// snapshot, and appends after it). A log entry is a time and a snapshot id, and a
+/// metadata holds only the last entry (what iceberg-rust checks a new snapshot's time and
+/// the table's last update against, and appends after). A log entry is a time and a snapshot id, and a
 /// 1,000-entry log cost as much to parse and write back as the rest of the working
 /// metadata.
 #[derive(Debug, Clone)]
@@ -206,67 +206,139 @@ impl History {
     }
 }
 
-/// The top level of a `vN.metadata.json`: each value as its text, and the snapshots
-/// each as its text (read in the same pass).
+/// The top level of a `vN.metadata.json`: each value as its text, and each snapshot as
+/// its text with its head.
 #[derive(Default)]
 struct Document<'a> {
     fields: BTreeMap<String, &'a RawValue>,
-    snapshots: Vec<&'a RawValue>,
+    snapshots: Vec<(&'a str, SnapshotHead)>,
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Document<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Fields<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for Fields<'a> {
-            type Value = Document<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("table metadata")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Document<'a>, A::Error> {
-                let mut doc = Document::default();
-                while let Some(key) = map.next_key::<String>()? {
-                    if key == "snapshots" {
-                        doc.snapshots = map.next_value()?;
-                    } else {
-                        doc.fields.insert(key, map.next_value()?);
-                    }
-                }
-                Ok(doc)
-            }
-        }
-        d.deserialize_map(Fields(std::marker::PhantomData))
+/// Reads a document's text once: the top-level object walked here, each value read by
+/// serde_json from where the last ended (`StreamDeserializer::byte_offset`), each
+/// snapshot straight into its head, whose text is then the span it was read from. (A
+/// serde visitor is told no positions, so taking each snapshot's text and its head in
+/// one visit would read the snapshots twice.)
+struct Walk<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Walk<'a> {
+    /// The next value, read from here; skips the whitespace before it.
+    fn value<T: Deserialize<'a>>(&mut self) -> Result<(&'a str, T), String> {
+        self.skip_whitespace();
+        let rest = &self.text[self.at..];
+        let mut values = serde_json::Deserializer::from_str(rest).into_iter::<T>();
+        let value = values
+            .next()
+            .ok_or("the document ends early")?
+            .map_err(|e| e.to_string())?;
+        let read = &rest[..values.byte_offset()];
+        self.at += read.len();
+        Ok((read, value))
     }
+
+    /// Past the next byte, which must be one of `expected`; returns it.
+    fn punctuation(&mut self, expected: &[u8]) -> Result<u8, String> {
+        self.skip_whitespace();
+        match self.text.as_bytes().get(self.at) {
+            Some(b) if expected.contains(b) => {
+                self.at += 1;
+                Ok(*b)
+            }
+            _ => Err(format!(
+                "table metadata: expected one of {:?} at byte {}",
+                String::from_utf8_lossy(expected),
+                self.at
+            )),
+        }
+    }
+
+    fn peek_is(&mut self, byte: u8) -> bool {
+        self.skip_whitespace();
+        self.text.as_bytes().get(self.at) == Some(&byte)
+    }
+
+    fn skip_whitespace(&mut self) {
+        let rest = &self.text.as_bytes()[self.at..];
+        self.at += rest
+            .iter()
+            .take_while(|b| matches!(b, b' ' | b'\n' | b'\t' | b'\r'))
+            .count();
+    }
+}
+
+/// The document `text`, read in one pass (see [`Walk`]).
+fn document(text: &str) -> Result<Document<'_>, String> {
+    let mut walk = Walk { text, at: 0 };
+    let mut doc = Document::default();
+    walk.punctuation(b"{")?;
+    let mut more = !walk.peek_is(b'}');
+    if !more {
+        walk.punctuation(b"}")?;
+    }
+    while more {
+        let (_, key): (_, std::borrow::Cow<str>) = walk.value()?;
+        walk.punctuation(b":")?;
+        if key == "snapshots" {
+            doc.snapshots = snapshots(&mut walk)?;
+        } else {
+            let (_, value) = walk.value::<&RawValue>()?;
+            doc.fields.insert(key.into_owned(), value);
+        }
+        more = walk.punctuation(b",}")? == b',';
+    }
+    walk.skip_whitespace();
+    if walk.at != text.len() {
+        return Err(format!(
+            "table metadata: trailing characters at byte {}",
+            walk.at
+        ));
+    }
+    Ok(doc)
+}
+
+/// The `snapshots` array at `walk`: each snapshot's text and head.
+fn snapshots<'a>(walk: &mut Walk<'a>) -> Result<Vec<(&'a str, SnapshotHead)>, String> {
+    walk.punctuation(b"[")?;
+    let mut snapshots = Vec::new();
+    let mut more = !walk.peek_is(b']');
+    if !more {
+        walk.punctuation(b"]")?;
+    }
+    while more {
+        snapshots.push(walk.value::<SnapshotHead>()?);
+        more = walk.punctuation(b",]")? == b',';
+    }
+    Ok(snapshots)
 }
 
 /// Parse `bytes` for a commit: the working metadata (every field, and of the snapshots
 /// only the current one and those a ref names) and the [`History`] carrying the others.
 pub fn split(bytes: &Bytes) -> Result<(TableMetadata, History), String> {
-    let doc: Document = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-    let raws = &doc.snapshots;
-    let mut heads = Vec::with_capacity(raws.len());
-    for raw in raws {
-        let head: SnapshotHead = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
-        heads.push(head);
-    }
+    let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
+    let doc = document(text)?;
     let working = working_ids(&doc)?;
     let mut kept = Vec::new();
     let mut carried = Vec::new();
-    for (raw, head) in raws.iter().zip(&heads) {
+    for (raw, head) in &doc.snapshots {
         if working.contains(&head.snapshot_id) {
             kept.push(*raw);
         } else {
             carried.push(Carried {
                 order: head.order(),
                 id: head.snapshot_id,
-                json: view(bytes, raw.get())?,
+                json: view(bytes, raw)?,
             });
         }
     }
     let (last_entry, log) = match doc.fields.get("snapshot-log") {
-        Some(raw) => split_log(bytes, raw)?,
-        None => (None, None),
+        Some(raw) if raw.get() != "null" => split_log(bytes, raw)?,
+        _ => (None, None),
     };
     let metadata = parse_working(&doc, &kept, last_entry)?;
+    let heads = doc.snapshots.into_iter().map(|(_, head)| head).collect();
     Ok((
         metadata,
         History {
@@ -363,10 +435,11 @@ fn working_ids(doc: &Document) -> Result<HashSet<i64>, String> {
 /// log is carried, only its `last_entry`.
 fn parse_working(
     doc: &Document,
-    kept: &[&RawValue],
+    kept: &[&str],
     last_entry: Option<&str>,
 ) -> Result<TableMetadata, String> {
-    let sizes = doc.fields.values().chain(kept).map(|v| v.get().len() + 32);
+    let fields = doc.fields.values().map(|v| v.get().len());
+    let sizes = fields.chain(kept.iter().map(|k| k.len())).map(|n| n + 32);
     let mut text = Vec::with_capacity(sizes.sum());
     text.push(b'{');
     for (key, value) in &doc.fields {
@@ -387,7 +460,7 @@ fn parse_working(
         if i > 0 {
             text.push(b',');
         }
-        text.extend_from_slice(raw.get().as_bytes());
+        text.extend_from_slice(raw.as_bytes());
     }
     text.extend_from_slice(b"]}");
     crate::table::parse_metadata(&text)
@@ -495,12 +568,65 @@ mod tests {
         let one = r#"[{"timestamp-ms":1700000000300,"snapshot-id":3}]"#;
         assert_eq!(log_of(one), (1, false));
         assert_eq!(log_of("[]"), (0, false));
+        assert_eq!(log_of("null"), (0, false));
         // Out of order by more than a minute: refused as iceberg-rust refuses it.
         let doc = DOC.replace(
             r#""timestamp-ms":1700000000100,"snapshot-id":1"#,
             r#""timestamp-ms":1800000000100,"snapshot-id":1"#,
         );
         assert!(split(&Bytes::from(doc)).is_err());
+    }
+
+    /// The one-pass read takes what serde_json takes: any whitespace between tokens, an
+    /// escaped key, an empty list; each carried snapshot is the exact text it was read as.
+    #[test]
+    fn the_document_is_read_in_one_pass_whatever_its_spacing() {
+        let value: serde_json::Value = serde_json::from_str(DOC).unwrap();
+        let pretty = serde_json::to_string_pretty(&value).unwrap();
+        // Whitespace around every `:` and `,` outside strings.
+        let (mut spaced, mut in_string, mut escaped) = (String::new(), false, false);
+        for c in DOC.chars() {
+            match c {
+                ':' | ',' if !in_string => spaced.push_str(&format!(" \t{c}\r\n ")),
+                _ => spaced.push(c),
+            }
+            in_string ^= c == '"' && !escaped;
+            escaped = c == '\\' && !escaped;
+        }
+        let escaped = DOC.replace(r#""location""#, r#""loc\u0061tion""#);
+        let (working, history) = split(&Bytes::from_static(DOC.as_bytes())).unwrap();
+        for text in [pretty, spaced, escaped, format!(" \n{DOC}\n ")] {
+            let (w, h) = split(&Bytes::from(text.clone())).unwrap();
+            assert_eq!(w, working, "{text}");
+            assert_eq!(h.heads(), history.heads());
+            let carried = &h.carried()[0].json;
+            let expected: serde_json::Value = serde_json::from_slice(carried).unwrap();
+            assert_eq!(expected["snapshot-id"], 2);
+            assert!(text.contains(std::str::from_utf8(carried).unwrap()));
+        }
+        let doc = document(r#"{ "snapshots" : [ ] , "a" : [1, {"b": "}"}] }"#).unwrap();
+        assert!(doc.snapshots.is_empty());
+        assert_eq!(doc.fields["a"].get(), r#"[1, {"b": "}"}]"#);
+        assert!(document("{}").unwrap().fields.is_empty());
+        assert!(document(r#"{"snapshots":[]}"#).is_ok());
+        for bad in [
+            "{}}",
+            r#"{"snapshots":[]}}"#,
+            r#"{"snapshots":[]]}"#,
+            "{",
+            r#"{"a":1,}"#,
+            r#"{"a" 1}"#,
+        ] {
+            assert!(document(bad).is_err(), "{bad}");
+        }
+        for bad in [
+            format!("{DOC} x"),
+            DOC[..DOC.len() - 1].to_string(),
+            DOC.replacen(r#""snapshots":["#, r#""snapshots":[,"#, 1),
+            DOC.replacen(r#""location":"/t","#, r#""location":"/t",,"#, 1),
+        ] {
+            assert!(split(&Bytes::from(bad.clone())).is_err(), "{bad}");
+        }
     }
 
     #[test]
