@@ -124,34 +124,8 @@ mod tests {
     use xlake_storage::TableStore;
 
     use super::*;
+    use crate::list_write::sample_manifest;
     use crate::manifest::write_manifest_list;
-
-    fn manifest(n: u32, content: ManifestContentType, first_row_id: Option<u64>) -> ManifestFile {
-        let summary = |lower: &[u8]| FieldSummary {
-            contains_null: n.is_multiple_of(2),
-            contains_nan: n.is_multiple_of(3).then_some(false),
-            lower_bound: Some(ByteBuf::from(lower.to_vec())),
-            upper_bound: (!n.is_multiple_of(4)).then(|| ByteBuf::from(vec![9, 9, n as u8])),
-        };
-        ManifestFile {
-            manifest_path: format!("/t/metadata/m{n}.avro"),
-            manifest_length: 1000 + i64::from(n),
-            partition_spec_id: (n % 2) as i32,
-            content,
-            sequence_number: i64::from(n),
-            min_sequence_number: i64::from(n / 2),
-            added_snapshot_id: 7_000 + i64::from(n),
-            added_files_count: Some(n),
-            existing_files_count: Some(n * 2),
-            deleted_files_count: Some(n % 3),
-            added_rows_count: Some(u64::from(n) * 10),
-            existing_rows_count: Some(u64::from(n) * 20),
-            deleted_rows_count: Some(u64::from(n % 3) * 10),
-            partitions: (!n.is_multiple_of(5)).then(|| vec![summary(b"a"), summary(&[0, 1, 2, 3])]),
-            key_metadata: (n == 3).then(|| vec![1, 2, 3]),
-            first_row_id,
-        }
-    }
 
     /// xlake's own lists, v2 and v3, read alike by both readers, summaries and row ids
     /// included.
@@ -162,17 +136,8 @@ mod tests {
         for (version, first_row_id) in [(FormatVersion::V2, None), (FormatVersion::V3, Some(5))] {
             let written: Vec<_> = (1..40)
                 .map(|n| {
-                    let content = match n % 7 {
-                        0 => ManifestContentType::Deletes,
-                        _ => ManifestContentType::Data,
-                    };
-                    manifest(
-                        n,
-                        content,
-                        first_row_id
-                            .filter(|_| n % 2 == 0)
-                            .map(|f| f * u64::from(n)),
-                    )
+                    let first = first_row_id.filter(|_| n % 2 == 0);
+                    sample_manifest(n, first.map(|f| f * u64::from(n)))
                 })
                 .collect();
             let list = store.absolute(&format!("metadata/list-{version}.avro"));

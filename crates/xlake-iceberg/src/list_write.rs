@@ -260,47 +260,51 @@ pub(crate) async fn iceberg_write(
     Ok((bytes.to_vec(), next_row_id))
 }
 
+/// The `n`-th of a sample of manifests for tests: data and (every 7th) delete
+/// manifests, with and without partition summaries, key metadata (none, empty, some)
+/// and the given first row id.
+#[cfg(test)]
+pub(crate) fn sample_manifest(n: u32, first_row_id: Option<u64>) -> ManifestFile {
+    let summary = |lower: &[u8]| FieldSummary {
+        contains_null: n.is_multiple_of(2),
+        contains_nan: n.is_multiple_of(3).then_some(false),
+        lower_bound: Some(ByteBuf::from(lower.to_vec())),
+        upper_bound: (!n.is_multiple_of(4)).then(|| ByteBuf::from(vec![9, 9, n as u8])),
+    };
+    let content = match n % 7 {
+        0 => ManifestContentType::Deletes,
+        _ => ManifestContentType::Data,
+    };
+    ManifestFile {
+        manifest_path: format!("/t/metadata/m{n}.avro"),
+        manifest_length: 1000 + i64::from(n),
+        partition_spec_id: (n % 2) as i32,
+        content,
+        sequence_number: i64::from(n),
+        min_sequence_number: i64::from(n / 2),
+        added_snapshot_id: 7_000 + i64::from(n),
+        added_files_count: Some(n),
+        existing_files_count: Some(n * 2),
+        deleted_files_count: Some(n % 3),
+        added_rows_count: Some(u64::from(n) * 10),
+        existing_rows_count: Some(u64::from(n) * 20),
+        deleted_rows_count: Some(u64::from(n % 3) * 10),
+        partitions: (!n.is_multiple_of(5)).then(|| vec![summary(b"a"), summary(&[0, 1, 2])]),
+        key_metadata: match n % 6 {
+            3 => Some(vec![1, 2, 3]),
+            4 => Some(Vec::new()),
+            _ => None,
+        },
+        // Delete manifests too (as a foreign parent list might have them).
+        first_row_id,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use iceberg::spec::ManifestList;
 
     use super::*;
-
-    fn manifest(n: u32, first_row_id: Option<u64>) -> ManifestFile {
-        let summary = |lower: &[u8]| FieldSummary {
-            contains_null: n.is_multiple_of(2),
-            contains_nan: n.is_multiple_of(3).then_some(false),
-            lower_bound: Some(ByteBuf::from(lower.to_vec())),
-            upper_bound: (!n.is_multiple_of(4)).then(|| ByteBuf::from(vec![9, 9, n as u8])),
-        };
-        let content = match n % 7 {
-            0 => ManifestContentType::Deletes,
-            _ => ManifestContentType::Data,
-        };
-        ManifestFile {
-            manifest_path: format!("/t/metadata/m{n}.avro"),
-            manifest_length: 1000 + i64::from(n),
-            partition_spec_id: (n % 2) as i32,
-            content,
-            sequence_number: i64::from(n),
-            min_sequence_number: i64::from(n / 2),
-            added_snapshot_id: 7_000 + i64::from(n),
-            added_files_count: Some(n),
-            existing_files_count: Some(n * 2),
-            deleted_files_count: Some(n % 3),
-            added_rows_count: Some(u64::from(n) * 10),
-            existing_rows_count: Some(u64::from(n) * 20),
-            deleted_rows_count: Some(u64::from(n % 3) * 10),
-            partitions: (!n.is_multiple_of(5)).then(|| vec![summary(b"a"), summary(&[0, 1, 2])]),
-            key_metadata: match n % 6 {
-                3 => Some(vec![1, 2, 3]),
-                4 => Some(Vec::new()),
-                _ => None,
-            },
-            // Delete manifests too (as a foreign parent list might have them).
-            first_row_id,
-        }
-    }
 
     fn header(bytes: &[u8]) -> (String, BTreeMap<String, ByteBuf>) {
         let slice = serde_avro_fast::de::read::SliceRead::new(bytes);
@@ -327,7 +331,7 @@ mod tests {
                 first_row_id,
             };
             let manifests: Vec<_> = (1..40)
-                .map(|n| manifest(n, first_row_id.map(|f| f + u64::from(n) * 100)))
+                .map(|n| sample_manifest(n, first_row_id.map(|f| f + u64::from(n) * 100)))
                 .collect();
             let fast = encode(of, &manifests).await.expect("encoded here").unwrap();
             let (slow, _) = iceberg_write(of, manifests.clone()).await.unwrap();
@@ -360,7 +364,7 @@ mod tests {
             sequence_number: 1,
             first_row_id: None,
         };
-        let mut m = manifest(1, None);
+        let mut m = sample_manifest(1, None);
         m.added_rows_count = None;
         let err = encode(of, &[m.clone()]).await.unwrap().unwrap_err();
         assert!(
