@@ -224,15 +224,21 @@ fn assign(
         next_row_id: of.first_row_id,
     };
     for (i, m) in manifests.iter_mut().enumerate() {
+        // A v3 list gives a delete manifest no row ids (iceberg-rust's writer drops any).
+        if of.first_row_id.is_some() && m.content == ManifestContentType::Deletes {
+            m.first_row_id = None;
+        }
         if let (Some(next), ManifestContentType::Data, None) =
             (counted.next_row_id, m.content, m.first_row_id)
         {
             m.first_row_id = Some(next);
             if !carried.contains(&m.manifest_path) {
+                // Row ids are Iceberg longs: signed.
                 let rows = m.added_rows_count.unwrap_or(0);
                 let next = rows
                     .checked_add(m.existing_rows_count.unwrap_or(0))
                     .and_then(|rows| next.checked_add(rows))
+                    .filter(|n| i64::try_from(*n).is_ok())
                     .ok_or_else(|| format!("{}: row ids overflow", m.manifest_path))?;
                 counted.next_row_id = Some(next);
                 counted.indices.push(i);
@@ -456,5 +462,21 @@ mod tests {
         huge[1].added_rows_count = Some(u64::MAX - 10);
         let err = assign(of, &mut huge, &carried).err().unwrap();
         assert!(err.ends_with("added1.avro: row ids overflow"), "{err}");
+        let near = ListOf {
+            first_row_id: Some(i64::MAX as u64 - 5),
+            ..of
+        };
+        let mut ids = manifests.to_vec();
+        ids[0].first_row_id = None;
+        let err = assign(near, &mut ids, &carried).err().unwrap();
+        assert!(err.ends_with("kept.avro: row ids overflow"), "{err}");
+        // A delete manifest comes back without a row id, as the list holds it.
+        let mut deletes = [ManifestFile {
+            content: ManifestContentType::Deletes,
+            first_row_id: Some(5),
+            ..manifest("deletes.avro", 0, 0)
+        }];
+        assign(of, &mut deletes, &carried).unwrap();
+        assert_eq!(deletes[0].first_row_id, None);
     }
 }
