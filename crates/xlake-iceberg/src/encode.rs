@@ -12,6 +12,7 @@
 
 use std::collections::HashSet;
 
+use bytes::Bytes;
 use iceberg::spec::TableMetadata;
 use serde_json::{Map, Value};
 
@@ -59,8 +60,18 @@ const LIST_ORDER: &[(&str, &[&str])] = &[
 
 /// `metadata` as compact JSON, lists in order, with the snapshots `history` carries.
 pub fn metadata_json(metadata: &TableMetadata, history: &History) -> serde_json::Result<Vec<u8>> {
+    Ok(metadata_parts(metadata, history)?.concat())
+}
+
+/// [`metadata_json`] as the parts it is written from: what this process serializes, and
+/// runs of the text the carried snapshots and log entries were read from (views, not
+/// copies: at 1,000 snapshots, 900 KiB not copied into a buffer of its own).
+pub fn metadata_parts(
+    metadata: &TableMetadata,
+    history: &History,
+) -> serde_json::Result<Vec<Bytes>> {
     let Value::Object(mut fields) = serde_json::to_value(metadata)? else {
-        return serde_json::to_vec(metadata);
+        return Ok(vec![Bytes::from(serde_json::to_vec(metadata)?)]);
     };
     for (list, keys) in LIST_ORDER {
         if let Some(Value::Array(items)) = fields.get_mut(*list) {
@@ -82,20 +93,17 @@ pub fn metadata_json(metadata: &TableMetadata, history: &History) -> serde_json:
         .iter()
         .filter(|c| !ids.contains(&c.id))
         .collect();
-    // The carried text, plus room for what is parsed (a fraction of it at most).
     let log = history.carried_log();
-    let carried_len: usize =
-        carried.iter().map(|c| c.json.len() + 1).sum::<usize>() + log.map_or(0, |l| l.text.len());
-    let mut out = Object::new(carried_len + carried_len / 4 + 16 * 1024);
+    let mut out = Object::new(Body::new(history.source()));
     for key in KEY_ORDER {
         if *key == "snapshots" {
             if listed {
                 out.key(key)?;
-                write_snapshots(&mut out.0, &parsed, carried.clone())?;
+                write_snapshots(&mut out.body, &parsed, carried.clone())?;
             }
         } else if let (Some(log), "snapshot-log") = (log, *key) {
             out.key(key)?;
-            write_log(&mut out.0, fields.remove(*key), log)?;
+            write_log(&mut out.body, fields.remove(*key), log)?;
         } else if let Some(value) = fields.remove(*key) {
             out.entry(key, &value)?;
         }
@@ -108,66 +116,136 @@ pub fn metadata_json(metadata: &TableMetadata, history: &History) -> serde_json:
 
 /// A JSON object written entry by entry (a carried snapshot is bytes, not a value, so
 /// the document is assembled here rather than by one `Serialize`).
-struct Object(Vec<u8>);
+struct Object {
+    body: Body,
+    first: bool,
+}
 
 impl Object {
-    fn new(capacity: usize) -> Self {
-        let mut out = Vec::with_capacity(capacity);
-        out.push(b'{');
-        Self(out)
+    fn new(mut body: Body) -> Self {
+        body.buf.push(b'{');
+        Self { body, first: true }
     }
 
     fn key(&mut self, key: &str) -> serde_json::Result<()> {
-        if self.0.len() > 1 {
-            self.0.push(b',');
+        if !std::mem::take(&mut self.first) {
+            self.body.buf.push(b',');
         }
-        serde_json::to_writer(&mut self.0, key)?;
-        self.0.push(b':');
+        serde_json::to_writer(&mut self.body.buf, key)?;
+        self.body.buf.push(b':');
         Ok(())
     }
 
     fn entry(&mut self, key: &str, value: &Value) -> serde_json::Result<()> {
         self.key(key)?;
-        serde_json::to_writer(&mut self.0, value)
+        serde_json::to_writer(&mut self.body.buf, value)
     }
 
-    fn end(mut self) -> Vec<u8> {
-        self.0.push(b'}');
-        self.0
+    fn end(mut self) -> Vec<Bytes> {
+        self.body.buf.push(b'}');
+        self.body.finish()
+    }
+}
+
+/// Bytes written in order as parts: `buf` for what is serialized here, and for text
+/// carried from `source` (the file it was read from) a run of that text, which grows
+/// while carried pieces follow each other there with only a comma between, as they are
+/// written. Invariant: `buf` holds only what was written after the pending run.
+struct Body {
+    source: Option<Bytes>,
+    parts: Vec<Bytes>,
+    buf: Vec<u8>,
+    run: Option<std::ops::Range<usize>>,
+}
+
+impl Body {
+    fn new(source: Option<&Bytes>) -> Self {
+        Self {
+            source: source.cloned(),
+            parts: Vec::new(),
+            buf: Vec::with_capacity(64 * 1024),
+            run: None,
+        }
+    }
+
+    /// Append `text`, carried as read.
+    fn carried(&mut self, text: &Bytes) {
+        let Some(at) = self.offset_in_source(text) else {
+            self.flush();
+            self.parts.push(text.clone());
+            return;
+        };
+        let end = at + text.len();
+        let joins = |run: &std::ops::Range<usize>, source: &Bytes| {
+            run.end + 1 == at && source.get(run.end) == Some(&b',')
+        };
+        match (&mut self.run, &self.source) {
+            (Some(run), Some(source)) if self.buf == b"," && joins(run, source) => {
+                run.end = end;
+                self.buf.clear();
+            }
+            _ => {
+                self.flush();
+                self.run = Some(at..end);
+            }
+        }
+    }
+
+    /// Where `text` starts in the source, if it is a view of it.
+    fn offset_in_source(&self, text: &Bytes) -> Option<usize> {
+        let source = self.source.as_ref()?;
+        let at = (text.as_ptr() as usize).checked_sub(source.as_ptr() as usize)?;
+        (at + text.len() <= source.len()).then_some(at)
+    }
+
+    /// The pending run, then what was written after it, as parts.
+    fn flush(&mut self) {
+        if let (Some(run), Some(source)) = (self.run.take(), &self.source) {
+            self.parts.push(source.slice(run));
+        }
+        if !self.buf.is_empty() {
+            let buf = std::mem::replace(&mut self.buf, Vec::with_capacity(16 * 1024));
+            self.parts.push(Bytes::from(buf));
+        }
+    }
+
+    fn finish(mut self) -> Vec<Bytes> {
+        self.flush();
+        self.parts
     }
 }
 
 /// The `snapshots` list: parsed snapshots and carried ones (their text as read) merged
 /// in commit order.
 fn write_snapshots(
-    out: &mut Vec<u8>,
+    out: &mut Body,
     parsed: &[Value],
     mut carried: Vec<&Carried>,
 ) -> serde_json::Result<()> {
     let keys = LIST_ORDER[0].1;
     carried.sort_by_key(|c| c.order);
     let mut carried = carried.into_iter().peekable();
-    out.push(b'[');
+    out.buf.push(b'[');
     let mut first = true;
-    let mut comma = |out: &mut Vec<u8>| {
+    let mut comma = |out: &mut Body| {
         if !std::mem::take(&mut first) {
-            out.push(b',');
+            out.buf.push(b',');
         }
     };
     for item in parsed {
         let order = sort_key(item, keys);
         while let Some(c) = carried.next_if(|c| c.order.as_slice() < order.as_slice()) {
             comma(out);
-            out.extend_from_slice(&c.json);
+            out.carried(&c.json);
         }
         comma(out);
-        serde_json::to_writer(&mut *out, item)?;
+        serde_json::to_writer(&mut out.buf, item)?;
     }
     for c in carried {
         comma(out);
-        out.extend_from_slice(&c.json);
+        out.carried(&c.json);
     }
-    out.push(b']');
+    out.buf.push(b']');
     Ok(())
 }
 
@@ -176,7 +254,7 @@ fn write_snapshots(
 /// removed, or when a build adds snapshots that never become current; a commit does
 /// neither. If it ever did, the carried entries could not be put back in their place,
 /// so the commit fails instead of writing a shortened log.)
-fn write_log(out: &mut Vec<u8>, parsed: Option<Value>, log: &CarriedLog) -> serde_json::Result<()> {
+fn write_log(out: &mut Body, parsed: Option<Value>, log: &CarriedLog) -> serde_json::Result<()> {
     let parsed = match parsed {
         Some(Value::Array(items)) => items,
         _ => Vec::new(),
@@ -190,13 +268,13 @@ fn write_log(out: &mut Vec<u8>, parsed: Option<Value>, log: &CarriedLog) -> serd
             "the snapshot log no longer starts where its carried entries end",
         ));
     }
-    out.push(b'[');
-    out.extend_from_slice(&log.text);
+    out.buf.push(b'[');
+    out.carried(&log.text);
     for item in &parsed {
-        out.push(b',');
-        serde_json::to_writer(&mut *out, item)?;
+        out.buf.push(b',');
+        serde_json::to_writer(&mut out.buf, item)?;
     }
-    out.push(b']');
+    out.buf.push(b']');
     Ok(())
 }
 

@@ -101,6 +101,8 @@ pub struct History {
     heads: Vec<SnapshotHead>,
     carried: Vec<Carried>,
     log: Option<CarriedLog>,
+    /// The bytes the carried text is a view of (the file split).
+    source: Option<Bytes>,
 }
 
 /// The `snapshot-log` entries before the last one, carried as their text: the working
@@ -150,6 +152,7 @@ impl History {
             heads,
             carried: Vec::new(),
             log: None,
+            source: None,
         }
     }
 
@@ -183,6 +186,11 @@ impl History {
         self.log.as_ref()
     }
 
+    /// The bytes the carried text was read from.
+    pub(crate) fn source(&self) -> Option<&Bytes> {
+        self.source.as_ref()
+    }
+
     /// Whether everything was parsed (no snapshot and no log entry carried).
     pub(crate) fn is_whole(&self) -> bool {
         self.carried.is_empty() && self.log.is_none()
@@ -202,6 +210,7 @@ impl History {
             heads,
             carried: self.carried.clone(),
             log: self.log.clone(),
+            source: self.source.clone(),
         }
     }
 }
@@ -345,6 +354,7 @@ pub fn split(bytes: &Bytes) -> Result<(TableMetadata, History), String> {
             heads,
             carried,
             log,
+            source: Some(bytes.clone()),
         },
     ))
 }
@@ -627,6 +637,40 @@ mod tests {
         ] {
             assert!(split(&Bytes::from(bad.clone())).is_err(), "{bad}");
         }
+    }
+
+    /// Written back as parts, consecutive carried snapshots (and the carried log) are one
+    /// view each of the bytes read, not copies; the whole reads back as the same metadata.
+    #[test]
+    fn carried_text_is_written_as_views_of_what_was_read() {
+        let untagged = DOC.replace(r#","old":{"snapshot-id":1,"type":"tag"}"#, "");
+        let four = untagged.replace(
+            r#"{"sequence-number":3,"#,
+            r#"{"sequence-number":3,"snapshot-id":30,"timestamp-ms":1700000000250,"manifest-list":"/t/metadata/l30.avro","summary":{"operation":"append"},"schema-id":0},{"sequence-number":4,"#,
+        );
+        let four = four.replace(r#""last-sequence-number":3"#, r#""last-sequence-number":4"#);
+        // Compact, as written: the text between two snapshots is then the comma written.
+        let four: String = four.lines().map(str::trim_start).collect();
+        let bytes = Bytes::from(four.clone());
+        let (working, history) = split(&bytes).unwrap();
+        assert_eq!(history.carried_count(), 3);
+        let parts = crate::encode::metadata_parts(&working, &history).unwrap();
+        let within = |p: &Bytes| {
+            let at = p.as_ptr() as usize;
+            at >= bytes.as_ptr() as usize && at + p.len() <= bytes.as_ptr() as usize + bytes.len()
+        };
+        let views: Vec<&Bytes> = parts.iter().filter(|p| within(p)).collect();
+        assert_eq!(views.len(), 2, "the snapshots' run and the log's");
+        let start = four.find(r#"{"sequence-number":1"#).unwrap();
+        let end = four.find(r#",{"sequence-number":4"#).unwrap();
+        assert_eq!(&views[0][..], &four.as_bytes()[start..end]);
+        let written = parts.concat();
+        assert_eq!(
+            written,
+            crate::encode::metadata_json(&working, &history).unwrap()
+        );
+        let original = crate::table::parse_metadata(four.as_bytes()).unwrap();
+        assert_eq!(crate::table::parse_metadata(&written).unwrap(), original);
     }
 
     #[test]

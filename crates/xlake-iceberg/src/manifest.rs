@@ -197,7 +197,7 @@ pub(crate) async fn write_manifest_list(
         None => iceberg_list(of, &manifests, &counted).await?,
     };
     store
-        .put(location, bytes.into())
+        .put(location, bytes)
         .await
         .map_err(|e| e.to_string())?;
     // Never negative: row ids only grow from `first_row_id` (checked in `assign`).

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::StreamExt;
 use iceberg::spec::{MetadataLog, TableMetadata};
-use xlake_storage::{Journal, PutOutcome, RetryPolicy, StorageError};
+use xlake_storage::{Journal, PutOutcome, PutPayload, RetryPolicy, StorageError};
 
-use crate::encode::metadata_json;
+use crate::encode::metadata_parts;
 use crate::error::{IcebergError, Result};
 use crate::history::{split, History};
 use crate::layout::{hint_text, metadata_file, VERSION_HINT};
@@ -61,12 +61,12 @@ impl IcebergTable {
         version: u64,
         metadata: &TableMetadata,
         history: &History,
-    ) -> std::result::Result<Bytes, Unpublished> {
+    ) -> std::result::Result<PutPayload, Unpublished> {
         // Compact, as Java writes it: every reader loads every `vN` whole, and indentation
-        // was a fifth of its bytes.
-        let body = metadata_json(metadata, history)
+        // was a fifth of its bytes. The carried text goes out as the bytes it was read as.
+        let parts = metadata_parts(metadata, history)
             .map_err(|e| Unpublished::before(self.corrupt(&metadata_file(version), e)))?;
-        let body = Bytes::from(body);
+        let body: PutPayload = parts.into_iter().collect();
         self.publish_bytes(version, body.clone()).await?;
         Ok(body)
     }
@@ -75,7 +75,7 @@ impl IcebergTable {
     pub(crate) async fn publish_bytes(
         &self,
         version: u64,
-        body: Bytes,
+        body: PutPayload,
     ) -> std::result::Result<u64, Unpublished> {
         self.check_predecessor(version)
             .await
@@ -109,7 +109,11 @@ impl IcebergTable {
 
     /// Put-if-absent of the `vN` itself. (`put_if_absent` tells our own bytes, resent after
     /// a lost reply, from another writer's.)
-    async fn put_version(&self, version: u64, body: Bytes) -> std::result::Result<(), Unpublished> {
+    async fn put_version(
+        &self,
+        version: u64,
+        body: PutPayload,
+    ) -> std::result::Result<(), Unpublished> {
         let path = metadata_file(version);
         let e = match self.store.put_if_absent(&path, body.clone()).await {
             Ok(PutOutcome::Created) => return Ok(()),
@@ -120,7 +124,7 @@ impl IcebergTable {
         };
         // A failed write may have landed all the same: read it back.
         match self.store.get(&path).await {
-            Ok(there) if there == body => Ok(()),
+            Ok(there) if xlake_storage::same(&there, &body) => Ok(()),
             Ok(_) => Err(Unpublished::before(self.conflict(version))),
             // Not there: over a network the write may still land later; on local disk a
             // failed write did not happen.
@@ -254,7 +258,7 @@ impl IcebergTable {
 #[derive(Debug)]
 pub struct NextBase {
     version: u64,
-    body: Bytes,
+    body: PutPayload,
     metadata: TableMetadata,
     history: Arc<History>,
 }
@@ -262,7 +266,7 @@ pub struct NextBase {
 impl NextBase {
     /// The published version as a loaded table.
     pub fn load(self) -> LoadedTable {
-        let (metadata, history) = match split(&self.body) {
+        let (metadata, history) = match split(&Bytes::from(self.body)) {
             Ok(split) => split,
             Err(_) => {
                 let history = self.history.with_added(&self.metadata);

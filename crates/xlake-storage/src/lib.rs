@@ -28,7 +28,10 @@ use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
-use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
+use object_store::{ObjectStore, PutMode, PutOptions};
+
+/// A body to write: one `Bytes`, or parts written one after the other.
+pub use object_store::PutPayload;
 use url::Url;
 
 /// Errors of storage access; each names the location involved.
@@ -309,6 +312,21 @@ fn unsupported_scheme(scheme: &str) -> String {
             CLOUD_SCHEMES.map(|s| format!("{s}://")).join(", ")
         ),
     }
+}
+
+/// Whether `there` holds exactly the bytes of `body`.
+pub fn same(there: &Bytes, body: &PutPayload) -> bool {
+    let mut rest = &there[..];
+    there.len() == body.content_length()
+        && body
+            .iter()
+            .all(|part| match rest.split_at_checked(part.len()) {
+                Some((head, tail)) => {
+                    rest = tail;
+                    head == &part[..]
+                }
+                None => false,
+            })
 }
 
 impl TableStore {
@@ -644,12 +662,13 @@ impl TableStore {
     }
 
     /// Write an object, replacing any previous one.
-    pub async fn put(&self, path: &str, bytes: Bytes) -> Result<(), StorageError> {
+    pub async fn put(&self, path: &str, body: impl Into<PutPayload>) -> Result<(), StorageError> {
         let p = self.object_path(path)?;
         if let Some(journal) = &self.journal {
             journal.record(path);
         }
-        self.retrying(path, || self.store.put(&p, PutPayload::from(bytes.clone())))
+        let body = body.into();
+        self.retrying(path, || self.store.put(&p, body.clone()))
             .await
             .map(|_| ())
             .map_err(|e| self.backend_error(path, e))
@@ -659,10 +678,10 @@ impl TableStore {
     pub async fn put_if_absent(
         &self,
         path: &str,
-        bytes: Bytes,
+        body: impl Into<PutPayload>,
     ) -> Result<PutOutcome, StorageError> {
         let entry = self.journal.as_ref().and_then(|j| j.record(path));
-        let outcome = self.create(path, bytes).await;
+        let outcome = self.create(path, body.into()).await;
         // Already there: someone else's. Created, or an error (the paths journaled are
         // unique to their writer, so an object there after an error is its own): kept.
         if let (Some(journal), Ok(PutOutcome::AlreadyExists)) = (&self.journal, &outcome) {
@@ -671,13 +690,12 @@ impl TableStore {
         outcome
     }
 
-    async fn create(&self, path: &str, bytes: Bytes) -> Result<PutOutcome, StorageError> {
+    async fn create(&self, path: &str, body: PutPayload) -> Result<PutOutcome, StorageError> {
         let p = self.object_path(path)?;
         let outcome = self
             .retrying(path, || {
                 let opts = PutOptions::from(PutMode::Create);
-                self.store
-                    .put_opts(&p, PutPayload::from(bytes.clone()), opts)
+                self.store.put_opts(&p, body.clone(), opts)
             })
             .await;
         match outcome {
@@ -686,7 +704,7 @@ impl TableStore {
             // the way back (by these retries, or by object_store's own on a 5xx) hears
             // that it exists. The bytes tell (callers write fresh ids).
             Err(object_store::Error::AlreadyExists { .. }) => {
-                if self.get(path).await? == bytes {
+                if same(&self.get(path).await?, &body) {
                     Ok(PutOutcome::Created)
                 } else {
                     Ok(PutOutcome::AlreadyExists)
@@ -705,7 +723,7 @@ impl TableStore {
                 if self.size(path).await?.is_some() {
                     return Ok(PutOutcome::AlreadyExists);
                 }
-                self.put(path, bytes).await?;
+                self.put(path, body).await?;
                 Ok(PutOutcome::Created)
             }
             Err(e) => Err(self.backend_error(path, e)),
@@ -976,6 +994,18 @@ fn is_absolute(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_in_parts_is_told_from_other_bytes() {
+        let parts: PutPayload = [&b"ab"[..], b"", b"cde"]
+            .into_iter()
+            .map(Bytes::from_static)
+            .collect();
+        assert!(same(&Bytes::from_static(b"abcde"), &parts));
+        for other in [&b"abcdf"[..], b"abcd", b"abcdef", b""] {
+            assert!(!same(&Bytes::from_static(other), &parts), "{other:?}");
+        }
+    }
 
     #[tokio::test]
     async fn put_if_absent_never_overwrites() {
