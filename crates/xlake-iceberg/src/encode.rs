@@ -147,22 +147,37 @@ impl Object {
     }
 }
 
-/// Bytes written in order as parts: `buf` for what is serialized here, and for text
+/// Bytes written in order, as pieces: `buf` for what is serialized here, and for text
 /// carried from `source` (the file it was read from) a run of that text, which grows
 /// while carried pieces follow each other there with only a comma between, as they are
 /// written. Invariant: `buf` holds only what was written after the pending run.
+/// [`Body::finish`] makes the parts: a run of at least [`VIEW_MIN`] bytes goes out as a
+/// view of the source; everything between is copied into one buffer (so a file whose
+/// carried snapshots do not join, e.g. one with whitespace between them, is written
+/// from one buffer as before, not from thousands of small parts).
 struct Body {
     source: Option<Bytes>,
-    parts: Vec<Bytes>,
+    pieces: Vec<Piece>,
     buf: Vec<u8>,
     run: Option<std::ops::Range<usize>>,
 }
+
+/// A piece of the body: bytes serialized here, a range of the source, or carried text
+/// that is not a view of the source.
+enum Piece {
+    Written(Vec<u8>),
+    Read(std::ops::Range<usize>),
+    Other(Bytes),
+}
+
+/// The smallest run of carried text written as a view rather than copied.
+const VIEW_MIN: usize = 64 * 1024;
 
 impl Body {
     fn new(source: Option<&Bytes>) -> Self {
         Self {
             source: source.cloned(),
-            parts: Vec::new(),
+            pieces: Vec::new(),
             buf: Vec::with_capacity(64 * 1024),
             run: None,
         }
@@ -172,7 +187,7 @@ impl Body {
     fn carried(&mut self, text: &Bytes) {
         let Some(at) = self.offset_in_source(text) else {
             self.flush();
-            self.parts.push(text.clone());
+            self.pieces.push(Piece::Other(text.clone()));
             return;
         };
         let end = at + text.len();
@@ -198,20 +213,50 @@ impl Body {
         (at + text.len() <= source.len()).then_some(at)
     }
 
-    /// The pending run, then what was written after it, as parts.
+    /// The pending run, then what was written after it, as pieces.
     fn flush(&mut self) {
-        if let (Some(run), Some(source)) = (self.run.take(), &self.source) {
-            self.parts.push(source.slice(run));
+        if let Some(run) = self.run.take() {
+            self.pieces.push(Piece::Read(run));
         }
         if !self.buf.is_empty() {
-            let buf = std::mem::replace(&mut self.buf, Vec::with_capacity(16 * 1024));
-            self.parts.push(Bytes::from(buf));
+            self.pieces
+                .push(Piece::Written(std::mem::take(&mut self.buf)));
         }
     }
 
+    /// The parts, in order: large runs as views, the rest copied between them.
     fn finish(mut self) -> Vec<Bytes> {
         self.flush();
-        self.parts
+        let (mut parts, mut copied) = (Vec::new(), Vec::new());
+        for piece in self.pieces {
+            let view = match piece {
+                Piece::Read(run) => match &self.source {
+                    Some(source) => source.slice(run),
+                    None => continue,
+                },
+                Piece::Other(bytes) => bytes,
+                Piece::Written(written) if copied.is_empty() => {
+                    copied = written;
+                    continue;
+                }
+                Piece::Written(written) => {
+                    copied.extend_from_slice(&written);
+                    continue;
+                }
+            };
+            if view.len() < VIEW_MIN {
+                copied.extend_from_slice(&view);
+                continue;
+            }
+            if !copied.is_empty() {
+                parts.push(Bytes::from(std::mem::take(&mut copied)));
+            }
+            parts.push(view);
+        }
+        if !copied.is_empty() {
+            parts.push(Bytes::from(copied));
+        }
+        parts
     }
 }
 

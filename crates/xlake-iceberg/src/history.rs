@@ -639,8 +639,9 @@ mod tests {
         }
     }
 
-    /// Written back as parts, consecutive carried snapshots (and the carried log) are one
-    /// view each of the bytes read, not copies; the whole reads back as the same metadata.
+    /// Written back as parts, consecutive carried snapshots of at least 64 KiB in all are
+    /// one view of the bytes read, not a copy; smaller carried text (the log here) is
+    /// copied between views. The whole reads back as the same metadata.
     #[test]
     fn carried_text_is_written_as_views_of_what_was_read() {
         let untagged = DOC.replace(r#","old":{"snapshot-id":1,"type":"tag"}"#, "");
@@ -649,28 +650,50 @@ mod tests {
             r#"{"sequence-number":3,"snapshot-id":30,"timestamp-ms":1700000000250,"manifest-list":"/t/metadata/l30.avro","summary":{"operation":"append"},"schema-id":0},{"sequence-number":4,"#,
         );
         let four = four.replace(r#""last-sequence-number":3"#, r#""last-sequence-number":4"#);
-        // Compact, as written: the text between two snapshots is then the comma written.
-        let four: String = four.lines().map(str::trim_start).collect();
-        let bytes = Bytes::from(four.clone());
-        let (working, history) = split(&bytes).unwrap();
-        assert_eq!(history.carried_count(), 3);
-        let parts = crate::encode::metadata_parts(&working, &history).unwrap();
-        let within = |p: &Bytes| {
-            let at = p.as_ptr() as usize;
-            at >= bytes.as_ptr() as usize && at + p.len() <= bytes.as_ptr() as usize + bytes.len()
-        };
-        let views: Vec<&Bytes> = parts.iter().filter(|p| within(p)).collect();
-        assert_eq!(views.len(), 2, "the snapshots' run and the log's");
-        let start = four.find(r#"{"sequence-number":1"#).unwrap();
-        let end = four.find(r#",{"sequence-number":4"#).unwrap();
-        assert_eq!(&views[0][..], &four.as_bytes()[start..end]);
-        let written = parts.concat();
-        assert_eq!(
-            written,
-            crate::encode::metadata_json(&working, &history).unwrap()
+        let padded = format!(
+            r#""summary":{{"pad":"{}","operation":"append","XTABLE"#,
+            "x".repeat(70_000)
         );
-        let original = crate::table::parse_metadata(four.as_bytes()).unwrap();
-        assert_eq!(crate::table::parse_metadata(&written).unwrap(), original);
+        let four = four.replacen(r#""summary":{"operation":"append","XTABLE"#, &padded, 1);
+        // Compact, as written: the text between two snapshots is then the comma written.
+        let compact: String = four.lines().map(str::trim_start).collect();
+        let parts_of = |text: &str| {
+            let bytes = Bytes::from(text.to_string());
+            let (working, history) = split(&bytes).unwrap();
+            assert_eq!(history.carried_count(), 3);
+            let parts = crate::encode::metadata_parts(&working, &history).unwrap();
+            let within = |p: &Bytes| {
+                let (at, from) = (p.as_ptr() as usize, bytes.as_ptr() as usize);
+                at >= from && at + p.len() <= from + bytes.len()
+            };
+            let views: Vec<Bytes> = parts.iter().filter(|p| within(p)).cloned().collect();
+            let written = parts.concat();
+            assert_eq!(
+                written,
+                crate::encode::metadata_json(&working, &history).unwrap()
+            );
+            let original = crate::table::parse_metadata(text.as_bytes()).unwrap();
+            assert_eq!(crate::table::parse_metadata(&written).unwrap(), original);
+            (parts.len(), views)
+        };
+        let (parts, views) = parts_of(&compact);
+        assert_eq!(
+            (parts, views.len()),
+            (3, 1),
+            "copied, the snapshots' run, copied"
+        );
+        let start = compact.find(r#"{"sequence-number":1"#).unwrap();
+        let end = compact.find(r#",{"sequence-number":4"#).unwrap();
+        assert_eq!(&views[0][..], &compact.as_bytes()[start..end]);
+        // With whitespace between snapshots nothing joins: one buffer, as before.
+        let (parts, views) = parts_of(&four);
+        assert_eq!(
+            (parts, views.len()),
+            (3, 1),
+            "the padded snapshot alone is a view"
+        );
+        let (parts, views) = parts_of(&compact.replace(&"x".repeat(70_000), "x"));
+        assert_eq!((parts, views.len()), (1, 0));
     }
 
     #[test]
