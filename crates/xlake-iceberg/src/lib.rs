@@ -19,6 +19,7 @@
 //! | `publish` | the publisher: the commit point (put-if-absent of `vN.metadata.json`), `version-hint.text`, abandoning a failed commit's journal |
 //! | [`layout`] | the names: `metadata/`, `version-hint.text`, `vN.metadata.json`, manifests, lists, delete files |
 //! | [`history`] | a commit's load: the working snapshots parsed, the others' heads read and their JSON carried as it is |
+//! | `body` | a document written in parts: serialized buffers, and large runs of carried text as views of the bytes read |
 //! | [`encode`] | the bytes of `vN.metadata.json`: snapshots in commit order, as Java writes them; carried snapshots written back as read |
 //! | [`relocation`] | a copied or moved table: its old metadata files, set aside for a rebuild |
 //! | [`schema`] | neutral schema to Iceberg schema with stable field ids; the name mapping, with reserved ids for file columns readers must skip |
@@ -45,6 +46,7 @@
 //! [`TableStore`](xlake_storage::TableStore), so the commit point is its put-if-absent.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+mod body;
 pub mod deletes;
 pub mod encode;
 pub mod error;
