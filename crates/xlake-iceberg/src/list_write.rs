@@ -241,7 +241,7 @@ fn record(m: &ManifestFile, of: ListOf) -> Result<ListRecord<'_>, String> {
 pub(crate) async fn iceberg_write(
     of: ListOf,
     manifests: Vec<ManifestFile>,
-) -> Result<(Vec<u8>, Option<u64>), String> {
+) -> Result<(bytes::Bytes, Option<u64>), String> {
     let io = FileIO::new_with_memory();
     let location = "/xlake-manifest-list.avro";
     let output = io.new_output(location).map_err(|e| e.to_string())?;
@@ -255,9 +255,7 @@ pub(crate) async fn iceberg_write(
         .map_err(|e| e.to_string())?;
     let next_row_id = writer.next_row_id();
     writer.close().await.map_err(|e| e.to_string())?;
-    let input = io.new_input(location).map_err(|e| e.to_string())?;
-    let bytes = input.read().await.map_err(|e| e.to_string())?;
-    Ok((bytes.to_vec(), next_row_id))
+    Ok((crate::manifest::written(&io, location).await?, next_row_id))
 }
 
 /// The `n`-th of a sample of manifests for tests: data and (every 7th) delete

@@ -10,6 +10,7 @@
 
 use std::collections::HashSet;
 
+use bytes::Bytes;
 use iceberg::io::FileIO;
 use iceberg::spec::{
     DataFile, DataFileBuilder, FormatVersion, ManifestContentType, ManifestEntry, ManifestFile,
@@ -193,7 +194,7 @@ pub(crate) async fn write_manifest_list(
     };
     let counted = assign(of, &mut manifests, carried)?;
     let bytes = match list_write::encode(of, &manifests).await {
-        Some(bytes) => bytes?,
+        Some(bytes) => Bytes::from(bytes?),
         None => iceberg_list(of, &manifests, &counted).await?,
     };
     store
@@ -265,7 +266,7 @@ async fn iceberg_list(
     of: ListOf,
     manifests: &[ManifestFile],
     counted: &Counted,
-) -> Result<Vec<u8>, String> {
+) -> Result<Bytes, String> {
     let mut given = manifests.to_vec();
     for &i in &counted.indices {
         given[i].first_row_id = None;
@@ -280,14 +281,15 @@ async fn iceberg_list(
     Ok(bytes)
 }
 
+/// The bytes an iceberg-rust writer left at `location` in the in-memory `io`.
+pub(crate) async fn written(io: &FileIO, location: &str) -> Result<Bytes, String> {
+    let input = io.new_input(location).map_err(|e| e.to_string())?;
+    input.read().await.map_err(|e| e.to_string())
+}
+
 /// Copy a file written to the in-memory `io` into the store.
 pub(crate) async fn persist(store: &TableStore, io: &FileIO, location: &str) -> Result<(), String> {
-    let bytes = io
-        .new_input(location)
-        .map_err(|e| e.to_string())?
-        .read()
-        .await
-        .map_err(|e| e.to_string())?;
+    let bytes = written(io, location).await?;
     store.put(location, bytes).await.map_err(|e| e.to_string())
 }
 

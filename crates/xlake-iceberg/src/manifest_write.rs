@@ -335,9 +335,7 @@ pub(crate) async fn iceberg_write(
         .write_manifest_file()
         .await
         .map_err(|e| e.to_string())?;
-    let input = io.new_input(location).map_err(|e| e.to_string())?;
-    let bytes = input.read().await.map_err(|e| e.to_string())?;
-    Ok((bytes, listed))
+    Ok((crate::manifest::written(&io, location).await?, listed))
 }
 
 /// The Avro file of `sink`'s entries under `header`.
