@@ -34,27 +34,51 @@ pub fn degraded_notes(summary: &HashMap<String, String>) -> Vec<String> {
     }
 }
 
-/// The JSON under [`XTABLE_METADATA`], field for field as XTable's `TableSyncMetadata`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The JSON under [`XTABLE_METADATA`], field for field as XTable's `TableSyncMetadata`
+/// (read through [`Record`], which says which records are taken).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SyncMetadata {
     /// The source commit's time as an ISO-8601 instant (Java `Instant.toString`).
     pub last_instant_synced: String,
     /// Instants XTable would revisit next time; xlake syncs in order, so always empty.
-    #[serde(default)]
     pub instants_to_consider_for_next_sync: Vec<String>,
     /// Format of this JSON; 0.
-    #[serde(default)]
     pub version: i32,
     /// `HUDI` or `DELTA`.
-    #[serde(default)]
     pub source_table_format: Option<String>,
     /// The source commit's identifier (Hudi requested time, Delta version).
-    #[serde(default)]
     pub source_identifier: Option<String>,
     /// `<id>.<action>` of the source commit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub latest_table_operation_identifier: Option<String>,
+}
+
+/// A [`SyncMetadata`] as read, its strings borrowed where they have no escapes: the one
+/// definition of which records are taken (types, defaults), for the whole record and for
+/// the identifier alone.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Record<'a> {
+    #[serde(borrow)]
+    last_instant_synced: Cow<'a, str>,
+    #[serde(borrow, default)]
+    instants_to_consider_for_next_sync: Vec<Cow<'a, str>>,
+    #[serde(default)]
+    version: i32,
+    #[serde(borrow, default)]
+    source_table_format: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    source_identifier: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    latest_table_operation_identifier: Option<Cow<'a, str>>,
+}
+
+impl<'a> Record<'a> {
+    /// The record in `summary`; `None` if absent or not this JSON.
+    fn in_summary(summary: &'a HashMap<String, String>) -> Option<Self> {
+        serde_json::from_str(summary.get(XTABLE_METADATA)?).ok()
+    }
 }
 
 impl SyncMetadata {
@@ -72,36 +96,29 @@ impl SyncMetadata {
 
     /// Parse the summary value; `None` if absent or not this JSON.
     pub fn from_summary(summary: &HashMap<String, String>) -> Option<Self> {
-        summary
-            .get(XTABLE_METADATA)
-            .and_then(|v| serde_json::from_str(v).ok())
+        let r = Record::in_summary(summary)?;
+        let owned = |s: Option<Cow<str>>| s.map(Cow::into_owned);
+        Some(Self {
+            last_instant_synced: r.last_instant_synced.into_owned(),
+            instants_to_consider_for_next_sync: (r.instants_to_consider_for_next_sync.into_iter())
+                .map(Cow::into_owned)
+                .collect(),
+            version: r.version,
+            source_table_format: owned(r.source_table_format),
+            source_identifier: owned(r.source_identifier),
+            latest_table_operation_identifier: owned(r.latest_table_operation_identifier),
+        })
     }
 
     /// Of what [`Self::from_summary`] reads, only its `source_identifier`: what a sync
-    /// reads of every snapshot (`Some(None)`: a record without one). The record is
-    /// checked field for field as there (the same types, so the same records are
-    /// refused), but its strings are borrowed, not copied.
+    /// reads of every snapshot (`Some(None)`: a record without one). The same records are
+    /// taken (one [`Record`]), but nothing else is copied.
     pub fn identifier_in(summary: &HashMap<String, String>) -> Option<Option<String>> {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        #[allow(dead_code)]
-        struct Checked<'a> {
-            #[serde(borrow)]
-            last_instant_synced: Cow<'a, str>,
-            #[serde(default)]
-            instants_to_consider_for_next_sync: Vec<Cow<'a, str>>,
-            #[serde(default)]
-            version: i32,
-            #[serde(borrow, default)]
-            source_table_format: Option<Cow<'a, str>>,
-            #[serde(borrow, default)]
-            source_identifier: Option<Cow<'a, str>>,
-            #[serde(borrow, default)]
-            latest_table_operation_identifier: Option<Cow<'a, str>>,
-        }
-        let json = summary.get(XTABLE_METADATA)?;
-        let read: Checked = serde_json::from_str(json).ok()?;
-        Some(read.source_identifier.map(Cow::into_owned))
+        Some(
+            Record::in_summary(summary)?
+                .source_identifier
+                .map(Cow::into_owned),
+        )
     }
 }
 
@@ -259,25 +276,60 @@ mod tests {
     /// and for what is not a record.
     #[test]
     fn the_identifier_alone_is_what_the_whole_record_says() {
+        let some = |id: &str| Some(Some(id.to_string()));
         let records = [
-            r#"{"lastInstantSynced":"2024-01-01T00:00:00Z","sourceIdentifier":"20240101","version":0}"#,
-            r#"{"lastInstantSynced":"2024-01-01T00:00:00Z","instantsToConsiderForNextSync":[]}"#,
-            r#"{"lastInstantSynced":"x","sourceIdentifier":"a\"b\u00e9"}"#,
-            r#"{"sourceIdentifier":"7"}"#,
-            r#"{"lastInstantSynced":1,"sourceIdentifier":"7"}"#,
-            r#"{"lastInstantSynced":"x","instantsToConsiderForNextSync":null,"sourceIdentifier":"7"}"#,
-            r#"{"lastInstantSynced":"x","instantsToConsiderForNextSync":["a",2],"sourceIdentifier":"7"}"#,
-            r#"{"lastInstantSynced":"x","version":1.5,"sourceIdentifier":"7"}"#,
-            r#"{"lastInstantSynced":"x","version":4294967296,"sourceIdentifier":"7"}"#,
-            r#"{"lastInstantSynced":"x","sourceTableFormat":3,"sourceIdentifier":"7"}"#,
-            r#"{"lastInstantSynced":"x","latestTableOperationIdentifier":[],"sourceIdentifier":"7"}"#,
-            r#"{"lastInstantSynced":"x","sourceIdentifier":"7","sourceIdentifier":"8"}"#,
-            r#"{"lastInstantSynced":"x","sourceIdentifier":null}"#,
-            "not json",
+            (
+                r#"{"lastInstantSynced":"2024-01-01T00:00:00Z","sourceIdentifier":"20240101","version":0}"#,
+                some("20240101"),
+            ),
+            (
+                r#"{"lastInstantSynced":"2024-01-01T00:00:00Z","instantsToConsiderForNextSync":[]}"#,
+                Some(None),
+            ),
+            (
+                r#"{"lastInstantSynced":"x","sourceIdentifier":"a\"b\u00e9"}"#,
+                some("a\"b\u{e9}"),
+            ),
+            (r#"{"sourceIdentifier":"7"}"#, None),
+            (r#"{"lastInstantSynced":1,"sourceIdentifier":"7"}"#, None),
+            (
+                r#"{"lastInstantSynced":"x","instantsToConsiderForNextSync":null,"sourceIdentifier":"7"}"#,
+                None,
+            ),
+            (
+                r#"{"lastInstantSynced":"x","instantsToConsiderForNextSync":["a",2],"sourceIdentifier":"7"}"#,
+                None,
+            ),
+            (
+                r#"{"lastInstantSynced":"x","version":1.5,"sourceIdentifier":"7"}"#,
+                None,
+            ),
+            (
+                r#"{"lastInstantSynced":"x","version":4294967296,"sourceIdentifier":"7"}"#,
+                None,
+            ),
+            (
+                r#"{"lastInstantSynced":"x","sourceTableFormat":3,"sourceIdentifier":"7"}"#,
+                None,
+            ),
+            (
+                r#"{"lastInstantSynced":"x","latestTableOperationIdentifier":[],"sourceIdentifier":"7"}"#,
+                None,
+            ),
+            (
+                r#"{"lastInstantSynced":"x","sourceIdentifier":"7","sourceIdentifier":"8"}"#,
+                None,
+            ),
+            (
+                r#"{"lastInstantSynced":"x","sourceIdentifier":null}"#,
+                Some(None),
+            ),
+            ("not json", None),
         ];
-        for record in records {
+        for (record, expected) in records {
             let summary = HashMap::from([(XTABLE_METADATA.to_string(), record.to_string())]);
             let whole = SyncMetadata::from_summary(&summary).map(|m| m.source_identifier);
+            assert_eq!(whole, expected, "{record}");
             assert_eq!(SyncMetadata::identifier_in(&summary), whole, "{record}");
         }
         assert_eq!(SyncMetadata::identifier_in(&HashMap::new()), None);
