@@ -107,9 +107,9 @@ pub struct History {
 
 /// The `snapshot-log` entries before the last one, carried as their text: the working
 /// metadata holds only the last entry (what iceberg-rust checks a new snapshot's time and
-/// the table's last update against, and appends after). A log entry is a time and a snapshot id, and a
-/// 1,000-entry log cost as much to parse and write back as the rest of the working
-/// metadata.
+/// the table's last update against, and appends after). A log entry is a time and a
+/// snapshot id, and a 1,000-entry log cost as much to parse and write back as the rest of
+/// the working metadata.
 #[derive(Debug, Clone)]
 pub(crate) struct CarriedLog {
     /// The entries, with the commas between them, as read (a view of the file).

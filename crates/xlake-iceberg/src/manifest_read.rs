@@ -66,8 +66,7 @@ fn fast(bytes: &[u8]) -> Option<Vec<ManifestEntry>> {
 
 /// The reader of a manifest the fast read takes, and its layout.
 fn open(bytes: &[u8]) -> Option<(Reader<SliceRead<'_>>, Layout)> {
-    let (reader, user) =
-        Reader::new_and_metadata::<HashMap<String, ByteBuf>>(SliceRead::new(bytes)).ok()?;
+    let (reader, user) = header(bytes)?;
     let user: HashMap<String, Vec<u8>> = user.into_iter().map(|(k, v)| (k, v.into_vec())).collect();
     let metadata = ManifestMetadata::parse(&user).ok()?;
     if !matches!(
@@ -78,6 +77,11 @@ fn open(bytes: &[u8]) -> Option<(Reader<SliceRead<'_>>, Layout)> {
     }
     let layout = Layout::of(&metadata, reader.schema().json())?;
     Some((reader, layout))
+}
+
+/// A manifest's reader (its schema parsed) and user metadata.
+fn header(bytes: &[u8]) -> Option<(Reader<SliceRead<'_>>, HashMap<String, ByteBuf>)> {
+    Reader::new_and_metadata(SliceRead::new(bytes)).ok()
 }
 
 /// Of a data manifest's entry, what [`live_files`] reads: its status, and its file's
@@ -103,8 +107,7 @@ struct LiveFile {
 /// whose fields have the expected types; `None` for anything else (then [`entries`]
 /// reads it, and says what is wrong).
 pub(crate) fn live_files(bytes: &[u8]) -> Option<Vec<(String, u64)>> {
-    let (mut reader, user) =
-        Reader::new_and_metadata::<HashMap<String, ByteBuf>>(SliceRead::new(bytes)).ok()?;
+    let (mut reader, user) = header(bytes)?;
     let key = |k: &str| user.get(k).map(|v| v.as_slice());
     let version = key("format-version");
     if !matches!(version, Some(b"2" | b"3")) || key("content") != Some(b"data") {

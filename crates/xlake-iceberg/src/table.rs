@@ -547,8 +547,8 @@ impl IcebergTable {
             .filter(|m| m.content == ManifestContentType::Data)
         {
             let path = &mf.manifest_path;
-            let bytes =
-                (self.store.get(path).await).map_err(|e| self.corrupt(path, e.to_string()))?;
+            let got = self.store.get(path).await;
+            let bytes = got.map_err(|e| self.corrupt(path, e.to_string()))?;
             // Paths and row counts only, without the stats, where the fast read takes it.
             if let Some(files) = crate::manifest_read::live_files(&bytes) {
                 self.cache_data_paths(path, files.iter().map(|(p, _)| p.as_str()));
