@@ -193,22 +193,25 @@ pub fn delta_deletion_vector(data: &[u8]) {
 }
 
 /// `version-hint.text`, and a `vN.metadata.json` as read back, whole and split for a
-/// commit: which source commits its snapshots mirror, their ancestry, and (split) the
-/// file written back with the carried snapshots.
+/// commit (as `v1.metadata.json`, so a snapshot index naming it is read): which source
+/// commits its snapshots mirror, their ancestry, and (split) the file written back with
+/// the carried snapshots.
 pub fn iceberg_metadata(data: &[u8]) {
     let _ = parse_hint(data);
     let whole = parse_metadata(data).map(|m| {
         let history = History::of(&m);
         (m, history)
     });
-    for (metadata, history) in [whole, split(&data.to_vec().into())].into_iter().flatten() {
-        let _ = xlake_iceberg::encode::metadata_json(&metadata, &history);
+    let split = split(&data.to_vec().into(), Some("v1.metadata.json"));
+    for (metadata, history) in [whole, split].into_iter().flatten() {
+        let _ = xlake_iceberg::encode::metadata_json(&metadata, &history, Some("v2.metadata.json"));
         let loaded = LoadedTable {
             version: 1,
             metadata,
             history: std::sync::Arc::new(history),
             hint_stale: false,
         };
+        let _ = loaded.mirrored();
         let _ = loaded.head();
         let _ = loaded.ancestry();
     }

@@ -31,6 +31,30 @@ impl Instant {
     /// `20260307135657661_20260307135659468.commit`, `….commit.requested`, `….inflight`).
     /// `None` for files that are not instants.
     pub fn parse(dir: &str, name: &str) -> Option<Self> {
+        Some(Named::parse(name)?.instant(dir))
+    }
+
+    /// The time this instant orders by and is mirrored at: completion time when the
+    /// timeline records it, else the requested time.
+    pub fn commit_time(&self) -> &str {
+        self.completed.as_deref().unwrap_or(&self.requested)
+    }
+}
+
+/// An instant as its file's name says it, borrowed from the name: what a listing reads
+/// of every file before it keeps the few it needs ([`Instant::parse`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Named<'a> {
+    pub(crate) requested: &'a str,
+    completed: Option<&'a str>,
+    action: &'a str,
+    pub(crate) state: State,
+    name: &'a str,
+}
+
+impl<'a> Named<'a> {
+    /// See [`Instant::parse`].
+    pub(crate) fn parse(name: &'a str) -> Option<Self> {
         let (stem, rest) = name.split_once('.')?;
         let (requested, completed) = match stem.split_once('_') {
             Some((r, c)) => (r, Some(c)),
@@ -53,18 +77,23 @@ impl Instant {
             return None;
         }
         Some(Self {
-            requested: requested.to_string(),
-            completed: completed.map(String::from),
-            action: action.to_string(),
+            requested,
+            completed,
+            action,
             state,
-            file: format!("{dir}/{name}"),
+            name,
         })
     }
 
-    /// The time this instant orders by and is mirrored at: completion time when the
-    /// timeline records it, else the requested time.
-    pub fn commit_time(&self) -> &str {
-        self.completed.as_deref().unwrap_or(&self.requested)
+    /// The instant, its file in folder `dir`.
+    pub(crate) fn instant(&self, dir: &str) -> Instant {
+        Instant {
+            requested: self.requested.to_string(),
+            completed: self.completed.map(String::from),
+            action: self.action.to_string(),
+            state: self.state,
+            file: format!("{dir}/{}", self.name),
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use serde_json::Value as Json;
 use xlake_storage::TableStore;
 
 use crate::error::{HudiError, Result};
-use crate::instant::{Instant, State};
+use crate::instant::{Instant, Named, State};
 
 /// The instants of a table.
 #[derive(Debug, Clone)]
@@ -27,19 +27,18 @@ impl Timeline {
         // Names only: on local disk the thousands of instant files are not each stat-ed.
         let names = store.list_names(dir).await?;
         // Completed instants are a third of the files of a long timeline: they are sorted
-        // apart from the rest, which only the pending few of survive.
-        let mut completed = Vec::with_capacity(names.len() / 3 + 1);
-        let mut pending = Vec::new();
-        for instant in names.iter().filter_map(|name| Instant::parse(dir, name)) {
-            match instant.state {
-                State::Completed => completed.push(instant),
-                _ => pending.push(instant),
-            }
-        }
+        // apart from the rest, which only the pending few of survive (read from their
+        // names, and made instants only then).
+        let named: Vec<Named> = names.iter().filter_map(|n| Named::parse(n)).collect();
+        let done: std::collections::HashSet<&str> = (named.iter())
+            .filter(|n| n.state == State::Completed)
+            .map(|n| n.requested)
+            .collect();
+        let (mut completed, mut pending): (Vec<Instant>, Vec<Instant>) = (named.iter())
+            .filter(|n| n.state == State::Completed || !done.contains(n.requested))
+            .map(|n| n.instant(dir))
+            .partition(|i| i.state == State::Completed);
         completed.sort_by(order);
-        let done: std::collections::HashSet<&str> =
-            completed.iter().map(|i| i.requested.as_str()).collect();
-        pending.retain(|i| !done.contains(i.requested.as_str()));
         pending.sort_by(order);
         pending.dedup_by(|a, b| a.requested == b.requested);
         Ok(Self { completed, pending })

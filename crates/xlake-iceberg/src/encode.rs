@@ -8,7 +8,8 @@
 //!
 //! Snapshots a commit did not parse ([`crate::history`]) are written back as the text they
 //! were read as, each in its place in that order; so are the snapshot log's carried
-//! entries, before the parsed ones.
+//! entries, before the parsed ones. Written for a version (by its file name), the table
+//! properties hold the snapshot index of what is written ([`crate::snapshot_index`]).
 
 use std::collections::HashSet;
 
@@ -18,6 +19,8 @@ use serde_json::{Map, Value};
 
 use crate::body::Body;
 use crate::history::{Carried, CarriedLog, History};
+use crate::snapshot_index::{self, Entry, SNAPSHOT_INDEX};
+use crate::summary::{SyncMetadata, XTABLE_METADATA};
 
 /// Top-level keys in the order Java's `TableMetadataParser` writes them; any other key
 /// follows.
@@ -59,9 +62,15 @@ const LIST_ORDER: &[(&str, &[&str])] = &[
     ("sort-orders", &["order-id"]),
 ];
 
-/// `metadata` as compact JSON, lists in order, with the snapshots `history` carries.
-pub fn metadata_json(metadata: &TableMetadata, history: &History) -> serde_json::Result<Vec<u8>> {
-    Ok(metadata_parts(metadata, history)?.concat())
+/// `metadata` as compact JSON, lists in order, with the snapshots `history` carries; to
+/// be written as `file` (a `vN.metadata.json`'s name) if given, which the snapshot index
+/// names (none is written without it).
+pub fn metadata_json(
+    metadata: &TableMetadata,
+    history: &History,
+    file: Option<&str>,
+) -> serde_json::Result<Vec<u8>> {
+    Ok(metadata_parts(metadata, history, file)?.concat())
 }
 
 /// [`metadata_json`] as the parts it is written from: what this process serializes, and
@@ -70,6 +79,7 @@ pub fn metadata_json(metadata: &TableMetadata, history: &History) -> serde_json:
 pub fn metadata_parts(
     metadata: &TableMetadata,
     history: &History,
+    file: Option<&str>,
 ) -> serde_json::Result<Vec<Bytes>> {
     let Value::Object(mut fields) = serde_json::to_value(metadata)? else {
         return Ok(vec![Bytes::from(serde_json::to_vec(metadata)?)]);
@@ -92,15 +102,17 @@ pub fn metadata_parts(
     let carried: Vec<&Carried> = history
         .carried()
         .iter()
-        .filter(|c| !ids.contains(&c.id))
+        .filter(|c| !ids.contains(&c.entry.id))
         .collect();
+    let snapshots = in_commit_order(&parsed, carried)?;
+    index_snapshots(&mut fields, file.filter(|_| listed), &snapshots);
     let log = history.carried_log();
     let mut out = Object::new(Body::new(history.source()));
     for key in KEY_ORDER {
         if *key == "snapshots" {
             if listed {
                 out.key(key)?;
-                write_snapshots(&mut out.body, &parsed, carried.clone())?;
+                write_snapshots(&mut out.body, &snapshots);
             }
         } else if let (Some(log), "snapshot-log") = (log, *key) {
             out.key(key)?;
@@ -148,38 +160,88 @@ impl Object {
     }
 }
 
-/// The `snapshots` list: parsed snapshots and carried ones (their text as read) merged
-/// in commit order.
-fn write_snapshots(
-    out: &mut Body,
-    parsed: &[Value],
-    mut carried: Vec<&Carried>,
-) -> serde_json::Result<()> {
-    let keys = LIST_ORDER[0].1;
-    carried.sort_by_key(|c| c.order);
-    let mut carried = carried.into_iter().peekable();
-    out.buf.push(b'[');
-    let mut first = true;
-    let mut comma = |out: &mut Body| {
-        if !std::mem::take(&mut first) {
-            out.buf.push(b',');
+/// A snapshot as it is written: serialized here (with its entry), or carried as read.
+enum Snapshot<'a> {
+    Parsed(Vec<u8>, Entry),
+    Carried(&'a Carried),
+}
+
+impl Snapshot<'_> {
+    /// Its entry in the snapshot index, and the length of its text.
+    fn indexed(&self) -> (&Entry, usize) {
+        match self {
+            Snapshot::Parsed(text, entry) => (entry, text.len()),
+            Snapshot::Carried(c) => (&c.entry, c.json.len()),
         }
-    };
+    }
+}
+
+/// Parsed snapshots (serialized) and carried ones merged in commit order.
+fn in_commit_order<'a>(
+    parsed: &[Value],
+    mut carried: Vec<&'a Carried>,
+) -> serde_json::Result<Vec<Snapshot<'a>>> {
+    let keys = LIST_ORDER[0].1;
+    carried.sort_by_key(|c| c.entry.order());
+    let mut carried = carried.into_iter().peekable();
+    let mut out = Vec::new();
     for item in parsed {
         let order = sort_key(item, keys);
-        while let Some(c) = carried.next_if(|c| c.order.as_slice() < order.as_slice()) {
-            comma(out);
-            out.carried(&c.json);
+        while let Some(c) = carried.next_if(|c| c.entry.order().as_slice() < order.as_slice()) {
+            out.push(Snapshot::Carried(c));
         }
-        comma(out);
-        serde_json::to_writer(&mut out.buf, item)?;
+        out.push(Snapshot::Parsed(serde_json::to_vec(item)?, entry_of(item)));
     }
-    for c in carried {
-        comma(out);
-        out.carried(&c.json);
+    out.extend(carried.map(Snapshot::Carried));
+    Ok(out)
+}
+
+/// The snapshot index's entry of a snapshot as serialized.
+fn entry_of(snapshot: &Value) -> Entry {
+    let field = |k: &str| snapshot.get(k).and_then(Value::as_i64).unwrap_or(0);
+    let record = snapshot
+        .get("summary")
+        .and_then(|s| s.get(XTABLE_METADATA))
+        .and_then(Value::as_str);
+    Entry {
+        id: field("snapshot-id"),
+        sequence_number: field("sequence-number"),
+        timestamp_ms: field("timestamp-ms"),
+        mirrors: record.and_then(SyncMetadata::identifier_of),
+    }
+}
+
+/// Table property [`SNAPSHOT_INDEX`] in `fields`: the index of `snapshots` as written in
+/// `file`, or none (an index read from the version before names that one's file).
+fn index_snapshots(fields: &mut Map<String, Value>, file: Option<&str>, snapshots: &[Snapshot]) {
+    if let Some(Value::Object(properties)) = fields.get_mut("properties") {
+        properties.remove(SNAPSHOT_INDEX);
+    }
+    let entries = snapshots.iter().map(Snapshot::indexed);
+    let Some(index) = file.and_then(|file| snapshot_index::render(file, entries)) else {
+        return;
+    };
+    let properties = fields
+        .entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(properties) = properties {
+        properties.insert(SNAPSHOT_INDEX.to_string(), Value::String(index));
+    }
+}
+
+/// The `snapshots` list.
+fn write_snapshots(out: &mut Body, snapshots: &[Snapshot]) {
+    out.buf.push(b'[');
+    for (i, snapshot) in snapshots.iter().enumerate() {
+        if i > 0 {
+            out.buf.push(b',');
+        }
+        match snapshot {
+            Snapshot::Parsed(text, _) => out.buf.extend_from_slice(text),
+            Snapshot::Carried(c) => out.carried(&c.json),
+        }
     }
     out.buf.push(b']');
-    Ok(())
 }
 
 /// The `snapshot-log`: the carried entries, then the parsed ones, which must start with

@@ -14,6 +14,7 @@
 //! loads it whole.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::OnceLock;
 
 use bytes::Bytes;
 use iceberg::spec::TableMetadata;
@@ -21,6 +22,7 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
+use crate::snapshot_index::{self, Entry, SNAPSHOT_INDEX};
 use crate::summary::{SyncMetadata, XTABLE_METADATA};
 
 /// Summary keys a head keeps besides [`XTABLE_METADATA`]: xlake's own notes.
@@ -60,9 +62,14 @@ impl SnapshotHead {
         SyncMetadata::from_summary(&self.notes.0)
     }
 
-    /// The order of snapshots in `vN.metadata.json`: commit order (see [`crate::encode`]).
-    pub(crate) fn order(&self) -> [i64; 3] {
-        [self.sequence_number, self.timestamp_ms, self.snapshot_id]
+    /// What a commit needs of this snapshot.
+    pub(crate) fn entry(&self) -> Entry {
+        Entry {
+            id: self.snapshot_id,
+            sequence_number: self.sequence_number,
+            timestamp_ms: self.timestamp_ms,
+            mirrors: SyncMetadata::identifier_in(&self.notes.0),
+        }
     }
 }
 
@@ -98,7 +105,13 @@ impl<'de> Deserialize<'de> for Notes {
 /// Every snapshot of a loaded version, and the JSON of those not parsed.
 #[derive(Debug, Clone, Default)]
 pub struct History {
-    heads: Vec<SnapshotHead>,
+    /// Every snapshot, in file order: what a commit needs of it.
+    entries: Vec<Entry>,
+    /// Every snapshot's head: read with the entries, or, when they were read from the
+    /// snapshot index, from `texts` when first asked for.
+    heads: OnceLock<Vec<SnapshotHead>>,
+    /// Every snapshot's text, when the heads were not read.
+    texts: Vec<Bytes>,
     carried: Vec<Carried>,
     log: Option<CarriedLog>,
     /// The bytes the carried text is a view of (the file split).
@@ -122,15 +135,14 @@ pub(crate) struct CarriedLog {
 /// copy), with its place in the list.
 #[derive(Debug, Clone)]
 pub(crate) struct Carried {
-    pub(crate) order: [i64; 3],
-    pub(crate) id: i64,
+    pub(crate) entry: Entry,
     pub(crate) json: Bytes,
 }
 
 impl History {
     /// The heads of a table parsed whole; nothing carried.
     pub fn of(metadata: &TableMetadata) -> Self {
-        let heads = metadata
+        let heads: Vec<SnapshotHead> = metadata
             .snapshots()
             .map(|s| SnapshotHead {
                 snapshot_id: s.snapshot_id(),
@@ -148,27 +160,50 @@ impl History {
                 ),
             })
             .collect();
+        Self::read(heads, Vec::new(), None, None)
+    }
+
+    /// A history whose heads were read.
+    fn read(
+        heads: Vec<SnapshotHead>,
+        carried: Vec<Carried>,
+        log: Option<CarriedLog>,
+        source: Option<Bytes>,
+    ) -> Self {
         Self {
-            heads,
-            carried: Vec::new(),
-            log: None,
-            source: None,
+            entries: heads.iter().map(SnapshotHead::entry).collect(),
+            heads: OnceLock::from(heads),
+            texts: Vec::new(),
+            carried,
+            log,
+            source,
         }
     }
 
-    /// Every snapshot's head, in no particular order.
+    /// Every snapshot's head, in no particular order. (After a read by the snapshot
+    /// index, the first call reads them from the snapshots' text: for what reads old
+    /// snapshots, which loads whole anyway. A snapshot whose text the index described
+    /// but is not a snapshot has no head.)
     pub fn heads(&self) -> &[SnapshotHead] {
-        &self.heads
+        self.heads.get_or_init(|| {
+            let heads = self.texts.iter().map(|t| serde_json::from_slice(t));
+            heads.filter_map(Result::ok).collect()
+        })
+    }
+
+    /// What a commit needs of every snapshot, in file order.
+    pub(crate) fn entries(&self) -> &[Entry] {
+        &self.entries
     }
 
     /// The head of snapshot `id`.
     pub fn head(&self, id: i64) -> Option<&SnapshotHead> {
-        self.heads.iter().find(|h| h.snapshot_id == id)
+        self.heads().iter().find(|h| h.snapshot_id == id)
     }
 
     /// Whether a snapshot of this history has id `id`.
     pub(crate) fn has(&self, id: i64) -> bool {
-        self.heads.iter().any(|h| h.snapshot_id == id)
+        self.entries.iter().any(|e| e.id == id)
     }
 
     /// The snapshots kept as JSON text, in file order.
@@ -198,29 +233,35 @@ impl History {
 
     /// This history with `added` snapshots (built by this process, parsed) after it.
     pub(crate) fn with_added(&self, metadata: &TableMetadata) -> Self {
-        let known: HashSet<i64> = self.heads.iter().map(|h| h.snapshot_id).collect();
-        let mut heads = self.heads.clone();
+        let known: HashSet<i64> = self.entries.iter().map(|e| e.id).collect();
+        let mut heads = self.heads().to_vec();
+        let added = Self::of(metadata).heads().to_vec();
         heads.extend(
-            Self::of(metadata)
-                .heads
+            added
                 .into_iter()
                 .filter(|h| !known.contains(&h.snapshot_id)),
         );
-        Self {
+        Self::read(
             heads,
-            carried: self.carried.clone(),
-            log: self.log.clone(),
-            source: self.source.clone(),
-        }
+            self.carried.clone(),
+            self.log.clone(),
+            self.source.clone(),
+        )
     }
 }
 
 /// The top level of a `vN.metadata.json`: each value as its text, and each snapshot as
-/// its text with its head.
+/// its text with its head, or with its entry when the snapshot index was read instead.
 #[derive(Default)]
 struct Document<'a> {
     fields: BTreeMap<String, &'a RawValue>,
-    snapshots: Vec<(&'a str, SnapshotHead)>,
+    snapshots: Vec<&'a str>,
+    heads: Option<Vec<SnapshotHead>>,
+    /// The snapshot index, when the properties hold one naming the file (see
+    /// [`snapshot_index`]).
+    index: Option<Vec<(Entry, usize)>>,
+    /// The snapshots' entries, when they were read by the index.
+    indexed: Option<Vec<Entry>>,
 }
 
 /// Reads a document's text once: the top-level object walked here, each value read by
@@ -278,8 +319,9 @@ impl<'a> Walk<'a> {
     }
 }
 
-/// The document `text`, read in one pass (see [`Walk`]).
-fn document(text: &str) -> Result<Document<'_>, String> {
+/// The document `text`, read in one pass (see [`Walk`]); `file` is its name, which a
+/// snapshot index it holds must name to be used.
+fn document<'a>(text: &'a str, file: Option<&str>) -> Result<Document<'a>, String> {
     let mut walk = Walk { text, at: 0 };
     let mut doc = Document::default();
     walk.punctuation(b"{")?;
@@ -291,9 +333,12 @@ fn document(text: &str) -> Result<Document<'_>, String> {
         let (_, key): (_, std::borrow::Cow<str>) = walk.value()?;
         walk.punctuation(b":")?;
         if key == "snapshots" {
-            doc.snapshots = snapshots(&mut walk)?;
+            read_snapshots(&mut walk, &mut doc)?;
         } else {
             let (_, value) = walk.value::<&RawValue>()?;
+            if key == "properties" {
+                doc.index = file.and_then(|file| index_in(value, file));
+            }
             doc.fields.insert(key.into_owned(), value);
         }
         more = walk.punctuation(b",}")? == b',';
@@ -306,6 +351,39 @@ fn document(text: &str) -> Result<Document<'_>, String> {
         ));
     }
     Ok(doc)
+}
+
+/// The snapshot index of `file` in table properties `raw`, if they hold one naming it.
+fn index_in(raw: &RawValue, file: &str) -> Option<Vec<(Entry, usize)>> {
+    #[derive(Deserialize)]
+    struct Properties<'a> {
+        #[serde(rename = "xlake.snapshot-index", borrow)]
+        index: Option<std::borrow::Cow<'a, str>>,
+    }
+    // Most tables' properties are a few keys; a table without an index parses nothing.
+    if !raw.get().contains(SNAPSHOT_INDEX) {
+        return None;
+    }
+    let properties: Properties = serde_json::from_str(raw.get()).ok()?;
+    snapshot_index::parse(&properties.index?, file)
+}
+
+/// The `snapshots` array at `walk` into `doc`: by the snapshot index where it holds one
+/// that describes the array, else each snapshot's text and head.
+fn read_snapshots<'a>(walk: &mut Walk<'a>, doc: &mut Document<'a>) -> Result<(), String> {
+    walk.skip_whitespace();
+    if let Some(index) = doc.index.take() {
+        if let Some((texts, end)) = snapshot_index::spans(walk.text, walk.at, &index) {
+            walk.at = end;
+            doc.snapshots = texts;
+            doc.indexed = Some(index.into_iter().map(|(entry, _)| entry).collect());
+            return Ok(());
+        }
+    }
+    let (texts, heads) = snapshots(walk)?.into_iter().unzip();
+    doc.snapshots = texts;
+    doc.heads = Some(heads);
+    Ok(())
 }
 
 /// The `snapshots` array at `walk`: each snapshot's text and head.
@@ -325,38 +403,44 @@ fn snapshots<'a>(walk: &mut Walk<'a>) -> Result<Vec<(&'a str, SnapshotHead)>, St
 
 /// Parse `bytes` for a commit: the working metadata (every field, and of the snapshots
 /// only the current one and those a ref names) and the [`History`] carrying the others.
-pub fn split(bytes: &Bytes) -> Result<(TableMetadata, History), String> {
+pub fn split(bytes: &Bytes, file: Option<&str>) -> Result<(TableMetadata, History), String> {
     let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
-    let doc = document(text)?;
+    let doc = document(text, file)?;
     let working = working_ids(&doc)?;
+    let entries: Vec<Entry> = match (&doc.heads, &doc.indexed) {
+        (Some(heads), _) => heads.iter().map(SnapshotHead::entry).collect(),
+        (None, indexed) => indexed.clone().unwrap_or_default(),
+    };
     let mut kept = Vec::new();
     let mut carried = Vec::new();
-    for (raw, head) in &doc.snapshots {
-        if working.contains(&head.snapshot_id) {
+    for (raw, entry) in doc.snapshots.iter().zip(&entries) {
+        if working.contains(&entry.id) {
             kept.push(*raw);
         } else {
             carried.push(Carried {
-                order: head.order(),
-                id: head.snapshot_id,
+                entry: entry.clone(),
                 json: view(bytes, raw)?,
             });
         }
     }
     let (last_entry, log) = match doc.fields.get("snapshot-log") {
-        Some(raw) if raw.get() != "null" => split_log(bytes, raw)?,
+        Some(raw) if raw.get() != "null" => split_log(bytes, raw, doc.indexed.is_some())?,
         _ => (None, None),
     };
     let metadata = parse_working(&doc, &kept, last_entry)?;
-    let heads = doc.snapshots.into_iter().map(|(_, head)| head).collect();
-    Ok((
-        metadata,
-        History {
-            heads,
+    let source = Some(bytes.clone());
+    let history = match doc.heads {
+        Some(heads) => History::read(heads, carried, log, source),
+        None => History {
+            entries,
+            heads: OnceLock::new(),
+            texts: (doc.snapshots.iter().map(|t| view(bytes, t))).collect::<Result<_, _>>()?,
             carried,
             log,
-            source: Some(bytes.clone()),
+            source,
         },
-    ))
+    };
+    Ok((metadata, history))
 }
 
 /// A `snapshot-log` entry.
@@ -375,35 +459,42 @@ const LOG_SKEW_MS: i64 = 60_000;
 /// The snapshot log `raw` split into its last entry (for the working metadata) and the
 /// entries before it, carried; `(None, None)` for a log of fewer than two entries, or one
 /// whose last entry is not plain (its text is found from the end: the last `{`). Every
-/// entry is read and the log's order checked as iceberg-rust checks it.
+/// entry is read and the log's order checked as iceberg-rust checks it, unless the log
+/// is `ours`: in a file its snapshot index names, xlake wrote it, from a log it checked
+/// and entries iceberg-rust checked.
 fn split_log<'a>(
     whole: &Bytes,
     raw: &'a RawValue,
+    ours: bool,
 ) -> Result<(Option<&'a str>, Option<CarriedLog>), String> {
     let text = raw.get();
-    let entries: Vec<LogEntry> = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    if entries
-        .windows(2)
-        .any(|w| w[1].timestamp_ms - w[0].timestamp_ms < -LOG_SKEW_MS)
-    {
-        return Err("the snapshot log is out of order".to_string());
+    let mut last = None;
+    if !ours {
+        let entries: Vec<LogEntry> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        if entries
+            .windows(2)
+            .any(|w| w[1].timestamp_ms - w[0].timestamp_ms < -LOG_SKEW_MS)
+        {
+            return Err("the snapshot log is out of order".to_string());
+        }
+        let (Some(l), true) = (entries.last(), entries.len() > 1) else {
+            return Ok((None, None));
+        };
+        last = Some((l.snapshot_id, l.timestamp_ms));
     }
-    let (Some(last), true) = (entries.last(), entries.len() > 1) else {
-        return Ok((None, None));
-    };
     // `[` first, carried entries, `,` last entry, `]` (whitespace allowed between).
     let tail_at = text.rfind('{').unwrap_or(0);
     let tail = text[tail_at..].trim_end().trim_end_matches(']');
     let carried = text[..tail_at].trim_end().strip_suffix(',');
     let carried = carried.and_then(|c| c.trim_start().strip_prefix('['));
     let found: Option<LogEntry> = serde_json::from_str(tail).ok();
-    match (carried, found) {
+    match (carried.map(str::trim), found) {
         (Some(carried), Some(f))
-            if (f.snapshot_id, f.timestamp_ms) == (last.snapshot_id, last.timestamp_ms) =>
+            if !carried.is_empty() && last.is_none_or(|l| l == (f.snapshot_id, f.timestamp_ms)) =>
         {
             let log = CarriedLog {
-                text: view(whole, carried.trim())?,
-                next: (last.snapshot_id, last.timestamp_ms),
+                text: view(whole, carried)?,
+                next: (f.snapshot_id, f.timestamp_ms),
             };
             Ok((Some(tail), Some(log)))
         }
@@ -495,7 +586,7 @@ mod tests {
 
     #[test]
     fn split_parses_the_current_and_referenced_snapshots_and_carries_the_rest() {
-        let (working, history) = split(&Bytes::from_static(DOC.as_bytes())).unwrap();
+        let (working, history) = split(&Bytes::from_static(DOC.as_bytes()), None).unwrap();
         let mut ids: Vec<i64> = working.snapshots().map(|s| s.snapshot_id()).collect();
         ids.sort();
         assert_eq!(ids, [1, 3]);
@@ -505,7 +596,7 @@ mod tests {
         assert_eq!(&log.text[..], entries.as_bytes());
         assert_eq!(log.next, (3, 1700000000300));
         assert_eq!(history.heads().len(), 3);
-        let carried: Vec<i64> = history.carried().iter().map(|c| c.id).collect();
+        let carried: Vec<i64> = history.carried().iter().map(|c| c.entry.id).collect();
         assert_eq!(carried, [2]);
         let first = history.head(1).unwrap();
         assert_eq!(first.manifest_list.as_deref(), Some("/t/metadata/l1.avro"));
@@ -521,7 +612,7 @@ mod tests {
     fn heads_of_a_whole_parse_equal_those_of_a_split() {
         let whole = crate::table::parse_metadata(DOC.as_bytes()).unwrap();
         let mut a = History::of(&whole).heads().to_vec();
-        let (_, split) = split(&Bytes::from_static(DOC.as_bytes())).unwrap();
+        let (_, split) = split(&Bytes::from_static(DOC.as_bytes()), None).unwrap();
         let mut b = split.heads().to_vec();
         a.sort_by_key(|h| h.snapshot_id);
         b.sort_by_key(|h| h.snapshot_id);
@@ -532,8 +623,8 @@ mod tests {
     /// one between two parsed ones here) and reads back as the same metadata.
     #[test]
     fn a_split_document_is_written_back_whole_and_in_order() {
-        let (working, history) = split(&Bytes::from_static(DOC.as_bytes())).unwrap();
-        let written = crate::encode::metadata_json(&working, &history).unwrap();
+        let (working, history) = split(&Bytes::from_static(DOC.as_bytes()), None).unwrap();
+        let written = crate::encode::metadata_json(&working, &history, None).unwrap();
         let value: serde_json::Value = serde_json::from_slice(&written).unwrap();
         let ids: Vec<i64> = value["snapshots"]
             .as_array()
@@ -555,8 +646,8 @@ mod tests {
                 r#""snapshot-log":[{"timestamp-ms":1700000000100,"snapshot-id":1},{"timestamp-ms":1700000000200,"snapshot-id":2},{"timestamp-ms":1700000000300,"snapshot-id":3}]"#,
                 &format!(r#""snapshot-log":{log}"#),
             );
-            let (working, history) = split(&Bytes::from(doc.clone())).unwrap();
-            let written = crate::encode::metadata_json(&working, &history).unwrap();
+            let (working, history) = split(&Bytes::from(doc.clone()), None).unwrap();
+            let written = crate::encode::metadata_json(&working, &history, None).unwrap();
             // Entries as iceberg-rust reads them (it keeps no other field).
             let entries = |v: &serde_json::Value| -> Vec<(i64, i64)> {
                 let v = v.as_array().cloned().unwrap_or_default();
@@ -584,7 +675,7 @@ mod tests {
             r#""timestamp-ms":1700000000100,"snapshot-id":1"#,
             r#""timestamp-ms":1800000000100,"snapshot-id":1"#,
         );
-        assert!(split(&Bytes::from(doc)).is_err());
+        assert!(split(&Bytes::from(doc), None).is_err());
     }
 
     /// The one-pass read takes what serde_json takes: any whitespace between tokens, an
@@ -604,9 +695,9 @@ mod tests {
             escaped = c == '\\' && !escaped;
         }
         let escaped = DOC.replace(r#""location""#, r#""loc\u0061tion""#);
-        let (working, history) = split(&Bytes::from_static(DOC.as_bytes())).unwrap();
+        let (working, history) = split(&Bytes::from_static(DOC.as_bytes()), None).unwrap();
         for text in [pretty, spaced, escaped, format!(" \n{DOC}\n ")] {
-            let (w, h) = split(&Bytes::from(text.clone())).unwrap();
+            let (w, h) = split(&Bytes::from(text.clone()), None).unwrap();
             assert_eq!(w, working, "{text}");
             assert_eq!(h.heads(), history.heads());
             let carried = &h.carried()[0].json;
@@ -614,11 +705,11 @@ mod tests {
             assert_eq!(expected["snapshot-id"], 2);
             assert!(text.contains(std::str::from_utf8(carried).unwrap()));
         }
-        let doc = document(r#"{ "snapshots" : [ ] , "a" : [1, {"b": "}"}] }"#).unwrap();
+        let doc = document(r#"{ "snapshots" : [ ] , "a" : [1, {"b": "}"}] }"#, None).unwrap();
         assert!(doc.snapshots.is_empty());
         assert_eq!(doc.fields["a"].get(), r#"[1, {"b": "}"}]"#);
-        assert!(document("{}").unwrap().fields.is_empty());
-        assert!(document(r#"{"snapshots":[]}"#).is_ok());
+        assert!(document("{}", None).unwrap().fields.is_empty());
+        assert!(document(r#"{"snapshots":[]}"#, None).is_ok());
         for bad in [
             "{}}",
             r#"{"snapshots":[]}}"#,
@@ -627,7 +718,7 @@ mod tests {
             r#"{"a":1,}"#,
             r#"{"a" 1}"#,
         ] {
-            assert!(document(bad).is_err(), "{bad}");
+            assert!(document(bad, None).is_err(), "{bad}");
         }
         for bad in [
             format!("{DOC} x"),
@@ -635,7 +726,7 @@ mod tests {
             DOC.replacen(r#""snapshots":["#, r#""snapshots":[,"#, 1),
             DOC.replacen(r#""location":"/t","#, r#""location":"/t",,"#, 1),
         ] {
-            assert!(split(&Bytes::from(bad.clone())).is_err(), "{bad}");
+            assert!(split(&Bytes::from(bad.clone()), None).is_err(), "{bad}");
         }
     }
 
@@ -659,9 +750,9 @@ mod tests {
         let compact: String = four.lines().map(str::trim_start).collect();
         let parts_of = |text: &str| {
             let bytes = Bytes::from(text.to_string());
-            let (working, history) = split(&bytes).unwrap();
+            let (working, history) = split(&bytes, None).unwrap();
             assert_eq!(history.carried_count(), 3);
-            let parts = crate::encode::metadata_parts(&working, &history).unwrap();
+            let parts = crate::encode::metadata_parts(&working, &history, None).unwrap();
             let within = |p: &Bytes| {
                 let (at, from) = (p.as_ptr() as usize, bytes.as_ptr() as usize);
                 at >= from && at + p.len() <= from + bytes.len()
@@ -670,7 +761,7 @@ mod tests {
             let written = parts.concat();
             assert_eq!(
                 written,
-                crate::encode::metadata_json(&working, &history).unwrap()
+                crate::encode::metadata_json(&working, &history, None).unwrap()
             );
             let original = crate::table::parse_metadata(text.as_bytes()).unwrap();
             assert_eq!(crate::table::parse_metadata(&written).unwrap(), original);
@@ -696,10 +787,56 @@ mod tests {
         assert_eq!((parts, views.len()), (1, 0));
     }
 
+    /// Written for a file, a document holds a snapshot index naming it; read back as that
+    /// file, its snapshots are taken by the index (no head read) and everything a commit
+    /// uses is what reading every snapshot gives. Anywhere else, or where a snapshot is not
+    /// where the index says, every snapshot is read as before.
+    #[test]
+    fn a_snapshot_index_is_read_only_in_the_file_it_names() {
+        let (working, scanned) = split(&Bytes::from_static(DOC.as_bytes()), None).unwrap();
+        let file = "v7.metadata.json";
+        let written = crate::encode::metadata_json(&working, &scanned, Some(file)).unwrap();
+        let written = Bytes::from(written);
+        let value: serde_json::Value = serde_json::from_slice(&written).unwrap();
+        let index = value["properties"][SNAPSHOT_INDEX].as_str().unwrap();
+        assert!(
+            index.starts_with("1;v7.metadata.json;1,1,1700000000100,"),
+            "{index}"
+        );
+        let (w, indexed) = split(&written, Some(file)).unwrap();
+        assert!(indexed.heads.get().is_none(), "no head read");
+        assert_eq!(indexed.entries(), scanned.entries());
+        assert_eq!(indexed.entries()[0].mirrors, Some(Some("1".to_string())));
+        let json =
+            |h: &History| -> Vec<Bytes> { h.carried().iter().map(|c| c.json.clone()).collect() };
+        assert_eq!(json(&indexed), json(&scanned));
+        assert_eq!(indexed.heads(), scanned.heads(), "read when asked for");
+        // Written again, the same bytes; the index is rewritten for the new file.
+        let again = crate::encode::metadata_json(&w, &indexed, Some(file)).unwrap();
+        assert_eq!(again, written);
+        let renamed = crate::encode::metadata_json(&w, &indexed, Some("v8.metadata.json"));
+        assert!(String::from_utf8(renamed.unwrap())
+            .unwrap()
+            .contains("1;v8.metadata.json;"));
+        let unnamed = crate::encode::metadata_json(&w, &indexed, None).unwrap();
+        assert!(!String::from_utf8(unnamed).unwrap().contains(SNAPSHOT_INDEX));
+        // Read as another file, or with a snapshot not where the index says: read whole.
+        let (_, other) = split(&written, Some("v8.metadata.json")).unwrap();
+        assert!(other.heads.get().is_some());
+        let text = String::from_utf8(written.to_vec()).unwrap();
+        let moved = text.replace(
+            r#""manifest-list":"/t/metadata/l2.avro""#,
+            r#""manifest-list":"/t/metadata/l22.avro""#,
+        );
+        let (_, shifted) = split(&Bytes::from(moved), Some(file)).unwrap();
+        assert!(shifted.heads.get().is_some());
+        assert_eq!(shifted.entries(), scanned.entries());
+    }
+
     #[test]
     fn a_document_that_is_not_metadata_is_refused() {
-        assert!(split(&Bytes::from_static(b"[1]")).is_err());
+        assert!(split(&Bytes::from_static(b"[1]"), None).is_err());
         let bad = br#"{"snapshots":[{"snapshot-id":"x"}]}"#;
-        assert!(split(&Bytes::from_static(bad)).is_err());
+        assert!(split(&Bytes::from_static(bad), None).is_err());
     }
 }

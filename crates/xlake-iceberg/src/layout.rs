@@ -11,7 +11,12 @@ pub const VERSION_HINT: &str = "metadata/version-hint.text";
 
 /// Relative path of `vN.metadata.json`.
 pub fn metadata_file(version: u64) -> String {
-    format!("{METADATA_DIR}/v{version}.metadata.json")
+    format!("{METADATA_DIR}/{}", metadata_file_name(version))
+}
+
+/// The name of `vN.metadata.json` in `metadata/`.
+pub fn metadata_file_name(version: u64) -> String {
+    format!("v{version}.metadata.json")
 }
 
 /// N of a path (relative or absolute) naming a `vN.metadata.json`; `None` for any other

@@ -79,6 +79,7 @@ pub mod puffin;
 mod puffin;
 pub mod relocation;
 pub mod schema;
+pub mod snapshot_index;
 pub mod summary;
 pub mod table;
 pub mod v3;

@@ -16,7 +16,7 @@ use xlake_storage::{Journal, PutOutcome, PutPayload, RetryPolicy, StorageError};
 use crate::encode::metadata_parts;
 use crate::error::{IcebergError, Result};
 use crate::history::{split, History};
-use crate::layout::{hint_text, metadata_file, VERSION_HINT};
+use crate::layout::{hint_text, metadata_file, metadata_file_name, VERSION_HINT};
 use crate::plan::Staged;
 use crate::table::{
     Batch, Committed, IcebergTable, LoadedTable, DELETE_AFTER_COMMIT, FILE_CHECK_CONCURRENCY,
@@ -64,7 +64,8 @@ impl IcebergTable {
     ) -> std::result::Result<PutPayload, Unpublished> {
         // Compact, as Java writes it: every reader loads every `vN` whole, and indentation
         // was a fifth of its bytes. The carried text goes out as the bytes it was read as.
-        let parts = metadata_parts(metadata, history)
+        let file = metadata_file_name(version);
+        let parts = metadata_parts(metadata, history, Some(&file))
             .map_err(|e| Unpublished::before(self.corrupt(&metadata_file(version), e)))?;
         let body: PutPayload = parts.into_iter().collect();
         self.publish_bytes(version, body.clone()).await?;
@@ -266,7 +267,8 @@ pub struct NextBase {
 impl NextBase {
     /// The published version as a loaded table.
     pub fn load(self) -> LoadedTable {
-        let (metadata, history) = match split(&Bytes::from(self.body)) {
+        let file = metadata_file_name(self.version);
+        let (metadata, history) = match split(&Bytes::from(self.body), Some(&file)) {
             Ok(split) => split,
             Err(_) => {
                 let history = self.history.with_added(&self.metadata);

@@ -77,7 +77,12 @@ struct Record<'a> {
 impl<'a> Record<'a> {
     /// The record in `summary`; `None` if absent or not this JSON.
     fn in_summary(summary: &'a HashMap<String, String>) -> Option<Self> {
-        serde_json::from_str(summary.get(XTABLE_METADATA)?).ok()
+        Self::of(summary.get(XTABLE_METADATA)?)
+    }
+
+    /// The record `text`; `None` if not this JSON.
+    fn of(text: &'a str) -> Option<Self> {
+        serde_json::from_str(text).ok()
     }
 }
 
@@ -114,11 +119,12 @@ impl SyncMetadata {
     /// reads of every snapshot (`Some(None)`: a record without one). The same records are
     /// taken (one [`Record`]), but nothing else is copied.
     pub fn identifier_in(summary: &HashMap<String, String>) -> Option<Option<String>> {
-        Some(
-            Record::in_summary(summary)?
-                .source_identifier
-                .map(Cow::into_owned),
-        )
+        Self::identifier_of(summary.get(XTABLE_METADATA)?)
+    }
+
+    /// [`Self::identifier_in`] of the summary whose `XTABLE_METADATA` is `record`.
+    pub(crate) fn identifier_of(record: &str) -> Option<Option<String>> {
+        Some(Record::of(record)?.source_identifier.map(Cow::into_owned))
     }
 }
 

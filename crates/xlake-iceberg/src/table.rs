@@ -17,7 +17,7 @@ use xlake_storage::{StorageError, TableStore};
 use crate::error::{IcebergError, Result};
 use crate::history::{split, History, SnapshotHead};
 pub(crate) use crate::layout::METADATA_DIR;
-use crate::layout::{is_metadata_json, version_of, VERSION_HINT};
+use crate::layout::{is_metadata_json, metadata_file_name, version_of, VERSION_HINT};
 pub use crate::layout::{metadata_file, parse_hint};
 use crate::manifest::{may_hold_live, read_manifest_list};
 use crate::plan::{Draft, PathCache};
@@ -56,9 +56,14 @@ enum Parse {
 }
 
 impl Parse {
-    fn read(self, bytes: &Bytes) -> std::result::Result<(TableMetadata, History), String> {
+    /// `bytes` read from `vN.metadata.json` of `version`.
+    fn read(
+        self,
+        bytes: &Bytes,
+        version: u64,
+    ) -> std::result::Result<(TableMetadata, History), String> {
         if let Parse::ForCommit = self {
-            if let Ok(split) = split(bytes) {
+            if let Ok(split) = split(bytes, Some(&metadata_file_name(version))) {
                 return Ok(split);
             }
             // Not the layout a split reads (a v1 table...): parse it whole, which says
@@ -108,8 +113,14 @@ impl LoadedTable {
     /// The source commits mirrored so far, oldest first, as [`Self::head`] lists them but
     /// only their identifiers (what a sync needs of every snapshot): (snapshot id, the
     /// source commit's identifier if its record has one).
+    /// Read from each snapshot's entry (see [`crate::snapshot_index`]), not its head.
     pub fn mirrored(&self) -> Vec<(i64, Option<String>)> {
-        self.in_commit_order(|h| SyncMetadata::identifier_in(&h.notes.0))
+        let mut entries: Vec<_> = self.history.entries().iter().collect();
+        entries.sort_by_key(|e| (e.sequence_number, e.timestamp_ms));
+        entries
+            .into_iter()
+            .filter_map(|e| Some((e.id, e.mirrors.clone()?)))
+            .collect()
     }
 
     /// What `read` gives of each snapshot that has it, with the snapshot's id, oldest
@@ -296,7 +307,7 @@ impl IcebergTable {
         let path = metadata_file(loaded.version);
         let bytes = self.store.get(&path).await?;
         let (metadata, history) = Parse::Whole
-            .read(&bytes)
+            .read(&bytes, loaded.version)
             .map_err(|e| self.corrupt(&path, e))?;
         Ok(LoadedTable {
             metadata,
@@ -320,7 +331,8 @@ impl IcebergTable {
         };
         let path = metadata_file(version);
         let bytes = self.store.get(&path).await?;
-        let (metadata, history) = parse.read(&bytes).map_err(|e| self.corrupt(&path, e))?;
+        let (metadata, history) =
+            (parse.read(&bytes, version)).map_err(|e| self.corrupt(&path, e))?;
         let ours = match metadata.current_snapshot() {
             Some(s) => s
                 .summary()
@@ -668,7 +680,11 @@ mod tests {
         assert_eq!(new.len(), 6);
         assert_eq!(new[..5], old[..], "older snapshots kept, in order");
         let text = String::from_utf8(after.clone()).unwrap();
-        for raw in crate::history::split(&before.into()).unwrap().1.carried() {
+        for raw in crate::history::split(&before.into(), None)
+            .unwrap()
+            .1
+            .carried()
+        {
             let raw = std::str::from_utf8(&raw.json).unwrap();
             assert!(text.contains(raw), "carried as written");
         }
