@@ -174,6 +174,14 @@ impl Snapshot<'_> {
             Snapshot::Carried(c) => (&c.entry, c.json.len()),
         }
     }
+
+    /// Its text as written.
+    fn text(&self) -> &[u8] {
+        match self {
+            Snapshot::Parsed(text, _) => text,
+            Snapshot::Carried(c) => &c.json,
+        }
+    }
 }
 
 /// Parsed snapshots (serialized) and carried ones merged in commit order.
@@ -217,8 +225,12 @@ fn index_snapshots(fields: &mut Map<String, Value>, file: Option<&str>, snapshot
     if let Some(Value::Object(properties)) = fields.get_mut("properties") {
         properties.remove(SNAPSHOT_INDEX);
     }
+    let Some(file) = file else {
+        return;
+    };
+    let list = snapshot_index::list_crc(snapshots.iter().map(Snapshot::text));
     let entries = snapshots.iter().map(Snapshot::indexed);
-    let Some(index) = file.and_then(|file| snapshot_index::render(file, entries)) else {
+    let Some(index) = snapshot_index::render(file, list, entries) else {
         return;
     };
     let properties = fields

@@ -22,7 +22,7 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use crate::snapshot_index::{self, Entry, SNAPSHOT_INDEX};
+use crate::snapshot_index::{self, Entry, Index, SNAPSHOT_INDEX};
 use crate::summary::{SyncMetadata, XTABLE_METADATA};
 
 /// Summary keys a head keeps besides [`XTABLE_METADATA`]: xlake's own notes.
@@ -259,7 +259,7 @@ struct Document<'a> {
     heads: Option<Vec<SnapshotHead>>,
     /// The snapshot index, when the properties hold one naming the file (see
     /// [`snapshot_index`]).
-    index: Option<Vec<(Entry, usize)>>,
+    index: Option<Index>,
     /// The snapshots' entries, when they were read by the index.
     indexed: Option<Vec<Entry>>,
 }
@@ -329,10 +329,16 @@ fn document<'a>(text: &'a str, file: Option<&str>) -> Result<Document<'a>, Strin
     if !more {
         walk.punctuation(b"}")?;
     }
+    let mut listed = false;
     while more {
         let (_, key): (_, std::borrow::Cow<str>) = walk.value()?;
         walk.punctuation(b":")?;
+        // A key twice is refused, as iceberg-rust's parse refuses it.
+        if doc.fields.contains_key(key.as_ref()) || (key == "snapshots" && listed) {
+            return Err(format!("table metadata: duplicate field {key:?}"));
+        }
         if key == "snapshots" {
+            listed = true;
             read_snapshots(&mut walk, &mut doc)?;
         } else {
             let (_, value) = walk.value::<&RawValue>()?;
@@ -354,7 +360,7 @@ fn document<'a>(text: &'a str, file: Option<&str>) -> Result<Document<'a>, Strin
 }
 
 /// The snapshot index of `file` in table properties `raw`, if they hold one naming it.
-fn index_in(raw: &RawValue, file: &str) -> Option<Vec<(Entry, usize)>> {
+fn index_in(raw: &RawValue, file: &str) -> Option<Index> {
     #[derive(Deserialize)]
     struct Properties<'a> {
         #[serde(rename = "xlake.snapshot-index", borrow)]
@@ -376,7 +382,7 @@ fn read_snapshots<'a>(walk: &mut Walk<'a>, doc: &mut Document<'a>) -> Result<(),
         if let Some((texts, end)) = snapshot_index::spans(walk.text, walk.at, &index) {
             walk.at = end;
             doc.snapshots = texts;
-            doc.indexed = Some(index.into_iter().map(|(entry, _)| entry).collect());
+            doc.indexed = Some(index.entries.into_iter().map(|(entry, _)| entry).collect());
             return Ok(());
         }
     }
@@ -473,7 +479,7 @@ fn split_log<'a>(
         let entries: Vec<LogEntry> = serde_json::from_str(text).map_err(|e| e.to_string())?;
         if entries
             .windows(2)
-            .any(|w| w[1].timestamp_ms - w[0].timestamp_ms < -LOG_SKEW_MS)
+            .any(|w| w[1].timestamp_ms.saturating_sub(w[0].timestamp_ms) < -LOG_SKEW_MS)
         {
             return Err("the snapshot log is out of order".to_string());
         }
@@ -717,6 +723,8 @@ mod tests {
             "{",
             r#"{"a":1,}"#,
             r#"{"a" 1}"#,
+            r#"{"a":1,"a":1}"#,
+            r#"{"snapshots":[],"snapshots":[]}"#,
         ] {
             assert!(document(bad, None).is_err(), "{bad}");
         }
@@ -799,10 +807,8 @@ mod tests {
         let written = Bytes::from(written);
         let value: serde_json::Value = serde_json::from_slice(&written).unwrap();
         let index = value["properties"][SNAPSHOT_INDEX].as_str().unwrap();
-        assert!(
-            index.starts_with("1;v7.metadata.json;1,1,1700000000100,"),
-            "{index}"
-        );
+        assert!(index.starts_with("1;v7.metadata.json;"), "{index}");
+        assert!(index.contains(";1,1,1700000000100,286,=1;2,2,"), "{index}");
         let (w, indexed) = split(&written, Some(file)).unwrap();
         assert!(indexed.heads.get().is_none(), "no head read");
         assert_eq!(indexed.entries(), scanned.entries());

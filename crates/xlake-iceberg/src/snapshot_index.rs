@@ -12,19 +12,22 @@
 //! summary ([`SyncMetadata::identifier_in`](crate::summary::SyncMetadata::identifier_in)),
 //! sync state stays in the snapshots' `XTABLE_METADATA`, and `check` reads those.
 //!
-//! **When it is trusted**: the index names the file it was written in. A metadata file is
+//! **When it is trusted**: the index names the file it was written in, and carries a
+//! CRC-32 of the `snapshots` list's text followed by its own entries. A metadata file is
 //! never rewritten in place (each version is a put-if-absent of a new name), so an index
-//! read from the file it names describes that file exactly. Another tool's next version
-//! copies the table's properties, and with them an index naming the file before: that file
-//! is read as before, snapshot by snapshot, and the next version xlake writes has a fresh
-//! index. Even in the file it names, each snapshot's text is checked (an object, holding
-//! `"snapshot-id":` and its id, one comma between snapshots, the list's end where the
-//! index ends) before any of it is used; any difference falls back to the full read.
+//! read from the file it names, whose checksum matches, describes that file as xlake
+//! wrote it. Another tool's next version copies the table's properties, and with them an
+//! index naming the file before: that file is read as before, snapshot by snapshot, and
+//! the next version xlake writes has a fresh index. A file edited in place (its list or
+//! the index) fails the checksum. Each snapshot's text is also checked for its shape (an
+//! object holding `"snapshot-id":` with its id, one comma between snapshots, the list's
+//! end where the index ends). Any difference falls back to the full read.
 //!
-//! Format (no JSON, so nothing in it is escaped in the file): `1;<file>` then, for each
-//! snapshot in file order, `;<id>,<sequence number>,<timestamp ms>,<length>` followed by
-//! `,-` for a record without a source identifier or `,=<identifier>` for one with, and by
-//! nothing for a snapshot that records no source commit. An identifier holding `;` is not
+//! Format: `1;<file>;<checksum, 8 hex digits>` then, for each snapshot in file order,
+//! `;<id>,<sequence number>,<timestamp ms>,<length>` followed by `,-` for a record without
+//! a source identifier or `,=<identifier>` for one with, and by nothing for a snapshot
+//! that records no source commit. For Delta versions and Hudi instants that is digits and
+//! separators only (about 50-65 bytes a snapshot); an identifier holding `;` is not
 //! indexed: the table then has no index, and commits read every snapshot.
 
 /// Table property holding the snapshot index.
@@ -51,10 +54,38 @@ impl Entry {
     }
 }
 
+/// An index as read: each snapshot's entry and the length of its text, in file order;
+/// its checksum, and the CRC of the entries' text (what the checksum covers after the
+/// list).
+#[derive(Debug, Clone)]
+pub(crate) struct Index {
+    pub(crate) entries: Vec<(Entry, usize)>,
+    checksum: u32,
+    tail: crc32fast::Hasher,
+}
+
+/// The CRC-32 state after a `snapshots` list whose snapshots' texts are `texts`, as
+/// written: `[`, the texts with a comma between, `]`. The index's checksum is this
+/// state continued over the index's own entries (see [`render`]), so it binds both.
+pub(crate) fn list_crc<'a>(texts: impl Iterator<Item = &'a [u8]>) -> crc32fast::Hasher {
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(b"[");
+    for (i, text) in texts.enumerate() {
+        if i > 0 {
+            crc.update(b",");
+        }
+        crc.update(text);
+    }
+    crc.update(b"]");
+    crc
+}
+
 /// The index of `file` (a `vN.metadata.json`'s name) whose snapshots, in file order, are
-/// `entries` with the length of their text; `None` when one cannot be written.
+/// `entries` with the length of their text, and whose list's text left CRC state `list`
+/// ([`list_crc`]); `None` when one cannot be written.
 pub(crate) fn render<'a>(
     file: &str,
+    mut list: crc32fast::Hasher,
     entries: impl Iterator<Item = (&'a Entry, usize)>,
 ) -> Option<String> {
     use std::fmt::Write;
@@ -62,9 +93,6 @@ pub(crate) fn render<'a>(
         return None;
     }
     let mut out = String::with_capacity(64 * 1024);
-    out.push_str(FORMAT);
-    out.push(';');
-    out.push_str(file);
     for (e, len) in entries {
         let (id, seq, ts) = (e.id, e.sequence_number, e.timestamp_ms);
         write!(out, ";{id},{seq},{ts},{len}").ok()?;
@@ -78,17 +106,29 @@ pub(crate) fn render<'a>(
             }
         }
     }
-    Some(out)
+    list.update(out.as_bytes());
+    Some(format!("{FORMAT};{file};{:08x}{out}", list.finalize()))
 }
 
-/// The entries of index `text`, with each snapshot's length, if it names `file` and is
-/// well formed.
-pub(crate) fn parse(text: &str, file: &str) -> Option<Vec<(Entry, usize)>> {
-    let mut items = text.split(';');
-    if items.next()? != FORMAT || items.next()? != file {
+/// The index `text`, if it names `file` and is well formed.
+pub(crate) fn parse(text: &str, file: &str) -> Option<Index> {
+    let mut head = text.splitn(4, ';');
+    if head.next()? != FORMAT || head.next()? != file {
         return None;
     }
-    items.map(entry).collect()
+    let checksum = u32::from_str_radix(head.next()?, 16).ok()?;
+    // The entries' text: empty, or each entry after a `;`.
+    let rest = head
+        .next()
+        .map_or("", |rest| &text[text.len() - rest.len() - 1..]);
+    let entries = rest.split(';').skip(1).map(entry).collect::<Option<_>>()?;
+    let mut tail = crc32fast::Hasher::new();
+    tail.update(rest.as_bytes());
+    Some(Index {
+        entries,
+        checksum,
+        tail,
+    })
 }
 
 fn entry(item: &str) -> Option<(Entry, usize)> {
@@ -112,16 +152,17 @@ fn entry(item: &str) -> Option<(Entry, usize)> {
 
 /// The text of each snapshot `index` describes, in the `snapshots` list that starts at
 /// byte `at` of `text` (its `[`), and where the list ends (past its `]`); `None` unless
-/// every snapshot is where the index says (see the module docs).
+/// the list's text has the index's checksum and every snapshot is where the index says
+/// (see the module docs).
 pub(crate) fn spans<'a>(
     text: &'a str,
-    mut at: usize,
-    index: &[(Entry, usize)],
+    start: usize,
+    index: &Index,
 ) -> Option<(Vec<&'a str>, usize)> {
-    let bytes = text.as_bytes();
-    let mut spans = Vec::with_capacity(index.len());
+    let (bytes, mut at) = (text.as_bytes(), start);
+    let mut spans = Vec::with_capacity(index.entries.len());
     let mut expect = b'[';
-    for (entry, len) in index {
+    for (entry, len) in &index.entries {
         (bytes.get(at) == Some(&expect)).then_some(())?;
         let end = at.checked_add(1)?.checked_add(*len)?;
         let span = text.get(at + 1..end)?;
@@ -130,11 +171,15 @@ pub(crate) fn spans<'a>(
         spans.push(span);
         (at, expect) = (end, b',');
     }
-    if index.is_empty() {
+    if index.entries.is_empty() {
         (bytes.get(at) == Some(&b'[')).then_some(())?;
         at += 1;
     }
-    (bytes.get(at) == Some(&b']')).then_some((spans, at + 1))
+    (bytes.get(at) == Some(&b']')).then_some(())?;
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&bytes[start..at + 1]);
+    crc.combine(&index.tail);
+    (crc.finalize() == index.checksum).then_some((spans, at + 1))
 }
 
 /// Whether an object's text (without its braces) has key `snapshot-id` with value `id`.
@@ -154,7 +199,7 @@ fn holds_id(inner: &str, id: i64) -> bool {
         !number && value[..end].parse() == Ok(id)
     };
     // xlake writes a snapshot's keys in alphabetical order and Java puts the id second:
-    // either way it comes before the summary, and the search ends there.
+    // either way it comes before the summary, and the search stops at its first match.
     inner
         .match_indices(KEY)
         .any(|(at, _)| is_id(&inner[at + KEY.len()..]))
@@ -180,65 +225,99 @@ mod tests {
             entry(2, Some(None)),
             entry(3, Some(Some("20240101000000000"))),
             entry(4, Some(Some("a,b=c"))),
+            entry(-5, Some(Some(""))),
         ];
-        let lens = [10, 20, 30, 40];
-        let text = render("v7.metadata.json", entries.iter().zip(lens)).unwrap();
-        assert!(text.starts_with("1;v7.metadata.json;1,1,1700000000001,10;2,2,"));
+        let lens = [10, 20, 30, 40, 50];
+        let crc = crc32fast::Hasher::new();
+        let text = render("v7.metadata.json", crc.clone(), entries.iter().zip(lens)).unwrap();
+        assert!(text.starts_with("1;v7.metadata.json;"), "{text}");
+        assert!(text.ends_with(";1,1,1700000000001,10;2,2,1700000000002,20,-;3,3,1700000000003,30,=20240101000000000;4,4,1700000000004,40,=a,b=c;-5,-5,1699999999995,50,="), "{text}");
         let read = parse(&text, "v7.metadata.json").unwrap();
         let expected: Vec<(Entry, usize)> = entries.into_iter().zip(lens).collect();
-        assert_eq!(read, expected);
-        assert_eq!(parse(&text, "v8.metadata.json"), None, "another file");
-        assert_eq!(parse("2;v7.metadata.json", "v7.metadata.json"), None);
-        assert_eq!(
-            parse("1;v7.metadata.json", "v7.metadata.json"),
-            Some(vec![])
-        );
+        assert_eq!(read.entries, expected);
+        assert!(parse(&text, "v8.metadata.json").is_none(), "another file");
+        let empty = render("v7.metadata.json", crc.clone(), std::iter::empty()).unwrap();
+        assert!(parse(&empty, "v7.metadata.json")
+            .unwrap()
+            .entries
+            .is_empty());
         for bad in [
-            "1;v7.metadata.json;1,2,3",
-            "1;v7.metadata.json;1,2,3,x",
-            "1;v7.metadata.json;1,2,3,4,x",
+            "2;v7.metadata.json;0",
+            "1;v7.metadata.json",
+            "1;v7.metadata.json;x",
+            "1;v7.metadata.json;0;",
+            "1;v7.metadata.json;0;1,2,3",
+            "1;v7.metadata.json;0;1,2,3,x",
+            "1;v7.metadata.json;0;1,2,3,4,x",
         ] {
-            assert_eq!(parse(bad, "v7.metadata.json"), None, "{bad}");
+            assert!(parse(bad, "v7.metadata.json").is_none(), "{bad}");
         }
         let semicolon = [entry(1, Some(Some("a;b")))];
-        assert_eq!(render("v1.metadata.json", semicolon.iter().zip([1])), None);
+        assert_eq!(
+            render("v1.metadata.json", crc, semicolon.iter().zip([1])),
+            None
+        );
     }
 
+    /// Spans are taken where the index says, and only when the checksum binds the list's
+    /// text and the index's entries: a changed list or a changed entry is not used.
     #[test]
     fn spans_are_used_only_where_the_index_says() {
         let a = r#"{"snapshot-id":12,"x":"}"}"#;
         let b = r#"{"summary":{},"snapshot-id":3}"#;
         let text = format!(r#"{{"snapshots":[{a},{b}],"x":1}}"#);
         let at = text.find('[').unwrap();
-        let index = vec![(entry(12, None), a.len()), (entry(3, None), b.len())];
-        let (found, end) = spans(&text, at, &index).unwrap();
+        let crc = list_crc([a, b].iter().map(|t| t.as_bytes()));
+        let signed = |entries: &[(Entry, usize)]| {
+            render("f", crc.clone(), entries.iter().map(|(e, n)| (e, *n))).unwrap()
+        };
+        let index = |entries: &[(Entry, usize)]| parse(&signed(entries), "f").unwrap();
+        let both = [(entry(12, None), a.len()), (entry(3, None), b.len())];
+        let (found, end) = spans(&text, at, &index(&both)).unwrap();
         assert_eq!(found, [a, b]);
         assert_eq!(&text[end..], r#","x":1}"#);
-        let wrong = |index: Vec<(Entry, usize)>| spans(&text, at, &index).is_none();
-        assert!(wrong(vec![(entry(12, None), a.len())]), "the list goes on");
-        assert!(
-            wrong(vec![(entry(1, None), a.len()), (entry(3, None), b.len())]),
-            "a prefix of 12"
-        );
-        assert!(wrong(vec![
+        // Entries other than those the checksum was made with (edited in the file).
+        let forged = |entries: &[(Entry, usize)]| {
+            let (original, other) = (signed(&both), signed(entries));
+            let head = |t: &str| t.len() - t.splitn(4, ';').nth(3).map_or(0, |e| e.len() + 1);
+            let forged = format!("{}{}", &original[..head(&original)], &other[head(&other)..]);
+            spans(&text, at, &parse(&forged, "f").unwrap()).is_none()
+        };
+        let merged = a.len() + 1 + b.len();
+        assert!(forged(&[(entry(12, None), merged)]), "two as one");
+        assert!(forged(&[
+            (entry(12, None), a.len()),
+            (entry(3, Some(None)), b.len())
+        ]));
+        assert!(!forged(&both), "the original");
+        // Signed entries that do not fit the list (a writer's mistake).
+        let wrong = |entries: &[(Entry, usize)]| spans(&text, at, &index(entries)).is_none();
+        assert!(wrong(&[(entry(12, None), a.len())]), "the list goes on");
+        let prefix = [(entry(1, None), a.len()), (entry(3, None), b.len())];
+        assert!(wrong(&prefix), "a prefix of 12");
+        assert!(wrong(&[
             (entry(3, None), a.len()),
             (entry(12, None), b.len())
         ]));
-        assert!(wrong(vec![
+        assert!(wrong(&[
             (entry(12, None), a.len() + 1),
             (entry(3, None), b.len())
         ]));
-        assert!(wrong(vec![
+        assert!(wrong(&[
             (entry(12, None), a.len()),
-            (entry(3, None), usize::MAX)
+            (entry(3, None), i64::MAX as usize)
         ]));
-        assert!(wrong(vec![]));
+        assert!(wrong(&[]));
+        let changed = text.replace(r#""x":"}""#, r#""x":"]""#);
+        assert!(spans(&changed, at, &index(&both)).is_none(), "another list");
         let spaced = r#"{ "parent-snapshot-id" : 1, "snapshot-id" : 12 }"#;
         assert!(holds_id(&spaced[1..spaced.len() - 1], 12));
         assert!(!holds_id(r#""parent-snapshot-id":12"#, 12));
         assert!(!holds_id(r#""s":"\"snapshot-id\":12""#, 12));
         assert!(!holds_id(r#""snapshot-id":12.5"#, 12));
         let empty = r#"{"snapshots":[]}"#;
-        assert_eq!(spans(empty, 13, &[]), Some((vec![], 15)));
+        let crc = list_crc(std::iter::empty());
+        let none = parse(&render("f", crc, std::iter::empty()).unwrap(), "f").unwrap();
+        assert_eq!(spans(empty, 13, &none), Some((vec![], 15)));
     }
 }

@@ -116,7 +116,7 @@ impl LoadedTable {
     /// Read from each snapshot's entry (see [`crate::snapshot_index`]), not its head.
     pub fn mirrored(&self) -> Vec<(i64, Option<String>)> {
         let mut entries: Vec<_> = self.history.entries().iter().collect();
-        entries.sort_by_key(|e| (e.sequence_number, e.timestamp_ms));
+        entries.sort_by_key(|e| e.order());
         entries
             .into_iter()
             .filter_map(|e| Some((e.id, e.mirrors.clone()?)))
@@ -127,7 +127,7 @@ impl LoadedTable {
     /// (by sequence number, then time) first.
     fn in_commit_order<T>(&self, read: impl Fn(&SnapshotHead) -> Option<T>) -> Vec<(i64, T)> {
         let mut heads: Vec<&SnapshotHead> = self.history.heads().iter().collect();
-        heads.sort_by_key(|h| (h.sequence_number, h.timestamp_ms));
+        heads.sort_by_key(|h| (h.sequence_number, h.timestamp_ms, h.snapshot_id));
         heads
             .into_iter()
             .filter_map(|h| Some((h.snapshot_id, read(h)?)))
