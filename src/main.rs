@@ -26,9 +26,24 @@ use clap::Parser;
 use args::{Cli, LogFormat};
 use out::errln;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    let runtime = match cli.command.single_threaded() {
+        true => tokio::runtime::Builder::new_current_thread(),
+        false => tokio::runtime::Builder::new_multi_thread(),
+    }
+    .enable_all()
+    .build();
+    match runtime {
+        Ok(runtime) => runtime.block_on(run(cli)),
+        Err(e) => {
+            errln!("xlake: could not start: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> ExitCode {
     let logs = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr);
