@@ -57,3 +57,72 @@ fn an_inflight_or_unknown_commit_fails_with_the_reason() {
     assert_ne!(code, 0);
     assert!(text.contains("no such completed commit"), "{text}");
 }
+
+/// The current version's `vN.metadata.json`, its N and its text.
+fn current(root: &std::path::Path) -> (u64, String) {
+    let hint = std::fs::read_to_string(root.join("metadata/version-hint.text")).unwrap();
+    let file = root.join(format!("metadata/v{hint}.metadata.json"));
+    (
+        hint.parse().unwrap(),
+        std::fs::read_to_string(file).unwrap(),
+    )
+}
+
+/// The snapshot index (`xlake.snapshot-index`) of a metadata file's text.
+fn index_of(text: &str) -> String {
+    let meta: serde_json::Value = serde_json::from_str(text).unwrap();
+    meta["properties"]["xlake.snapshot-index"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Each version names itself in its snapshot index, one entry per snapshot with the source
+/// commit it records. An index that is not the one xlake wrote for the file it is read
+/// from (edited in place, or copied into another version by another writer) is not used:
+/// had it been, its wrong entry would have been carried into the next version's index.
+#[test]
+fn a_snapshot_index_is_used_only_as_written_for_its_file() {
+    let (_dir, root) = common::delta::extract("simple_table");
+    let t = root.to_str().unwrap();
+    assert_eq!(common::xlake(&["commit", t, "--version", "2"]).0, 0);
+    let (n, text) = current(&root);
+    let index = index_of(&text);
+    assert!(
+        index.starts_with(&format!("1;v{n}.metadata.json;")),
+        "{index}"
+    );
+    let entries: Vec<&str> = index.split(';').skip(3).collect();
+    assert_eq!(entries.len(), 3, "{index}");
+    for (version, entry) in entries.iter().enumerate() {
+        assert!(entry.ends_with(&format!(",={version}")), "{index}");
+    }
+    // Edited in place: version 1's entry says 7.
+    let file = root.join(format!("metadata/v{n}.metadata.json"));
+    let edited = text.replacen(",=1;", ",=7;", 1);
+    assert_ne!(edited, text);
+    std::fs::write(&file, &edited).unwrap();
+    assert_eq!(common::xlake(&["commit", t, "--version", "3"]).0, 0);
+    let (n, text) = current(&root);
+    assert!(index_of(&text).contains(",=1;") && !text.contains(",=7;"));
+    // Copied as is into the next version by another writer, with the same edit.
+    let copied = text.replacen(",=1;", ",=7;", 1);
+    std::fs::write(
+        root.join(format!("metadata/v{}.metadata.json", n + 1)),
+        copied,
+    )
+    .unwrap();
+    std::fs::write(root.join("metadata/version-hint.text"), (n + 1).to_string()).unwrap();
+    assert_eq!(common::xlake(&["commit", t, "--version", "4"]).0, 0);
+    let (m, text) = current(&root);
+    let index = index_of(&text);
+    assert_eq!(m, n + 2);
+    assert!(
+        index.starts_with(&format!("1;v{m}.metadata.json;")),
+        "{index}"
+    );
+    assert!(index.contains(",=1;") && !index.contains(",=7;"), "{index}");
+    assert_eq!(index.split(';').skip(3).count(), 5, "{index}");
+    let (code, report) = common::xlake(&["check", t]);
+    assert_eq!(code, 0, "{report}");
+}
