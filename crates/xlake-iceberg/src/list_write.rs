@@ -116,8 +116,10 @@ impl ListOf {
 }
 
 /// iceberg-rust's list schema per format version (v2, v3), when this module writes its
-/// layout; `None` when it does not (then iceberg-rust writes every list).
-static SCHEMAS: OnceLock<[Option<Arc<serde_avro_fast::Schema>>; 2]> = OnceLock::new();
+/// layout; `None` when it does not (then iceberg-rust writes every list). Each is made
+/// when a list of its version is first written (a commit writes one version).
+static SCHEMAS: [OnceLock<Option<Arc<serde_avro_fast::Schema>>>; 2] =
+    [OnceLock::new(), OnceLock::new()];
 
 /// The list of `manifests` (sequence numbers and row ids assigned) for `of`; `None` when
 /// iceberg-rust is to write it.
@@ -130,14 +132,12 @@ pub(crate) async fn encode(
 }
 
 async fn schema(version: FormatVersion) -> Option<Arc<serde_avro_fast::Schema>> {
-    if let Some(schemas) = SCHEMAS.get() {
-        return schemas[usize::from(version == FormatVersion::V3)].clone();
+    let cell = &SCHEMAS[usize::from(version == FormatVersion::V3)];
+    if let Some(schema) = cell.get() {
+        return schema.clone();
     }
-    let schemas = [
-        written_schema(FormatVersion::V2).await,
-        written_schema(FormatVersion::V3).await,
-    ];
-    SCHEMAS.get_or_init(|| schemas)[usize::from(version == FormatVersion::V3)].clone()
+    let schema = written_schema(version).await;
+    cell.get_or_init(|| schema).clone()
 }
 
 /// The schema of an empty list iceberg-rust writes in `version`, if its record fields and
