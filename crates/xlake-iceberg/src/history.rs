@@ -3,15 +3,19 @@
 //! A commit builds on the current snapshot; the snapshots before it go into the next
 //! `vN.metadata.json` unchanged. So [`split`] parses into iceberg-rust's `TableMetadata`
 //! only the *working* snapshots (the current one and those a ref names), reads of every
-//! snapshot only its [`SnapshotHead`] (ids, time, manifest list, `XTABLE_METADATA` and the
-//! `xlake.*` notes), and keeps the JSON text of the others as it was read; the encoder
-//! ([`crate::encode`]) writes that text back in its place. With 1,000 snapshots this
+//! snapshot only its entry (id, order, the source commit it records), and keeps the
+//! JSON text of the others as it was read; the encoder ([`crate::encode`]) writes that
+//! text back in its place. The entries come from the snapshot index when the file holds
+//! the one xlake wrote for it ([`crate::snapshot_index`]): the snapshots are then sliced
+//! out of the text, not parsed, and their [`SnapshotHead`]s are read only if asked for.
+//! Otherwise each snapshot's head is read (ids, time, manifest list, `XTABLE_METADATA`
+//! and the `xlake.*` notes) and its entry taken from it. With 1,000 snapshots this
 //! replaces a parse of the whole file into iceberg-rust's types (an untagged enum that
-//! buffers the document) and a re-serialization of every snapshot by a scan of the text.
+//! buffers the document) and a re-serialization of every snapshot.
 //!
 //! A table loaded whole ([`IcebergTable::load`](crate::IcebergTable::load)) has the same
-//! heads and carries nothing: what needs every snapshot (check, inspect, expiry, cleanup)
-//! loads it whole.
+//! heads and entries and carries nothing: what needs every snapshot (check, inspect,
+//! expiry, cleanup) loads it whole.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::OnceLock;

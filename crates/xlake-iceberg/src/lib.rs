@@ -18,7 +18,8 @@
 //! | `plan::summary` | … operation, summary counters, `XTABLE_METADATA`, `xlake.degraded` |
 //! | `publish` | the publisher: the commit point (put-if-absent of `vN.metadata.json`), `version-hint.text`, abandoning a failed commit's journal |
 //! | [`layout`] | the names: `metadata/`, `version-hint.text`, `vN.metadata.json`, manifests, lists, delete files |
-//! | [`history`] | a commit's load: the working snapshots parsed, the others' heads read and their JSON carried as it is |
+//! | [`history`] | a commit's load: the working snapshots parsed, the others' JSON carried as it is, their entries read from the snapshot index (else from their heads) |
+//! | [`snapshot_index`] | table property `xlake.snapshot-index`: each snapshot's id, order, length and source commit, for the file it names and matches |
 //! | `body` | a document written in parts: serialized buffers, and large runs of carried text as views of the bytes read |
 //! | [`encode`] | the bytes of `vN.metadata.json`: snapshots in commit order, as Java writes them; carried snapshots written back as read |
 //! | [`relocation`] | a copied or moved table: its old metadata files, set aside for a rebuild |
