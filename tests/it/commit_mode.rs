@@ -78,9 +78,9 @@ fn index_of(text: &str) -> String {
 }
 
 /// Each version names itself in its snapshot index, one entry per snapshot with the source
-/// commit it records. An index that is not the one xlake wrote for the file it is read
-/// from (edited in place, or copied into another version by another writer) is not used:
-/// had it been, its wrong entry would have been carried into the next version's index.
+/// commit it records. An index edited in place is not used (had it been, its wrong entry
+/// would have been carried into the next version's index), nor one copied into another
+/// version by another writer; the next version has a fresh one.
 #[test]
 fn a_snapshot_index_is_used_only_as_written_for_its_file() {
     let (_dir, root) = common::delta::extract("simple_table");
@@ -105,13 +105,10 @@ fn a_snapshot_index_is_used_only_as_written_for_its_file() {
     assert_eq!(common::xlake(&["commit", t, "--version", "3"]).0, 0);
     let (n, text) = current(&root);
     assert!(index_of(&text).contains(",=1;") && !text.contains(",=7;"));
-    // Copied as is into the next version by another writer, with the same edit.
-    let copied = text.replacen(",=1;", ",=7;", 1);
-    std::fs::write(
-        root.join(format!("metadata/v{}.metadata.json", n + 1)),
-        copied,
-    )
-    .unwrap();
+    // Copied as is into the next version by another writer: the index names the file
+    // before it, so the copy is read snapshot by snapshot.
+    let copy = root.join(format!("metadata/v{}.metadata.json", n + 1));
+    std::fs::write(copy, &text).unwrap();
     std::fs::write(root.join("metadata/version-hint.text"), (n + 1).to_string()).unwrap();
     assert_eq!(common::xlake(&["commit", t, "--version", "4"]).0, 0);
     let (m, text) = current(&root);
@@ -125,4 +122,27 @@ fn a_snapshot_index_is_used_only_as_written_for_its_file() {
     assert_eq!(index.split(';').skip(3).count(), 5, "{index}");
     let (code, report) = common::xlake(&["check", t]);
     assert_eq!(code, 0, "{report}");
+}
+
+/// `commit` runs on the main thread alone; deltalake-core, which reads multi-part and V2
+/// (sidecar) checkpoints, then drives its reads from a runtime of its own. A log that
+/// starts at such a checkpoint is mirrored all the same.
+#[test]
+fn a_log_starting_at_a_multi_part_or_v2_checkpoint_is_mirrored_in_commit_mode() {
+    for (fixture, first_commit, latest) in [
+        ("multi-part-checkpoint", 0, 1),
+        ("checkpoint-v2-table", 6, 9),
+    ] {
+        let (_dir, root) = common::delta::extract(fixture);
+        let log = root.join("_delta_log");
+        // Without the commits before the checkpoint, it is the only way in.
+        for v in 0..=first_commit {
+            std::fs::remove_file(log.join(format!("{v:020}.json"))).unwrap();
+        }
+        let t = root.to_str().unwrap();
+        let (code, text) = common::xlake(&["commit", t, "--version", &latest.to_string()]);
+        assert_eq!(code, 0, "{fixture}: {text}");
+        let (code, report) = common::xlake(&["check", t]);
+        assert_eq!(code, 0, "{fixture}: {report}");
+    }
 }

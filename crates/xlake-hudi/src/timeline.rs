@@ -6,6 +6,8 @@
 //! v8/v9); both are read into the same JSON shape. `.hoodie/metadata/` (the metadata
 //! table) and other stray files are not instants and are ignored.
 
+use std::collections::HashSet;
+
 use serde_json::Value as Json;
 use xlake_storage::TableStore;
 
@@ -30,12 +32,12 @@ impl Timeline {
         // apart from the rest, which only the pending few of survive (read from their
         // names, and made instants only then).
         let named: Vec<Named> = names.iter().filter_map(|n| Named::parse(n)).collect();
-        let done: std::collections::HashSet<&str> = (named.iter())
-            .filter(|n| n.state == State::Completed)
-            .map(|n| n.requested)
-            .collect();
-        let (mut completed, mut pending): (Vec<Instant>, Vec<Instant>) = (named.iter())
-            .filter(|n| n.state == State::Completed || !done.contains(n.requested))
+        let is_done = |n: &&Named| n.state == State::Completed;
+        let done: HashSet<&str> = named.iter().filter(is_done).map(|n| n.requested).collect();
+        let kept = named
+            .iter()
+            .filter(|n| is_done(n) || !done.contains(n.requested));
+        let (mut completed, mut pending): (Vec<Instant>, Vec<Instant>) = kept
             .map(|n| n.instant(dir))
             .partition(|i| i.state == State::Completed);
         completed.sort_by(order);

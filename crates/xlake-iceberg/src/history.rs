@@ -368,14 +368,16 @@ fn index_in(raw: &RawValue, file: &str) -> Option<Index> {
     #[derive(Deserialize)]
     struct Properties<'a> {
         #[serde(rename = "xlake.snapshot-index", borrow)]
-        index: Option<std::borrow::Cow<'a, str>>,
+        index: Option<&'a str>,
     }
     // Most tables' properties are a few keys; a table without an index parses nothing.
+    // The index as xlake writes it has nothing to unescape, so it is read in place; one
+    // that has (not xlake's) is not read, and the snapshots are read instead.
     if !raw.get().contains(SNAPSHOT_INDEX) {
         return None;
     }
     let properties: Properties = serde_json::from_str(raw.get()).ok()?;
-    snapshot_index::parse(&properties.index?, file)
+    snapshot_index::parse(properties.index?, file)
 }
 
 /// The `snapshots` array at `walk` into `doc`: by the snapshot index where it holds one
@@ -434,7 +436,7 @@ pub fn split(bytes: &Bytes, file: Option<&str>) -> Result<(TableMetadata, Histor
         }
     }
     let (last_entry, log) = match doc.fields.get("snapshot-log") {
-        Some(raw) if raw.get() != "null" => split_log(bytes, raw, doc.indexed.is_some())?,
+        Some(raw) if raw.get() != "null" => split_log(bytes, raw)?,
         _ => (None, None),
     };
     let metadata = parse_working(&doc, &kept, last_entry)?;
@@ -469,42 +471,36 @@ const LOG_SKEW_MS: i64 = 60_000;
 /// The snapshot log `raw` split into its last entry (for the working metadata) and the
 /// entries before it, carried; `(None, None)` for a log of fewer than two entries, or one
 /// whose last entry is not plain (its text is found from the end: the last `{`). Every
-/// entry is read and the log's order checked as iceberg-rust checks it, unless the log
-/// is `ours`: in a file its snapshot index names, xlake wrote it, from a log it checked
-/// and entries iceberg-rust checked.
+/// entry is read and the log's order checked as iceberg-rust checks it (also in a file
+/// read by its snapshot index, whose checksum does not cover the log).
 fn split_log<'a>(
     whole: &Bytes,
     raw: &'a RawValue,
-    ours: bool,
 ) -> Result<(Option<&'a str>, Option<CarriedLog>), String> {
     let text = raw.get();
-    let mut last = None;
-    if !ours {
-        let entries: Vec<LogEntry> = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        if entries
-            .windows(2)
-            .any(|w| w[1].timestamp_ms.saturating_sub(w[0].timestamp_ms) < -LOG_SKEW_MS)
-        {
-            return Err("the snapshot log is out of order".to_string());
-        }
-        let (Some(l), true) = (entries.last(), entries.len() > 1) else {
-            return Ok((None, None));
-        };
-        last = Some((l.snapshot_id, l.timestamp_ms));
+    let entries: Vec<LogEntry> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    if entries
+        .windows(2)
+        .any(|w| w[1].timestamp_ms.saturating_sub(w[0].timestamp_ms) < -LOG_SKEW_MS)
+    {
+        return Err("the snapshot log is out of order".to_string());
     }
+    let (Some(last), true) = (entries.last(), entries.len() > 1) else {
+        return Ok((None, None));
+    };
     // `[` first, carried entries, `,` last entry, `]` (whitespace allowed between).
     let tail_at = text.rfind('{').unwrap_or(0);
     let tail = text[tail_at..].trim_end().trim_end_matches(']');
     let carried = text[..tail_at].trim_end().strip_suffix(',');
     let carried = carried.and_then(|c| c.trim_start().strip_prefix('['));
     let found: Option<LogEntry> = serde_json::from_str(tail).ok();
-    match (carried.map(str::trim), found) {
+    match (carried, found) {
         (Some(carried), Some(f))
-            if !carried.is_empty() && last.is_none_or(|l| l == (f.snapshot_id, f.timestamp_ms)) =>
+            if (f.snapshot_id, f.timestamp_ms) == (last.snapshot_id, last.timestamp_ms) =>
         {
             let log = CarriedLog {
-                text: view(whole, carried)?,
-                next: (f.snapshot_id, f.timestamp_ms),
+                text: view(whole, carried.trim())?,
+                next: (last.snapshot_id, last.timestamp_ms),
             };
             Ok((Some(tail), Some(log)))
         }

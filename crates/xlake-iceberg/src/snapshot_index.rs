@@ -21,7 +21,10 @@
 //! the next version xlake writes has a fresh index. A file edited in place (its list or
 //! the index) fails the checksum. The list's shape is checked too (each snapshot an
 //! object, one comma between, the list's end where the index ends). Any difference falls
-//! back to the full read.
+//! back to the full read. (The snapshot log is not covered: it is read and checked on
+//! every commit.) An entry records what `SyncMetadata::identifier_of` reads of its
+//! snapshot's summary: if that ever reads something else, `FORMAT` must change so that
+//! no index written before is used.
 //!
 //! Format: `1;<file>;<checksum, 8 hex digits>` then, for each snapshot in file order,
 //! `;<id>,<sequence number>,<timestamp ms>,<length>` followed by `,-` for a record without
@@ -93,7 +96,7 @@ pub(crate) fn render<'a>(
     if file.contains(';') {
         return None;
     }
-    let mut out = String::with_capacity(64 * 1024);
+    let mut out = String::with_capacity(64 * entries.size_hint().0);
     for (e, len) in entries {
         let (id, seq, ts) = (e.id, e.sequence_number, e.timestamp_ms);
         write!(out, ";{id},{seq},{ts},{len}").ok()?;
@@ -253,17 +256,17 @@ mod tests {
         let text = format!(r#"{{"snapshots":[{a},{b}],"x":1}}"#);
         let at = text.find('[').unwrap();
         let crc = list_crc([a, b].iter().map(|t| t.as_bytes()));
-        let signed = |entries: &[(Entry, usize)]| {
+        let written = |entries: &[(Entry, usize)]| {
             render("f", crc.clone(), entries.iter().map(|(e, n)| (e, *n))).unwrap()
         };
-        let index = |entries: &[(Entry, usize)]| parse(&signed(entries), "f").unwrap();
+        let index = |entries: &[(Entry, usize)]| parse(&written(entries), "f").unwrap();
         let both = [(entry(12, None), a.len()), (entry(3, None), b.len())];
         let (found, end) = spans(&text, at, &index(&both)).unwrap();
         assert_eq!(found, [a, b]);
         assert_eq!(&text[end..], r#","x":1}"#);
         // Entries other than those the checksum was made with (edited in the file).
         let forged = |entries: &[(Entry, usize)]| {
-            let (original, other) = (signed(&both), signed(entries));
+            let (original, other) = (written(&both), written(entries));
             let head = |t: &str| t.len() - t.splitn(4, ';').nth(3).map_or(0, |e| e.len() + 1);
             let forged = format!("{}{}", &original[..head(&original)], &other[head(&other)..]);
             spans(&text, at, &parse(&forged, "f").unwrap()).is_none()
@@ -275,7 +278,7 @@ mod tests {
             (entry(3, Some(None)), b.len())
         ]));
         assert!(!forged(&both), "the original");
-        // Signed entries that do not fit the list (a writer's mistake).
+        // Entries written with the list's checksum that do not fit it (a writer's mistake).
         let wrong = |entries: &[(Entry, usize)]| spans(&text, at, &index(entries)).is_none();
         assert!(wrong(&[(entry(12, None), a.len())]), "the list goes on");
         assert!(wrong(&[

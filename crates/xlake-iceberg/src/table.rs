@@ -331,8 +331,8 @@ impl IcebergTable {
         };
         let path = metadata_file(version);
         let bytes = self.store.get(&path).await?;
-        let (metadata, history) =
-            (parse.read(&bytes, version)).map_err(|e| self.corrupt(&path, e))?;
+        let read = parse.read(&bytes, version);
+        let (metadata, history) = read.map_err(|e| self.corrupt(&path, e))?;
         let ours = match metadata.current_snapshot() {
             Some(s) => s
                 .summary()

@@ -258,7 +258,8 @@ pub async fn mirror_commit(
         reason,
     };
     // The source's log and the table's metadata are read at the same time (each is a
-    // few ms on a long history, the one mostly listing, the other mostly parsing).
+    // few ms on a long history): their I/O overlaps; on `commit`'s single thread, their
+    // parsing does not.
     let target = IcebergTable::new(store.clone());
     let (source, loaded) = tokio::join!(sources::open(&store, options), target.load_for_commit());
     let mut source = source?;
