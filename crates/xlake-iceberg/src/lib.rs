@@ -38,6 +38,7 @@
 //! | `manifest` | manifests and manifest lists written (by `manifest_write` and `list_write`, or iceberg-rust's writers) and persisted through [`xlake_storage`] |
 //! | `list_read` | a manifest list read straight into its fields (serde_avro_fast), iceberg-rust's parse as the fallback |
 //! | `list_write` | a manifest list encoded straight from its manifests (serde_avro_fast) under iceberg-rust's own schema, its writer as the fallback |
+//! | `list_carry` | a list keeping every manifest of its parent's (an append): the parent's records carried as its Avro blocks |
 //! | `manifest_read` | a manifest's entries read the same way, iceberg-rust's parse as the fallback |
 //! | `manifest_record` | a manifest's Avro records, as iceberg-rust's own serde writes them: read by `manifest_read`, written by `manifest_write` |
 //! | `manifest_write` | a manifest encoded straight from its entries (serde_avro_fast) under iceberg-rust's own header, its writer as the fallback |
@@ -56,6 +57,7 @@ pub mod fidelity;
 pub mod footer;
 pub mod history;
 pub mod layout;
+mod list_carry;
 mod list_read;
 mod list_write;
 mod manifest;

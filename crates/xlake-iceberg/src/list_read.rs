@@ -97,8 +97,9 @@ pub(crate) fn manifests(bytes: &[u8], location: &str) -> Result<Vec<ManifestFile
 fn fast(bytes: &[u8]) -> Option<Vec<ManifestFile>> {
     let mut reader = Reader::from_slice(bytes).ok()?;
     // A record is at least ~100 bytes (its path alone); sized once, the vector of a
-    // 1,000-manifest list is not copied as it grows.
-    let mut manifests = Vec::with_capacity(bytes.len() / 100);
+    // 1,000-manifest list is not copied as it grows (capped: a corrupt length reserves
+    // nothing large).
+    let mut manifests = Vec::with_capacity((bytes.len() / 100).min(1 << 14));
     for record in reader.deserialize::<Listed>() {
         manifests.push(record.ok().filter(Listed::counted)?.into_manifest().ok()?);
     }
@@ -147,11 +148,11 @@ mod tests {
             write_manifest_list(
                 &store,
                 &list,
-                9,
-                Some(8),
+                (9, Some(8)),
                 (40, first_row_id),
                 written,
                 &HashSet::new(),
+                None,
             )
             .await
             .unwrap();

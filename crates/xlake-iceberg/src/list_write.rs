@@ -80,7 +80,7 @@ pub(crate) struct ListOf {
 }
 
 impl ListOf {
-    fn version(&self) -> FormatVersion {
+    pub(crate) fn version(&self) -> FormatVersion {
         match self.first_row_id {
             Some(_) => FormatVersion::V3,
             None => FormatVersion::V2,
@@ -128,10 +128,11 @@ pub(crate) async fn encode(
     manifests: &[ManifestFile],
 ) -> Option<Result<Vec<u8>, String>> {
     let schema = schema(of.version()).await?;
-    Some(records(&schema, of, manifests))
+    Some(records(&schema, of, manifests, None))
 }
 
-async fn schema(version: FormatVersion) -> Option<Arc<serde_avro_fast::Schema>> {
+/// The schema this module writes lists of `version` with, if it writes them.
+pub(crate) async fn schema(version: FormatVersion) -> Option<Arc<serde_avro_fast::Schema>> {
     let cell = &SCHEMAS[usize::from(version == FormatVersion::V3)];
     if let Some(schema) = cell.get() {
         return schema.clone();
@@ -172,16 +173,21 @@ fn record_fields(json: &str) -> Option<Vec<String>> {
         .collect()
 }
 
-/// The Avro file of `manifests` under `schema`.
-fn records(
+/// The Avro file of `manifests` under `schema`, with sync marker `sync` if given (else a
+/// random one).
+pub(crate) fn records(
     schema: &serde_avro_fast::Schema,
     of: ListOf,
     manifests: &[ManifestFile],
+    sync: Option<[u8; 16]>,
 ) -> Result<Vec<u8>, String> {
     use serde_avro_fast::object_container_file_encoding::{Compression, WriterBuilder};
     let mut config = serde_avro_fast::ser::SerializerConfig::new(schema);
-    let mut writer = WriterBuilder::new(&mut config)
-        .compression(Compression::Null)
+    let mut builder = WriterBuilder::new(&mut config).compression(Compression::Null);
+    if let Some(sync) = sync {
+        builder = builder.sync_marker(sync);
+    }
+    let mut writer = builder
         .build_with_user_metadata(Vec::new(), of.metadata())
         .map_err(|e| e.to_string())?;
     for m in manifests {

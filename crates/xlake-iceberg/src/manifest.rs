@@ -18,6 +18,7 @@ use iceberg::spec::{
 };
 use xlake_storage::TableStore;
 
+use crate::list_carry;
 use crate::list_write::{self, ListOf};
 use crate::manifest_write::{self, Sink};
 
@@ -132,8 +133,26 @@ pub(crate) async fn read_manifest_list(
     store: &TableStore,
     location: &str,
 ) -> Result<Vec<ManifestFile>, String> {
+    Ok(read_list_file(store, location).await?.manifests)
+}
+
+/// A manifest list as read or written: its location, its manifests and its bytes (which
+/// a list keeping all its manifests may carry, see [`crate::list_carry`]).
+#[derive(Debug, Clone)]
+pub(crate) struct ListFile {
+    pub(crate) location: String,
+    pub(crate) manifests: Vec<ManifestFile>,
+    pub(crate) bytes: Bytes,
+}
+
+/// The manifest list at `location`.
+pub(crate) async fn read_list_file(store: &TableStore, location: &str) -> Result<ListFile, String> {
     let bytes = store.get(location).await.map_err(|e| e.to_string())?;
-    crate::list_read::manifests(&bytes, location)
+    Ok(ListFile {
+        location: location.to_string(),
+        manifests: crate::list_read::manifests(&bytes, location)?,
+        bytes,
+    })
 }
 
 /// Write one manifest (of data files, or of delete files when `deletes`) at `location`,
@@ -175,17 +194,19 @@ pub(crate) async fn write_manifest(
 /// rows optional when their files have ids, and counting them would give rows that have
 /// ids new ones. Returns the manifests as the list holds them: the new ones with the
 /// snapshot's sequence number (and v3 first row id), as the writer assigns them (so the
-/// next commit of a batch need not read the list back), and the rows given ids (v3
-/// `added-rows`).
+/// next commit of a batch need not read the list back), the rows given ids (v3
+/// `added-rows`) and the list's bytes. With `parent_list` (the bytes of the parent's
+/// list, whose records are, unchanged and in order, the last `n` of `manifests`), the
+/// parent's records may be carried as written ([`crate::list_carry`]).
 pub(crate) async fn write_manifest_list(
     store: &TableStore,
     location: &str,
-    snapshot_id: i64,
-    parent: Option<i64>,
+    (snapshot_id, parent): (i64, Option<i64>),
     (sequence_number, first_row_id): (i64, Option<u64>),
     mut manifests: Vec<ManifestFile>,
     carried: &HashSet<String>,
-) -> Result<(Vec<ManifestFile>, u64), String> {
+    parent_list: Option<(&[u8], usize)>,
+) -> Result<(Vec<ManifestFile>, u64, Bytes), String> {
     let of = ListOf {
         snapshot_id,
         parent,
@@ -193,17 +214,26 @@ pub(crate) async fn write_manifest_list(
         first_row_id,
     };
     let counted = assign(of, &mut manifests, carried)?;
-    let bytes = match list_write::encode(of, &manifests).await {
+    let new = parent_list.and_then(|(bytes, n)| Some((bytes, manifests.len().checked_sub(n)?)));
+    let carried_list = match new {
+        Some((bytes, new)) => list_carry::encode(of, &manifests[..new], bytes).await,
+        None => None,
+    };
+    let encoded = match carried_list {
+        Some(encoded) => Some(encoded),
+        None => list_write::encode(of, &manifests).await,
+    };
+    let bytes = match encoded {
         Some(bytes) => Bytes::from(bytes?),
         None => iceberg_list(of, &manifests, &counted).await?,
     };
     store
-        .put(location, bytes)
+        .put(location, bytes.clone())
         .await
         .map_err(|e| e.to_string())?;
     // Never negative: row ids only grow from `first_row_id` (checked in `assign`).
     let added_rows = counted.next_row_id.unwrap_or(0) - first_row_id.unwrap_or(0);
-    Ok((manifests, added_rows))
+    Ok((manifests, added_rows, bytes))
 }
 
 /// The manifests a list assigned row ids to (by index), and the next row id after them.
@@ -430,14 +460,14 @@ mod tests {
         ];
         let carried = HashSet::from([store.absolute("carried.avro")]);
         let list = store.absolute("metadata/list.avro");
-        let (listed, added_rows) = write_manifest_list(
+        let (listed, added_rows, _) = write_manifest_list(
             &store,
             &list,
-            1,
-            None,
+            (1, None),
             (1, Some(1000)),
             manifests.to_vec(),
             &carried,
+            None,
         )
         .await
         .unwrap();

@@ -6,7 +6,9 @@
 //!
 //! Only manifests older than the commit are merged: the commit's own manifests keep their
 //! `added` and `deleted` entries, which incremental readers rely on. Merged entries keep
-//! their snapshot id, sequence numbers and (v3) row ids.
+//! their snapshot id, sequence numbers and (v3) row ids. A commit that merges nothing
+//! keeps the parent's manifests in their order (so an append can carry its parent's list,
+//! see [`crate::list_carry`]).
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -24,6 +26,32 @@ pub const MIN_COUNT_TO_MERGE: usize = 100;
 /// Live entries a merged manifest holds at most; manifests with fewer are small.
 pub const TARGET_ENTRIES: u32 = 100;
 
+/// Small data manifests of each partition spec among `kept`.
+fn small_counts(kept: &[ManifestFile]) -> BTreeMap<i32, usize> {
+    let mut counts = BTreeMap::new();
+    for m in kept.iter().filter(|m| is_small(m)) {
+        *counts.entry(m.partition_spec_id).or_default() += 1;
+    }
+    counts
+}
+
+/// Live entries of a manifest, as its list counts them.
+fn live(m: &ManifestFile) -> u32 {
+    m.added_files_count.unwrap_or(0) + m.existing_files_count.unwrap_or(0)
+}
+
+fn is_small(m: &ManifestFile) -> bool {
+    m.content == ManifestContentType::Data && live(m) < TARGET_ENTRIES
+}
+
+/// Whether [`IcebergTable::merge_small_manifests`] would merge any of `kept` (else it
+/// gives them back as they are, in their order).
+pub(crate) fn merges(kept: &[ManifestFile]) -> bool {
+    small_counts(kept)
+        .values()
+        .any(|n| *n >= MIN_COUNT_TO_MERGE)
+}
+
 impl IcebergTable {
     /// Merge the small data manifests among `kept` (a commit's untouched older manifests)
     /// when there are enough of them; `location(n)` names the n-th new manifest. Merged
@@ -36,13 +64,13 @@ impl IcebergTable {
         carried: &mut HashSet<String>,
         mut location: impl FnMut() -> String,
     ) -> Result<Vec<ManifestFile>> {
-        let live = |m: &ManifestFile| {
-            m.added_files_count.unwrap_or(0) + m.existing_files_count.unwrap_or(0)
-        };
+        if !merges(&kept) {
+            return Ok(kept);
+        }
         let mut small: BTreeMap<i32, Vec<ManifestFile>> = BTreeMap::new();
         let mut out = Vec::with_capacity(kept.len());
         for m in kept {
-            if m.content == ManifestContentType::Data && live(&m) < TARGET_ENTRIES {
+            if is_small(&m) {
                 small.entry(m.partition_spec_id).or_default().push(m);
             } else {
                 out.push(m);

@@ -1,13 +1,15 @@
 //! Manifests: what a snapshot's manifest list holds. The commit's added data files and
 //! delete files get one new manifest each; each parent manifest holding removed files is
 //! rewritten (those entries deleted, the others existing); the kept ones are merged when
-//! small (see [`crate::merge`]); then the manifest list. Counts for the summary are taken
-//! on the way. In a v3 table the entries a rewritten or merged manifest carries keep their
-//! row ids (see [`crate::manifest`]). Data files the commit adds again unchanged are not
-//! here: their entries stay where they are (see [`super::deletes`]).
+//! small (see [`crate::merge`]); then the manifest list, which carries the parent's
+//! records as written when it keeps them all (see [`crate::list_carry`]). Counts for the
+//! summary are taken on the way. In a v3 table the entries a rewritten or merged manifest
+//! carries keep their row ids (see [`crate::manifest`]). Data files the commit adds again
+//! unchanged are not here: their entries stay where they are (see [`super::deletes`]).
 
 use std::collections::HashSet;
 
+use bytes::Bytes;
 use iceberg::spec::{
     DataFile as IcebergDataFile, ManifestFile, PartitionSpec, SchemaRef, TableMetadata,
 };
@@ -28,6 +30,8 @@ pub(super) struct Written {
     pub(super) list: String,
     /// The manifests it holds, as it holds them.
     pub(super) listed: Vec<ManifestFile>,
+    /// Its bytes.
+    pub(super) bytes: Bytes,
     /// Rows given ids (v3 `added-rows`).
     pub(super) added_rows: u64,
     pub(super) counts: Counts,
@@ -69,13 +73,15 @@ impl IcebergTable {
         }
     }
 
-    /// Write the snapshot's manifests and its manifest list.
+    /// Write the snapshot's manifests and its manifest list. `parent_list`: the bytes of
+    /// the parent's list and its number of manifests, when the commit keeps them all as
+    /// they are (its records may then be carried, see [`crate::list_carry`]).
     pub(super) async fn write_manifests(
         &self,
         frame: &Frame,
         bound: &Bound,
-        added: AddedFiles,
-        mut removals: Removals,
+        (added, mut removals): (AddedFiles, Removals),
+        parent_list: Option<(Bytes, usize)>,
     ) -> Result<Written> {
         let mut out = Manifests {
             table: self,
@@ -115,20 +121,21 @@ impl IcebergTable {
         let list = self
             .store
             .absolute(&layout::manifest_list_file(frame.snapshot_id, &out.commit));
-        let (listed, added_rows) = write_manifest_list(
+        let (listed, added_rows, bytes) = write_manifest_list(
             &self.store,
             &list,
-            frame.snapshot_id,
-            frame.parent_id(),
+            (frame.snapshot_id, frame.parent_id()),
             (frame.sequence_number, frame.first_row_id),
             out.written,
             &carried,
+            parent_list.as_ref().map(|(b, n)| (&b[..], *n)),
         )
         .await
         .map_err(self.write_failed(&list))?;
         Ok(Written {
             list,
             listed,
+            bytes,
             added_rows,
             counts: out.counts,
             partitions: out.partitions.len(),

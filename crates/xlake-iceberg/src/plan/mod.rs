@@ -24,14 +24,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use iceberg::spec::{
-    FormatVersion, ManifestFile, Snapshot, SnapshotRef, SnapshotReference, SnapshotRetention,
-    Summary, TableMetadata, MAIN_BRANCH,
+    FormatVersion, Snapshot, SnapshotRef, SnapshotReference, SnapshotRetention, Summary,
+    TableMetadata, MAIN_BRANCH,
 };
 use xlake_model::ChangeSet;
 
 use crate::error::{IcebergError, Result};
 use crate::fidelity::PARQUET_VECTORIZATION;
 use crate::history::History;
+use crate::manifest::ListFile;
+use crate::merge;
 use crate::table::{IcebergTable, LoadedTable};
 
 pub(crate) use deletes::PathCache;
@@ -47,7 +49,7 @@ pub(crate) struct Draft<'a> {
     pub(crate) history: Arc<History>,
     pub(crate) expired_logs: Vec<iceberg::spec::MetadataLog>,
     /// The manifest list staged last, as written (the next snapshot's parent list).
-    pub(crate) last_list: Option<(String, Vec<ManifestFile>)>,
+    pub(crate) last_list: Option<ListFile>,
 }
 
 /// What staging one change set added to the draft: the snapshot id and time, and the
@@ -156,13 +158,17 @@ impl IcebergTable {
                 .insert(PARQUET_VECTORIZATION.into(), "false".into());
         }
         // 3. Removed files: the parent manifests that hold them.
-        let parents = self
-            .parent_manifests(frame.parent.as_deref(), last_list)
-            .await?;
+        let parent = self.parent_list(frame.parent.as_deref(), last_list).await?;
+        let (parents, parent_bytes) =
+            parent.map_or((Vec::new(), None), |l| (l.manifests, Some(l.bytes)));
+        let listed = parents.len();
         let spec_id = bound.spec.spec_id();
         let removals = self
             .plan_removals(change, parents, (&added.data, spec_id))
             .await?;
+        // A commit keeping its parent's list whole, as it was, may carry its records.
+        let kept_whole = removals.keeps_whole(listed) && !merge::merges(&removals.kept);
+        let parent_list = parent_bytes.filter(|_| kept_whole).map(|b| (b, listed));
         // Files added again unchanged keep their entries: only their delete files change.
         added
             .data
@@ -170,7 +176,7 @@ impl IcebergTable {
         let adds = summary::adds(&added, &removals.in_place);
         // 4. Manifests and the manifest list.
         let written = self
-            .write_manifests(&frame, &bound, added, removals)
+            .write_manifests(&frame, &bound, (added, removals), parent_list)
             .await?;
         // 5. Summary; the snapshot joins the draft.
         let summary = summary::snapshot_summary(change, &frame, &written, adds, &degraded);
@@ -200,7 +206,11 @@ impl IcebergTable {
         draft.expired_logs.extend(built.expired_metadata_logs);
         draft.metadata = Some(built.metadata);
         draft.base = None;
-        draft.last_list = Some((written.list, written.listed));
+        draft.last_list = Some(ListFile {
+            location: written.list,
+            manifests: written.listed,
+            bytes: written.bytes,
+        });
         let added_entries = degraded.difference(&parent_degraded).cloned().collect();
         Ok((frame.snapshot_id, frame.timestamp_ms, added_entries))
     }
