@@ -7,13 +7,46 @@
 //! each ending with the file's sync marker. The new list is a header of its own (its
 //! snapshot's metadata) with the parent's sync marker, a block of the new records, then
 //! the parent's blocks byte for byte. It is carried only when the parent was written under
-//! the very schema (same text) and without compression, as [`crate::list_write`] writes;
-//! any other parent, and v3 lists (whose row ids a commit may assign to the parent's
-//! manifests), are encoded whole as before.
+//! the very schema (same text) and without compression, as [`crate::list_write`] writes,
+//! its blocks all end with its sync marker, there are at most [`MAX_BLOCKS`] of them (each
+//! carried commit adds one; past that the list is encoded whole, in one block, again),
+//! and the new list's last manifests are the parent's, checked by a digest; any other
+//! parent, and v3 lists (whose row ids a commit may assign to the parent's manifests),
+//! are encoded whole as before.
 
+use bytes::Bytes;
 use iceberg::spec::{FormatVersion, ManifestFile};
 
 use crate::list_write::{records, schema, ListOf};
+
+/// Most blocks a carried parent may have.
+const MAX_BLOCKS: usize = 64;
+
+/// A parent's list as a new list may carry it: its bytes, and the [`digest`] of its
+/// manifests.
+pub(crate) struct ParentList {
+    pub(crate) bytes: Bytes,
+    pub(crate) digest: (usize, u32),
+}
+
+/// How many `manifests` there are, and a CRC-32 of their paths, lengths, snapshots and
+/// sequence numbers in order: what tells a new list's tail is its parent's manifests.
+pub(crate) fn digest(manifests: &[ManifestFile]) -> (usize, u32) {
+    let mut crc = crc32fast::Hasher::new();
+    for m in manifests {
+        crc.update(m.manifest_path.as_bytes());
+        for n in [m.manifest_length, m.added_snapshot_id, m.sequence_number] {
+            crc.update(&n.to_le_bytes());
+        }
+    }
+    (manifests.len(), crc.finalize())
+}
+
+/// Where the records of `parent` start among `manifests`, if they are their tail.
+pub(crate) fn tail_of(manifests: &[ManifestFile], parent: &ParentList) -> Option<usize> {
+    let new = manifests.len().checked_sub(parent.digest.0)?;
+    (digest(&manifests[new..]) == parent.digest).then_some(new)
+}
 
 /// What a list's header holds that the carry needs, and where its first block starts.
 #[derive(Debug, PartialEq, Eq)]
@@ -38,6 +71,8 @@ pub(crate) async fn encode(
     let header = header(parent)?;
     let plain = header.codec.is_none_or(|c| c == b"null");
     (plain && header.schema == Some(schema.json().as_bytes())).then_some(())?;
+    let blocks = blocks(&parent[header.len..], &header.sync)?;
+    (blocks <= MAX_BLOCKS).then_some(())?;
     Some(records(&schema, of, new, Some(header.sync)).map(|mut out| {
         out.extend_from_slice(&parent[header.len..]);
         out
@@ -74,6 +109,20 @@ fn header(bytes: &[u8]) -> Option<Header<'_>> {
         sync,
         len: at + 16,
     })
+}
+
+/// How many blocks `bytes` (a container file after its header) holds, if it is nothing
+/// but blocks each ending with `sync`.
+fn blocks(bytes: &[u8], sync: &[u8; 16]) -> Option<usize> {
+    let (mut at, mut n) = (0, 0);
+    while at < bytes.len() {
+        long(bytes, &mut at)?; // Its records.
+        let size = usize::try_from(long(bytes, &mut at)?).ok()?;
+        at = at.checked_add(size)?;
+        (bytes.get(at..at.checked_add(16)?)? == sync).then_some(())?;
+        (at, n) = (at + 16, n + 1);
+    }
+    Some(n)
 }
 
 /// An Avro `long` (zig-zag varint) at `at`, which moves past it.
@@ -159,9 +208,43 @@ mod tests {
         let ours = crate::list_read::manifests(&carried, "carried").unwrap();
         assert_eq!(ours, read(&whole));
         // The header is the child's own; the parent's blocks follow it unchanged.
-        assert!(carried.ends_with(&parent_bytes[header(&parent_bytes).unwrap().len..]));
+        let blocks_of = |bytes: &[u8]| {
+            let h = header(bytes).unwrap();
+            (h.len, self::blocks(&bytes[h.len..], &h.sync))
+        };
+        let parent_blocks = &parent_bytes[blocks_of(&parent_bytes).0..];
+        assert!(carried.ends_with(parent_blocks));
+        assert_eq!(blocks_of(&carried).1, Some(2));
         let meta = apache_avro::Reader::new(&carried[..]).unwrap();
         assert_eq!(meta.user_metadata()["snapshot-id"], b"9");
+        // No new manifest (a commit that changes nothing but its metadata): the header
+        // and the parent's blocks, no empty block (which readers take for the end).
+        let alone = encode(of, &[], &parent_bytes).await.unwrap().unwrap();
+        assert_eq!(alone.len(), blocks_of(&alone).0 + parent_blocks.len());
+        assert_eq!(read(&alone), read(&parent_bytes));
+        // The tail is the parent's only if its digest says so.
+        let list = ParentList {
+            bytes: parent_bytes.clone(),
+            digest: digest(&parent),
+        };
+        assert_eq!(tail_of(&child, &list), Some(2));
+        assert_eq!(tail_of(&child[1..], &list), Some(1));
+        assert_eq!(tail_of(&child[..30], &list), None, "not the tail");
+        assert_eq!(tail_of(&parent[1..], &list), None, "too short");
+        // A parent of too many blocks, or of blocks not ending with its marker, is not
+        // carried.
+        let mut chain = parent_bytes.to_vec();
+        for n in 0..MAX_BLOCKS {
+            let next = [sample_manifest(100 + n as u32, None)];
+            chain = encode(of, &next, &chain).await.unwrap().unwrap();
+        }
+        assert_eq!(blocks_of(&chain).1, Some(MAX_BLOCKS + 1));
+        assert_eq!(read(&chain).len(), 29 + MAX_BLOCKS);
+        assert!(encode(of, &[], &chain).await.is_none(), "too many blocks");
+        let mut broken = parent_bytes.to_vec();
+        let last = broken.len() - 1;
+        broken[last] ^= 1;
+        assert!(encode(of, &[], &broken).await.is_none(), "a marker changed");
     }
 
     #[tokio::test]

@@ -18,7 +18,7 @@ use iceberg::spec::{
 };
 use xlake_storage::TableStore;
 
-use crate::list_carry;
+use crate::list_carry::{self, ParentList};
 use crate::list_write::{self, ListOf};
 use crate::manifest_write::{self, Sink};
 
@@ -195,9 +195,9 @@ pub(crate) async fn write_manifest(
 /// ids new ones. Returns the manifests as the list holds them: the new ones with the
 /// snapshot's sequence number (and v3 first row id), as the writer assigns them (so the
 /// next commit of a batch need not read the list back), the rows given ids (v3
-/// `added-rows`) and the list's bytes. With `parent_list` (the bytes of the parent's
-/// list, whose records are, unchanged and in order, the last `n` of `manifests`), the
-/// parent's records may be carried as written ([`crate::list_carry`]).
+/// `added-rows`) and the list's bytes. With `parent_list`, when the last of `manifests`
+/// are the parent's, the parent's records may be carried as written
+/// ([`crate::list_carry`]).
 pub(crate) async fn write_manifest_list(
     store: &TableStore,
     location: &str,
@@ -205,7 +205,7 @@ pub(crate) async fn write_manifest_list(
     (sequence_number, first_row_id): (i64, Option<u64>),
     mut manifests: Vec<ManifestFile>,
     carried: &HashSet<String>,
-    parent_list: Option<(&[u8], usize)>,
+    parent_list: Option<&ParentList>,
 ) -> Result<(Vec<ManifestFile>, u64, Bytes), String> {
     let of = ListOf {
         snapshot_id,
@@ -214,8 +214,8 @@ pub(crate) async fn write_manifest_list(
         first_row_id,
     };
     let counted = assign(of, &mut manifests, carried)?;
-    let new = parent_list.and_then(|(bytes, n)| Some((bytes, manifests.len().checked_sub(n)?)));
-    let carried_list = match new {
+    let tail = parent_list.and_then(|p| Some((&p.bytes, list_carry::tail_of(&manifests, p)?)));
+    let carried_list = match tail {
         Some((bytes, new)) => list_carry::encode(of, &manifests[..new], bytes).await,
         None => None,
     };

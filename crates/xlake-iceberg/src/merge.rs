@@ -26,13 +26,31 @@ pub const MIN_COUNT_TO_MERGE: usize = 100;
 /// Live entries a merged manifest holds at most; manifests with fewer are small.
 pub const TARGET_ENTRIES: u32 = 100;
 
-/// Small data manifests of each partition spec among `kept`.
-fn small_counts(kept: &[ManifestFile]) -> BTreeMap<i32, usize> {
-    let mut counts = BTreeMap::new();
+/// The live entries of the small data manifests of each partition spec among `kept`, in
+/// list order.
+fn small_groups(kept: &[ManifestFile]) -> BTreeMap<i32, Vec<u32>> {
+    let mut groups: BTreeMap<i32, Vec<u32>> = BTreeMap::new();
     for m in kept.iter().filter(|m| is_small(m)) {
-        *counts.entry(m.partition_spec_id).or_default() += 1;
+        groups.entry(m.partition_spec_id).or_default().push(live(m));
     }
-    counts
+    groups
+}
+
+/// How many manifests each bin of a group holds: whole manifests, in list order, up to
+/// [`TARGET_ENTRIES`] live entries a bin (`lives`: each manifest's live entries).
+fn bin_sizes(lives: impl Iterator<Item = u32>) -> Vec<usize> {
+    let (mut bins, mut size) = (vec![0], 0);
+    for live in lives {
+        if size + live > TARGET_ENTRIES && size > 0 {
+            bins.push(0);
+            size = 0;
+        }
+        size += live;
+        if let Some(bin) = bins.last_mut() {
+            *bin += 1;
+        }
+    }
+    bins
 }
 
 /// Live entries of a manifest, as its list counts them.
@@ -47,9 +65,10 @@ fn is_small(m: &ManifestFile) -> bool {
 /// Whether [`IcebergTable::merge_small_manifests`] would merge any of `kept` (else it
 /// gives them back as they are, in their order).
 pub(crate) fn merges(kept: &[ManifestFile]) -> bool {
-    small_counts(kept)
-        .values()
-        .any(|n| *n >= MIN_COUNT_TO_MERGE)
+    small_groups(kept).values().any(|lives| {
+        lives.len() >= MIN_COUNT_TO_MERGE
+            && bin_sizes(lives.iter().copied()).iter().any(|n| *n >= 2)
+    })
 }
 
 impl IcebergTable {
@@ -85,20 +104,10 @@ impl IcebergTable {
                 self.corrupt(&group[0].manifest_path, "unknown partition spec id")
             })?;
             let schema = schema_holding(metadata, spec, schema);
-            // Bins of whole manifests, in list order, up to the target size each.
-            let mut bins: Vec<Vec<ManifestFile>> = vec![Vec::new()];
-            let mut size = 0;
-            for m in group {
-                if size + live(&m) > TARGET_ENTRIES && size > 0 {
-                    bins.push(Vec::new());
-                    size = 0;
-                }
-                size += live(&m);
-                if let Some(bin) = bins.last_mut() {
-                    bin.push(m);
-                }
-            }
-            for bin in bins {
+            let sizes = bin_sizes(group.iter().map(live));
+            let mut group = group.into_iter();
+            for n in sizes {
+                let bin: Vec<ManifestFile> = group.by_ref().take(n).collect();
                 if bin.len() < 2 {
                     out.extend(bin);
                     continue;

@@ -20,6 +20,7 @@ use super::schema::Bound;
 use super::Frame;
 use crate::error::{IcebergError, Result};
 use crate::layout;
+use crate::list_carry::ParentList;
 use crate::manifest::{carries_row_ids, write_manifest, write_manifest_list};
 use crate::summary::Counts;
 use crate::table::IcebergTable;
@@ -73,15 +74,15 @@ impl IcebergTable {
         }
     }
 
-    /// Write the snapshot's manifests and its manifest list. `parent_list`: the bytes of
-    /// the parent's list and its number of manifests, when the commit keeps them all as
-    /// they are (its records may then be carried, see [`crate::list_carry`]).
+    /// Write the snapshot's manifests and its manifest list. `parent_list`: the parent's
+    /// list, when the commit keeps all its manifests as they are (its records may then be
+    /// carried, see [`crate::list_carry`]).
     pub(super) async fn write_manifests(
         &self,
         frame: &Frame,
         bound: &Bound,
         (added, mut removals): (AddedFiles, Removals),
-        parent_list: Option<(Bytes, usize)>,
+        parent_list: Option<ParentList>,
     ) -> Result<Written> {
         let mut out = Manifests {
             table: self,
@@ -128,7 +129,7 @@ impl IcebergTable {
             (frame.sequence_number, frame.first_row_id),
             out.written,
             &carried,
-            parent_list.as_ref().map(|(b, n)| (&b[..], *n)),
+            parent_list.as_ref(),
         )
         .await
         .map_err(self.write_failed(&list))?;

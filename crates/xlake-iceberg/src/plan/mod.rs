@@ -32,6 +32,7 @@ use xlake_model::ChangeSet;
 use crate::error::{IcebergError, Result};
 use crate::fidelity::PARQUET_VECTORIZATION;
 use crate::history::History;
+use crate::list_carry::{self, ParentList};
 use crate::manifest::ListFile;
 use crate::merge;
 use crate::table::{IcebergTable, LoadedTable};
@@ -161,14 +162,16 @@ impl IcebergTable {
         let parent = self.parent_list(frame.parent.as_deref(), last_list).await?;
         let (parents, parent_bytes) =
             parent.map_or((Vec::new(), None), |l| (l.manifests, Some(l.bytes)));
-        let listed = parents.len();
+        let (listed, digest) = (parents.len(), list_carry::digest(&parents));
         let spec_id = bound.spec.spec_id();
         let removals = self
             .plan_removals(change, parents, (&added.data, spec_id))
             .await?;
         // A commit keeping its parent's list whole, as it was, may carry its records.
         let kept_whole = removals.keeps_whole(listed) && !merge::merges(&removals.kept);
-        let parent_list = parent_bytes.filter(|_| kept_whole).map(|b| (b, listed));
+        let parent_list = parent_bytes
+            .filter(|_| kept_whole)
+            .map(|bytes| ParentList { bytes, digest });
         // Files added again unchanged keep their entries: only their delete files change.
         added
             .data
