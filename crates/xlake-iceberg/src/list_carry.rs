@@ -7,10 +7,12 @@
 //! each ending with the file's sync marker. The new list is a header of its own (its
 //! snapshot's metadata) with the parent's sync marker, a block of the new records, then
 //! the parent's blocks byte for byte. It is carried only when the parent was written under
-//! the very schema (same text) and without compression, as [`crate::list_write`] writes,
-//! its blocks all end with its sync marker, there are at most [`MAX_BLOCKS`] of them (each
-//! carried commit adds one; past that the list is encoded whole, in one block, again),
-//! and the new list's last manifests are the parent's, checked by a digest; any other
+//! the very schema (same text) and without compression, as [`crate::list_write`] writes;
+//! its blocks all hold records, end with its sync marker and hold as many records as the
+//! parent's manifests; there are at most [`MAX_BLOCKS`] of them (a list encoded whole is
+//! one block, and each carried commit adds one: past that the list is encoded whole
+//! again); and the new list's last manifests are the same manifest files as the parent's,
+//! in order (paths, lengths, snapshots and sequence numbers, by a digest). Any other
 //! parent, and v3 lists (whose row ids a commit may assign to the parent's manifests),
 //! are encoded whole as before.
 
@@ -62,19 +64,20 @@ struct Header<'a> {
 pub(crate) async fn encode(
     of: ListOf,
     new: &[ManifestFile],
-    parent: &[u8],
+    parent: &ParentList,
 ) -> Option<Result<Vec<u8>, String>> {
     if of.version() != FormatVersion::V2 {
         return None;
     }
     let schema = schema(of.version()).await?;
-    let header = header(parent)?;
+    let bytes = &parent.bytes[..];
+    let header = header(bytes)?;
     let plain = header.codec.is_none_or(|c| c == b"null");
     (plain && header.schema == Some(schema.json().as_bytes())).then_some(())?;
-    let blocks = blocks(&parent[header.len..], &header.sync)?;
-    (blocks <= MAX_BLOCKS).then_some(())?;
+    let blocks = &bytes[header.len..];
+    (held(blocks, &header.sync)? == parent.digest.0).then_some(())?;
     Some(records(&schema, of, new, Some(header.sync)).map(|mut out| {
-        out.extend_from_slice(&parent[header.len..]);
+        out.extend_from_slice(blocks);
         out
     }))
 }
@@ -111,18 +114,22 @@ fn header(bytes: &[u8]) -> Option<Header<'_>> {
     })
 }
 
-/// How many blocks `bytes` (a container file after its header) holds, if it is nothing
-/// but blocks each ending with `sync`.
-fn blocks(bytes: &[u8], sync: &[u8; 16]) -> Option<usize> {
-    let (mut at, mut n) = (0, 0);
+/// How many records `bytes` (a container file after its header) holds, if it is nothing
+/// but at most [`MAX_BLOCKS`] blocks, each of records and ending with `sync`. (A block of
+/// no records ends the file for some readers, Java's and apache-avro's, not for others.)
+fn held(bytes: &[u8], sync: &[u8; 16]) -> Option<usize> {
+    let (mut at, mut blocks, mut records) = (0, 0, 0usize);
     while at < bytes.len() {
-        long(bytes, &mut at)?; // Its records.
+        blocks += 1;
+        let count = usize::try_from(long(bytes, &mut at)?).ok()?;
         let size = usize::try_from(long(bytes, &mut at)?).ok()?;
+        (count > 0 && blocks <= MAX_BLOCKS).then_some(())?;
         at = at.checked_add(size)?;
         (bytes.get(at..at.checked_add(16)?)? == sync).then_some(())?;
-        (at, n) = (at + 16, n + 1);
+        at += 16;
+        records = records.checked_add(count)?;
     }
-    Some(n)
+    Some(records)
 }
 
 /// An Avro `long` (zig-zag varint) at `at`, which moves past it.
@@ -188,10 +195,11 @@ mod tests {
             sequence_number: 31,
             first_row_id: None,
         };
-        let carried = encode(of, &child[..2], &parent_bytes)
-            .await
-            .unwrap()
-            .unwrap();
+        let list = ParentList {
+            bytes: parent_bytes.clone(),
+            digest: digest(&parent),
+        };
+        let carried = encode(of, &child[..2], &list).await.unwrap().unwrap();
         let whole = crate::list_write::encode(of, &child)
             .await
             .unwrap()
@@ -210,41 +218,61 @@ mod tests {
         // The header is the child's own; the parent's blocks follow it unchanged.
         let blocks_of = |bytes: &[u8]| {
             let h = header(bytes).unwrap();
-            (h.len, self::blocks(&bytes[h.len..], &h.sync))
+            (h.len, held(&bytes[h.len..], &h.sync))
         };
         let parent_blocks = &parent_bytes[blocks_of(&parent_bytes).0..];
         assert!(carried.ends_with(parent_blocks));
-        assert_eq!(blocks_of(&carried).1, Some(2));
+        assert_eq!(blocks_of(&carried).1, Some(31));
         let meta = apache_avro::Reader::new(&carried[..]).unwrap();
         assert_eq!(meta.user_metadata()["snapshot-id"], b"9");
         // No new manifest (a commit that changes nothing but its metadata): the header
         // and the parent's blocks, no empty block (which readers take for the end).
-        let alone = encode(of, &[], &parent_bytes).await.unwrap().unwrap();
+        let alone = encode(of, &[], &list).await.unwrap().unwrap();
         assert_eq!(alone.len(), blocks_of(&alone).0 + parent_blocks.len());
         assert_eq!(read(&alone), read(&parent_bytes));
         // The tail is the parent's only if its digest says so.
-        let list = ParentList {
-            bytes: parent_bytes.clone(),
-            digest: digest(&parent),
-        };
         assert_eq!(tail_of(&child, &list), Some(2));
         assert_eq!(tail_of(&child[1..], &list), Some(1));
         assert_eq!(tail_of(&child[..30], &list), None, "not the tail");
         assert_eq!(tail_of(&parent[1..], &list), None, "too short");
-        // A parent of too many blocks, or of blocks not ending with its marker, is not
-        // carried.
-        let mut chain = parent_bytes.to_vec();
-        for n in 0..MAX_BLOCKS {
-            let next = [sample_manifest(100 + n as u32, None)];
-            chain = encode(of, &next, &chain).await.unwrap().unwrap();
+        // A parent of too many blocks, of blocks not ending with its marker, or of
+        // another number of records than its manifests, is not carried.
+        let mut chain = list;
+        let mut manifests = parent.clone();
+        // The list encoded whole is one block; each carried commit adds one.
+        for n in 1..MAX_BLOCKS {
+            let next = sample_manifest(100 + n as u32, None);
+            let bytes = encode(of, std::slice::from_ref(&next), &chain).await;
+            manifests.insert(0, next);
+            chain = ParentList {
+                bytes: bytes.unwrap().unwrap().into(),
+                digest: digest(&manifests),
+            };
         }
-        assert_eq!(blocks_of(&chain).1, Some(MAX_BLOCKS + 1));
-        assert_eq!(read(&chain).len(), 29 + MAX_BLOCKS);
-        assert!(encode(of, &[], &chain).await.is_none(), "too many blocks");
+        assert_eq!(blocks_of(&chain.bytes).1, Some(29 + MAX_BLOCKS - 1));
+        assert_eq!(read(&chain.bytes).len(), 29 + MAX_BLOCKS - 1);
+        let last = [sample_manifest(99, None)];
+        let full = encode(of, &last, &chain).await.unwrap().unwrap();
+        manifests.insert(0, last[0].clone());
+        let full = ParentList {
+            bytes: full.into(),
+            digest: digest(&manifests),
+        };
+        assert_eq!(blocks_of(&full.bytes).1, None, "{} blocks", MAX_BLOCKS + 1);
+        assert!(encode(of, &[], &full).await.is_none(), "too many blocks");
         let mut broken = parent_bytes.to_vec();
-        let last = broken.len() - 1;
-        broken[last] ^= 1;
+        let end = broken.len() - 1;
+        broken[end] ^= 1;
+        let broken = ParentList {
+            bytes: broken.into(),
+            digest: digest(&parent),
+        };
         assert!(encode(of, &[], &broken).await.is_none(), "a marker changed");
+        let fewer = ParentList {
+            bytes: parent_bytes.clone(),
+            digest: digest(&parent[1..]),
+        };
+        assert!(encode(of, &[], &fewer).await.is_none(), "another count");
     }
 
     #[tokio::test]
@@ -256,8 +284,12 @@ mod tests {
             first_row_id: None,
         };
         let new = [sample_manifest(1, None)];
-        assert!(encode(of, &new, b"not avro").await.is_none());
-        assert!(encode(of, &new, b"Obj\x01").await.is_none());
+        let raw = |bytes: &'static [u8]| ParentList {
+            bytes: Bytes::from_static(bytes),
+            digest: (0, 0),
+        };
+        assert!(encode(of, &new, &raw(b"not avro")).await.is_none());
+        assert!(encode(of, &new, &raw(b"Obj\x01")).await.is_none());
         let v3 = ListOf {
             first_row_id: Some(5),
             ..of
@@ -278,7 +310,14 @@ mod tests {
         .await
         .unwrap();
         let bytes = store.get(&list).await.unwrap();
-        assert!(encode(v3, &new, &bytes).await.is_none(), "a v3 list");
+        let parent = |bytes: Bytes| ParentList {
+            bytes,
+            digest: digest(&new),
+        };
+        assert!(
+            encode(v3, &new, &parent(bytes.clone())).await.is_none(),
+            "a v3 list"
+        );
         // Another schema text (iceberg-rust's own writer may differ in spacing).
         let h = header(&bytes).unwrap();
         let schema = h.schema.unwrap();
@@ -288,7 +327,7 @@ mod tests {
             .unwrap();
         let mut other = bytes.to_vec();
         other[at + schema.len() - 1] = b' ';
-        assert!(encode(of, &new, &other).await.is_none());
+        assert!(encode(of, &new, &parent(other.into())).await.is_none());
         assert_eq!(long(&[0x80], &mut 0), None, "a varint cut short");
         assert_eq!(long(&[0x03], &mut 0), Some(-2));
     }

@@ -174,7 +174,8 @@ fn record_fields(json: &str) -> Option<Vec<String>> {
 }
 
 /// The Avro file of `manifests` under `schema`, with sync marker `sync` if given (else a
-/// random one).
+/// random one), in one block (the file is built in memory anyway; a list carried by the
+/// next commit then starts from one block, see [`crate::list_carry`]).
 pub(crate) fn records(
     schema: &serde_avro_fast::Schema,
     of: ListOf,
@@ -183,7 +184,9 @@ pub(crate) fn records(
 ) -> Result<Vec<u8>, String> {
     use serde_avro_fast::object_container_file_encoding::{Compression, WriterBuilder};
     let mut config = serde_avro_fast::ser::SerializerConfig::new(schema);
-    let mut builder = WriterBuilder::new(&mut config).compression(Compression::Null);
+    let mut builder = WriterBuilder::new(&mut config)
+        .compression(Compression::Null)
+        .approx_block_size(u32::MAX);
     if let Some(sync) = sync {
         builder = builder.sync_marker(sync);
     }

@@ -214,9 +214,9 @@ pub(crate) async fn write_manifest_list(
         first_row_id,
     };
     let counted = assign(of, &mut manifests, carried)?;
-    let tail = parent_list.and_then(|p| Some((&p.bytes, list_carry::tail_of(&manifests, p)?)));
+    let tail = parent_list.and_then(|p| Some((p, list_carry::tail_of(&manifests, p)?)));
     let carried_list = match tail {
-        Some((bytes, new)) => list_carry::encode(of, &manifests[..new], bytes).await,
+        Some((parent, new)) => list_carry::encode(of, &manifests[..new], parent).await,
         None => None,
     };
     let encoded = match carried_list {

@@ -149,3 +149,48 @@ impl IcebergTable {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::list_write::sample_manifest;
+
+    /// `n` data manifests of spec `spec` with `live` live entries each.
+    fn manifests(n: u32, spec: i32, live: u32) -> Vec<ManifestFile> {
+        (0..n)
+            .map(|i| ManifestFile {
+                content: ManifestContentType::Data,
+                partition_spec_id: spec,
+                added_files_count: Some(live),
+                existing_files_count: Some(0),
+                ..sample_manifest(i + 1, None)
+            })
+            .collect()
+    }
+
+    /// `merges` says whether a merge changes anything: only when a spec has enough small
+    /// manifests and two of them share a bin.
+    #[test]
+    fn merges_says_whether_any_bin_holds_two_manifests() {
+        assert_eq!(bin_sizes([10; 25].into_iter()), [10, 10, 5]);
+        assert_eq!(bin_sizes([60; 3].into_iter()), [1, 1, 1]);
+        assert_eq!(bin_sizes(std::iter::empty()), [0]);
+        assert!(merges(&manifests(100, 0, 10)));
+        assert!(!merges(&manifests(99, 0, 10)), "too few");
+        assert!(!merges(&manifests(100, 0, 60)), "no two share a bin");
+        assert!(!merges(&manifests(200, 0, 100)), "none small");
+        let mut two_specs = manifests(60, 0, 10);
+        two_specs.extend(manifests(60, 1, 10));
+        assert!(!merges(&two_specs), "too few of each spec");
+        two_specs.extend(manifests(40, 1, 10));
+        assert!(merges(&two_specs));
+        let deletes: Vec<_> = manifests(100, 0, 10)
+            .into_iter()
+            .map(|m| ManifestFile {
+                content: ManifestContentType::Deletes,
+                ..m
+            })
+            .collect();
+        assert!(!merges(&deletes), "delete manifests are not merged");
+    }
+}
