@@ -174,8 +174,9 @@ fn record_fields(json: &str) -> Option<Vec<String>> {
 }
 
 /// The Avro file of `manifests` under `schema`, with sync marker `sync` if given (else a
-/// random one), in one block (the file is built in memory anyway; a list carried by the
-/// next commit then starts from one block, see [`crate::list_carry`]).
+/// random one), in one block unless its records average over 512 bytes (the file is
+/// built in memory anyway; a list carried by the next commit then starts from one
+/// block, see [`crate::list_carry`]).
 pub(crate) fn records(
     schema: &serde_avro_fast::Schema,
     of: ListOf,
@@ -184,9 +185,15 @@ pub(crate) fn records(
 ) -> Result<Vec<u8>, String> {
     use serde_avro_fast::object_container_file_encoding::{Compression, WriterBuilder};
     let mut config = serde_avro_fast::ser::SerializerConfig::new(schema);
+    // The writer reserves 5/4 of a block up front: a block sized from the list (records
+    // are ~150-300 bytes), not an unbounded one.
+    let block = manifests
+        .len()
+        .saturating_mul(512)
+        .saturating_add(64 * 1024);
     let mut builder = WriterBuilder::new(&mut config)
         .compression(Compression::Null)
-        .approx_block_size(u32::MAX);
+        .approx_block_size(u32::try_from(block).unwrap_or(u32::MAX / 2));
     if let Some(sync) = sync {
         builder = builder.sync_marker(sync);
     }
