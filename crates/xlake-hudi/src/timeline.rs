@@ -98,53 +98,9 @@ pub fn decode(bytes: &[u8]) -> Result<Json, String> {
 /// apache-avro (a map), the last `avro.schema` entry wins. A header claiming more entries
 /// than its bytes can hold is refused: apache-avro would reserve room for them first.
 fn header_schema(bytes: &[u8]) -> Result<Option<Json>, String> {
-    let mut at = 4;
-    let mut schema = None;
-    let long = |at: &mut usize| -> Option<i64> {
-        let mut value: u64 = 0;
-        for shift in (0..64).step_by(7) {
-            let byte = *bytes.get(*at)?;
-            *at += 1;
-            value |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                return Some((value >> 1) as i64 ^ -((value & 1) as i64));
-            }
-        }
-        None
-    };
-    loop {
-        let Some(count) = long(&mut at) else {
-            return Ok(None);
-        };
-        if count == 0 {
-            return Ok(schema.and_then(|schema| serde_json::from_slice(schema).ok()));
-        }
-        if count < 0 && long(&mut at).is_none() {
-            return Ok(None); // (the block's size in bytes)
-        }
-        // Each entry takes at least two bytes (the lengths of its key and value).
-        if count.unsigned_abs() > (bytes.len().saturating_sub(at) / 2) as u64 {
-            return Err(format!(
-                "corrupt Avro container: its header claims {} entries in {} bytes",
-                count.unsigned_abs(),
-                bytes.len()
-            ));
-        }
-        for _ in 0..count.unsigned_abs() {
-            let field = |at: &mut usize| -> Option<&[u8]> {
-                let len = usize::try_from(long(at)?).ok()?;
-                let slice = bytes.get(*at..at.checked_add(len)?)?;
-                *at += len;
-                Some(slice)
-            };
-            let (Some(key), Some(value)) = (field(&mut at), field(&mut at)) else {
-                return Ok(None);
-            };
-            if key == b"avro.schema" {
-                schema = Some(value);
-            }
-        }
-    }
+    let header = xlake_storage::avro::header(bytes)?;
+    let schema = header.as_ref().and_then(|h| h.get(b"avro.schema"));
+    Ok(schema.and_then(|schema| serde_json::from_slice(schema).ok()))
 }
 
 /// The first name of a named type (record, enum, fixed) that the Avro specification

@@ -19,6 +19,8 @@
 use bytes::Bytes;
 use iceberg::spec::{FormatVersion, ManifestFile};
 
+use xlake_storage::avro;
+
 use crate::list_write::{records, schema, ListOf};
 
 /// Most blocks a carried parent may have.
@@ -50,15 +52,6 @@ pub(crate) fn tail_of(manifests: &[ManifestFile], parent: &ParentList) -> Option
     (digest(&manifests[new..]) == parent.digest).then_some(new)
 }
 
-/// What a list's header holds that the carry needs, and where its first block starts.
-#[derive(Debug, PartialEq, Eq)]
-struct Header<'a> {
-    schema: Option<&'a [u8]>,
-    codec: Option<&'a [u8]>,
-    sync: [u8; 16],
-    len: usize,
-}
-
 /// The list of `new` manifests followed by the records of the list `parent`, if the
 /// parent's blocks can be carried; `None` to encode the whole list.
 pub(crate) async fn encode(
@@ -71,47 +64,16 @@ pub(crate) async fn encode(
     }
     let schema = schema(of.version()).await?;
     let bytes = &parent.bytes[..];
-    let header = header(bytes)?;
-    let plain = header.codec.is_none_or(|c| c == b"null");
-    (plain && header.schema == Some(schema.json().as_bytes())).then_some(())?;
+    let header = avro::header(bytes).ok()??;
+    let plain = header.get(b"avro.codec").is_none_or(|c| c == b"null");
+    (plain && header.get(b"avro.schema") == Some(schema.json().as_bytes())).then_some(())?;
+    let sync = header.sync?;
     let blocks = &bytes[header.len..];
-    (held(blocks, &header.sync)? == parent.digest.0).then_some(())?;
-    Some(records(&schema, of, new, Some(header.sync)).map(|mut out| {
+    (held(blocks, &sync)? == parent.digest.0).then_some(())?;
+    Some(records(&schema, of, new, Some(sync)).map(|mut out| {
         out.extend_from_slice(blocks);
         out
     }))
-}
-
-/// The header of the Avro container file `bytes`, if it is one.
-fn header(bytes: &[u8]) -> Option<Header<'_>> {
-    let mut at = 4;
-    (bytes.get(..at)? == b"Obj\x01").then_some(())?;
-    let (mut schema, mut codec) = (None, None);
-    loop {
-        let count = long(bytes, &mut at)?;
-        if count == 0 {
-            break;
-        }
-        if count < 0 {
-            long(bytes, &mut at)?; // The block's size in bytes.
-        }
-        for _ in 0..count.unsigned_abs() {
-            let key = field(bytes, &mut at)?;
-            let value = field(bytes, &mut at)?;
-            match key {
-                b"avro.schema" => schema = Some(value),
-                b"avro.codec" => codec = Some(value),
-                _ => {}
-            }
-        }
-    }
-    let sync = bytes.get(at..at + 16)?.try_into().ok()?;
-    Some(Header {
-        schema,
-        codec,
-        sync,
-        len: at + 16,
-    })
 }
 
 /// How many records `bytes` (a container file after its header) holds, if it is nothing
@@ -121,8 +83,8 @@ fn held(bytes: &[u8], sync: &[u8; 16]) -> Option<usize> {
     let (mut at, mut blocks, mut records) = (0, 0, 0usize);
     while at < bytes.len() {
         blocks += 1;
-        let count = usize::try_from(long(bytes, &mut at)?).ok()?;
-        let size = usize::try_from(long(bytes, &mut at)?).ok()?;
+        let count = usize::try_from(avro::long(bytes, &mut at)?).ok()?;
+        let size = usize::try_from(avro::long(bytes, &mut at)?).ok()?;
         (count > 0 && blocks <= MAX_BLOCKS).then_some(())?;
         at = at.checked_add(size)?;
         (bytes.get(at..at.checked_add(16)?)? == sync).then_some(())?;
@@ -130,28 +92,6 @@ fn held(bytes: &[u8], sync: &[u8; 16]) -> Option<usize> {
         records = records.checked_add(count)?;
     }
     Some(records)
-}
-
-/// An Avro `long` (zig-zag varint) at `at`, which moves past it.
-fn long(bytes: &[u8], at: &mut usize) -> Option<i64> {
-    let mut value: u64 = 0;
-    for shift in (0..64).step_by(7) {
-        let byte = *bytes.get(*at)?;
-        *at += 1;
-        value |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Some((value >> 1) as i64 ^ -((value & 1) as i64));
-        }
-    }
-    None
-}
-
-/// Avro `bytes` or `string` at `at`, which moves past it.
-fn field<'a>(bytes: &'a [u8], at: &mut usize) -> Option<&'a [u8]> {
-    let len = usize::try_from(long(bytes, at)?).ok()?;
-    let value = bytes.get(*at..at.checked_add(len)?)?;
-    *at += len;
-    Some(value)
 }
 
 #[cfg(test)]
@@ -217,8 +157,8 @@ mod tests {
         assert_eq!(ours, read(&whole));
         // The header is the child's own; the parent's blocks follow it unchanged.
         let blocks_of = |bytes: &[u8]| {
-            let h = header(bytes).unwrap();
-            (h.len, held(&bytes[h.len..], &h.sync))
+            let h = avro::header(bytes).unwrap().unwrap();
+            (h.len, held(&bytes[h.len..], &h.sync.unwrap()))
         };
         let parent_blocks = &parent_bytes[blocks_of(&parent_bytes).0..];
         assert!(carried.ends_with(parent_blocks));
@@ -319,8 +259,8 @@ mod tests {
             "a v3 list"
         );
         // Another schema text (iceberg-rust's own writer may differ in spacing).
-        let h = header(&bytes).unwrap();
-        let schema = h.schema.unwrap();
+        let h = avro::header(&bytes).unwrap().unwrap();
+        let schema = h.get(b"avro.schema").unwrap();
         let at = bytes
             .windows(schema.len())
             .position(|w| w == schema)
@@ -328,7 +268,5 @@ mod tests {
         let mut other = bytes.to_vec();
         other[at + schema.len() - 1] = b' ';
         assert!(encode(of, &new, &parent(other.into())).await.is_none());
-        assert_eq!(long(&[0x80], &mut 0), None, "a varint cut short");
-        assert_eq!(long(&[0x03], &mut 0), Some(-2));
     }
 }

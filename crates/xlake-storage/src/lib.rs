@@ -12,11 +12,15 @@
 //! ([`RetryPolicy`]); a [`TableStore::journaled`] handle records what it writes, so work
 //! abandoned before its commit can be deleted again ([`Journal`]).
 //!
+//! [`footer`] reads Parquet footers and [`avro`] Avro container headers, the two file
+//! layouts both sides need to look into.
+//!
 //! `faults` wraps any backend to fail, delay or half-complete chosen requests, for
 //! tests and failure drills: built for this crate's unit tests and, with the `testing`
 //! feature, for the integration tests (never in the binary).
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod avro;
 #[cfg(any(test, feature = "testing"))]
 pub mod faults;
 pub mod footer;
