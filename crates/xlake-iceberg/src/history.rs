@@ -417,11 +417,11 @@ fn snapshots<'a>(walk: &mut Walk<'a>) -> Result<Vec<(&'a str, SnapshotHead)>, St
 /// only the current one and those a ref names) and the [`History`] carrying the others.
 pub fn split(bytes: &Bytes, file: Option<&str>) -> Result<(TableMetadata, History), String> {
     let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
-    let doc = document(text, file)?;
+    let mut doc = document(text, file)?;
     let working = working_ids(&doc)?;
-    let entries: Vec<Entry> = match (&doc.heads, &doc.indexed) {
+    let entries: Vec<Entry> = match (&doc.heads, doc.indexed.take()) {
         (Some(heads), _) => heads.iter().map(SnapshotHead::entry).collect(),
-        (None, indexed) => indexed.clone().unwrap_or_default(),
+        (None, indexed) => indexed.unwrap_or_default(),
     };
     let mut kept = Vec::new();
     let mut carried = Vec::new();
@@ -440,17 +440,22 @@ pub fn split(bytes: &Bytes, file: Option<&str>) -> Result<(TableMetadata, Histor
         _ => (None, None),
     };
     let metadata = parse_working(&doc, &kept, last_entry)?;
-    let source = Some(bytes.clone());
-    let history = match doc.heads {
-        Some(heads) => History::read(heads, carried, log, source),
-        None => History {
-            entries,
-            heads: OnceLock::new(),
-            texts: (doc.snapshots.iter().map(|t| view(bytes, t))).collect::<Result<_, _>>()?,
-            carried,
-            log,
-            source,
-        },
+    // Heads read with the entries are kept; else each snapshot's text, to read them from.
+    let texts = match doc.heads {
+        Some(_) => Vec::new(),
+        None => doc
+            .snapshots
+            .iter()
+            .map(|t| view(bytes, t))
+            .collect::<Result<_, _>>()?,
+    };
+    let history = History {
+        entries,
+        heads: doc.heads.map(OnceLock::from).unwrap_or_default(),
+        texts,
+        carried,
+        log,
+        source: Some(bytes.clone()),
     };
     Ok((metadata, history))
 }
