@@ -64,7 +64,7 @@ fn is_small(m: &ManifestFile) -> bool {
 
 /// Whether [`IcebergTable::merge_small_manifests`] would merge any of `kept` (else it
 /// gives them back as they are, in their order).
-pub(crate) fn merges(kept: &[ManifestFile]) -> bool {
+fn merges(kept: &[ManifestFile]) -> bool {
     small_groups(kept).values().any(|lives| {
         lives.len() >= MIN_COUNT_TO_MERGE
             && bin_sizes(lives.iter().copied()).iter().any(|n| *n >= 2)

@@ -19,7 +19,7 @@ use crate::history::{split, History, SnapshotHead};
 pub(crate) use crate::layout::METADATA_DIR;
 use crate::layout::{is_metadata_json, metadata_file_name, version_of, VERSION_HINT};
 pub use crate::layout::{metadata_file, parse_hint};
-use crate::manifest::{may_hold_live, read_manifest_list};
+use crate::manifest::{may_hold_live, read_list_file, ListFile};
 use crate::plan::{Draft, PathCache};
 use crate::publish::NextBase;
 use crate::summary::{SyncMetadata, XTABLE_METADATA};
@@ -544,7 +544,12 @@ impl IcebergTable {
 
     /// The manifests `snapshot`'s list names.
     pub(crate) async fn manifest_list(&self, snapshot: &Snapshot) -> Result<Vec<ManifestFile>> {
-        read_manifest_list(&self.store, snapshot.manifest_list())
+        Ok(self.list_file(snapshot).await?.manifests)
+    }
+
+    /// `snapshot`'s manifest list, with its bytes.
+    pub(crate) async fn list_file(&self, snapshot: &Snapshot) -> Result<ListFile> {
+        read_list_file(&self.store, snapshot.manifest_list())
             .await
             .map_err(|e| self.corrupt(snapshot.manifest_list(), e))
     }

@@ -24,7 +24,7 @@ use super::files::Invalid;
 use crate::deletes::position_delete_file;
 use crate::error::{IcebergError, Result};
 use crate::layout;
-use crate::manifest::{carry_row_ids, may_hold_live, read_entries, read_list_file, ListFile};
+use crate::manifest::{carry_row_ids, may_hold_live, read_entries, ListFile};
 use crate::table::IcebergTable;
 
 /// Per manifest read or written by this process, the paths its live entries are about
@@ -67,12 +67,6 @@ pub(super) struct Rewrite {
 }
 
 impl Removals {
-    /// Whether the commit keeps every one of the parent's `listed` manifests as it is, in
-    /// its order: nothing rewritten, dropped or kept in place.
-    pub(super) fn keeps_whole(&self, listed: usize) -> bool {
-        self.rewrites.is_empty() && self.in_place.is_empty() && self.kept.len() == listed
-    }
-
     /// Write every rewritten entry's row id explicitly (v3; a no-op for manifests listed
     /// without a first row id), before the entries are carried.
     pub(super) fn carry_row_ids(&mut self, table: &IcebergTable) -> Result<()> {
@@ -167,11 +161,7 @@ impl IcebergTable {
     ) -> Result<Option<ListFile>> {
         Ok(match (parent, last_list) {
             (Some(p), Some(list)) if list.location == p.manifest_list() => Some(list),
-            (Some(p), _) => Some(
-                read_list_file(&self.store, p.manifest_list())
-                    .await
-                    .map_err(|e| self.corrupt(p.manifest_list(), e))?,
-            ),
+            (Some(p), _) => Some(self.list_file(p).await?),
             (None, _) => None,
         })
     }

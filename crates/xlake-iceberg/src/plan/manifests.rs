@@ -75,8 +75,8 @@ impl IcebergTable {
     }
 
     /// Write the snapshot's manifests and its manifest list. `parent_list`: the parent's
-    /// list, when the commit keeps all its manifests as they are (its records may then be
-    /// carried, see [`crate::list_carry`]).
+    /// list, whose records are carried when its manifests are the new list's last ones,
+    /// as they were (see [`crate::list_carry`]).
     pub(super) async fn write_manifests(
         &self,
         frame: &Frame,

@@ -34,7 +34,6 @@ use crate::fidelity::PARQUET_VECTORIZATION;
 use crate::history::History;
 use crate::list_carry::{self, ParentList};
 use crate::manifest::ListFile;
-use crate::merge;
 use crate::table::{IcebergTable, LoadedTable};
 
 pub(crate) use deletes::PathCache;
@@ -162,16 +161,13 @@ impl IcebergTable {
         let parent = self.parent_list(frame.parent.as_deref(), last_list).await?;
         let (parents, parent_bytes) =
             parent.map_or((Vec::new(), None), |l| (l.manifests, Some(l.bytes)));
-        let (listed, digest) = (parents.len(), list_carry::digest(&parents));
+        // A list whose last manifests are still the parent's may carry its records.
+        let digest = list_carry::digest(&parents);
+        let parent_list = parent_bytes.map(|bytes| ParentList { bytes, digest });
         let spec_id = bound.spec.spec_id();
         let removals = self
             .plan_removals(change, parents, (&added.data, spec_id))
             .await?;
-        // A commit keeping its parent's list whole, as it was, may carry its records.
-        let kept_whole = removals.keeps_whole(listed) && !merge::merges(&removals.kept);
-        let parent_list = parent_bytes
-            .filter(|_| kept_whole)
-            .map(|bytes| ParentList { bytes, digest });
         // Files added again unchanged keep their entries: only their delete files change.
         added
             .data
