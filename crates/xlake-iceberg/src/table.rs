@@ -124,7 +124,7 @@ impl LoadedTable {
     }
 
     /// What `read` gives of each snapshot that has it, with the snapshot's id, oldest
-    /// (by sequence number, then time) first.
+    /// (by sequence number, then time, then id, as [`Entry::order`](crate::snapshot_index::Entry::order)) first.
     fn in_commit_order<T>(&self, read: impl Fn(&SnapshotHead) -> Option<T>) -> Vec<(i64, T)> {
         let mut heads: Vec<&SnapshotHead> = self.history.heads().iter().collect();
         heads.sort_by_key(|h| (h.sequence_number, h.timestamp_ms, h.snapshot_id));
