@@ -15,9 +15,16 @@
 //! in order (paths, lengths, snapshots and sequence numbers, by a digest). Any other
 //! parent, and v3 lists (whose row ids a commit may assign to the parent's manifests),
 //! are encoded whole as before.
+//!
+//! An append (a v2 commit removing nothing) need not read the parent's records at all:
+//! [`whole`] reads of each only what decides whether the commit keeps every manifest as
+//! it is (live files, counts, sequence numbers, and no small manifests to merge), and the
+//! new list is then its own manifests followed by all the parent's blocks. Reading the
+//! ~1,000 records into manifest files was the largest part of such a commit that grows
+//! with the table.
 
 use bytes::Bytes;
-use iceberg::spec::{FormatVersion, ManifestFile};
+use iceberg::spec::{FormatVersion, ManifestContentType, ManifestFile};
 
 use xlake_storage::avro;
 
@@ -31,6 +38,10 @@ const MAX_BLOCKS: usize = 64;
 pub(crate) struct ParentList {
     pub(crate) bytes: Bytes,
     pub(crate) digest: (usize, u32),
+    /// All its records follow the new list's manifests as given, checked without decoding
+    /// them (see [`whole`]; the digest's checksum is then not taken); else they may be the
+    /// tail of the new list's manifests ([`tail_of`]).
+    pub(crate) whole: bool,
 }
 
 /// How many `manifests` there are, and a CRC-32 of their paths, lengths, snapshots and
@@ -59,21 +70,80 @@ pub(crate) async fn encode(
     new: &[ManifestFile],
     parent: &ParentList,
 ) -> Option<Result<Vec<u8>, String>> {
-    if of.version() != FormatVersion::V2 {
+    let blocks = carriable(of.version(), &parent.bytes).await?;
+    (blocks.records == parent.digest.0).then_some(())?;
+    Some(
+        records(&blocks.schema, of, new, Some(blocks.sync)).map(|mut out| {
+            out.reserve_exact(blocks.bytes.len());
+            out.extend_from_slice(blocks.bytes);
+            out
+        }),
+    )
+}
+
+/// The blocks of a list a new list of `version` may carry, under `schema`.
+struct Blocks<'a> {
+    schema: std::sync::Arc<serde_avro_fast::Schema>,
+    sync: [u8; 16],
+    bytes: &'a [u8],
+    records: usize,
+}
+
+/// The blocks of the list `bytes`, if a new list of `version` may carry them: a v2 list
+/// under the very schema this crate writes, not compressed, of records in at most
+/// [`MAX_BLOCKS`] blocks.
+async fn carriable(version: FormatVersion, bytes: &[u8]) -> Option<Blocks<'_>> {
+    if version != FormatVersion::V2 {
         return None;
     }
-    let schema = schema(of.version()).await?;
-    let bytes = &parent.bytes[..];
+    let schema = schema(version).await?;
     let header = avro::header(bytes).ok()??;
     let plain = header.get(b"avro.codec").is_none_or(|c| c == b"null");
     (plain && header.get(b"avro.schema") == Some(schema.json().as_bytes())).then_some(())?;
     let sync = header.sync?;
     let blocks = &bytes[header.len..];
-    (held(blocks, &sync)? == parent.digest.0).then_some(())?;
-    Some(records(&schema, of, new, Some(sync)).map(|mut out| {
-        out.extend_from_slice(blocks);
-        out
-    }))
+    let records = held(blocks, &sync)?;
+    Some(Blocks {
+        schema,
+        sync,
+        bytes: blocks,
+        records,
+    })
+}
+
+/// The v2 list `bytes` as a parent an append carries whole, when the append keeps every
+/// one of its manifests as it is, without reading them into manifest files (issue 16:
+/// at 100k files that read was the largest part of a commit that grows with the table).
+/// Each record is read only for what decides that: its counts (a manifest without live
+/// files is dropped; none may be negative), content and spec (no small manifests are
+/// merged) and sequence numbers (assigned). `None` when the list cannot be carried or the
+/// append would change its manifests; then it is read whole, as before.
+pub(crate) async fn whole(bytes: &Bytes) -> Option<ParentList> {
+    let count = carriable(FormatVersion::V2, bytes).await?.records;
+    let records = crate::list_read::light(bytes)?;
+    (records.len() == count).then_some(())?;
+    let mut shapes = Vec::with_capacity(count);
+    for r in &records {
+        let files = |n: Option<i32>| n.and_then(|n| u32::try_from(n).ok());
+        let live = files(r.added_files_count)?.checked_add(files(r.existing_files_count)?)?;
+        let counted = files(r.deleted_files_count).is_some()
+            && [
+                r.added_rows_count,
+                r.existing_rows_count,
+                r.deleted_rows_count,
+            ]
+            .iter()
+            .all(|n| n.is_some_and(|n| n >= 0));
+        let assigned = r.sequence_number >= 0 && r.min_sequence_number >= 0;
+        (counted && assigned && live > 0).then_some(())?;
+        let content = ManifestContentType::try_from(r.content).ok()?;
+        shapes.push((r.partition_spec_id, content, live));
+    }
+    (!crate::merge::merges(shapes.into_iter())).then(|| ParentList {
+        bytes: bytes.clone(),
+        digest: (count, 0),
+        whole: true,
+    })
 }
 
 /// How many records `bytes` (a container file after its header) holds, if it is nothing
@@ -138,6 +208,7 @@ mod tests {
         let list = ParentList {
             bytes: parent_bytes.clone(),
             digest: digest(&parent),
+            whole: false,
         };
         let carried = encode(of, &child[..2], &list).await.unwrap().unwrap();
         let whole = crate::list_write::encode(of, &child)
@@ -187,6 +258,7 @@ mod tests {
             chain = ParentList {
                 bytes: bytes.unwrap().unwrap().into(),
                 digest: digest(&manifests),
+                whole: false,
             };
         }
         assert_eq!(blocks_of(&chain.bytes).1, Some(29 + MAX_BLOCKS - 1));
@@ -197,6 +269,7 @@ mod tests {
         let full = ParentList {
             bytes: full.into(),
             digest: digest(&manifests),
+            whole: false,
         };
         assert_eq!(blocks_of(&full.bytes).1, None, "{} blocks", MAX_BLOCKS + 1);
         assert!(encode(of, &[], &full).await.is_none(), "too many blocks");
@@ -206,11 +279,13 @@ mod tests {
         let broken = ParentList {
             bytes: broken.into(),
             digest: digest(&parent),
+            whole: false,
         };
         assert!(encode(of, &[], &broken).await.is_none(), "a marker changed");
         let fewer = ParentList {
             bytes: parent_bytes.clone(),
             digest: digest(&parent[1..]),
+            whole: false,
         };
         assert!(encode(of, &[], &fewer).await.is_none(), "another count");
     }
@@ -227,6 +302,7 @@ mod tests {
         let raw = |bytes: &'static [u8]| ParentList {
             bytes: Bytes::from_static(bytes),
             digest: (0, 0),
+            whole: false,
         };
         assert!(encode(of, &new, &raw(b"not avro")).await.is_none());
         assert!(encode(of, &new, &raw(b"Obj\x01")).await.is_none());
@@ -253,6 +329,7 @@ mod tests {
         let parent = |bytes: Bytes| ParentList {
             bytes,
             digest: digest(&new),
+            whole: false,
         };
         assert!(
             encode(v3, &new, &parent(bytes.clone())).await.is_none(),
@@ -268,5 +345,68 @@ mod tests {
         let mut other = bytes.to_vec();
         other[at + schema.len() - 1] = b' ';
         assert!(encode(of, &new, &parent(other.into())).await.is_none());
+    }
+
+    /// An append carries a list whole, unread, exactly when the full read would keep all
+    /// its manifests as they are: the list it writes is the one it writes after that read.
+    #[tokio::test]
+    async fn a_list_is_carried_whole_when_an_append_keeps_it_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let at = |name: &str| store.absolute(&format!("metadata/{name}.avro"));
+        let none = HashSet::new();
+        let write = |name: &'static str, manifests: Vec<ManifestFile>, parent| {
+            let (store, none, path) = (&store, &none, at(name));
+            async move {
+                let (listed, _, bytes) = write_manifest_list(
+                    store,
+                    &path,
+                    (9, Some(8)),
+                    (40, None),
+                    manifests,
+                    none,
+                    parent,
+                )
+                .await
+                .unwrap();
+                (listed, bytes)
+            }
+        };
+        let parent: Vec<_> = (1..30).map(|n| sample_manifest(n, None)).collect();
+        let (_, bytes) = write("parent", parent.clone(), None).await;
+        let carry = whole(&bytes).await.expect("carried whole");
+        assert_eq!((carry.digest.0, carry.whole), (29, true));
+        let new = vec![sample_manifest(40, None)];
+        let (listed, carried) = write("child", new.clone(), Some(&carry)).await;
+        assert!(listed.is_none(), "the parent's records were not read");
+        let mut all = new.clone();
+        all.extend(parent.iter().cloned());
+        let (_, encoded) = write("encoded", all.clone(), None).await;
+        let read = |b: &[u8]| crate::list_read::manifests(b, "list").unwrap();
+        assert_eq!(read(&carried), read(&encoded));
+        assert_eq!(read(&carried).len(), 30);
+        // Read whole instead: a manifest with no live files (the full read drops it),
+        // small manifests to merge, a list that is not one this crate carries.
+        let mut empty = parent.clone();
+        empty[3].added_files_count = Some(0);
+        empty[3].existing_files_count = Some(0);
+        let (_, bytes) = write("empty", empty, None).await;
+        assert!(
+            whole(&bytes).await.is_none(),
+            "a manifest without live files"
+        );
+        let small: Vec<_> = (1..=100)
+            .map(|n| ManifestFile {
+                partition_spec_id: 0,
+                content: iceberg::spec::ManifestContentType::Data,
+                added_files_count: Some(1),
+                existing_files_count: Some(0),
+                ..sample_manifest(n, None)
+            })
+            .collect();
+        let (_, bytes) = write("small", small.clone(), None).await;
+        assert!(crate::merge::merges(small.iter().map(crate::merge::shape)));
+        assert!(whole(&bytes).await.is_none(), "small manifests to merge");
+        assert!(whole(&Bytes::from_static(b"not avro")).await.is_none());
     }
 }

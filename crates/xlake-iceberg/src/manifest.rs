@@ -133,24 +133,36 @@ pub(crate) async fn read_manifest_list(
     store: &TableStore,
     location: &str,
 ) -> Result<Vec<ManifestFile>, String> {
-    Ok(read_list_file(store, location).await?.manifests)
+    read_list_file(store, location).await?.manifests()
 }
 
-/// A manifest list as read or written: its location, its manifests and its bytes (which
-/// a list keeping all its manifests may carry, see [`crate::list_carry`]).
+/// A manifest list as read or written: its location, its bytes (which a list keeping all
+/// its manifests may carry, see [`crate::list_carry`]) and, once read from them or when
+/// written, its manifests.
 #[derive(Debug, Clone)]
 pub(crate) struct ListFile {
     pub(crate) location: String,
-    pub(crate) manifests: Vec<ManifestFile>,
+    pub(crate) decoded: Option<Vec<ManifestFile>>,
     pub(crate) bytes: Bytes,
 }
 
-/// The manifest list at `location`.
+impl ListFile {
+    /// Its manifests, read from its bytes unless they are already known.
+    pub(crate) fn manifests(self) -> Result<Vec<ManifestFile>, String> {
+        match self.decoded {
+            Some(manifests) => Ok(manifests),
+            None => crate::list_read::manifests(&self.bytes, &self.location),
+        }
+    }
+}
+
+/// The manifest list at `location`, its records not read yet (an append may carry them
+/// unread, see [`crate::list_carry::whole`]).
 pub(crate) async fn read_list_file(store: &TableStore, location: &str) -> Result<ListFile, String> {
     let bytes = store.get(location).await.map_err(|e| e.to_string())?;
     Ok(ListFile {
         location: location.to_string(),
-        manifests: crate::list_read::manifests(&bytes, location)?,
+        decoded: None,
         bytes,
     })
 }
@@ -197,7 +209,8 @@ pub(crate) async fn write_manifest(
 /// next commit of a batch need not read the list back), the rows given ids (v3
 /// `added-rows`) and the list's bytes. With `parent_list`, when the last of `manifests`
 /// are the parent's, the parent's records may be carried as written
-/// ([`crate::list_carry`]).
+/// ([`crate::list_carry`]); when it is carried whole, `manifests` are only the new ones,
+/// the parent's records follow them unread, and no manifests are returned.
 pub(crate) async fn write_manifest_list(
     store: &TableStore,
     location: &str,
@@ -206,7 +219,7 @@ pub(crate) async fn write_manifest_list(
     mut manifests: Vec<ManifestFile>,
     carried: &HashSet<String>,
     parent_list: Option<&ParentList>,
-) -> Result<(Vec<ManifestFile>, u64, Bytes), String> {
+) -> Result<(Option<Vec<ManifestFile>>, u64, Bytes), String> {
     let of = ListOf {
         snapshot_id,
         parent,
@@ -214,18 +227,14 @@ pub(crate) async fn write_manifest_list(
         first_row_id,
     };
     let counted = assign(of, &mut manifests, carried)?;
-    let tail = parent_list.and_then(|p| Some((p, list_carry::tail_of(&manifests, p)?)));
-    let carried_list = match tail {
-        Some((parent, new)) => list_carry::encode(of, &manifests[..new], parent).await,
-        None => None,
-    };
-    let encoded = match carried_list {
-        Some(encoded) => Some(encoded),
-        None => list_write::encode(of, &manifests).await,
-    };
-    let bytes = match encoded {
-        Some(bytes) => Bytes::from(bytes?),
-        None => iceberg_list(of, &manifests, &counted).await?,
+    let whole = parent_list.filter(|p| p.whole);
+    let bytes = match whole {
+        // `list_carry::whole` checked what `encode` checks.
+        Some(parent) => list_carry::encode(of, &manifests, parent)
+            .await
+            .ok_or("the parent's manifest list cannot be carried after all")??
+            .into(),
+        None => encode_list(of, &manifests, &counted, parent_list).await?,
     };
     store
         .put(location, bytes.clone())
@@ -233,7 +242,30 @@ pub(crate) async fn write_manifest_list(
         .map_err(|e| e.to_string())?;
     // Never negative: row ids only grow from `first_row_id` (checked in `assign`).
     let added_rows = counted.next_row_id.unwrap_or(0) - first_row_id.unwrap_or(0);
-    Ok((manifests, added_rows, bytes))
+    Ok((whole.is_none().then_some(manifests), added_rows, bytes))
+}
+
+/// The list of `manifests`: the parent's records carried when they are its tail, else
+/// encoded here, else by iceberg-rust.
+async fn encode_list(
+    of: ListOf,
+    manifests: &[ManifestFile],
+    counted: &Counted,
+    parent_list: Option<&ParentList>,
+) -> Result<Bytes, String> {
+    let tail = parent_list.and_then(|p| Some((p, list_carry::tail_of(manifests, p)?)));
+    let carried_list = match tail {
+        Some((parent, new)) => list_carry::encode(of, &manifests[..new], parent).await,
+        None => None,
+    };
+    let encoded = match carried_list {
+        Some(encoded) => Some(encoded),
+        None => list_write::encode(of, manifests).await,
+    };
+    match encoded {
+        Some(bytes) => Ok(Bytes::from(bytes?)),
+        None => iceberg_list(of, manifests, counted).await,
+    }
 }
 
 /// The manifests a list assigned row ids to (by index), and the next row id after them.
@@ -471,6 +503,7 @@ mod tests {
         )
         .await
         .unwrap();
+        let listed = listed.unwrap();
         let ids: Vec<_> = listed.iter().map(|m| m.first_row_id).collect();
         assert_eq!(ids, [Some(925), Some(1000), Some(1125), Some(1125)]);
         assert_eq!(added_rows, 275);

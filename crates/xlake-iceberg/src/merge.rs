@@ -26,12 +26,21 @@ pub const MIN_COUNT_TO_MERGE: usize = 100;
 /// Live entries a merged manifest holds at most; manifests with fewer are small.
 pub const TARGET_ENTRIES: u32 = 100;
 
+/// What merging looks at of a manifest: its partition spec, content and live entries.
+pub(crate) type Shape = (i32, ManifestContentType, u32);
+
+pub(crate) fn shape(m: &ManifestFile) -> Shape {
+    (m.partition_spec_id, m.content, live(m))
+}
+
 /// The live entries of the small data manifests of each partition spec among `kept`, in
 /// list order.
-fn small_groups(kept: &[ManifestFile]) -> BTreeMap<i32, Vec<u32>> {
+fn small_groups(kept: impl Iterator<Item = Shape>) -> BTreeMap<i32, Vec<u32>> {
     let mut groups: BTreeMap<i32, Vec<u32>> = BTreeMap::new();
-    for m in kept.iter().filter(|m| is_small(m)) {
-        groups.entry(m.partition_spec_id).or_default().push(live(m));
+    for (spec_id, content, live) in kept {
+        if content == ManifestContentType::Data && live < TARGET_ENTRIES {
+            groups.entry(spec_id).or_default().push(live);
+        }
     }
     groups
 }
@@ -64,7 +73,7 @@ fn is_small(m: &ManifestFile) -> bool {
 
 /// Whether [`IcebergTable::merge_small_manifests`] would merge any of `kept` (else it
 /// gives them back as they are, in their order).
-fn merges(kept: &[ManifestFile]) -> bool {
+pub(crate) fn merges(kept: impl Iterator<Item = Shape>) -> bool {
     small_groups(kept).values().any(|lives| {
         lives.len() >= MIN_COUNT_TO_MERGE
             && bin_sizes(lives.iter().copied()).iter().any(|n| *n >= 2)
@@ -83,7 +92,7 @@ impl IcebergTable {
         carried: &mut HashSet<String>,
         mut location: impl FnMut() -> String,
     ) -> Result<Vec<ManifestFile>> {
-        if !merges(&kept) {
+        if !merges(kept.iter().map(shape)) {
             return Ok(kept);
         }
         let mut small: BTreeMap<i32, Vec<ManifestFile>> = BTreeMap::new();
@@ -172,18 +181,19 @@ mod tests {
     /// manifests and two of them share a bin.
     #[test]
     fn merges_says_whether_any_bin_holds_two_manifests() {
+        let merges_all = |kept: &[ManifestFile]| merges(kept.iter().map(shape));
         assert_eq!(bin_sizes([10; 25].into_iter()), [10, 10, 5]);
         assert_eq!(bin_sizes([60; 3].into_iter()), [1, 1, 1]);
         assert_eq!(bin_sizes(std::iter::empty()), [0]);
-        assert!(merges(&manifests(100, 0, 10)));
-        assert!(!merges(&manifests(99, 0, 10)), "too few");
-        assert!(!merges(&manifests(100, 0, 60)), "no two share a bin");
-        assert!(!merges(&manifests(200, 0, 100)), "none small");
+        assert!(merges_all(&manifests(100, 0, 10)));
+        assert!(!merges_all(&manifests(99, 0, 10)), "too few");
+        assert!(!merges_all(&manifests(100, 0, 60)), "no two share a bin");
+        assert!(!merges_all(&manifests(200, 0, 100)), "none small");
         let mut two_specs = manifests(60, 0, 10);
         two_specs.extend(manifests(60, 1, 10));
-        assert!(!merges(&two_specs), "too few of each spec");
+        assert!(!merges_all(&two_specs), "too few of each spec");
         two_specs.extend(manifests(40, 1, 10));
-        assert!(merges(&two_specs));
+        assert!(merges_all(&two_specs));
         let deletes: Vec<_> = manifests(100, 0, 10)
             .into_iter()
             .map(|m| ManifestFile {
@@ -191,6 +201,6 @@ mod tests {
                 ..m
             })
             .collect();
-        assert!(!merges(&deletes), "delete manifests are not merged");
+        assert!(!merges_all(&deletes), "delete manifests are not merged");
     }
 }

@@ -544,7 +544,9 @@ impl IcebergTable {
 
     /// The manifests `snapshot`'s list names.
     pub(crate) async fn manifest_list(&self, snapshot: &Snapshot) -> Result<Vec<ManifestFile>> {
-        Ok(self.list_file(snapshot).await?.manifests)
+        let list = self.list_file(snapshot).await?;
+        let location = list.location.clone();
+        list.manifests().map_err(|e| self.corrupt(&location, e))
     }
 
     /// `snapshot`'s manifest list, with its bytes.

@@ -24,6 +24,7 @@ use super::files::Invalid;
 use crate::deletes::position_delete_file;
 use crate::error::{IcebergError, Result};
 use crate::layout;
+use crate::list_carry::{self, ParentList};
 use crate::manifest::{carry_row_ids, may_hold_live, read_entries, ListFile};
 use crate::table::IcebergTable;
 
@@ -164,6 +165,38 @@ impl IcebergTable {
             (Some(p), _) => Some(self.list_file(p).await?),
             (None, _) => None,
         })
+    }
+
+    /// The parent's manifests, and its list as the new list may carry it (see
+    /// [`crate::list_carry`]). A v2 commit that removes nothing, onto a list it keeps as
+    /// it is, carries the list whole and reads none of its records: no manifests then.
+    pub(super) async fn parent_manifests(
+        &self,
+        change: &ChangeSet,
+        frame: &super::Frame,
+        parent: Option<ListFile>,
+    ) -> Result<(Vec<ManifestFile>, Option<ParentList>)> {
+        let Some(list) = parent else {
+            return Ok((Vec::new(), None));
+        };
+        if change.removed.is_empty() && !frame.v3() && list.decoded.is_none() {
+            if let Some(whole) = list_carry::whole(&list.bytes).await {
+                return Ok((Vec::new(), Some(whole)));
+            }
+        }
+        let (location, bytes) = (list.location.clone(), list.bytes.clone());
+        let manifests = list.manifests().map_err(|e| self.corrupt(&location, e))?;
+        // A list whose last manifests are still the parent's may carry its records.
+        let digest = list_carry::digest(&manifests);
+        let whole = false;
+        Ok((
+            manifests,
+            Some(ParentList {
+                bytes,
+                digest,
+                whole,
+            }),
+        ))
     }
 
     /// Which of the parent's `manifests` a commit removing `change.removed` keeps, and which

@@ -29,8 +29,9 @@ use crate::table::IcebergTable;
 pub(super) struct Written {
     /// Location of the manifest list.
     pub(super) list: String,
-    /// The manifests it holds, as it holds them.
-    pub(super) listed: Vec<ManifestFile>,
+    /// The manifests it holds, as it holds them; `None` when it carries its parent's
+    /// records unread (see [`crate::list_carry::whole`]).
+    pub(super) listed: Option<Vec<ManifestFile>>,
     /// Its bytes.
     pub(super) bytes: Bytes,
     /// Rows given ids (v3 `added-rows`).

@@ -32,7 +32,6 @@ use xlake_model::ChangeSet;
 use crate::error::{IcebergError, Result};
 use crate::fidelity::PARQUET_VECTORIZATION;
 use crate::history::History;
-use crate::list_carry::{self, ParentList};
 use crate::manifest::ListFile;
 use crate::table::{IcebergTable, LoadedTable};
 
@@ -159,11 +158,7 @@ impl IcebergTable {
         }
         // 3. Removed files: the parent manifests that hold them.
         let parent = self.parent_list(frame.parent.as_deref(), last_list).await?;
-        let (parents, parent_bytes) =
-            parent.map_or((Vec::new(), None), |l| (l.manifests, Some(l.bytes)));
-        // A list whose last manifests are still the parent's may carry its records.
-        let digest = list_carry::digest(&parents);
-        let parent_list = parent_bytes.map(|bytes| ParentList { bytes, digest });
+        let (parents, parent_list) = self.parent_manifests(change, &frame, parent).await?;
         let spec_id = bound.spec.spec_id();
         let removals = self
             .plan_removals(change, parents, (&added.data, spec_id))
@@ -207,7 +202,7 @@ impl IcebergTable {
         draft.base = None;
         draft.last_list = Some(ListFile {
             location: written.list,
-            manifests: written.listed,
+            decoded: written.listed,
             bytes: written.bytes,
         });
         let added_entries = degraded.difference(&parent_degraded).cloned().collect();
