@@ -116,8 +116,9 @@ async fn carriable(version: FormatVersion, bytes: &[u8]) -> Option<Blocks<'_>> {
 /// at 100k files that read was the largest part of a commit that grows with the table).
 /// Each record is read only for what decides that: its counts (a manifest without live
 /// files is dropped; none may be negative), content and spec (no small manifests are
-/// merged) and sequence numbers (assigned). `None` when the list cannot be carried or the
-/// append would change its manifests; then it is read whole, as before.
+/// merged), sequence numbers (assigned) and path (text, not empty). `None` when the list
+/// cannot be carried or the append would change its manifests; then it is read whole, as
+/// before.
 pub(crate) async fn whole(bytes: &Bytes) -> Option<ParentList> {
     let count = carriable(FormatVersion::V2, bytes).await?.records;
     let records = crate::list_read::light(bytes)?;
@@ -135,7 +136,8 @@ pub(crate) async fn whole(bytes: &Bytes) -> Option<ParentList> {
             .iter()
             .all(|n| n.is_some_and(|n| n >= 0));
         let assigned = r.sequence_number >= 0 && r.min_sequence_number >= 0;
-        (counted && assigned && live > 0).then_some(())?;
+        let named = !r.manifest_path.is_empty();
+        (counted && assigned && named && live > 0).then_some(())?;
         let content = ManifestContentType::try_from(r.content).ok()?;
         shapes.push((r.partition_spec_id, content, live));
     }

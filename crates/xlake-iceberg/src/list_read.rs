@@ -107,9 +107,11 @@ fn fast(bytes: &[u8]) -> Option<Vec<ManifestFile>> {
 }
 
 /// What deciding on a list's carry needs of one record (see [`crate::list_carry::whole`]),
-/// read in place: nothing is allocated, the other fields are skipped.
+/// read in place: nothing is allocated for a record, the other fields are skipped.
 #[derive(Deserialize)]
-pub(crate) struct Light {
+pub(crate) struct Light<'a> {
+    #[serde(borrow)]
+    pub(crate) manifest_path: &'a str,
     pub(crate) partition_spec_id: i32,
     #[serde(default)]
     pub(crate) content: i32,
@@ -130,10 +132,10 @@ pub(crate) struct Light {
 
 /// Each record of the list `bytes`, light; `None` for anything serde_avro_fast does not
 /// read (then the list is read whole, see [`manifests`]).
-pub(crate) fn light(bytes: &[u8]) -> Option<Vec<Light>> {
+pub(crate) fn light(bytes: &[u8]) -> Option<Vec<Light<'_>>> {
     let mut reader = Reader::from_slice(bytes).ok()?;
     let mut records = Vec::with_capacity((bytes.len() / 100).min(1 << 14));
-    for record in reader.deserialize::<Light>() {
+    for record in reader.deserialize_borrowed::<Light>() {
         records.push(record.ok()?);
     }
     Some(records)

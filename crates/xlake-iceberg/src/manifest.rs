@@ -137,8 +137,8 @@ pub(crate) async fn read_manifest_list(
 }
 
 /// A manifest list as read or written: its location, its bytes (which a list keeping all
-/// its manifests may carry, see [`crate::list_carry`]) and, once read from them or when
-/// written, its manifests.
+/// its manifests may carry, see [`crate::list_carry`]) and its manifests, once read from
+/// them or when written (not when it carried its parent's records unread).
 #[derive(Debug, Clone)]
 pub(crate) struct ListFile {
     pub(crate) location: String,

@@ -37,10 +37,8 @@ pub(crate) fn shape(m: &ManifestFile) -> Shape {
 /// list order.
 fn small_groups(kept: impl Iterator<Item = Shape>) -> BTreeMap<i32, Vec<u32>> {
     let mut groups: BTreeMap<i32, Vec<u32>> = BTreeMap::new();
-    for (spec_id, content, live) in kept {
-        if content == ManifestContentType::Data && live < TARGET_ENTRIES {
-            groups.entry(spec_id).or_default().push(live);
-        }
+    for shape in kept.filter(is_small_shape) {
+        groups.entry(shape.0).or_default().push(shape.2);
     }
     groups
 }
@@ -68,7 +66,11 @@ fn live(m: &ManifestFile) -> u32 {
 }
 
 fn is_small(m: &ManifestFile) -> bool {
-    m.content == ManifestContentType::Data && live(m) < TARGET_ENTRIES
+    is_small_shape(&shape(m))
+}
+
+fn is_small_shape((_, content, live): &Shape) -> bool {
+    *content == ManifestContentType::Data && *live < TARGET_ENTRIES
 }
 
 /// Whether [`IcebergTable::merge_small_manifests`] would merge any of `kept` (else it

@@ -169,7 +169,8 @@ impl IcebergTable {
 
     /// The parent's manifests, and its list as the new list may carry it (see
     /// [`crate::list_carry`]). A v2 commit that removes nothing, onto a list it keeps as
-    /// it is, carries the list whole and reads none of its records: no manifests then.
+    /// it is, carries the list whole, reading of its records only their counts, spec,
+    /// content and sequence numbers: no manifests then.
     pub(super) async fn parent_manifests(
         &self,
         change: &ChangeSet,
