@@ -65,12 +65,12 @@ pub(crate) fn tail_of(manifests: &[ManifestFile], parent: &ParentList) -> Option
 
 /// The list of `new` manifests followed by the records of the list `parent`, if the
 /// parent's blocks can be carried; `None` to encode the whole list.
-pub(crate) async fn encode(
+pub(crate) fn encode(
     of: ListOf,
     new: &[ManifestFile],
     parent: &ParentList,
 ) -> Option<Result<Vec<u8>, String>> {
-    let blocks = carriable(of.version(), &parent.bytes).await?;
+    let blocks = carriable(of.version(), &parent.bytes)?;
     (blocks.records == parent.digest.0).then_some(())?;
     Some(
         records(&blocks.schema, of, new, Some(blocks.sync)).map(|mut out| {
@@ -92,11 +92,11 @@ struct Blocks<'a> {
 /// The blocks of the list `bytes`, if a new list of `version` may carry them: a v2 list
 /// under the very schema this crate writes, not compressed, of records in at most
 /// [`MAX_BLOCKS`] blocks.
-async fn carriable(version: FormatVersion, bytes: &[u8]) -> Option<Blocks<'_>> {
+fn carriable(version: FormatVersion, bytes: &[u8]) -> Option<Blocks<'_>> {
     if version != FormatVersion::V2 {
         return None;
     }
-    let schema = schema(version).await?;
+    let schema = schema(version)?;
     let header = avro::header(bytes).ok()??;
     let plain = header.get(b"avro.codec").is_none_or(|c| c == b"null");
     (plain && header.get(b"avro.schema") == Some(schema.json().as_bytes())).then_some(())?;
@@ -119,8 +119,8 @@ async fn carriable(version: FormatVersion, bytes: &[u8]) -> Option<Blocks<'_>> {
 /// merged), sequence numbers (assigned) and path (text, not empty). `None` when the list
 /// cannot be carried or the append would change its manifests; then it is read whole, as
 /// before.
-pub(crate) async fn whole(bytes: &Bytes) -> Option<ParentList> {
-    let count = carriable(FormatVersion::V2, bytes).await?.records;
+pub(crate) fn whole(bytes: &Bytes) -> Option<ParentList> {
+    let count = carriable(FormatVersion::V2, bytes)?.records;
     let records = crate::list_read::light(bytes)?;
     (records.len() == count).then_some(())?;
     let mut shapes = Vec::with_capacity(count);
@@ -212,11 +212,8 @@ mod tests {
             digest: digest(&parent),
             whole: false,
         };
-        let carried = encode(of, &child[..2], &list).await.unwrap().unwrap();
-        let whole = crate::list_write::encode(of, &child)
-            .await
-            .unwrap()
-            .unwrap();
+        let carried = encode(of, &child[..2], &list).unwrap().unwrap();
+        let whole = crate::list_write::encode(of, &child).unwrap().unwrap();
         let read = |bytes: &[u8]| -> Vec<ManifestFile> {
             ManifestList::parse_with_version(bytes, FormatVersion::V2)
                 .unwrap()
@@ -240,7 +237,7 @@ mod tests {
         assert_eq!(meta.user_metadata()["snapshot-id"], b"9");
         // No new manifest (a commit that changes nothing but its metadata): the header
         // and the parent's blocks, no empty block (which readers take for the end).
-        let alone = encode(of, &[], &list).await.unwrap().unwrap();
+        let alone = encode(of, &[], &list).unwrap().unwrap();
         assert_eq!(alone.len(), blocks_of(&alone).0 + parent_blocks.len());
         assert_eq!(read(&alone), read(&parent_bytes));
         // The tail is the parent's only if its digest says so.
@@ -255,7 +252,7 @@ mod tests {
         // The list encoded whole is one block; each carried commit adds one.
         for n in 1..MAX_BLOCKS {
             let next = sample_manifest(100 + n as u32, None);
-            let bytes = encode(of, std::slice::from_ref(&next), &chain).await;
+            let bytes = encode(of, std::slice::from_ref(&next), &chain);
             manifests.insert(0, next);
             chain = ParentList {
                 bytes: bytes.unwrap().unwrap().into(),
@@ -266,7 +263,7 @@ mod tests {
         assert_eq!(blocks_of(&chain.bytes).1, Some(29 + MAX_BLOCKS - 1));
         assert_eq!(read(&chain.bytes).len(), 29 + MAX_BLOCKS - 1);
         let last = [sample_manifest(99, None)];
-        let full = encode(of, &last, &chain).await.unwrap().unwrap();
+        let full = encode(of, &last, &chain).unwrap().unwrap();
         manifests.insert(0, last[0].clone());
         let full = ParentList {
             bytes: full.into(),
@@ -274,7 +271,7 @@ mod tests {
             whole: false,
         };
         assert_eq!(blocks_of(&full.bytes).1, None, "{} blocks", MAX_BLOCKS + 1);
-        assert!(encode(of, &[], &full).await.is_none(), "too many blocks");
+        assert!(encode(of, &[], &full).is_none(), "too many blocks");
         let mut broken = parent_bytes.to_vec();
         let end = broken.len() - 1;
         broken[end] ^= 1;
@@ -283,13 +280,13 @@ mod tests {
             digest: digest(&parent),
             whole: false,
         };
-        assert!(encode(of, &[], &broken).await.is_none(), "a marker changed");
+        assert!(encode(of, &[], &broken).is_none(), "a marker changed");
         let fewer = ParentList {
             bytes: parent_bytes.clone(),
             digest: digest(&parent[1..]),
             whole: false,
         };
-        assert!(encode(of, &[], &fewer).await.is_none(), "another count");
+        assert!(encode(of, &[], &fewer).is_none(), "another count");
     }
 
     #[tokio::test]
@@ -306,8 +303,8 @@ mod tests {
             digest: (0, 0),
             whole: false,
         };
-        assert!(encode(of, &new, &raw(b"not avro")).await.is_none());
-        assert!(encode(of, &new, &raw(b"Obj\x01")).await.is_none());
+        assert!(encode(of, &new, &raw(b"not avro")).is_none());
+        assert!(encode(of, &new, &raw(b"Obj\x01")).is_none());
         let v3 = ListOf {
             first_row_id: Some(5),
             ..of
@@ -334,7 +331,7 @@ mod tests {
             whole: false,
         };
         assert!(
-            encode(v3, &new, &parent(bytes.clone())).await.is_none(),
+            encode(v3, &new, &parent(bytes.clone())).is_none(),
             "a v3 list"
         );
         // Another schema text (iceberg-rust's own writer may differ in spacing).
@@ -346,7 +343,7 @@ mod tests {
             .unwrap();
         let mut other = bytes.to_vec();
         other[at + schema.len() - 1] = b' ';
-        assert!(encode(of, &new, &parent(other.into())).await.is_none());
+        assert!(encode(of, &new, &parent(other.into())).is_none());
     }
 
     /// An append carries a list whole, unread, exactly when the full read would keep all
@@ -376,7 +373,7 @@ mod tests {
         };
         let parent: Vec<_> = (1..30).map(|n| sample_manifest(n, None)).collect();
         let (_, bytes) = write("parent", parent.clone(), None).await;
-        let carry = whole(&bytes).await.expect("carried whole");
+        let carry = whole(&bytes).expect("carried whole");
         assert_eq!((carry.digest.0, carry.whole), (29, true));
         let new = vec![sample_manifest(40, None)];
         let (listed, carried) = write("child", new.clone(), Some(&carry)).await;
@@ -393,10 +390,7 @@ mod tests {
         empty[3].added_files_count = Some(0);
         empty[3].existing_files_count = Some(0);
         let (_, bytes) = write("empty", empty, None).await;
-        assert!(
-            whole(&bytes).await.is_none(),
-            "a manifest without live files"
-        );
+        assert!(whole(&bytes).is_none(), "a manifest without live files");
         let small: Vec<_> = (1..=100)
             .map(|n| ManifestFile {
                 partition_spec_id: 0,
@@ -408,7 +402,7 @@ mod tests {
             .collect();
         let (_, bytes) = write("small", small.clone(), None).await;
         assert!(crate::merge::merges(small.iter().map(crate::merge::shape)));
-        assert!(whole(&bytes).await.is_none(), "small manifests to merge");
-        assert!(whole(&Bytes::from_static(b"not avro")).await.is_none());
+        assert!(whole(&bytes).is_none(), "small manifests to merge");
+        assert!(whole(&Bytes::from_static(b"not avro")).is_none());
     }
 }

@@ -3,17 +3,17 @@
 //! `Value` and resolves it against the schema; here the file is the one it writes, encoded
 //! directly, as [`crate::manifest_write`] does for manifests:
 //!
-//! - the Avro schema is iceberg-rust's own, taken once per format version from an empty
-//!   list it writes; the user metadata (`snapshot-id`, `parent-snapshot-id`,
-//!   `sequence-number`, `format-version`, v3 `first-row-id`) is made as its
-//!   `ManifestListWriter::v2`/`v3` makes it, which is checked against that empty list;
+//! - the Avro schema is iceberg-rust's own, held as its text per format version
+//!   (`list_schema_v2.json`, `list_schema_v3.json`); the user metadata (`snapshot-id`,
+//!   `parent-snapshot-id`, `sequence-number`, `format-version`, v3 `first-row-id`) is made
+//!   as its `ManifestListWriter::v2`/`v3` makes it. The tests check both against the
+//!   lists iceberg-rust writes, so a dependency update that changes them fails there;
 //! - each manifest is encoded by serde_avro_fast from [`ListRecord`], which holds the
 //!   fields of iceberg-rust's `ManifestFileV2`/`V3`, filled the same way.
 //!
-//! The caller assigns sequence numbers and row ids first (as the writer would); if
-//! iceberg-rust's empty list shows another layout or other metadata, every list is left
-//! to its writer. Errors name the manifest, in xlake's words (a count missing or out of
-//! range, as iceberg-rust refuses them).
+//! The caller assigns sequence numbers and row ids first (as the writer would). Errors
+//! name the manifest, in xlake's words (a count missing or out of range, as iceberg-rust
+//! refuses them).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -23,7 +23,6 @@ use iceberg::spec::{
     FieldSummary, FormatVersion, ManifestContentType, ManifestFile, ManifestListWriter,
 };
 use serde::Serialize;
-use serde_avro_fast::object_container_file_encoding::Reader;
 use serde_bytes::ByteBuf;
 
 /// One manifest list record, field for field as iceberg-rust's `ManifestFileV2`/`V3`
@@ -50,6 +49,7 @@ struct ListRecord<'a> {
 }
 
 /// The record fields, in order: [`ListRecord`]'s.
+#[cfg(test)]
 const FIELDS: &[&str] = &[
     "manifest_path",
     "manifest_length",
@@ -115,62 +115,34 @@ impl ListOf {
     }
 }
 
-/// iceberg-rust's list schema per format version (v2, v3), when this module writes its
-/// layout; `None` when it does not (then iceberg-rust writes every list). Each is made
-/// when a list of its version is first written (a commit writes one version).
+/// The Avro schema iceberg-rust's `ManifestListWriter` writes v2 and v3 lists with, as
+/// its text (`the_schemas_are_those_iceberg_rust_writes` checks both against lists it
+/// writes, field names, order and user metadata included: an iceberg-rust that writes
+/// another fails the tests). Taking it from an empty list written at run time cost
+/// every commit ~0.5 ms.
+const SCHEMA_TEXTS: [&str; 2] = [
+    include_str!("list_schema_v2.json"),
+    include_str!("list_schema_v3.json"),
+];
+
+/// [`SCHEMA_TEXTS`] parsed, once each; `None` if one did not parse (then iceberg-rust
+/// writes every list of its version).
 static SCHEMAS: [OnceLock<Option<Arc<serde_avro_fast::Schema>>>; 2] =
     [OnceLock::new(), OnceLock::new()];
 
 /// The list of `manifests` (sequence numbers and row ids assigned) for `of`; `None` when
 /// iceberg-rust is to write it.
-pub(crate) async fn encode(
-    of: ListOf,
-    manifests: &[ManifestFile],
-) -> Option<Result<Vec<u8>, String>> {
-    let schema = schema(of.version()).await?;
+pub(crate) fn encode(of: ListOf, manifests: &[ManifestFile]) -> Option<Result<Vec<u8>, String>> {
+    let schema = schema(of.version())?;
     Some(records(&schema, of, manifests, None))
 }
 
 /// The schema this module writes lists of `version` with, if it writes them.
-pub(crate) async fn schema(version: FormatVersion) -> Option<Arc<serde_avro_fast::Schema>> {
-    let cell = &SCHEMAS[usize::from(version == FormatVersion::V3)];
-    if let Some(schema) = cell.get() {
-        return schema.clone();
-    }
-    let schema = written_schema(version).await;
-    cell.get_or_init(|| schema).clone()
-}
-
-/// The schema of an empty list iceberg-rust writes in `version`, if its record fields and
-/// user metadata are those this module writes.
-async fn written_schema(version: FormatVersion) -> Option<Arc<serde_avro_fast::Schema>> {
-    let of = ListOf {
-        snapshot_id: 11,
-        parent: Some(7),
-        sequence_number: 3,
-        first_row_id: (version == FormatVersion::V3).then_some(5),
-    };
-    let (bytes, _) = iceberg_write(of, Vec::new()).await.ok()?;
-    type Metadata = BTreeMap<String, ByteBuf>;
-    let slice = serde_avro_fast::de::read::SliceRead::new(&bytes[..]);
-    let (read, metadata) = Reader::new_and_metadata::<Metadata>(slice).ok()?;
-    let schema = read.schema().clone();
-    let fields = record_fields(schema.json())?;
-    let expected = FIELDS
-        .iter()
-        .filter(|f| version == FormatVersion::V3 || **f != "first_row_id");
-    (metadata == of.metadata() && fields.iter().map(String::as_str).eq(expected.copied()))
-        .then_some(schema)
-}
-
-/// The field names of the record schema `json`.
-fn record_fields(json: &str) -> Option<Vec<String>> {
-    let schema: serde_json::Value = serde_json::from_str(json).ok()?;
-    schema["fields"]
-        .as_array()?
-        .iter()
-        .map(|f| f["name"].as_str().map(String::from))
-        .collect()
+pub(crate) fn schema(version: FormatVersion) -> Option<Arc<serde_avro_fast::Schema>> {
+    let at = usize::from(version == FormatVersion::V3);
+    SCHEMAS[at]
+        .get_or_init(|| SCHEMA_TEXTS[at].parse().ok().map(Arc::new))
+        .clone()
 }
 
 /// The Avro file of `manifests` under `schema`, with sync marker `sync` if given (else a
@@ -317,6 +289,7 @@ pub(crate) fn sample_manifest(n: u32, first_row_id: Option<u64>) -> ManifestFile
 #[cfg(test)]
 mod tests {
     use iceberg::spec::ManifestList;
+    use serde_avro_fast::object_container_file_encoding::Reader;
 
     use super::*;
 
@@ -347,7 +320,7 @@ mod tests {
             let manifests: Vec<_> = (1..40)
                 .map(|n| sample_manifest(n, first_row_id.map(|f| f + u64::from(n) * 100)))
                 .collect();
-            let fast = encode(of, &manifests).await.expect("encoded here").unwrap();
+            let fast = encode(of, &manifests).expect("encoded here").unwrap();
             let (slow, _) = iceberg_write(of, manifests.clone()).await.unwrap();
             assert_eq!(header(&fast), header(&slow), "{of:?}");
             let read = |bytes: &[u8]| {
@@ -380,11 +353,42 @@ mod tests {
         };
         let mut m = sample_manifest(1, None);
         m.added_rows_count = None;
-        let err = encode(of, &[m.clone()]).await.unwrap().unwrap_err();
+        let err = encode(of, &[m.clone()]).unwrap().unwrap_err();
         assert!(
             err.starts_with("/t/metadata/m1.avro: added_rows_count"),
             "{err}"
         );
         assert!(iceberg_write(of, vec![m]).await.is_err());
+    }
+
+    /// The schema text of an empty list iceberg-rust writes in `version`, checked to hold
+    /// the record fields this module writes and the user metadata it makes.
+    async fn written_schema(version: FormatVersion) -> String {
+        let of = ListOf {
+            snapshot_id: 11,
+            parent: Some(7),
+            sequence_number: 3,
+            first_row_id: (version == FormatVersion::V3).then_some(5),
+        };
+        let (bytes, _) = iceberg_write(of, Vec::new()).await.unwrap();
+        let (schema, metadata) = header(&bytes);
+        assert_eq!(metadata, of.metadata());
+        let json: serde_json::Value = serde_json::from_str(&schema).unwrap();
+        let fields = json["fields"].as_array().unwrap().iter();
+        let names = fields.map(|f| f["name"].as_str().unwrap());
+        let expected = FIELDS
+            .iter()
+            .filter(|f| version == FormatVersion::V3 || **f != "first_row_id");
+        assert!(names.eq(expected.copied()), "{schema}");
+        schema
+    }
+
+    #[tokio::test]
+    async fn the_schemas_are_those_iceberg_rust_writes() {
+        for version in [FormatVersion::V2, FormatVersion::V3] {
+            let text = SCHEMA_TEXTS[usize::from(version == FormatVersion::V3)];
+            assert_eq!(written_schema(version).await, text, "{version}");
+            assert_eq!(schema(version).unwrap().json(), text);
+        }
     }
 }

@@ -231,7 +231,6 @@ pub(crate) async fn write_manifest_list(
     let bytes = match whole {
         // `list_carry::whole` checked what `encode` checks.
         Some(parent) => list_carry::encode(of, &manifests, parent)
-            .await
             .ok_or("the parent's manifest list cannot be carried after all")??
             .into(),
         None => encode_list(of, &manifests, &counted, parent_list).await?,
@@ -255,12 +254,12 @@ async fn encode_list(
 ) -> Result<Bytes, String> {
     let tail = parent_list.and_then(|p| Some((p, list_carry::tail_of(manifests, p)?)));
     let carried_list = match tail {
-        Some((parent, new)) => list_carry::encode(of, &manifests[..new], parent).await,
+        Some((parent, new)) => list_carry::encode(of, &manifests[..new], parent),
         None => None,
     };
     let encoded = match carried_list {
         Some(encoded) => Some(encoded),
-        None => list_write::encode(of, manifests).await,
+        None => list_write::encode(of, manifests),
     };
     match encoded {
         Some(bytes) => Ok(Bytes::from(bytes?)),

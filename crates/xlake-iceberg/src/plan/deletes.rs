@@ -181,7 +181,7 @@ impl IcebergTable {
             return Ok((Vec::new(), None));
         };
         if change.removed.is_empty() && !frame.v3() && list.decoded.is_none() {
-            if let Some(whole) = list_carry::whole(&list.bytes).await {
+            if let Some(whole) = list_carry::whole(&list.bytes) {
                 return Ok((Vec::new(), Some(whole)));
             }
         }
