@@ -373,7 +373,8 @@ impl Command {
 
     /// Whether the command runs on the main thread alone (no worker threads). `commit`
     /// runs inside every write job and mirrors one commit: starting worker threads and
-    /// handing them work cost more than they gave. Every other command keeps them: a
+    /// handing them work cost more than they gave (it also starts at most two blocking
+    /// threads for file I/O). Every other command keeps them: a
     /// backfill's HTTP connections progress on them while the main thread plans, and the
     /// service and the job run tasks side by side.
     pub fn single_threaded(&self) -> bool {

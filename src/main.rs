@@ -29,7 +29,13 @@ use out::errln;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match cli.command.single_threaded() {
-        true => tokio::runtime::Builder::new_current_thread(),
+        // File reads and writes go to blocking threads: two keep a commit's few files
+        // moving without starting a thread for each (tokio's default starts up to 512).
+        true => {
+            let mut builder = tokio::runtime::Builder::new_current_thread();
+            builder.max_blocking_threads(2);
+            builder
+        }
         false => tokio::runtime::Builder::new_multi_thread(),
     }
     .enable_all()
