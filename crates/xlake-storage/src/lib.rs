@@ -778,7 +778,7 @@ impl TableStore {
                 modified_ms: meta.last_modified.timestamp_millis(),
             })
             .collect();
-        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        entries.sort_unstable_by(|a, b| a.path.cmp(&b.path));
         Ok(entries)
     }
 
@@ -819,7 +819,9 @@ impl TableStore {
         };
         match listed {
             Ok(mut entries) => {
-                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                // Names in a folder are unique: an unstable sort orders them alike, and
+                // faster (a Hudi timeline holds thousands).
+                entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
                 Ok(Some(entries))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(Vec::new())),
@@ -864,7 +866,7 @@ impl TableStore {
                 modified_ms: meta.last_modified.timestamp_millis(),
             })
             .collect();
-        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        entries.sort_unstable_by(|a, b| a.path.cmp(&b.path));
         Ok(entries)
     }
 }
