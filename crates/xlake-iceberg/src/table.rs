@@ -116,7 +116,7 @@ impl LoadedTable {
     /// Read from each snapshot's entry (see [`crate::snapshot_index`]), not its head.
     pub fn mirrored(&self) -> Vec<(i64, Option<String>)> {
         let mut entries: Vec<_> = self.history.entries().iter().collect();
-        entries.sort_by_key(|e| e.order());
+        entries.sort_unstable_by_key(|e| e.order()); // ids are unique
         entries
             .into_iter()
             .filter_map(|e| Some((e.id, e.mirrors.clone()?)))
