@@ -37,7 +37,7 @@
 //! | `merge` | merging small manifests, so manifest lists stay short as commits accumulate |
 //! | `manifest` | manifests and manifest lists written (by `manifest_write` and `list_write`, or iceberg-rust's writers) and persisted through [`xlake_storage`] |
 //! | `list_read` | a manifest list read straight into its fields (serde_avro_fast), iceberg-rust's parse as the fallback |
-//! | `list_write` | a manifest list encoded straight from its manifests (serde_avro_fast) under iceberg-rust's own schema (held as its text, `list_schema_v*.json`), its writer as the fallback |
+//! | `list_write` | a manifest list encoded straight from its manifests (serde_avro_fast) under iceberg-rust's own schema (held as its text, `list_schema_v*.json`, checked by the tests), its writer as a fallback |
 //! | `list_carry` | a list keeping every manifest of its parent's (an append): the parent's records carried as its Avro blocks, unread when nothing is removed |
 //! | `manifest_read` | a manifest's entries read the same way, iceberg-rust's parse as the fallback |
 //! | `manifest_record` | a manifest's Avro records, as iceberg-rust's own serde writes them: read by `manifest_read`, written by `manifest_write` |

@@ -334,7 +334,7 @@ mod tests {
             encode(v3, &new, &parent(bytes.clone())).is_none(),
             "a v3 list"
         );
-        // Another schema text (iceberg-rust's own writer may differ in spacing).
+        // Another schema text (a list another writer wrote, with other spacing).
         let h = avro::header(&bytes).unwrap().unwrap();
         let schema = h.get(b"avro.schema").unwrap();
         let at = bytes
