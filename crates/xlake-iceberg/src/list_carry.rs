@@ -123,9 +123,9 @@ pub(crate) fn whole(bytes: &Bytes) -> Option<ParentList> {
     let count = carriable(FormatVersion::V2, bytes)?.records;
     let records = crate::list_read::light(bytes)?;
     (records.len() == count).then_some(())?;
+    let files = |n: Option<i32>| n.and_then(|n| u32::try_from(n).ok());
     let mut shapes = Vec::with_capacity(count);
     for r in &records {
-        let files = |n: Option<i32>| n.and_then(|n| u32::try_from(n).ok());
         let live = files(r.added_files_count)?.checked_add(files(r.existing_files_count)?)?;
         let counted = files(r.deleted_files_count).is_some()
             && [

@@ -170,8 +170,8 @@ impl IcebergTable {
     /// The parent's manifests, and its list as the new list may carry it (see
     /// [`crate::list_carry`]). A v2 commit that removes nothing, onto a list it keeps as
     /// it is, carries the list whole, reading of its records only their counts, spec,
-    /// content and sequence numbers: no manifests then.
-    pub(super) async fn parent_manifests(
+    /// content, sequence numbers and path: no manifests then.
+    pub(super) fn parent_manifests(
         &self,
         change: &ChangeSet,
         frame: &super::Frame,

@@ -158,7 +158,7 @@ impl IcebergTable {
         }
         // 3. Removed files: the parent manifests that hold them.
         let parent = self.parent_list(frame.parent.as_deref(), last_list).await?;
-        let (parents, parent_list) = self.parent_manifests(change, &frame, parent).await?;
+        let (parents, parent_list) = self.parent_manifests(change, &frame, parent)?;
         let spec_id = bound.spec.spec_id();
         let removals = self
             .plan_removals(change, parents, (&added.data, spec_id))
