@@ -142,8 +142,9 @@ impl HudiSource {
                 .completed
                 .iter()
                 .chain(&self.timeline.pending)
-                .map(|i| i.requested.clone())
-                .min(),
+                .map(|i| i.requested.as_str())
+                .min()
+                .map(str::to_string),
             strictly_ordered: self.config.version >= 8,
         }
     }

@@ -49,7 +49,7 @@ use std::collections::HashMap;
 
 use xlake_catalog::{Advanced, CatalogError, CatalogTarget};
 use xlake_iceberg::{Committed, IcebergError, IcebergTable, LoadedTable, NextBase};
-use xlake_model::{ChangeSet, SourceCommit};
+use xlake_model::{ChangeSet, CommitListing, SourceCommit};
 use xlake_source::{CommitState, MirrorState, Replay, SourceError, SourceOptions, TableSource};
 use xlake_storage::{StorageError, TableStore};
 
@@ -269,9 +269,8 @@ pub async fn mirror_commit(
         )));
     }
     let loaded = loaded?;
-    let listing = source
-        .listing(&mirror_state(loaded.as_ref()))
-        .in_table(&store)?;
+    let state = mirror_state(loaded.as_ref());
+    let listing = source.listing(&state).in_table(&store)?;
     if !listing.commits.iter().any(|c| c.id == commit) {
         let newest = listing
             .commits
@@ -282,13 +281,19 @@ pub async fn mirror_commit(
         )));
     }
     let entry = precheck_catalog(&store, options).await?;
-    // The metadata just read is the first plan's base: one read of it per command.
+    // The metadata just read is the first plan's base: one read of it per command, and
+    // one listing of the source.
+    let preloaded = Preloaded {
+        loaded,
+        state,
+        listing,
+    };
     let outcome = run(
         store.clone(),
         source.as_mut(),
         options,
         Some(commit),
-        (!options.rebuild).then_some(loaded),
+        (!options.rebuild).then_some(preloaded),
         progress,
     )
     .await;
@@ -356,15 +361,23 @@ async fn precheck_catalog(
     Ok(Some(entry))
 }
 
+/// What in-commit mode read before its first plan: the table's metadata (loaded for a
+/// commit, so not relocated), what it mirrors, and the source's listing for that.
+struct Preloaded {
+    loaded: Option<LoadedTable>,
+    state: MirrorState,
+    listing: CommitListing,
+}
+
 /// Mirror pending commits in order, stopping after `until` when given; also says whether
-/// `until` is mirrored at the end. `preloaded`: the table's metadata as the caller just
-/// loaded it (not for a rebuild), the first plan's base.
+/// `until` is mirrored at the end. `preloaded` (not for a rebuild): the first plan's base,
+/// mirror state and listing, as the caller just read them.
 async fn run(
     store: TableStore,
     source: &mut dyn TableSource,
     options: &SyncOptions,
     until: Option<&str>,
-    mut preloaded: Option<Option<LoadedTable>>,
+    mut preloaded: Option<Preloaded>,
     mut progress: impl FnMut(&Mirrored),
 ) -> Result<(SyncReport, bool), SyncError> {
     let table = store.location().to_string();
@@ -395,10 +408,10 @@ async fn run(
         // the first batch builds on; each batch hands the next the version it published.
         // A relocated table is refused, unless rebuilding: then its metadata mirrors
         // nothing here, and the first batch starts a new history after it.
-        let mut base = match preloaded.take() {
-            Some(loaded) => loaded,
-            None if options.rebuild => target.load_as_found().await?,
-            None => target.load_for_commit().await?,
+        let (mut base, mut known) = match preloaded.take() {
+            Some(p) => (p.loaded, Some((p.state, p.listing))),
+            None if options.rebuild => (target.load_as_found().await?, None),
+            None => (target.load_for_commit().await?, None),
         };
         let relocated = base
             .as_ref()
@@ -409,6 +422,10 @@ async fn run(
             target.heal_hint(loaded).await?;
             // Asked for a newer format version: upgrade first, in its own `vN`, and say so.
             upgrade_note = upgrade::upgrade_loaded(&target, loaded).await?.note();
+            // An upgrade wrote a new version: what it mirrors is read from that one.
+            if upgrade_note.is_some() {
+                known = None;
+            }
         }
         // The format version written: the table's, or the one asked for if newer. A
         // rebuild keeps the relocated history's version (a v3 mirror's deletion vectors
@@ -426,14 +443,21 @@ async fn run(
         if version >= 3 {
             source.carry_deletion_vectors();
         }
-        let mut state = mirror_state(base.as_ref().filter(|_| !relocated));
+        // The listing depends on the mirrored commits, not on the live files added below.
+        let (mut state, listing) = match known {
+            Some((state, listing)) => (state, Some(listing)),
+            None => (mirror_state(base.as_ref().filter(|_| !relocated)), None),
+        };
         // A manifest costs about as much as four small commit files to read and decode.
         let saved = source.reads_saved_by_live_files(&state).await;
         if let Some(loaded) = base.as_ref().filter(|_| !relocated && saved > 0) {
             state.live_files = target.current_files(loaded, saved / 4).await?;
         }
         let mirrored = &state.commits;
-        let listing = source.listing(&state).in_table(&store)?;
+        let listing = match listing {
+            Some(listing) => listing,
+            None => source.listing(&state).in_table(&store)?,
+        };
         let mut engine_notes = Vec::new();
         let replay: Replay<'_> = match source.replay(&state).await {
             // First sync with --from-latest: one snapshot of the current state.
@@ -465,14 +489,14 @@ async fn run(
         // In-commit mode for a commit already mirrored: nothing further to do.
         let until_done = until.is_some_and(|u| mirrored.contains(u));
         let reduced = options.from_latest && mirrored.is_empty();
-        let mut remaining = match replay::Pending::count(mirrored, &listing, until) {
+        let pending = replay::Pending::new(mirrored, &listing);
+        let mut remaining = match pending.count(&listing, until) {
             _ if until_done => 0,
             // --from-latest: the one snapshot of the newest state.
             n if reduced => n.min(1),
             n => n,
         };
         let written_before = report.written.len();
-        let pending = replay::Pending::new(mirrored, &listing);
         let mut batches = replay::Batches::new(replay, pending, until, until_done);
         let mut first = true;
         let mut next = None;

@@ -42,29 +42,33 @@ impl<'a> Pending<'a> {
 
     /// Whether the change set of commit `id`, next in the replay, is to be mirrored.
     pub(crate) fn keep(&mut self, id: &str) -> bool {
-        if self.mirrored.contains(id) {
-            self.passed = true;
-            return false;
-        }
-        if self.passed {
-            return true;
-        }
-        match (self.oldest, self.position.get(id)) {
-            (Some(oldest), Some(&at)) => at > oldest,
-            _ => true,
-        }
+        let (keep, passed) = self.decide(id, self.passed);
+        self.passed = passed;
+        keep
     }
 
-    /// How many listed commits are pending, up to and including `until` (for progress).
-    pub(crate) fn count(
-        mirrored: &'a BTreeSet<String>,
-        listing: &'a CommitListing,
-        until: Option<&str>,
-    ) -> usize {
-        let mut pending = Self::new(mirrored, listing);
+    /// [`Self::keep`] with `passed` given and returned, not kept.
+    fn decide(&self, id: &str, passed: bool) -> (bool, bool) {
+        if self.mirrored.contains(id) {
+            return (false, true);
+        }
+        let keep = passed
+            || match (self.oldest, self.position.get(id)) {
+                (Some(oldest), Some(&at)) => at > oldest,
+                _ => true,
+            };
+        (keep, passed)
+    }
+
+    /// How many listed commits are pending, up to and including `until` (for progress),
+    /// before any change set streams by; `self` is left as it was.
+    pub(crate) fn count(&self, listing: &CommitListing, until: Option<&str>) -> usize {
+        let mut passed = self.passed;
         let mut n = 0;
         for c in &listing.commits {
-            n += usize::from(pending.keep(&c.id));
+            let (keep, now) = self.decide(&c.id, passed);
+            passed = now;
+            n += usize::from(keep);
             if until == Some(c.id.as_str()) {
                 break;
             }
@@ -291,8 +295,9 @@ mod tests {
         // A replay that starts after the newest mirrored commit (Delta).
         assert_eq!(pending(&set(&["1", "2"]), &["3", "4"]), ["3", "4"]);
         // Progress counts, up to a commit asked for.
-        assert_eq!(Pending::count(&set(&["1", "2", "4"]), &all, None), 2);
-        assert_eq!(Pending::count(&set(&["1"]), &all, Some("3")), 2);
+        let (some, one) = (set(&["1", "2", "4"]), set(&["1"]));
+        assert_eq!(Pending::new(&some, &all).count(&all, None), 2);
+        assert_eq!(Pending::new(&one, &all).count(&all, Some("3")), 2);
     }
 
     #[tokio::test]
