@@ -131,7 +131,9 @@ impl LogListing {
         let Some(latest) = self.latest() else {
             return Ok(None);
         };
-        let complete_after = |v: u64| (v + 1..=latest).all(|c| self.commits.contains_key(&c));
+        // Versions are unique and sorted: every one after `v` is there when as many are.
+        let complete_after =
+            |v: u64| v >= latest || self.commits.range(v + 1..=latest).count() as u64 == latest - v;
         if self.commits.contains_key(&0) && complete_after(0) {
             return Ok(Some((0, false)));
         }
@@ -178,6 +180,9 @@ mod tests {
             .to_string()
             .contains("00000000000000000001.json"));
         assert_eq!(listing(&[], &[]).start().unwrap(), None);
+        // A checkpoint of the newest version, its commit file gone.
+        assert_eq!(listing(&[3], &[4]).start().unwrap(), Some((4, true)));
+        assert!(listing(&[1, 3], &[1]).start().is_err());
         assert_eq!(
             version_of("00000000000000000010.checkpoint.parquet"),
             Some(10)

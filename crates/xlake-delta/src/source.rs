@@ -132,6 +132,18 @@ impl DeltaSource {
         })
     }
 
+    /// Whether [`Self::listing`] lists `id`, without building it: a version from the
+    /// replay's start to the newest, written as the listing writes it.
+    pub(crate) fn lists(&self, id: &str) -> bool {
+        let Some(version) = id.parse::<u64>().ok().filter(|v| v.to_string() == id) else {
+            return false;
+        };
+        match (self.log.start(), self.log.latest()) {
+            (Ok(Some((start, _))), Some(latest)) => (start..=latest).contains(&version),
+            _ => false,
+        }
+    }
+
     /// The time of version `version`, whose `commitInfo` is `info`: its in-commit
     /// timestamp, else its timestamp, else its commit file's time (as listed, or asked of
     /// the store for a log listed by name; 0 without one).
@@ -588,6 +600,35 @@ mod tests {
             Some("ab")
         );
         assert_eq!(partition_text(&Scalar::Integer(7)).as_deref(), Some("7"));
+    }
+
+    #[tokio::test]
+    async fn a_version_is_listed_exactly_when_the_listing_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("_delta_log");
+        std::fs::create_dir(&log).unwrap();
+        // Commit files 0 and 1 cleaned up; the checkpoint of 2 covers them.
+        for name in [
+            "00000000000000000002.json",
+            "00000000000000000002.checkpoint.parquet",
+            "00000000000000000003.json",
+            "00000000000000000004.json",
+        ] {
+            std::fs::write(log.join(name), b"x").unwrap();
+        }
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let source = DeltaSource::open_with_times(store, false).await.unwrap();
+        let listed: Vec<String> = source
+            .listing()
+            .unwrap()
+            .commits
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        assert_eq!(listed, ["2", "3", "4"]);
+        for id in ["0", "1", "2", "3", "4", "5", "03", "+3", "x", ""] {
+            assert_eq!(source.lists(id), listed.iter().any(|l| l == id), "{id}");
+        }
     }
 
     #[test]

@@ -112,9 +112,9 @@ impl TableSource for DeltaSource {
     /// Delta has no pending commits: a version exists once its commit file (or a
     /// checkpoint covering it) does.
     fn commit_state(&self, id: &str) -> CommitState {
-        match DeltaSource::listing(self) {
-            Ok(l) if l.commits.iter().any(|c| c.id == id) => CommitState::Completed,
-            _ => CommitState::Unknown,
+        match self.lists(id) {
+            true => CommitState::Completed,
+            false => CommitState::Unknown,
         }
     }
 

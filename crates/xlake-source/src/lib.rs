@@ -102,7 +102,9 @@ pub trait TableSource: Send + Sync {
     fn format(&self) -> SourceFormat;
 
     /// The completed commits that each get a snapshot, in source order, from names alone
-    /// (no commit is read). `mirrored` is what the target records.
+    /// (no commit is read). `mirrored` is what the target records; the listing may depend
+    /// on its commits and newest one, not on its live files (the engine lists before it
+    /// reads them, and keeps the listing).
     fn listing(&self, mirrored: &MirrorState) -> Result<CommitListing, SourceError>;
 
     /// Whether `id` is a completed, a pending or an unknown commit.

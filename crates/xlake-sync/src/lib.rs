@@ -281,8 +281,8 @@ pub async fn mirror_commit(
         )));
     }
     let entry = precheck_catalog(&store, options).await?;
-    // The metadata just read is the first plan's base: one read of it per command, and
-    // one listing of the source.
+    // The metadata just read, what it mirrors and the source's listing for that are the
+    // first plan's: each is read or built once per command.
     let preloaded = Preloaded {
         loaded,
         state,
@@ -421,9 +421,10 @@ async fn run(
         if let Some(loaded) = base.as_mut().filter(|_| !relocated) {
             target.heal_hint(loaded).await?;
             // Asked for a newer format version: upgrade first, in its own `vN`, and say so.
-            upgrade_note = upgrade::upgrade_loaded(&target, loaded).await?.note();
-            // An upgrade wrote a new version: what it mirrors is read from that one.
-            if upgrade_note.is_some() {
+            // An upgrade wrote a new version: what it mirrors is read from that one. (A
+            // plan after a lost race finds the table upgraded: the note stays.)
+            if let Some(note) = upgrade::upgrade_loaded(&target, loaded).await?.note() {
+                upgrade_note = Some(note);
                 known = None;
             }
         }
@@ -490,7 +491,7 @@ async fn run(
         let until_done = until.is_some_and(|u| mirrored.contains(u));
         let reduced = options.from_latest && mirrored.is_empty();
         let pending = replay::Pending::new(mirrored, &listing);
-        let mut remaining = match pending.count(&listing, until) {
+        let mut remaining = match pending.count(until) {
             _ if until_done => 0,
             // --from-latest: the one snapshot of the newest state.
             n if reduced => n.min(1),

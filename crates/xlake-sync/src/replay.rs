@@ -17,6 +17,7 @@ use xlake_source::{ChangeStream, Replay, SourceError};
 /// order); what a replay gives before the oldest mirrored commit is older than it.
 pub(crate) struct Pending<'a> {
     mirrored: &'a BTreeSet<String>,
+    listing: &'a CommitListing,
     /// Listing position of each listed commit.
     position: HashMap<&'a str, usize>,
     /// Listing position of the oldest listed commit a snapshot records.
@@ -34,6 +35,7 @@ impl<'a> Pending<'a> {
             .position(|c| mirrored.contains(&c.id));
         Self {
             mirrored,
+            listing,
             position,
             oldest,
             passed: false,
@@ -62,10 +64,10 @@ impl<'a> Pending<'a> {
 
     /// How many listed commits are pending, up to and including `until` (for progress),
     /// before any change set streams by; `self` is left as it was.
-    pub(crate) fn count(&self, listing: &CommitListing, until: Option<&str>) -> usize {
+    pub(crate) fn count(&self, until: Option<&str>) -> usize {
         let mut passed = self.passed;
         let mut n = 0;
-        for c in &listing.commits {
+        for c in &self.listing.commits {
             let (keep, now) = self.decide(&c.id, passed);
             passed = now;
             n += usize::from(keep);
@@ -296,8 +298,8 @@ mod tests {
         assert_eq!(pending(&set(&["1", "2"]), &["3", "4"]), ["3", "4"]);
         // Progress counts, up to a commit asked for.
         let (some, one) = (set(&["1", "2", "4"]), set(&["1"]));
-        assert_eq!(Pending::new(&some, &all).count(&all, None), 2);
-        assert_eq!(Pending::new(&one, &all).count(&all, Some("3")), 2);
+        assert_eq!(Pending::new(&some, &all).count(None), 2);
+        assert_eq!(Pending::new(&one, &all).count(Some("3")), 2);
     }
 
     #[tokio::test]
