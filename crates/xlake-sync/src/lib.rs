@@ -384,7 +384,6 @@ async fn run(
     let mut target = IcebergTable::new(store.clone())
         .with_properties(options.properties.clone())
         .verify_files(!options.skip_file_check);
-    use xlake_iceberg::v3::version_number;
     if let Some(n) = options.format_version {
         let version =
             xlake_iceberg::v3::format_version(n).map_err(|reason| IcebergError::FormatVersion {
@@ -404,61 +403,20 @@ async fn run(
     let mut retries = 0;
     let mut last_seen = 0;
     'plan: loop {
-        // One read of the metadata per plan: it gives the mirrored commits and is the base
-        // the first batch builds on; each batch hands the next the version it published.
-        // A relocated table is refused, unless rebuilding: then its metadata mirrors
-        // nothing here, and the first batch starts a new history after it.
-        let (mut base, mut known) = match preloaded.take() {
-            Some(p) => (p.loaded, Some((p.state, p.listing))),
-            None if options.rebuild => (target.load_as_found().await?, None),
-            None => (target.load_for_commit().await?, None),
-        };
-        let relocated = base
-            .as_ref()
-            .is_some_and(|l| target.recorded_elsewhere(l).is_some());
-        // A writer that died (or lost the reply) between its metadata file and the hint
-        // left readers that trust the hint on an old version: point it right first.
-        if let Some(loaded) = base.as_mut().filter(|_| !relocated) {
-            target.heal_hint(loaded).await?;
-            // Asked for a newer format version: upgrade first, in its own `vN`, and say so.
-            // An upgrade wrote a new version: what it mirrors is read from that one. (A
-            // plan after a lost race finds the table upgraded: the note stays.)
-            if let Some(note) = upgrade::upgrade_loaded(&target, loaded).await?.note() {
-                upgrade_note = Some(note);
-                known = None;
-            }
-        }
-        // The format version written: the table's, or the one asked for if newer. A
-        // rebuild keeps the relocated history's version (a v3 mirror's deletion vectors
-        // must not fall back to a v2 table).
-        let found = base
-            .as_ref()
-            .map(|l| version_number(l.metadata.format_version()));
-        let version = found.max(options.format_version).unwrap_or(2);
-        if relocated {
-            if let Ok(v) = xlake_iceberg::v3::format_version(version) {
-                target = target.format_version(v);
-            }
-        }
-        // A v3 table takes deletion vectors as they are: the source need not decode them.
-        if version >= 3 {
-            source.carry_deletion_vectors();
-        }
-        // The listing depends on the mirrored commits, not on the live files added below.
-        let (mut state, listing) = match known {
-            Some((state, listing)) => (state, Some(listing)),
-            None => (mirror_state(base.as_ref().filter(|_| !relocated)), None),
-        };
-        // A manifest costs about as much as four small commit files to read and decode.
-        let saved = source.reads_saved_by_live_files(&state).await;
-        if let Some(loaded) = base.as_ref().filter(|_| !relocated && saved > 0) {
-            state.live_files = target.current_files(loaded, saved / 4).await?;
-        }
+        let PlanStart {
+            mut base,
+            state,
+            listing,
+        } = plan_start(
+            &store,
+            &mut target,
+            source,
+            options,
+            preloaded.take(),
+            &mut upgrade_note,
+        )
+        .await?;
         let mirrored = &state.commits;
-        let listing = match listing {
-            Some(listing) => listing,
-            None => source.listing(&state).in_table(&store)?,
-        };
         let mut engine_notes = Vec::new();
         let replay: Replay<'_> = match source.replay(&state).await {
             // First sync with --from-latest: one snapshot of the current state.
@@ -626,6 +584,84 @@ fn confine(
             commit: change.commit.id.clone(),
             reason: "it adds a data file (or a deletion vector file) outside the table and the allowed locations (named in the service log); allow that location with --allow".into(),
         }))
+    })
+}
+
+/// Where a plan starts: its base, what it mirrors and the source's listing for that.
+struct PlanStart {
+    base: Option<LoadedTable>,
+    state: MirrorState,
+    listing: CommitListing,
+}
+
+/// One read of the metadata per plan: it gives the mirrored commits and is the base the
+/// first batch builds on (each batch hands the next the version it published). A
+/// relocated table is refused, unless rebuilding: then its metadata mirrors nothing here,
+/// and the first batch starts a new history after it. Sets `target`'s format version and
+/// `upgrade_note` when an upgrade happens.
+async fn plan_start(
+    store: &TableStore,
+    target: &mut IcebergTable,
+    source: &mut dyn TableSource,
+    options: &SyncOptions,
+    preloaded: Option<Preloaded>,
+    upgrade_note: &mut Option<String>,
+) -> Result<PlanStart, SyncError> {
+    use xlake_iceberg::v3::version_number;
+    let (mut base, mut known) = match preloaded {
+        Some(p) => (p.loaded, Some((p.state, p.listing))),
+        None if options.rebuild => (target.load_as_found().await?, None),
+        None => (target.load_for_commit().await?, None),
+    };
+    let relocated = base
+        .as_ref()
+        .is_some_and(|l| target.recorded_elsewhere(l).is_some());
+    // A writer that died (or lost the reply) between its metadata file and the hint left
+    // readers that trust the hint on an old version: point it right first.
+    if let Some(loaded) = base.as_mut().filter(|_| !relocated) {
+        target.heal_hint(loaded).await?;
+        // Asked for a newer format version: upgrade first, in its own `vN`, and say so.
+        // What an upgraded table mirrors is read from the new version. (A plan after a
+        // lost race finds the table upgraded: the note stays.)
+        if let Some(note) = upgrade::upgrade_loaded(target, loaded).await?.note() {
+            *upgrade_note = Some(note);
+            known = None;
+        }
+    }
+    // The format version written: the table's, or the one asked for if newer. A rebuild
+    // keeps the relocated history's version (a v3 mirror's deletion vectors must not fall
+    // back to a v2 table).
+    let found = base
+        .as_ref()
+        .map(|l| version_number(l.metadata.format_version()));
+    let version = found.max(options.format_version).unwrap_or(2);
+    if relocated {
+        if let Ok(v) = xlake_iceberg::v3::format_version(version) {
+            *target = target.clone().format_version(v);
+        }
+    }
+    // A v3 table takes deletion vectors as they are: the source need not decode them.
+    if version >= 3 {
+        source.carry_deletion_vectors();
+    }
+    // The listing depends on the mirrored commits, not on the live files added below.
+    let (mut state, listing) = match known {
+        Some((state, listing)) => (state, Some(listing)),
+        None => (mirror_state(base.as_ref().filter(|_| !relocated)), None),
+    };
+    // A manifest costs about as much as four small commit files to read and decode.
+    let saved = source.reads_saved_by_live_files(&state).await;
+    if let Some(loaded) = base.as_ref().filter(|_| !relocated && saved > 0) {
+        state.live_files = target.current_files(loaded, saved / 4).await?;
+    }
+    let listing = match listing {
+        Some(listing) => listing,
+        None => source.listing(&state).in_table(store)?,
+    };
+    Ok(PlanStart {
+        base,
+        state,
+        listing,
     })
 }
 
