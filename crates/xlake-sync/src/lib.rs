@@ -597,8 +597,8 @@ struct PlanStart {
 /// One read of the metadata per plan: it gives the mirrored commits and is the base the
 /// first batch builds on (each batch hands the next the version it published). A
 /// relocated table is refused, unless rebuilding: then its metadata mirrors nothing here,
-/// and the first batch starts a new history after it. Sets `target`'s format version and
-/// `upgrade_note` when an upgrade happens.
+/// and the first batch starts a new history after it. Sets `target`'s format version for
+/// a relocated table, and `upgrade_note` when an upgrade happens.
 async fn plan_start(
     store: &TableStore,
     target: &mut IcebergTable,
