@@ -191,6 +191,20 @@ mod tests {
     }
 }
 
+/// A table folder whose `_delta_log/` holds a placeholder file of each of `names`, and a
+/// store on it (for tests of what is read from names alone).
+#[cfg(test)]
+pub(crate) fn names_only_table(names: &[&str]) -> (tempfile::TempDir, TableStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join(LOG_DIR);
+    std::fs::create_dir(&log).unwrap();
+    for name in names {
+        std::fs::write(log.join(name), b"x").unwrap();
+    }
+    let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+    (dir, store)
+}
+
 #[cfg(test)]
 mod listing_tests {
     use super::*;
@@ -198,10 +212,7 @@ mod listing_tests {
     /// By name, a log lists the same versions and checkpoints, only without times.
     #[tokio::test]
     async fn a_log_listed_by_name_holds_what_a_timed_listing_holds() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join(LOG_DIR);
-        std::fs::create_dir(&log).unwrap();
-        for name in [
+        let (_dir, store) = names_only_table(&[
             "00000000000000000000.json",
             "00000000000000000001.json",
             "00000000000000000001.checkpoint.parquet",
@@ -209,10 +220,7 @@ mod listing_tests {
             "00000000000000000002.json",
             "00000000000000000003.json.tmp",
             "_commits",
-        ] {
-            std::fs::write(log.join(name), b"x").unwrap();
-        }
-        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        ]);
         let timed = LogListing::load(&store, true).await.unwrap();
         let named = LogListing::load(&store, false).await.unwrap();
         assert_eq!(named.checkpoints, timed.checkpoints);

@@ -107,14 +107,14 @@ impl DeltaSource {
 
     /// The retained versions that each get a snapshot, from the log folder's names.
     pub fn listing(&self) -> Result<CommitListing> {
-        let Some((start, _)) = self.log.start()? else {
+        let Some(versions) = self.listed_versions()? else {
             return Ok(CommitListing {
                 strictly_ordered: true,
                 ..Default::default()
             });
         };
-        let latest = self.log.latest().unwrap_or(start);
-        let commits = (start..=latest)
+        let retained_from = Some(versions.start().to_string());
+        let commits = versions
             .map(|v| ListedCommit {
                 id: v.to_string(),
                 time_ms: self
@@ -127,21 +127,26 @@ impl DeltaSource {
             .collect();
         Ok(CommitListing {
             commits,
-            retained_from: Some(start.to_string()),
+            retained_from,
             strictly_ordered: true,
         })
     }
 
-    /// Whether [`Self::listing`] lists `id`, without building it: a version from the
-    /// replay's start to the newest, written as the listing writes it.
+    /// The versions [`Self::listing`] lists: from the replay's start to the newest.
+    fn listed_versions(&self) -> Result<Option<std::ops::RangeInclusive<u64>>> {
+        Ok(self
+            .log
+            .start()?
+            .map(|(start, _)| start..=self.log.latest().unwrap_or(start)))
+    }
+
+    /// Whether [`Self::listing`] lists `id`, without building it (an id is a version as
+    /// `u64` prints it).
     pub(crate) fn lists(&self, id: &str) -> bool {
         let Some(version) = id.parse::<u64>().ok().filter(|v| v.to_string() == id) else {
             return false;
         };
-        match (self.log.start(), self.log.latest()) {
-            (Ok(Some((start, _))), Some(latest)) => (start..=latest).contains(&version),
-            _ => false,
-        }
+        matches!(self.listed_versions(), Ok(Some(versions)) if versions.contains(&version))
     }
 
     /// The time of version `version`, whose `commitInfo` is `info`: its in-commit
@@ -604,19 +609,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_version_is_listed_exactly_when_the_listing_holds_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("_delta_log");
-        std::fs::create_dir(&log).unwrap();
         // Commit files 0 and 1 cleaned up; the checkpoint of 2 covers them.
-        for name in [
+        let (_dir, store) = crate::log::names_only_table(&[
             "00000000000000000002.json",
             "00000000000000000002.checkpoint.parquet",
             "00000000000000000003.json",
             "00000000000000000004.json",
-        ] {
-            std::fs::write(log.join(name), b"x").unwrap();
-        }
-        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        ]);
         let source = DeltaSource::open_with_times(store, false).await.unwrap();
         let listed: Vec<String> = source
             .listing()
