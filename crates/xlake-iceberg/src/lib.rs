@@ -39,6 +39,7 @@
 //! | `list_read` | a manifest list read straight into its fields (serde_avro_fast), iceberg-rust's parse as the fallback |
 //! | `list_write` | a manifest list encoded straight from its manifests (serde_avro_fast) under iceberg-rust's own schema (held as its text, `list_schema_v*.json`, checked by the tests), its writer as a fallback |
 //! | `list_carry` | a list keeping every manifest of its parent's (an append): the parent's records carried as its Avro blocks, unread when nothing is removed |
+//! | `list_shape` | what deciding on that carry needs of each record of a list this crate wrote, read by hand under its known schema |
 //! | `manifest_read` | a manifest's entries read the same way, iceberg-rust's parse as the fallback |
 //! | `manifest_record` | a manifest's Avro records, as iceberg-rust's own serde writes them: read by `manifest_read`, written by `manifest_write` |
 //! | `manifest_write` | a manifest encoded straight from its entries (serde_avro_fast) under iceberg-rust's own header, its writer as the fallback |
@@ -59,6 +60,7 @@ pub mod history;
 pub mod layout;
 mod list_carry;
 mod list_read;
+mod list_shape;
 mod list_write;
 mod manifest;
 mod manifest_read;

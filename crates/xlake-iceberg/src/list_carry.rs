@@ -24,7 +24,7 @@
 //! with the table.
 
 use bytes::Bytes;
-use iceberg::spec::{FormatVersion, ManifestContentType, ManifestFile};
+use iceberg::spec::{FormatVersion, ManifestFile};
 
 use xlake_storage::avro;
 
@@ -120,30 +120,11 @@ fn carriable(version: FormatVersion, bytes: &[u8]) -> Option<Blocks<'_>> {
 /// cannot be carried or the append would change its manifests; then it is read whole, as
 /// before.
 pub(crate) fn whole(bytes: &Bytes) -> Option<ParentList> {
-    let count = carriable(FormatVersion::V2, bytes)?.records;
-    let records = crate::list_read::light(bytes)?;
-    (records.len() == count).then_some(())?;
-    let files = |n: Option<i32>| n.and_then(|n| u32::try_from(n).ok());
-    let mut shapes = Vec::with_capacity(count);
-    for r in &records {
-        let live = files(r.added_files_count)?.checked_add(files(r.existing_files_count)?)?;
-        let counted = files(r.deleted_files_count).is_some()
-            && [
-                r.added_rows_count,
-                r.existing_rows_count,
-                r.deleted_rows_count,
-            ]
-            .iter()
-            .all(|n| n.is_some_and(|n| n >= 0));
-        let assigned = r.sequence_number >= 0 && r.min_sequence_number >= 0;
-        let named = !r.manifest_path.is_empty();
-        (counted && assigned && named && live > 0).then_some(())?;
-        let content = ManifestContentType::try_from(r.content).ok()?;
-        shapes.push((r.partition_spec_id, content, live));
-    }
+    let blocks = carriable(FormatVersion::V2, bytes)?;
+    let shapes = crate::list_shape::shapes(blocks.bytes, &blocks.sync, blocks.records)?;
     (!crate::merge::merges(shapes.into_iter())).then(|| ParentList {
         bytes: bytes.clone(),
-        digest: (count, 0),
+        digest: (blocks.records, 0),
         whole: true,
     })
 }

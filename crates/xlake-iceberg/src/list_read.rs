@@ -106,41 +106,6 @@ fn fast(bytes: &[u8]) -> Option<Vec<ManifestFile>> {
     Some(manifests)
 }
 
-/// What deciding on a list's carry needs of one record (see [`crate::list_carry::whole`]),
-/// read in place: nothing is allocated for a record, the other fields are skipped.
-#[derive(Deserialize)]
-pub(crate) struct Light<'a> {
-    #[serde(borrow)]
-    pub(crate) manifest_path: &'a str,
-    pub(crate) partition_spec_id: i32,
-    #[serde(default)]
-    pub(crate) content: i32,
-    #[serde(default)]
-    pub(crate) sequence_number: i64,
-    #[serde(default)]
-    pub(crate) min_sequence_number: i64,
-    #[serde(alias = "added_data_files_count")]
-    pub(crate) added_files_count: Option<i32>,
-    #[serde(alias = "existing_data_files_count")]
-    pub(crate) existing_files_count: Option<i32>,
-    #[serde(alias = "deleted_data_files_count")]
-    pub(crate) deleted_files_count: Option<i32>,
-    pub(crate) added_rows_count: Option<i64>,
-    pub(crate) existing_rows_count: Option<i64>,
-    pub(crate) deleted_rows_count: Option<i64>,
-}
-
-/// Each record of the list `bytes`, light; `None` for anything serde_avro_fast does not
-/// read (then the list is read whole, see [`manifests`]).
-pub(crate) fn light(bytes: &[u8]) -> Option<Vec<Light<'_>>> {
-    let mut reader = Reader::from_slice(bytes).ok()?;
-    let mut records = Vec::with_capacity((bytes.len() / 100).min(1 << 14));
-    for record in reader.deserialize_borrowed::<Light>() {
-        records.push(record.ok()?);
-    }
-    Some(records)
-}
-
 /// The format version a manifest list was written for (its `format-version` key; v3 lists
 /// carry `first_row_id`, which iceberg-rust's v2 parse would drop).
 fn version(bytes: &[u8]) -> FormatVersion {

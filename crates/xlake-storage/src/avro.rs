@@ -84,7 +84,7 @@ pub fn long(bytes: &[u8], at: &mut usize) -> Option<i64> {
 }
 
 /// Avro `bytes` or `string` at `at`, which moves past it.
-fn field<'a>(bytes: &'a [u8], at: &mut usize) -> Option<&'a [u8]> {
+pub fn field<'a>(bytes: &'a [u8], at: &mut usize) -> Option<&'a [u8]> {
     let len = usize::try_from(long(bytes, at)?).ok()?;
     let value = bytes.get(*at..at.checked_add(len)?)?;
     *at += len;
