@@ -17,7 +17,8 @@ use crate::merge::Shape;
 /// and each one an append may carry as it is: a path of text, sequence numbers assigned,
 /// no negative count, and live files. `None` otherwise (the list is then read whole).
 pub(crate) fn shapes(blocks: &[u8], sync: &[u8; 16], records: usize) -> Option<Vec<Shape>> {
-    let mut shapes = Vec::with_capacity(records);
+    // A record takes at least 15 bytes: a corrupt count reserves nothing large.
+    let mut shapes = Vec::with_capacity(records.min(blocks.len() / 15));
     let mut at = 0;
     while at < blocks.len() {
         let count = u64::try_from(long(blocks, &mut at)?).ok()?;
@@ -45,7 +46,7 @@ fn record(b: &[u8], at: &mut usize) -> Option<Shape> {
     let files = [int(b, at)?, int(b, at)?, int(b, at)?];
     let rows = [long(b, at)?, long(b, at)?, long(b, at)?];
     skip_partitions(b, at)?;
-    skip_optional(b, at, |b, at| field(b, at).map(drop))?;
+    skip_optional(b, at, skip_bytes)?;
     let counted = files.iter().all(|n| *n >= 0) && rows.iter().all(|n| *n >= 0);
     let assigned = sequence_numbers.iter().all(|n| *n >= 0);
     let live = u32::try_from(files[0]).ok()? + u32::try_from(files[1]).ok()?;
@@ -55,6 +56,11 @@ fn record(b: &[u8], at: &mut usize) -> Option<Shape> {
 /// An Avro `int`.
 fn int(b: &[u8], at: &mut usize) -> Option<i32> {
     i32::try_from(long(b, at)?).ok()
+}
+
+/// Avro `bytes`.
+fn skip_bytes(b: &[u8], at: &mut usize) -> Option<()> {
+    field(b, at).map(drop)
 }
 
 /// An Avro `boolean`: one byte, 0 or 1.
@@ -78,24 +84,28 @@ fn skip_optional(
 }
 
 /// `partitions`: an optional array of field summaries (`contains_null`, then optional
-/// `contains_nan`, `lower_bound` and `upper_bound`).
+/// `contains_nan`, `lower_bound` and `upper_bound`). A block with a negative count gives
+/// its size in bytes too, which must be the size of its items: a reader that skips the
+/// array by it reads the carried list as this one does.
 fn skip_partitions(b: &[u8], at: &mut usize) -> Option<()> {
     skip_optional(b, at, |b, at| loop {
         let mut items = long(b, at)?;
         if items == 0 {
             return Some(());
         }
+        let mut size = None;
         if items < 0 {
-            // A negative count is followed by the block's size in bytes.
-            long(b, at)?;
+            size = Some(usize::try_from(long(b, at)?).ok()?);
             items = items.checked_neg()?;
         }
+        let start = *at;
         for _ in 0..items {
             boolean(b, at)?;
             skip_optional(b, at, boolean)?;
-            skip_optional(b, at, |b, at| field(b, at).map(drop))?;
-            skip_optional(b, at, |b, at| field(b, at).map(drop))?;
+            skip_optional(b, at, skip_bytes)?;
+            skip_optional(b, at, skip_bytes)?;
         }
+        size.is_none_or(|size| *at - start == size).then_some(())?;
     })
 }
 
@@ -106,28 +116,81 @@ mod tests {
     use super::*;
     use crate::list_write::{encode, sample_manifest, ListOf};
 
-    /// A list of `manifests` as this crate writes it: its blocks and sync marker.
-    fn blocks(manifests: &[ManifestFile]) -> (Vec<u8>, [u8; 16]) {
-        let of = ListOf {
+    fn list_of() -> ListOf {
+        ListOf {
             snapshot_id: 9,
             parent: Some(8),
             sequence_number: 40,
             first_row_id: None,
-        };
-        let bytes = encode(of, manifests).unwrap().unwrap();
-        let header = xlake_storage::avro::header(&bytes).unwrap().unwrap();
+        }
+    }
+
+    /// The blocks and sync marker of the list `bytes`.
+    fn blocks_of(bytes: &[u8]) -> (Vec<u8>, [u8; 16]) {
+        let header = xlake_storage::avro::header(bytes).unwrap().unwrap();
         (bytes[header.len..].to_vec(), header.sync.unwrap())
+    }
+
+    /// A list of `manifests` as this crate writes it: its blocks and sync marker.
+    fn blocks(manifests: &[ManifestFile]) -> (Vec<u8>, [u8; 16]) {
+        blocks_of(&encode(list_of(), manifests).unwrap().unwrap())
     }
 
     /// Every kind of record the writer writes (partition summaries with and without each
     /// optional field, key metadata or none, delete manifests) reads as the full reader
-    /// reads it.
+    /// reads it, in one block and in a list of several (a carried one).
     #[test]
     fn shapes_are_what_the_full_read_finds() {
         let manifests: Vec<_> = (1..30).map(|n| sample_manifest(n, None)).collect();
-        let (blocks, sync) = blocks(&manifests);
-        let expected: Vec<Shape> = manifests.iter().map(crate::merge::shape).collect();
-        assert_eq!(shapes(&blocks, &sync, 29), Some(expected));
+        let bytes = encode(list_of(), &manifests).unwrap().unwrap();
+        let shape_all = |bytes: &[u8]| -> Vec<Shape> {
+            let read = crate::list_read::manifests(bytes, "list").unwrap();
+            read.iter().map(crate::merge::shape).collect()
+        };
+        let (blocks, sync) = blocks_of(&bytes);
+        assert_eq!(shapes(&blocks, &sync, 29), Some(shape_all(&bytes)));
+        let parent = crate::list_carry::ParentList {
+            bytes: bytes.into(),
+            digest: (29, 0),
+            whole: true,
+        };
+        let new = [sample_manifest(31, None), sample_manifest(32, None)];
+        let carried = crate::list_carry::encode(list_of(), &new, &parent);
+        let carried = carried.unwrap().unwrap();
+        let (blocks, sync) = blocks_of(&carried);
+        assert_eq!(shapes(&blocks, &sync, 31), Some(shape_all(&carried)));
+    }
+
+    /// A record with partition summaries in a block of negative count (which gives its
+    /// size): read when the size is the items', refused otherwise.
+    #[test]
+    fn a_sized_array_block_must_hold_its_size() {
+        let zz = |n: i64| {
+            let (mut v, mut out) = (((n << 1) ^ (n >> 63)) as u64, Vec::new());
+            while v >= 0x80 {
+                out.push((v as u8) | 0x80);
+                v >>= 7;
+            }
+            out.push(v as u8);
+            out
+        };
+        // contains_null, contains_nan true, lower bound [7], no upper bound: 7 bytes.
+        let item = [vec![1], zz(1), vec![1], zz(1), zz(1), vec![7], zz(0)].concat();
+        let record = |size: i64| {
+            let mut r = [zz(3), b"m.a".to_vec(), zz(10), zz(0), zz(0), zz(1), zz(1)].concat();
+            r.extend([zz(5), zz(1), zz(0), zz(0), zz(10), zz(0), zz(0)].concat());
+            r.extend([zz(1), zz(-1), zz(size)].concat());
+            r.extend(&item);
+            r.extend([zz(0), zz(0)].concat());
+            r
+        };
+        let sync = [3u8; 16];
+        let list =
+            |record: Vec<u8>| [zz(1), zz(record.len() as i64), record, sync.to_vec()].concat();
+        let found = shapes(&list(record(7)), &sync, 1);
+        assert_eq!(found, Some(vec![(0, ManifestContentType::Data, 1)]));
+        assert!(shapes(&list(record(6)), &sync, 1).is_none());
+        assert!(shapes(&list(record(8)), &sync, 1).is_none());
     }
 
     /// Anything but whole records in blocks that end with the sync marker is refused.
@@ -153,5 +216,12 @@ mod tests {
         unnamed[0].manifest_path.clear();
         let (blocks, sync) = self::blocks(&unnamed);
         assert!(shapes(&blocks, &sync, 3).is_none(), "no path");
+        // A block claiming more records than it could hold.
+        let huge = [
+            vec![0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20],
+            vec![0],
+        ];
+        let claim = [huge.concat(), sync.to_vec()].concat();
+        assert!(shapes(&claim, &sync, 1 << 60).is_none(), "a huge count");
     }
 }
