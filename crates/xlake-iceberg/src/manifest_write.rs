@@ -4,8 +4,13 @@
 //! Here the file is the one iceberg-rust writes, encoded directly:
 //!
 //! - the header (the Avro schema with Iceberg's field ids, and the `schema`,
-//!   `partition-spec`, `format-version`, `content` … keys) is taken from iceberg-rust
-//!   itself, by letting it write the same manifest with no entries (once per shape);
+//!   `partition-spec`, `format-version`, `content` … keys) is iceberg-rust's: its Avro
+//!   schema is held as iceberg-rust's text for no partition field
+//!   (`manifest_schema_v2.json`, the same for v3), the partition's fields put in its
+//!   partition record as iceberg-rust writes them, and the keys are serialized as it
+//!   serializes them (the tests compare both with iceberg-rust's for every type encoded
+//!   here). A partition field whose name is not a plain Avro name has the header learned
+//!   from iceberg-rust, by letting it write the same manifest with no entries;
 //! - each entry is encoded by serde_avro_fast from [`Record`], which holds the fields of
 //!   iceberg-rust's own `ManifestEntryV2`/`DataFileSerde`, filled the same way;
 //! - [`Sink`] takes entries as iceberg-rust's `add_file`, `add_delete_file` and
@@ -164,7 +169,7 @@ pub(crate) async fn encode(
         return None;
     }
     let types = partition_types(partition)?;
-    let header = header(sink, (schema, spec), version, &types).await?;
+    let header = header(sink, (schema, spec), version, partition).await?;
     let bytes = records(sink, &header, &types).ok()?;
     let summaries = summaries(sink, &types).ok()?;
     let listed = list_entry(sink, location, (bytes.len(), spec.spec_id()), summaries);
@@ -208,23 +213,121 @@ struct Header {
 static HEADERS: OnceLock<Mutex<HashMap<String, Arc<Header>>>> = OnceLock::new();
 const HEADERS_KEPT: usize = 64;
 
-/// The header of an empty manifest iceberg-rust writes for this shape (cached).
+/// The header iceberg-rust writes for this shape (cached): built here ([`held_header`]),
+/// else learned from iceberg-rust ([`learned_header`]).
 async fn header(
     sink: &Sink,
     (schema, spec): (&SchemaRef, &PartitionSpec),
     version: FormatVersion,
-    types: &[(String, PrimitiveType)],
+    partition: &StructType,
 ) -> Option<Arc<Header>> {
-    let key = format!(
-        "{version:?}|{}|{}|{}",
-        sink.content,
-        serde_json::to_string(schema.as_ref()).ok()?,
-        serde_json::to_string(spec).ok()?
-    );
+    let schema_json = serde_json::to_string(schema.as_ref()).ok()?;
+    let spec_json = serde_json::to_string(spec).ok()?;
+    let key = format!("{version:?}|{}|{schema_json}|{spec_json}", sink.content);
     let cache = HEADERS.get_or_init(Default::default);
     if let Some(found) = cache.lock().ok()?.get(&key) {
         return Some(found.clone());
     }
+    let shape = (schema, spec);
+    let header = match held_header(sink.content, shape, version, partition, schema_json) {
+        Some(header) => header,
+        None => learned_header(sink, shape, version, &partition_types(partition)?).await?,
+    };
+    let header = Arc::new(header);
+    let mut kept = cache.lock().ok()?;
+    if kept.len() >= HEADERS_KEPT {
+        kept.clear();
+    }
+    kept.insert(key, header.clone());
+    Some(header)
+}
+
+/// iceberg-rust's Avro schema of a manifest entry (v2, and v3: the same) when the
+/// partition has no field: its partition record is [`NO_PARTITION`].
+const SCHEMA_TEXT: &str = include_str!("manifest_schema_v2.json");
+const NO_PARTITION: &str = r#"{"type":"record","name":"r102","fields":[]}"#;
+
+/// The header iceberg-rust writes, built as it builds it: [`SCHEMA_TEXT`] with the
+/// partition's fields (each nullable, with a null default and its field id), and its
+/// user metadata. `None` for a partition field of another type than [`avro_type`]'s, or
+/// whose name is not a plain Avro name (iceberg-rust writes it as it is).
+fn held_header(
+    content: ManifestContentType,
+    (schema, spec): (&SchemaRef, &PartitionSpec),
+    version: FormatVersion,
+    partition: &StructType,
+    schema_json: String,
+) -> Option<Header> {
+    let mut fields = Vec::with_capacity(partition.fields().len());
+    for f in partition.fields() {
+        let ty = avro_type(f.field_type.as_primitive_type()?)?;
+        plain_name(&f.name).then_some(())?;
+        let (name, id) = (&f.name, f.id);
+        fields.push(format!(
+            r#"{{"name":"{name}","type":["null",{ty}],"default":null,"field-id":{id}}}"#
+        ));
+    }
+    let record = format!(
+        r#"{{"type":"record","name":"r102","fields":[{}]}}"#,
+        fields.join(",")
+    );
+    (SCHEMA_TEXT.matches(NO_PARTITION).count() == 1).then_some(())?;
+    let avro = SCHEMA_TEXT
+        .replacen(NO_PARTITION, &record, 1)
+        .parse()
+        .ok()?;
+    let keys = [
+        ("schema", schema_json),
+        ("schema-id", schema.schema_id().to_string()),
+        ("partition-spec", serde_json::to_string(spec.fields()).ok()?),
+        ("partition-spec-id", spec.spec_id().to_string()),
+        ("format-version", (version as u8).to_string()),
+        ("content", content.to_string()),
+    ];
+    let metadata = keys
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), ByteBuf::from(v.into_bytes())))
+        .collect();
+    Some(Header {
+        schema: Arc::new(avro),
+        metadata,
+    })
+}
+
+/// The Avro type iceberg-rust writes a partition value of type `ty` as (before the
+/// union with null), for the types [`PartitionValue`] encodes.
+fn avro_type(ty: &PrimitiveType) -> Option<&'static str> {
+    Some(match ty {
+        PrimitiveType::Boolean => r#""boolean""#,
+        PrimitiveType::Int => r#""int""#,
+        PrimitiveType::Long => r#""long""#,
+        PrimitiveType::String => r#""string""#,
+        PrimitiveType::Date => r#"{"type":"int","logicalType":"date"}"#,
+        PrimitiveType::Timestamp | PrimitiveType::Timestamptz => {
+            r#"{"type":"long","logicalType":"timestamp-micros"}"#
+        }
+        _ => return None,
+    })
+}
+
+/// Whether `name` is an Avro name: a letter or `_`, then letters, digits and `_` (so its
+/// JSON needs no escape).
+fn plain_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The header of an empty manifest iceberg-rust writes for this shape, if laid out as
+/// this module writes.
+async fn learned_header(
+    sink: &Sink,
+    (schema, spec): (&SchemaRef, &PartitionSpec),
+    version: FormatVersion,
+    types: &[(String, PrimitiveType)],
+) -> Option<Header> {
     let empty = Sink::new(sink.snapshot_id, sink.content);
     let bytes = iceberg_write(
         empty,
@@ -239,16 +342,7 @@ async fn header(
     let slice = serde_avro_fast::de::read::SliceRead::new(&bytes[..]);
     let (read, metadata) = Reader::new_and_metadata::<Metadata>(slice).ok()?;
     let schema = read.schema().clone();
-    if !laid_out_as_written(schema.json(), types) {
-        return None;
-    }
-    let header = Arc::new(Header { schema, metadata });
-    let mut kept = cache.lock().ok()?;
-    if kept.len() >= HEADERS_KEPT {
-        kept.clear();
-    }
-    kept.insert(key, header.clone());
-    Some(header)
+    laid_out_as_written(schema.json(), types).then_some(Header { schema, metadata })
 }
 
 /// Whether a manifest schema (JSON) is laid out as [`EntryRecord`] writes: every field of
@@ -756,6 +850,36 @@ mod tests {
         }
     }
 
+    /// The header built here is the one iceberg-rust writes, for every partition type
+    /// encoded here, in v2 and v3, for data and delete manifests, and is laid out as this
+    /// module writes; a partition name that is not a plain Avro name is left to it.
+    #[tokio::test]
+    async fn the_held_header_is_iceberg_rusts() {
+        let schema = schema();
+        let kinds = [ManifestContentType::Data, ManifestContentType::Deletes];
+        let shapes: [&[i32]; 4] = [&[], &[1, 2, 3, 4, 5, 6, 7], &[7, 1], &[4]];
+        for version in [FormatVersion::V2, FormatVersion::V3] {
+            for (content, columns) in kinds.into_iter().flat_map(|k| shapes.map(|c| (k, c))) {
+                let what = format!("{version:?} {content:?} {columns:?}");
+                let spec = spec(&schema, columns);
+                let partition = spec.partition_type(&schema).unwrap();
+                let types = partition_types(&partition).unwrap();
+                let json = serde_json::to_string(schema.as_ref()).unwrap();
+                let shape = (&schema, &spec);
+                let held = held_header(content, shape, version, &partition, json).unwrap();
+                let sink = Sink::new(1, content);
+                let learned = learned_header(&sink, shape, version, &types).await.unwrap();
+                assert_eq!(held.schema.json(), learned.schema.json(), "{what}");
+                assert_eq!(held.metadata, learned.metadata, "{what}");
+                assert!(laid_out_as_written(held.schema.json(), &types), "{what}");
+            }
+        }
+        for (name, plain) in [("day", true), ("_p2", true), ("2p", false), ("a-b", false)] {
+            assert_eq!(plain_name(name), plain, "{name}");
+        }
+        assert!(!plain_name("") && !plain_name("é"));
+    }
+
     /// The layout check passes iceberg-rust's own schema and fails any other order.
     #[tokio::test]
     async fn another_layout_is_left_to_iceberg_rust() {
@@ -763,7 +887,7 @@ mod tests {
         let spec = spec(&schema, &[5]);
         let sink = Sink::new(1, ManifestContentType::Data);
         let types = partition_types(&spec.partition_type(&schema).unwrap()).unwrap();
-        let header = header(&sink, (&schema, &spec), FormatVersion::V3, &types)
+        let header = learned_header(&sink, (&schema, &spec), FormatVersion::V3, &types)
             .await
             .unwrap();
         assert!(laid_out_as_written(header.schema.json(), &types));
