@@ -20,7 +20,7 @@
 //! A partition value of a type [`PartitionValue`] does not encode, or a table in format
 //! version 1, is written by iceberg-rust as before.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use iceberg::io::FileIO;
@@ -248,9 +248,8 @@ const SCHEMA_TEXT: &str = include_str!("manifest_schema_v2.json");
 const NO_PARTITION: &str = r#"{"type":"record","name":"r102","fields":[]}"#;
 
 /// The header iceberg-rust writes, built as it builds it: [`SCHEMA_TEXT`] with the
-/// partition's fields (each nullable, with a null default and its field id), and its
-/// user metadata. `None` for a partition field of another type than [`avro_type`]'s, or
-/// whose name is not a plain Avro name (iceberg-rust writes it as it is).
+/// partition's record ([`partition_record`]), and its user metadata. `None` where that
+/// record is not built here (then the header is learned from iceberg-rust).
 fn held_header(
     content: ManifestContentType,
     (schema, spec): (&SchemaRef, &PartitionSpec),
@@ -258,19 +257,8 @@ fn held_header(
     partition: &StructType,
     schema_json: String,
 ) -> Option<Header> {
-    let mut fields = Vec::with_capacity(partition.fields().len());
-    for f in partition.fields() {
-        let ty = avro_type(f.field_type.as_primitive_type()?)?;
-        plain_name(&f.name).then_some(())?;
-        let (name, id) = (&f.name, f.id);
-        fields.push(format!(
-            r#"{{"name":"{name}","type":["null",{ty}],"default":null,"field-id":{id}}}"#
-        ));
-    }
-    let record = format!(
-        r#"{{"type":"record","name":"r102","fields":[{}]}}"#,
-        fields.join(",")
-    );
+    (version != FormatVersion::V1).then_some(())?;
+    let record = partition_record(partition)?;
     (SCHEMA_TEXT.matches(NO_PARTITION).count() == 1).then_some(())?;
     let avro = SCHEMA_TEXT
         .replacen(NO_PARTITION, &record, 1)
@@ -292,6 +280,31 @@ fn held_header(
         schema: Arc::new(avro),
         metadata,
     })
+}
+
+/// The partition record of a manifest's schema as iceberg-rust writes it: each field
+/// nullable, with a null default and its field id. `None` for a field that is not one
+/// iceberg-rust writes that way and accepts: of another type than [`avro_type`]'s,
+/// required or with a default, named other than by a plain Avro name (iceberg-rust writes
+/// it as it is), or whose id or name is another field's, or whose id is below 1000
+/// (where the entry's own field ids are: iceberg-rust refuses a duplicate).
+fn partition_record(partition: &StructType) -> Option<String> {
+    let (mut ids, mut names) = (HashSet::new(), HashSet::new());
+    let mut fields = Vec::with_capacity(partition.fields().len());
+    for f in partition.fields() {
+        let ty = avro_type(f.field_type.as_primitive_type()?)?;
+        let plain = !f.required && f.initial_default.is_none() && plain_name(&f.name);
+        let unique = f.id >= 1000 && ids.insert(f.id) && names.insert(f.name.as_str());
+        (plain && unique).then_some(())?;
+        let (name, id) = (&f.name, f.id);
+        fields.push(format!(
+            r#"{{"name":"{name}","type":["null",{ty}],"default":null,"field-id":{id}}}"#
+        ));
+    }
+    Some(format!(
+        r#"{{"type":"record","name":"r102","fields":[{}]}}"#,
+        fields.join(",")
+    ))
 }
 
 /// The Avro type iceberg-rust writes a partition value of type `ty` as (before the
@@ -349,8 +362,10 @@ async fn learned_header(
 /// the entry and its `data_file` of the type iceberg-rust writes (the reader's check,
 /// [`crate::manifest_read::parse_partition`]), the `data_file` fields exactly
 /// [`FILE_FIELDS`] in that order (a record is written in the order of its fields), and
-/// the partition fields those of `types`; so a newer iceberg-rust with another layout
-/// falls back to its own writer.
+/// the partition fields those of `types`; so for a header learned from a newer
+/// iceberg-rust with another layout, its own writer writes the manifest. (The held
+/// header's layout is checked by `the_held_header_is_iceberg_rusts`, against the
+/// iceberg-rust xlake is built with.)
 fn laid_out_as_written(schema: &str, types: &[(String, PrimitiveType)]) -> bool {
     let Some(partition) = crate::manifest_read::parse_partition(schema) else {
         return false;
@@ -874,6 +889,20 @@ mod tests {
                 assert!(laid_out_as_written(held.schema.json(), &types), "{what}");
             }
         }
+        // Left to iceberg-rust: a name that is not plain, a field id among the entry's
+        // own, two fields of one id or one name.
+        let field =
+            |id, name: &str| Arc::new(NestedField::optional(id, name, PrimitiveType::Int.into()));
+        for fields in [
+            vec![field(1000, "a-b")],
+            vec![field(102, "p")],
+            vec![field(1000, "p"), field(1000, "q")],
+            vec![field(1000, "p"), field(1001, "p")],
+        ] {
+            assert!(partition_record(&StructType::new(fields.clone())).is_none());
+        }
+        let fine = StructType::new(vec![field(1000, "p"), field(1001, "q")]);
+        assert!(partition_record(&fine).is_some());
         for (name, plain) in [("day", true), ("_p2", true), ("2p", false), ("a-b", false)] {
             assert_eq!(plain_name(name), plain, "{name}");
         }
