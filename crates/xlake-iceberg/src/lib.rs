@@ -42,7 +42,7 @@
 //! | `list_shape` | what deciding on that carry needs of each record of a list this crate wrote, read by hand under its known schema |
 //! | `manifest_read` | a manifest's entries read the same way, iceberg-rust's parse as the fallback |
 //! | `manifest_record` | a manifest's Avro records, as iceberg-rust's own serde writes them: read by `manifest_read`, written by `manifest_write` |
-//! | `manifest_write` | a manifest encoded straight from its entries (serde_avro_fast) under iceberg-rust's own header, its writer as the fallback |
+//! | `manifest_write` | a manifest encoded straight from its entries (serde_avro_fast) under iceberg-rust's own header (its entry schema held as its text, `manifest_schema_v2.json`, checked by the tests), its writer as the fallback |
 //! | [`error`] | [`IcebergError`]: every failure names the table, commit and file |
 //!
 //! Spec types and Avro writers are iceberg-rust's; all bytes go through one
