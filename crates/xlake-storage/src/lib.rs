@@ -25,7 +25,6 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod avro;
-
 #[cfg(any(test, feature = "testing"))]
 pub mod faults;
 pub mod footer;
@@ -1109,10 +1108,22 @@ mod tests {
         assert!(journal.since(9).is_empty());
     }
 
+    /// A store opened on the folder `dir` by path (read and listed directly), and one on
+    /// the same folder built by the caller (through object_store's own local reader).
+    fn local_and_wrapped(dir: &std::path::Path) -> (TableStore, TableStore) {
+        let root = dir.to_str().unwrap();
+        let wrapped = TableStore::from_store(
+            Arc::new(LocalFileSystem::new()),
+            Path::from_filesystem_path(dir).unwrap(),
+            root.to_string(),
+            String::new(),
+        );
+        (TableStore::open(root).unwrap(), wrapped)
+    }
+
     #[tokio::test]
     async fn names_are_listed_as_object_store_lists_them() {
         let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().to_str().unwrap();
         for name in ["t/2.commit", "t/1.commit", "t/sub/x", "t/up#1", "t/a#b"] {
             let path = dir.path().join(name);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -1121,14 +1132,7 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("t/1.commit"), dir.path().join("t/3.link"))
             .unwrap();
         std::os::unix::fs::symlink(dir.path().join("t/sub"), dir.path().join("t/dirlink")).unwrap();
-        let local = TableStore::open(root).unwrap();
-        // The same disk through a store built by the caller: object_store's own listing.
-        let wrapped = TableStore::from_store(
-            Arc::new(LocalFileSystem::new()),
-            Path::from_filesystem_path(dir.path()).unwrap(),
-            root.to_string(),
-            String::new(),
-        );
+        let (local, wrapped) = local_and_wrapped(dir.path());
         let names = local.list_names("t").await.unwrap();
         assert_eq!(names, ["1.commit", "2.commit", "3.link", "a#b"]);
         assert_eq!(wrapped.list_names("t").await.unwrap(), names);
@@ -1152,20 +1156,15 @@ mod tests {
     #[tokio::test]
     async fn files_are_read_as_object_store_reads_them() {
         let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().to_str().unwrap();
         std::fs::create_dir_all(dir.path().join("t/sub")).unwrap();
         std::fs::write(dir.path().join("t/a.json"), b"{}").unwrap();
         std::fs::write(dir.path().join("t/empty"), b"").unwrap();
         std::os::unix::fs::symlink(dir.path().join("t/a.json"), dir.path().join("t/l")).unwrap();
-        let local = TableStore::open(root).unwrap();
-        let wrapped = TableStore::from_store(
-            Arc::new(LocalFileSystem::new()),
-            Path::from_filesystem_path(dir.path()).unwrap(),
-            root.to_string(),
-            String::new(),
-        );
+        let (local, wrapped) = local_and_wrapped(dir.path());
         let absolute = format!("{}/t/a.json", local.location());
+        // Plain paths are read directly.
         for path in ["t/a.json", "t/empty", "t/l", absolute.as_str()] {
+            assert!(local.local_get(path).await.is_some(), "{path}");
             let read = local.get(path).await.unwrap();
             assert_eq!(read, wrapped.get(path).await.unwrap(), "{path}");
         }
@@ -1177,10 +1176,7 @@ mod tests {
             let location = found(local.get(path).await);
             assert_eq!(location, found(wrapped.get(path).await));
         }
-        // Read directly where the paths are plain; elsewhere object_store reads them.
-        for path in ["t/a.json", "t/empty", "t/l", absolute.as_str()] {
-            assert!(local.local_get(path).await.is_some(), "{path}");
-        }
+        // Elsewhere object_store reads them.
         std::fs::write(dir.path().join("t/up#1"), b"partial").unwrap();
         let doubled = format!("{}//t/a.json", local.location());
         // (A staged upload is refused by object_store as transient: retried, not read.)
