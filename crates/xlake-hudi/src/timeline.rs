@@ -106,12 +106,7 @@ fn header_schema(bytes: &[u8]) -> Result<Option<Json>, String> {
 /// The first name of a named type (record, enum, fixed) that the Avro specification
 /// does not allow, anywhere in `schema`.
 fn bad_name(schema: &Json) -> Option<String> {
-    let identifier = |s: &str| {
-        s.chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    };
+    let identifier = xlake_storage::avro::is_name;
     let full_name = |s: &str| match s.rsplit_once('.') {
         Some((ns, name)) => identifier(name) && (ns.is_empty() || ns.split('.').all(identifier)),
         None => identifier(s),

@@ -293,7 +293,8 @@ fn partition_record(partition: &StructType) -> Option<String> {
     let mut fields = Vec::with_capacity(partition.fields().len());
     for f in partition.fields() {
         let ty = avro_type(f.field_type.as_primitive_type()?)?;
-        let plain = !f.required && f.initial_default.is_none() && plain_name(&f.name);
+        let plain =
+            !f.required && f.initial_default.is_none() && xlake_storage::avro::is_name(&f.name);
         let unique = f.id >= 1000 && ids.insert(f.id) && names.insert(f.name.as_str());
         (plain && unique).then_some(())?;
         let (name, id) = (&f.name, f.id);
@@ -321,16 +322,6 @@ fn avro_type(ty: &PrimitiveType) -> Option<&'static str> {
         }
         _ => return None,
     })
-}
-
-/// Whether `name` is an Avro name: a letter or `_`, then letters, digits and `_` (so its
-/// JSON needs no escape).
-fn plain_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// The header of an empty manifest iceberg-rust writes for this shape, if laid out as
@@ -903,10 +894,6 @@ mod tests {
         }
         let fine = StructType::new(vec![field(1000, "p"), field(1001, "q")]);
         assert!(partition_record(&fine).is_some());
-        for (name, plain) in [("day", true), ("_p2", true), ("2p", false), ("a-b", false)] {
-            assert_eq!(plain_name(name), plain, "{name}");
-        }
-        assert!(!plain_name("") && !plain_name("é"));
     }
 
     /// The layout check passes iceberg-rust's own schema and fails any other order.

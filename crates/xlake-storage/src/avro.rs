@@ -83,6 +83,16 @@ pub fn long(bytes: &[u8], at: &mut usize) -> Option<i64> {
     None
 }
 
+/// Whether `s` is a name as the Avro specification allows one (a record field's, or a
+/// part of a full name): a letter or `_`, then letters, digits and `_`.
+pub fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// Avro `bytes` or `string` at `at`, which moves past it.
 pub fn field<'a>(bytes: &'a [u8], at: &mut usize) -> Option<&'a [u8]> {
     let len = usize::try_from(long(bytes, at)?).ok()?;
@@ -94,6 +104,14 @@ pub fn field<'a>(bytes: &'a [u8], at: &mut usize) -> Option<&'a [u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_those_the_specification_allows() {
+        for (name, allowed) in [("day", true), ("_p2", true), ("2p", false), ("a-b", false)] {
+            assert_eq!(is_name(name), allowed, "{name}");
+        }
+        assert!(!is_name("") && !is_name("é"));
+    }
 
     #[test]
     fn a_header_reads_its_entries_sync_and_length() {
