@@ -29,7 +29,7 @@ pub(crate) async fn read_entries(
     manifest: &ManifestFile,
 ) -> Result<Vec<ManifestEntry>, String> {
     let bytes = store
-        .get(&manifest.manifest_path)
+        .get_written_once(&manifest.manifest_path)
         .await
         .map_err(|e| e.to_string())?;
     let entries = crate::manifest_read::entries(&bytes, &manifest.manifest_path)?;
@@ -159,7 +159,10 @@ impl ListFile {
 /// The manifest list at `location`, its records not read yet (an append may carry them
 /// unread, see [`crate::list_carry::whole`]).
 pub(crate) async fn read_list_file(store: &TableStore, location: &str) -> Result<ListFile, String> {
-    let bytes = store.get(location).await.map_err(|e| e.to_string())?;
+    let bytes = store
+        .get_written_once(location)
+        .await
+        .map_err(|e| e.to_string())?;
     Ok(ListFile {
         location: location.to_string(),
         decoded: None,

@@ -305,7 +305,7 @@ impl IcebergTable {
             return Ok(loaded.clone());
         }
         let path = metadata_file(loaded.version);
-        let bytes = self.store.get(&path).await?;
+        let bytes = self.store.get_written_once(&path).await?;
         let (metadata, history) = Parse::Whole
             .read(&bytes, loaded.version)
             .map_err(|e| self.corrupt(&path, e))?;
@@ -330,7 +330,7 @@ impl IcebergTable {
             },
         };
         let path = metadata_file(version);
-        let bytes = self.store.get(&path).await?;
+        let bytes = self.store.get_written_once(&path).await?;
         let read = parse.read(&bytes, version);
         let (metadata, history) = read.map_err(|e| self.corrupt(&path, e))?;
         let ours = match metadata.current_snapshot() {
@@ -566,7 +566,7 @@ impl IcebergTable {
             .filter(|m| m.content == ManifestContentType::Data)
         {
             let path = &mf.manifest_path;
-            let got = self.store.get(path).await;
+            let got = self.store.get_written_once(path).await;
             let bytes = got.map_err(|e| self.corrupt(path, e.to_string()))?;
             // Paths and row counts only, without the stats, where the fast read takes it.
             if let Some(files) = crate::manifest_read::live_files(&bytes) {

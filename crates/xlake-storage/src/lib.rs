@@ -7,7 +7,9 @@
 //! through it, so there is one I/O stack and one place for credentials.
 //!
 //! On a local root opened by path, folders are listed and whole files read directly with
-//! `std::fs` (faster, with object_store's results and errors); everything else goes
+//! `std::fs` (faster, with object_store's results and errors); large files that are never
+//! rewritten in place ([`TableStore::get_written_once`]: Iceberg metadata) are mapped,
+//! not copied (`local_read`, the workspace's one `unsafe` block). Everything else goes
 //! through object_store.
 //!
 //! Paths given to a [`TableStore`] are either relative to the table root or absolute
@@ -28,12 +30,14 @@ pub mod avro;
 #[cfg(any(test, feature = "testing"))]
 pub mod faults;
 pub mod footer;
+mod local_read;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::TryStreamExt;
+use local_read::Whole;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{ObjectStore, PutMode, PutOptions};
@@ -630,8 +634,21 @@ impl TableStore {
 
     /// Read a whole object.
     pub async fn get(&self, path: &str) -> Result<Bytes, StorageError> {
+        self.get_whole(path, Whole::Read).await
+    }
+
+    /// Read a whole object that is never rewritten in place once it exists: each version
+    /// of it a put-if-absent of a new name, as every Iceberg metadata file xlake writes.
+    /// The same as [`Self::get`], but on a local root a large file is mapped into memory
+    /// rather than copied (`local_read`): cheaper, and sound only if no writer truncates
+    /// the file while the bytes live.
+    pub async fn get_written_once(&self, path: &str) -> Result<Bytes, StorageError> {
+        self.get_whole(path, Whole::MapWrittenOnce).await
+    }
+
+    async fn get_whole(&self, path: &str, how: Whole) -> Result<Bytes, StorageError> {
         let p = self.object_path(path)?;
-        if let Some(read) = self.local_get(path).await {
+        if let Some(read) = self.local_get(path, how).await {
             return read;
         }
         // The whole read is retried: a body cut short fails the second step.
@@ -640,15 +657,16 @@ impl TableStore {
             .map_err(|e| self.backend_error(path, e))
     }
 
-    /// On a local root opened by path, a whole file read directly, with one read of its
-    /// size: object_store's local read doubles the size of each read (8 KiB, 16 KiB, ...),
-    /// which made reading a 1.2 MB `vN.metadata.json` cost ~1 ms more (issue 16). Retried
+    /// On a local root opened by path, a whole file read directly (`local_read`: one read
+    /// of its size, or mapped as `how` allows): object_store's local read doubles the size
+    /// of each read (8 KiB, 16 KiB, ...), which made reading a 1.2 MB `vN.metadata.json`
+    /// cost ~1 ms more (issue 16). Retried
     /// as every request is. A folder is not found, and a path through a file an error,
     /// as object_store has them. `None` elsewhere: other stores, a store built by the
     /// caller, an absolute location outside the table, and a path object_store does not
     /// take as it is written (an empty, `.` or `..` segment, a leading or trailing `/`)
     /// or a writer's staged upload, where its mapping to the disk differs from a join.
-    async fn local_get(&self, path: &str) -> Option<Result<Bytes, StorageError>> {
+    async fn local_get(&self, path: &str, how: Whole) -> Option<Result<Bytes, StorageError>> {
         let rel = self.relative(path)?;
         let parsed = Path::parse(rel).ok()?;
         let plain = parsed.as_ref() == rel && !parsed.filename().is_some_and(staged_upload);
@@ -657,8 +675,8 @@ impl TableStore {
             .retrying(path, || {
                 let file = file.clone();
                 async move {
-                    match tokio::task::spawn_blocking(move || std::fs::read(file)).await {
-                        Ok(read) => read.map(Bytes::from).map_err(|e| io_error(path, e)),
+                    match tokio::task::spawn_blocking(move || local_read::read(&file, how)).await {
+                        Ok(read) => read.map_err(|e| io_error(path, e)),
                         Err(source) => Err(object_store::Error::JoinError { source }),
                     }
                 }
@@ -1160,13 +1178,17 @@ mod tests {
         std::fs::write(dir.path().join("t/a.json"), b"{}").unwrap();
         std::fs::write(dir.path().join("t/empty"), b"").unwrap();
         std::os::unix::fs::symlink(dir.path().join("t/a.json"), dir.path().join("t/l")).unwrap();
+        // Large enough to be mapped by `get_written_once`.
+        let big: Vec<u8> = (0..local_read::MAP_MIN + 5).map(|i| i as u8).collect();
+        std::fs::write(dir.path().join("t/big"), &big).unwrap();
         let (local, wrapped) = local_and_wrapped(dir.path());
         let absolute = format!("{}/t/a.json", local.location());
-        // Plain paths are read directly.
-        for path in ["t/a.json", "t/empty", "t/l", absolute.as_str()] {
-            assert!(local.local_get(path).await.is_some(), "{path}");
-            let read = local.get(path).await.unwrap();
-            assert_eq!(read, wrapped.get(path).await.unwrap(), "{path}");
+        // Plain paths are read directly, copied or mapped.
+        for path in ["t/a.json", "t/empty", "t/l", "t/big", absolute.as_str()] {
+            assert!(local.local_get(path, Whole::Read).await.is_some(), "{path}");
+            let slow = wrapped.get(path).await.unwrap();
+            assert_eq!(local.get(path).await.unwrap(), slow, "{path}");
+            assert_eq!(local.get_written_once(path).await.unwrap(), slow, "{path}");
         }
         for path in ["t/missing", "t/sub", "nothing/here"] {
             let found = |r: Result<Bytes, StorageError>| match r {
@@ -1175,18 +1197,19 @@ mod tests {
             };
             let location = found(local.get(path).await);
             assert_eq!(location, found(wrapped.get(path).await));
+            assert_eq!(location, found(local.get_written_once(path).await));
         }
         // Elsewhere object_store reads them.
         std::fs::write(dir.path().join("t/up#1"), b"partial").unwrap();
         let doubled = format!("{}//t/a.json", local.location());
         // (A staged upload is refused by object_store as transient: retried, not read.)
-        assert!(local.local_get("t/up#1").await.is_none());
+        assert!(local.local_get("t/up#1", Whole::Read).await.is_none());
         for path in ["t/./a.json", "t/../t/a.json", "t//a.json", "t/a.json/"] {
-            assert!(local.local_get(path).await.is_none(), "{path}");
+            assert!(local.local_get(path, Whole::Read).await.is_none(), "{path}");
             let (fast, slow) = (local.get(path).await, wrapped.get(path).await);
             assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{path}");
         }
-        assert!(local.local_get(&doubled).await.is_none());
+        assert!(local.local_get(&doubled, Whole::Read).await.is_none());
         assert_eq!(
             local.get(&doubled).await.unwrap(),
             wrapped.get(&doubled).await.unwrap()
