@@ -41,6 +41,7 @@
 //! | `list_carry` | a list keeping every manifest of its parent's (an append): the parent's records carried as its Avro blocks, unread when nothing is removed |
 //! | `list_shape` | what deciding on that carry needs of each record of a list this crate wrote, read by hand under its known schema |
 //! | `manifest_read` | a manifest's entries read the same way, iceberg-rust's parse as the fallback |
+//! | `container` | an uncompressed Avro container's records, its schema parsed once per process (a manifest's live files) |
 //! | `manifest_record` | a manifest's Avro records, as iceberg-rust's own serde writes them: read by `manifest_read`, written by `manifest_write` |
 //! | `manifest_write` | a manifest encoded straight from its entries (serde_avro_fast) under iceberg-rust's own header (its entry schema held as its text, `manifest_schema_v2.json`, checked by the tests), its writer as the fallback |
 //! | [`error`] | [`IcebergError`]: every failure names the table, commit and file |
@@ -50,6 +51,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 mod body;
+mod container;
 pub mod deletes;
 pub mod encode;
 pub mod error;

@@ -38,6 +38,7 @@ use serde_avro_fast::de::read::SliceRead;
 use serde_avro_fast::object_container_file_encoding::Reader;
 use serde_bytes::ByteBuf;
 
+use crate::container::Container;
 use crate::manifest_record::{Bound, Counted, EntryRecord, FileRecord};
 
 /// The entries of the manifest `bytes` (read from `location`), as written: snapshot ids
@@ -107,15 +108,15 @@ struct LiveFile {
 /// whose fields have the expected types; `None` for anything else (then [`entries`]
 /// reads it, and says what is wrong).
 pub(crate) fn live_files(bytes: &[u8]) -> Option<Vec<(String, u64)>> {
-    let (mut reader, user) = header(bytes)?;
-    let key = |k: &str| user.get(k).map(|v| v.as_slice());
-    let version = key("format-version");
-    if !matches!(version, Some(b"2" | b"3")) || key("content") != Some(b"data") {
+    // Its schema parsed once per process (see `crate::container`).
+    let container = Container::open(bytes)?;
+    let key = |k: &[u8]| container.header.get(k);
+    let version = key(b"format-version");
+    if !matches!(version, Some(b"2" | b"3")) || key(b"content") != Some(b"data") {
         return None;
     }
     let mut live = Vec::new();
-    for entry in reader.deserialize::<LiveEntry>() {
-        let LiveEntry { status, data_file } = entry.ok()?;
+    for LiveEntry { status, data_file } in container.records::<LiveEntry>()? {
         if data_file.content != DataContentType::Data as i32 {
             return None;
         }
