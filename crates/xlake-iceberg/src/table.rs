@@ -722,6 +722,43 @@ mod tests {
     }
 
     /// A v2 table in a new folder with `n` one-file commits, one version each.
+    /// A metadata file large enough to be mapped rather than read (a table property
+    /// pads it past 256 KiB): its snapshots are carried from the mapped bytes as from
+    /// read ones, and the next version reads back whole.
+    #[tokio::test]
+    async fn a_mapped_metadata_file_is_carried_as_a_read_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let pad = "p".repeat(300 * 1024);
+        let properties = HashMap::from([("pad".to_string(), pad.clone())]);
+        let table = IcebergTable::new(store)
+            .verify_files(false)
+            .with_properties(properties);
+        for id in 1..=5 {
+            table
+                .commit(&change(id, &format!("{id}.parquet")))
+                .await
+                .unwrap();
+        }
+        let read = |v: u64| std::fs::read(dir.path().join(metadata_file(v))).unwrap();
+        let before = read(5);
+        assert!(before.len() > 300 * 1024);
+        let loaded = table.load_for_commit().await.unwrap().unwrap();
+        assert_eq!(loaded.history.carried_count(), 4);
+        table.commit(&change(6, "6.parquet")).await.unwrap();
+        let after = read(6);
+        let snapshots = |bytes: &[u8]| {
+            let v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+            v["snapshots"].as_array().unwrap().clone()
+        };
+        let (old, new) = (snapshots(&before), snapshots(&after));
+        assert_eq!(new.len(), 6);
+        assert_eq!(new[..5], old[..], "older snapshots kept, in order");
+        let reread = parse_metadata(&after).unwrap();
+        assert_eq!(reread.snapshots().count(), 6);
+        assert_eq!(reread.properties().get("pad"), Some(&pad));
+    }
+
     async fn table_with_commits(n: i64) -> (tempfile::TempDir, IcebergTable) {
         let dir = tempfile::tempdir().unwrap();
         let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
