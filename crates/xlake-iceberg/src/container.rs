@@ -35,9 +35,10 @@ impl<'a> Container<'a> {
         if !matches!(header.get(b"avro.codec"), None | Some(b"null")) {
             return None;
         }
+        let sync = header.sync?;
         let schema = parsed(header.get(b"avro.schema")?)?;
         Some(Self {
-            sync: header.sync?,
+            sync,
             blocks: bytes.get(header.len..)?,
             header,
             schema,
@@ -45,7 +46,8 @@ impl<'a> Container<'a> {
     }
 
     /// Every record, in order; `None` if a block is malformed or a record does not read
-    /// as a `T`.
+    /// as a `T`. (A `T` read from no bytes at all would be read as many times as a block
+    /// claims: every record read here has fields.)
     pub(crate) fn records<T: DeserializeOwned>(&self) -> Option<Vec<T>> {
         let (blocks, mut at) = (self.blocks, 0);
         let mut records = Vec::new();
@@ -54,15 +56,18 @@ impl<'a> Container<'a> {
             let size = usize::try_from(long(blocks, &mut at)?).ok()?;
             let end = at.checked_add(size)?;
             let block = blocks.get(at..end)?;
-            // Each record takes at least one byte, as the Reader's own bound assumes.
-            records.reserve(count.min(block.len()));
-            let mut state = DeserializerState::from_reader(block, &self.schema);
+            // Read from the slice, as the Reader reads an uncompressed block: a string
+            // claiming more bytes than the block holds fails at its end (a reader over
+            // `io::Read` would first allocate what it claims). Room is not reserved by
+            // the claimed count: a record that does not read ends the loop.
+            let mut state = DeserializerState::from_slice(block, &self.schema);
             for _ in 0..count {
                 records.push(T::deserialize(state.deserializer()).ok()?);
             }
-            let left: &[u8] = state.into_reader().into_inner();
-            (left.is_empty() && blocks.get(end..end.checked_add(16)?)? == self.sync)
-                .then_some(())?;
+            let all_read = std::io::BufRead::fill_buf(&mut state.into_reader())
+                .ok()?
+                .is_empty();
+            (all_read && blocks.get(end..end.checked_add(16)?)? == self.sync).then_some(())?;
             at = end + 16;
         }
         Some(records)
@@ -189,6 +194,11 @@ mod tests {
         let mut longer = body.to_vec();
         longer.push(0);
         assert!(records(&block(count, size + 1, &longer)).is_none());
+        // A string claiming far more bytes than its block holds.
+        let mut claim = zigzag(5);
+        claim.extend(zigzag(500_000_000));
+        claim.extend(b"abc");
+        assert!(records(&block(1, claim.len() as i64, &claim)).is_none());
         // Other records, another codec.
         #[derive(Deserialize)]
         struct Other {

@@ -637,11 +637,11 @@ impl TableStore {
         self.get_whole(path, Whole::Read).await
     }
 
-    /// Read a whole object that is never rewritten in place once it exists: each version
-    /// of it a put-if-absent of a new name, as every Iceberg metadata file xlake writes.
-    /// The same as [`Self::get`], but on a local root a large file is mapped into memory
-    /// rather than copied (`local_read`): cheaper, and sound only if no writer truncates
-    /// the file while the bytes live.
+    /// Read a whole object that is never rewritten in place once it exists, as every
+    /// Iceberg metadata file xlake writes (created whole under a new name). The same as
+    /// [`Self::get`], but on a local root a large file on a local disk's file system is
+    /// mapped into memory rather than copied (`local_read`): cheaper, and sound only if
+    /// no one truncates the file in place while the bytes live.
     pub async fn get_written_once(&self, path: &str) -> Result<Bytes, StorageError> {
         self.get_whole(path, Whole::MapWrittenOnce).await
     }

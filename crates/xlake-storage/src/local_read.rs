@@ -3,10 +3,12 @@
 //!
 //! A file is read with one read of its size (object_store's local read doubles the size
 //! of each read, 8 KiB to 512 KiB). A large file that is never rewritten in place once it
-//! exists (every Iceberg metadata file xlake writes: each version, list and manifest is a
-//! put-if-absent of a new name) is mapped instead: its pages are the page cache's, not a
-//! fresh buffer's, so a commit on a 1.2 MB `vN.metadata.json` saves the copy and ~300
-//! page faults (~0.8 ms, benches/README.md).
+//! exists (every Iceberg metadata file xlake writes: each version is a put-if-absent of
+//! a new name, each list and manifest a put of a new unique name, which object_store
+//! writes to a staged file and renames) is mapped instead, on a local disk's file system:
+//! its pages are the page cache's, not a fresh buffer's, so a commit on a 1.2 MB
+//! `vN.metadata.json` saves the copy and ~300 page faults (~0.8 ms, benches/README.md).
+//! Where mapping is refused or not safe, the file is read.
 
 use std::fs::File;
 use std::io::Read;
@@ -23,19 +25,28 @@ pub(crate) const MAP_MIN: u64 = 256 * 1024;
 pub(crate) enum Whole {
     /// One read into a buffer of the file's size.
     Read,
-    /// Mapped when at least [`MAP_MIN`] bytes; the caller vouches that no writer
-    /// truncates or rewrites the file in place (see [`map`]).
+    /// Mapped when at least [`MAP_MIN`] bytes on a local disk's file system; the caller
+    /// vouches that no writer truncates or rewrites the file in place (see [`map`]).
     MapWrittenOnce,
 }
 
 /// The whole of `file`. A folder fails as `std::fs::read` fails on it (`IsADirectory`).
 pub(crate) fn read(file: &Path, how: Whole) -> std::io::Result<Bytes> {
+    if how == Whole::Read {
+        return std::fs::read(file).map(Bytes::from);
+    }
     let mut f = File::open(file)?;
     let meta = f.metadata()?;
-    if how == Whole::MapWrittenOnce && meta.is_file() && meta.len() >= MAP_MIN {
-        return map(&f);
+    if meta.is_file() && meta.len() >= MAP_MIN && on_local_disk(&f) {
+        if let Ok(mapped) = map(&f) {
+            return Ok(mapped);
+        }
     }
-    let mut buf = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    // As `std::fs::read` does: a size that cannot be allocated is an error, not an abort.
+    let mut buf = Vec::new();
+    let len = usize::try_from(meta.len()).unwrap_or(usize::MAX);
+    buf.try_reserve_exact(len)
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
     f.read_to_end(&mut buf)?;
     Ok(Bytes::from(buf))
 }
@@ -46,11 +57,37 @@ pub(crate) fn read(file: &Path, how: Whole) -> std::io::Result<Bytes> {
 fn map(f: &File) -> std::io::Result<Bytes> {
     // SAFETY: memmap2's contract is that the file is not changed while mapped. Callers
     // map only files that are never rewritten in place: Iceberg metadata files, each
-    // created once by put-if-absent under a new name. Deleting one (expire, cleanup)
-    // leaves the mapping valid; only a truncation in place would fault, and no writer
-    // of the formats does that.
+    // created whole under a new name. On a local disk's file system (`on_local_disk`)
+    // deleting one (expire, cleanup) leaves the mapping valid; a truncation in place
+    // (no writer of the formats does it; a tool such as `rsync --inplace` could) or a
+    // failing disk would stop the process with SIGBUS (docs/reliability.md).
     let map = unsafe { memmap2::Mmap::map(f)? };
     Ok(Bytes::from_owner(map))
+}
+
+/// Whether `f` is on a local disk's or memory's file system, whose mapped pages stay
+/// readable after the file is deleted. On a network or FUSE file system a page read
+/// after another host deleted the file, or a read that fails, ends the process (SIGBUS)
+/// instead of failing the read: such files are read.
+#[cfg(target_os = "linux")]
+fn on_local_disk(f: &File) -> bool {
+    // ext2/3/4, xfs, btrfs, tmpfs, overlayfs (containers), f2fs, zfs.
+    const LOCAL: [u64; 7] = [
+        0xEF53,
+        0x5846_5342,
+        0x9123_683E,
+        0x0102_1994,
+        0x794C_7630,
+        0xF2F5_2010,
+        0x2FC1_2FC1,
+    ];
+    rustix::fs::fstatfs(f).is_ok_and(|s| LOCAL.contains(&(s.f_type as u64)))
+}
+
+/// Elsewhere files are always read.
+#[cfg(not(target_os = "linux"))]
+fn on_local_disk(_: &File) -> bool {
+    false
 }
 
 #[cfg(test)]
