@@ -28,11 +28,26 @@ pub(crate) async fn read_entries(
     store: &TableStore,
     manifest: &ManifestFile,
 ) -> Result<Vec<ManifestEntry>, String> {
-    let bytes = store
+    entries_of(&read_manifest_bytes(store, manifest).await?, manifest)
+}
+
+/// The bytes of `manifest`'s file.
+pub(crate) async fn read_manifest_bytes(
+    store: &TableStore,
+    manifest: &ManifestFile,
+) -> Result<Bytes, String> {
+    store
         .get_written_once(&manifest.manifest_path)
         .await
-        .map_err(|e| e.to_string())?;
-    let entries = crate::manifest_read::entries(&bytes, &manifest.manifest_path)?;
+        .map_err(|e| e.to_string())
+}
+
+/// [`read_entries`] of `manifest`'s file, read as `bytes`.
+pub(crate) fn entries_of(
+    bytes: &[u8],
+    manifest: &ManifestFile,
+) -> Result<Vec<ManifestEntry>, String> {
+    let entries = crate::manifest_read::entries(bytes, &manifest.manifest_path)?;
     Ok(entries
         .into_iter()
         .map(|mut entry| {

@@ -25,7 +25,9 @@ use crate::deletes::position_delete_file;
 use crate::error::{IcebergError, Result};
 use crate::layout;
 use crate::list_carry::{self, ParentList};
-use crate::manifest::{carry_row_ids, may_hold_live, read_entries, ListFile};
+use crate::manifest::{
+    carry_row_ids, entries_of, may_hold_live, read_entries, read_manifest_bytes, ListFile,
+};
 use crate::table::IcebergTable;
 
 /// Per manifest read or written by this process, the paths its live entries are about
@@ -272,22 +274,21 @@ impl IcebergTable {
         targets: &Targets<'_>,
     ) -> Result<(std::result::Result<Rewrite, ManifestFile>, Vec<String>)> {
         let to_remove = &targets.removed;
-        let (paths, mut entries) = match self.cached_paths(&mf.manifest_path) {
+        let (paths, bytes) = match self.cached_paths(&mf.manifest_path) {
             Some(paths) => (paths, None),
             None => {
-                let entries = self.read_manifest(&mf).await?;
-                let live = entries.iter().filter(|e| e.is_alive());
-                let paths = self.cache_paths(&mf.manifest_path, live.map(|e| e.data_file()));
-                (paths, Some(entries))
+                let bytes = read_manifest_bytes(&self.store, &mf).await;
+                let bytes = bytes.map_err(|e| self.corrupt(&mf.manifest_path, e))?;
+                (self.paths_of(&mf, &bytes)?, Some(bytes))
             }
         };
         if !to_remove.keys().any(|p| paths.contains(p)) {
             return Ok((Err(mf), Vec::new()));
         }
-        let entries = match entries.take() {
-            Some(entries) => entries,
-            None => self.read_manifest(&mf).await?,
-        };
+        let entries = match bytes {
+            Some(bytes) => entries_of(&bytes, &mf).map_err(|e| self.corrupt(&mf.manifest_path, e)),
+            None => self.read_manifest(&mf).await,
+        }?;
         let data = mf.content == ManifestContentType::Data;
         let held = |e: &&ManifestEntry| match data {
             true => to_remove.contains_key(e.file_path()),
@@ -316,6 +317,22 @@ impl IcebergTable {
             }),
             in_place,
         ))
+    }
+
+    /// The paths the live entries of `mf` (read as `bytes`) are about, remembered. Of a
+    /// data manifest only the paths are read where the fast read takes it (not the
+    /// stats: a commit removing 10 files from 100k reads every manifest of its parent
+    /// the first time, and then the entries of only those holding them).
+    fn paths_of(&self, mf: &ManifestFile, bytes: &[u8]) -> Result<Arc<PathKeys>> {
+        let location = &mf.manifest_path;
+        if mf.content == ManifestContentType::Data {
+            if let Some(files) = crate::manifest_read::live_files(bytes) {
+                return Ok(self.cache_data_paths(location, files.iter().map(|(p, _)| p.as_str())));
+            }
+        }
+        let entries = entries_of(bytes, mf).map_err(|e| self.corrupt(location, e))?;
+        let live = entries.iter().filter(|e| e.is_alive());
+        Ok(self.cache_paths(location, live.map(|e| e.data_file())))
     }
 
     pub(super) async fn read_manifest(&self, mf: &ManifestFile) -> Result<Vec<ManifestEntry>> {
