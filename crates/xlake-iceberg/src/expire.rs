@@ -13,7 +13,7 @@ use iceberg::spec::{
 
 use crate::error::Result;
 use crate::layout::{metadata_file, METADATA_DIR};
-use crate::manifest::read_entries;
+use crate::manifest::read_paths;
 use crate::table::{IcebergTable, FILE_CHECK_CONCURRENCY};
 
 /// Limits on top of the files the source deleted.
@@ -63,15 +63,9 @@ impl IcebergTable {
             let list = self.manifest_list(s).await?;
             for mf in &list {
                 if !manifests.contains_key(&mf.manifest_path) {
-                    let entries = read_entries(&self.store, mf)
+                    let paths = read_paths(&self.store, mf)
                         .await
                         .map_err(|e| self.corrupt(&mf.manifest_path, e))?;
-                    let data = mf.content == ManifestContentType::Data;
-                    let paths = entries
-                        .iter()
-                        .filter(|e| !data || e.is_alive())
-                        .map(|e| e.file_path().to_string())
-                        .collect();
                     manifests.insert(mf.manifest_path.clone(), paths);
                 }
             }

@@ -31,6 +31,26 @@ pub(crate) async fn read_entries(
     entries_of(&read_manifest_bytes(store, manifest).await?, manifest)
 }
 
+/// The paths of `manifest`'s files: of a data manifest its live data files (read without
+/// their stats where the fast read takes it), of a delete manifest every delete file.
+pub(crate) async fn read_paths(
+    store: &TableStore,
+    manifest: &ManifestFile,
+) -> Result<Vec<String>, String> {
+    let bytes = read_manifest_bytes(store, manifest).await?;
+    let data = manifest.content == ManifestContentType::Data;
+    if data {
+        if let Some(files) = crate::manifest_read::live_files(&bytes) {
+            return Ok(files.into_iter().map(|(path, _)| path).collect());
+        }
+    }
+    Ok(entries_of(&bytes, manifest)?
+        .iter()
+        .filter(|e| !data || e.is_alive())
+        .map(|e| e.file_path().to_string())
+        .collect())
+}
+
 /// The bytes of `manifest`'s file.
 pub(crate) async fn read_manifest_bytes(
     store: &TableStore,
