@@ -141,6 +141,25 @@ def append_commit(root, files, seed):
     return version
 
 
+def rewrite_commit(root, seed):
+    """One more commit on an existing generated table that rewrites the files the commit
+    before it added (removes them, adds as many new ones, as a compaction or an update
+    does); its version."""
+    root = pathlib.Path(root)
+    log = root / "_delta_log"
+    before = sorted(int(p.stem) for p in log.glob("*.json"))[-1]
+    with open(log / f"{before:020d}.json") as f:
+        adds = [a["add"] for a in map(json.loads, f) if "add" in a]
+    version = append_commit(root, len(adds) or 10, seed)
+    ts = T0 + version * 60_000
+    removes = [json.dumps({"remove": {"path": a["path"], "partitionValues": a["partitionValues"],
+                                      "deletionTimestamp": ts, "dataChange": True}})
+               for a in adds]
+    path = log / f"{version:020d}.json"
+    path.write_text("\n".join(removes + path.read_text().splitlines()) + "\n")
+    return version
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("dir")
