@@ -31,6 +31,25 @@ pub(crate) async fn read_entries(
     entries_of(&read_manifest_bytes(store, manifest).await?, manifest)
 }
 
+/// What was read of a manifest to learn which files it holds.
+pub(crate) enum Held {
+    /// A data manifest's live data files' paths, read without their stats.
+    Paths(Vec<String>),
+    /// Every entry, decoded whole (a delete manifest, or one the fast read does not take).
+    Entries(Vec<ManifestEntry>),
+}
+
+/// [`Held`] of `manifest`'s file, read as `bytes`: the paths only where the fast read
+/// takes a data manifest (`manifest_read::live_files`), else the entries.
+pub(crate) fn held(bytes: &[u8], manifest: &ManifestFile) -> Result<Held, String> {
+    if manifest.content == ManifestContentType::Data {
+        if let Some(files) = crate::manifest_read::live_files(bytes) {
+            return Ok(Held::Paths(files.into_iter().map(|(p, _)| p).collect()));
+        }
+    }
+    entries_of(bytes, manifest).map(Held::Entries)
+}
+
 /// The paths of `manifest`'s files: of a data manifest its live data files (read without
 /// their stats where the fast read takes it), of a delete manifest every delete file.
 pub(crate) async fn read_paths(
@@ -39,16 +58,14 @@ pub(crate) async fn read_paths(
 ) -> Result<Vec<String>, String> {
     let bytes = read_manifest_bytes(store, manifest).await?;
     let data = manifest.content == ManifestContentType::Data;
-    if data {
-        if let Some(files) = crate::manifest_read::live_files(&bytes) {
-            return Ok(files.into_iter().map(|(path, _)| path).collect());
-        }
-    }
-    Ok(entries_of(&bytes, manifest)?
-        .iter()
-        .filter(|e| !data || e.is_alive())
-        .map(|e| e.file_path().to_string())
-        .collect())
+    Ok(match held(&bytes, manifest)? {
+        Held::Paths(paths) => paths,
+        Held::Entries(entries) => entries
+            .iter()
+            .filter(|e| !data || e.is_alive())
+            .map(|e| e.file_path().to_string())
+            .collect(),
+    })
 }
 
 /// The bytes of `manifest`'s file.

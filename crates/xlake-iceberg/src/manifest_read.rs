@@ -772,6 +772,49 @@ mod tests {
         assert_eq!(live_files(b"not avro"), None);
     }
 
+    /// What a removing commit or an expiry reads to learn a manifest's files: of a data
+    /// manifest the live entries' paths without their stats, of a delete manifest its
+    /// entries whole, as a whole read has them.
+    #[tokio::test]
+    async fn held_is_what_the_entries_hold() {
+        use crate::manifest::{entries_of, held, Held};
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let kinds = [
+            (DataContentType::Data, ManifestContentType::Data),
+            (
+                DataContentType::PositionDeletes,
+                ManifestContentType::Deletes,
+            ),
+        ];
+        for version in [FormatVersion::V2, FormatVersion::V3] {
+            for (content, kind) in kinds {
+                for partitioned in [true, false] {
+                    let name = format!("h-{version}-{content:?}-{partitioned}");
+                    let bytes = written(&store, &name, version, content, partitioned).await;
+                    let mf = iceberg::spec::ManifestFile {
+                        content: kind,
+                        manifest_path: name.clone(),
+                        ..crate::list_write::sample_manifest(1, None)
+                    };
+                    let whole = entries_of(&bytes, &mf).unwrap();
+                    match held(&bytes, &mf).unwrap() {
+                        Held::Paths(paths) => {
+                            assert_eq!(kind, ManifestContentType::Data, "{name}");
+                            let live = whole.iter().filter(|e| e.is_alive());
+                            let expected: Vec<_> = live.map(|e| e.file_path()).collect();
+                            assert_eq!(paths, expected, "{name}");
+                        }
+                        Held::Entries(entries) => {
+                            assert_eq!(kind, ManifestContentType::Deletes, "{name}");
+                            assert_eq!(entries, whole, "{name}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// What it cannot read goes to iceberg-rust, whose error names the manifest.
     #[tokio::test]
     async fn anything_else_is_iceberg_rusts_to_refuse() {

@@ -26,7 +26,8 @@ use crate::error::{IcebergError, Result};
 use crate::layout;
 use crate::list_carry::{self, ParentList};
 use crate::manifest::{
-    carry_row_ids, entries_of, may_hold_live, read_entries, read_manifest_bytes, ListFile,
+    carry_row_ids, entries_of, held, may_hold_live, read_entries, read_manifest_bytes, Held,
+    ListFile,
 };
 use crate::table::IcebergTable;
 
@@ -274,21 +275,25 @@ impl IcebergTable {
         targets: &Targets<'_>,
     ) -> Result<(std::result::Result<Rewrite, ManifestFile>, Vec<String>)> {
         let to_remove = &targets.removed;
-        let (paths, bytes) = match self.cached_paths(&mf.manifest_path) {
+        let (paths, read) = match self.cached_paths(&mf.manifest_path) {
             Some(paths) => (paths, None),
             None => {
                 let bytes = read_manifest_bytes(&self.store, &mf).await;
                 let bytes = bytes.map_err(|e| self.corrupt(&mf.manifest_path, e))?;
-                (self.paths_of(&mf, &bytes)?, Some(bytes))
+                let (paths, entries) = self.paths_of(&mf, &bytes)?;
+                (paths, Some((bytes, entries)))
             }
         };
         if !to_remove.keys().any(|p| paths.contains(p)) {
             return Ok((Err(mf), Vec::new()));
         }
-        let entries = match bytes {
-            Some(bytes) => entries_of(&bytes, &mf).map_err(|e| self.corrupt(&mf.manifest_path, e)),
-            None => self.read_manifest(&mf).await,
-        }?;
+        let entries = match read {
+            Some((_, Some(entries))) => entries,
+            Some((bytes, None)) => {
+                entries_of(&bytes, &mf).map_err(|e| self.corrupt(&mf.manifest_path, e))?
+            }
+            None => self.read_manifest(&mf).await?,
+        };
         let data = mf.content == ManifestContentType::Data;
         let held = |e: &&ManifestEntry| match data {
             true => to_remove.contains_key(e.file_path()),
@@ -319,20 +324,28 @@ impl IcebergTable {
         ))
     }
 
-    /// The paths the live entries of `mf` (read as `bytes`) are about, remembered. Of a
-    /// data manifest only the paths are read where the fast read takes it (not the
-    /// stats: a commit removing 10 files from 100k reads every manifest of its parent
-    /// the first time, and then the entries of only those holding them).
-    fn paths_of(&self, mf: &ManifestFile, bytes: &[u8]) -> Result<Arc<PathKeys>> {
+    /// The paths the live entries of `mf` (read as `bytes`) are about, remembered, and
+    /// its entries if they were decoded to learn them. Of a data manifest only the paths
+    /// are read where the fast read takes it (not the stats: a commit removing 10 files
+    /// from 100k reads every manifest of its parent the first time, and then the entries
+    /// of only those holding them).
+    fn paths_of(
+        &self,
+        mf: &ManifestFile,
+        bytes: &[u8],
+    ) -> Result<(Arc<PathKeys>, Option<Vec<ManifestEntry>>)> {
         let location = &mf.manifest_path;
-        if mf.content == ManifestContentType::Data {
-            if let Some(files) = crate::manifest_read::live_files(bytes) {
-                return Ok(self.cache_data_paths(location, files.iter().map(|(p, _)| p.as_str())));
+        match held(bytes, mf).map_err(|e| self.corrupt(location, e))? {
+            Held::Paths(paths) => {
+                let keys = self.cache_data_paths(location, paths.iter().map(String::as_str));
+                Ok((keys, None))
+            }
+            Held::Entries(entries) => {
+                let live = entries.iter().filter(|e| e.is_alive());
+                let keys = self.cache_paths(location, live.map(|e| e.data_file()));
+                Ok((keys, Some(entries)))
             }
         }
-        let entries = entries_of(bytes, mf).map_err(|e| self.corrupt(location, e))?;
-        let live = entries.iter().filter(|e| e.is_alive());
-        Ok(self.cache_paths(location, live.map(|e| e.data_file())))
     }
 
     pub(super) async fn read_manifest(&self, mf: &ManifestFile) -> Result<Vec<ManifestEntry>> {
