@@ -679,13 +679,7 @@ mod tests {
         let before = read(5);
         table.commit(&change(6, "6.parquet")).await.unwrap();
         let after = read(6);
-        let snapshots = |bytes: &[u8]| {
-            let v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
-            v["snapshots"].as_array().unwrap().clone()
-        };
-        let (old, new) = (snapshots(&before), snapshots(&after));
-        assert_eq!(new.len(), 6);
-        assert_eq!(new[..5], old[..], "older snapshots kept, in order");
+        assert_one_added(&before, &after);
         let text = String::from_utf8(after.clone()).unwrap();
         for raw in crate::history::split(&before.into(), None)
             .unwrap()
@@ -747,16 +741,22 @@ mod tests {
         assert_eq!(loaded.history.carried_count(), 4);
         table.commit(&change(6, "6.parquet")).await.unwrap();
         let after = read(6);
+        assert_one_added(&before, &after);
+        let reread = parse_metadata(&after).unwrap();
+        assert_eq!(reread.snapshots().count(), 6);
+        assert_eq!(reread.properties().get("pad"), Some(&pad));
+    }
+
+    /// The metadata file `after` holds the snapshots of `before`, as they were and in
+    /// their order, and one more.
+    fn assert_one_added(before: &[u8], after: &[u8]) {
         let snapshots = |bytes: &[u8]| {
             let v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
             v["snapshots"].as_array().unwrap().clone()
         };
-        let (old, new) = (snapshots(&before), snapshots(&after));
-        assert_eq!(new.len(), 6);
-        assert_eq!(new[..5], old[..], "older snapshots kept, in order");
-        let reread = parse_metadata(&after).unwrap();
-        assert_eq!(reread.snapshots().count(), 6);
-        assert_eq!(reread.properties().get("pad"), Some(&pad));
+        let (old, new) = (snapshots(before), snapshots(after));
+        assert_eq!(new.len(), old.len() + 1);
+        assert_eq!(new[..old.len()], old[..], "older snapshots kept, in order");
     }
 
     async fn table_with_commits(n: i64) -> (tempfile::TempDir, IcebergTable) {
