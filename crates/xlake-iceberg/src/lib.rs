@@ -35,7 +35,7 @@
 //! | [`summary`] | snapshot summary counters, `XTABLE_METADATA` ([`SyncMetadata`]) and `xlake.degraded` |
 //! | [`orphans`] | metadata files no retained version references (for cleanup) |
 //! | `merge` | merging small manifests, so manifest lists stay short as commits accumulate |
-//! | `manifest` | manifests and manifest lists written (by `manifest_write` and `list_write`, or iceberg-rust's writers) and persisted through [`xlake_storage`] |
+//! | `manifest` | manifests and manifest lists written (by `manifest_write` and `list_write`, or iceberg-rust's writers) and persisted through [`xlake_storage`]; read back whole, or of a data manifest only its live paths (`held`: what a removal or an expiry needs) |
 //! | `list_read` | a manifest list read straight into its fields (serde_avro_fast), iceberg-rust's parse as the fallback |
 //! | `list_write` | a manifest list encoded straight from its manifests (serde_avro_fast) under iceberg-rust's own schema (held as its text, `list_schema_v*.json`, checked by the tests), its writer as a fallback |
 //! | `list_carry` | a list keeping every manifest of its parent's (an append): the parent's records carried as its Avro blocks, unread when nothing is removed |
