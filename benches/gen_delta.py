@@ -143,8 +143,8 @@ def append_commit(root, files, seed):
 
 def rewrite_commit(root, seed):
     """One more commit on an existing generated table that rewrites the files the commit
-    before it added (removes them, adds as many new ones, as a compaction or an update
-    does); its version."""
+    before it added (removes them, adds as many new ones, as an update does); its
+    version."""
     root = pathlib.Path(root)
     log = root / "_delta_log"
     before = sorted(int(p.stem) for p in log.glob("*.json"))[-1]

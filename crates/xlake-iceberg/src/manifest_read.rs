@@ -102,7 +102,9 @@ struct LiveFile {
 
 /// The live data files of the data manifest `bytes` (path, row count), as [`entries`]
 /// gives them without their stats: what a sync seeding a Hudi replay reads of every
-/// manifest of the current snapshot. Only a v2 or v3 data manifest is read so (its
+/// manifest of the current snapshot, and what a removing commit and an expiry read to
+/// learn which files a manifest holds (`crate::manifest::held`). Only an uncompressed
+/// (`crate::container`) v2 or v3 data manifest is read so (its
 /// `format-version` and `content` keys; its schema and spec are not parsed, as nothing
 /// here depends on them), and only entries of an added, existing or deleted data file
 /// whose fields have the expected types; `None` for anything else (then [`entries`]

@@ -715,7 +715,6 @@ mod tests {
         assert_eq!(upgraded.head(), loaded.head());
     }
 
-    /// A v2 table in a new folder with `n` one-file commits, one version each.
     /// A metadata file large enough to be mapped rather than read (a table property
     /// pads it past 256 KiB): its snapshots are carried from the mapped bytes as from
     /// read ones, and the next version reads back whole.
@@ -759,6 +758,7 @@ mod tests {
         assert_eq!(new[..old.len()], old[..], "older snapshots kept, in order");
     }
 
+    /// A v2 table in a new folder with `n` one-file commits, one version each.
     async fn table_with_commits(n: i64) -> (tempfile::TempDir, IcebergTable) {
         let dir = tempfile::tempdir().unwrap();
         let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();

@@ -81,7 +81,8 @@ fn on_local_disk(f: &File) -> bool {
         0xF2F5_2010,
         0x2FC1_2FC1,
     ];
-    rustix::fs::fstatfs(f).is_ok_and(|s| LOCAL.contains(&(s.f_type as u64)))
+    // (`f_type` is 32 bits on some targets: compared as its low 32 bits.)
+    rustix::fs::fstatfs(f).is_ok_and(|s| LOCAL.contains(&u64::from(s.f_type as u32)))
 }
 
 /// Elsewhere files are always read.

@@ -295,7 +295,7 @@ impl IcebergTable {
             None => self.read_manifest(&mf).await?,
         };
         let data = mf.content == ManifestContentType::Data;
-        let held = |e: &&ManifestEntry| match data {
+        let targeted = |e: &&ManifestEntry| match data {
             true => to_remove.contains_key(e.file_path()),
             false => e
                 .data_file()
@@ -305,7 +305,7 @@ impl IcebergTable {
         let (in_place, hits): (Vec<&ManifestEntry>, Vec<&ManifestEntry>) = entries
             .iter()
             .filter(|e| e.is_alive())
-            .filter(held)
+            .filter(targeted)
             .partition(|e| data && targets.unchanged(e, mf.partition_spec_id));
         let in_place = in_place.iter().map(|e| e.file_path().to_string()).collect();
         let hits: HashSet<String> = hits.iter().map(|e| entry_key(e, data)).collect();
