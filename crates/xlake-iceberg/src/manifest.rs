@@ -33,8 +33,8 @@ pub(crate) async fn read_entries(
 
 /// What was read of a manifest to learn which files it holds.
 pub(crate) enum Held {
-    /// A data manifest's live data files' paths, read without their stats.
-    Paths(Vec<String>),
+    /// A data manifest's live data files (path, row count), read without their stats.
+    Paths(Vec<(String, u64)>),
     /// Every entry, decoded whole (a delete manifest, or one the fast read does not take).
     Entries(Vec<ManifestEntry>),
 }
@@ -44,7 +44,7 @@ pub(crate) enum Held {
 pub(crate) fn held(bytes: &[u8], manifest: &ManifestFile) -> Result<Held, String> {
     if manifest.content == ManifestContentType::Data {
         if let Some(files) = crate::manifest_read::live_files(bytes) {
-            return Ok(Held::Paths(files.into_iter().map(|(p, _)| p).collect()));
+            return Ok(Held::Paths(files));
         }
     }
     entries_of(bytes, manifest).map(Held::Entries)
@@ -59,7 +59,7 @@ pub(crate) async fn read_paths(
     let bytes = read_manifest_bytes(store, manifest).await?;
     let data = manifest.content == ManifestContentType::Data;
     Ok(match held(&bytes, manifest)? {
-        Held::Paths(paths) => paths,
+        Held::Paths(files) => files.into_iter().map(|(path, _)| path).collect(),
         Held::Entries(entries) => entries
             .iter()
             .filter(|e| !data || e.is_alive())

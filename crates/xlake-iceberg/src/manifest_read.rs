@@ -801,11 +801,13 @@ mod tests {
                     };
                     let whole = entries_of(&bytes, &mf).unwrap();
                     match held(&bytes, &mf).unwrap() {
-                        Held::Paths(paths) => {
+                        Held::Paths(files) => {
                             assert_eq!(kind, ManifestContentType::Data, "{name}");
                             let live = whole.iter().filter(|e| e.is_alive());
-                            let expected: Vec<_> = live.map(|e| e.file_path()).collect();
-                            assert_eq!(paths, expected, "{name}");
+                            let expected: Vec<_> = live
+                                .map(|e| (e.file_path().to_string(), e.record_count()))
+                                .collect();
+                            assert_eq!(files, expected, "{name}");
                         }
                         Held::Entries(entries) => {
                             assert_eq!(kind, ManifestContentType::Deletes, "{name}");

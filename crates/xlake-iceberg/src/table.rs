@@ -19,7 +19,7 @@ use crate::history::{split, History, SnapshotHead};
 pub(crate) use crate::layout::METADATA_DIR;
 use crate::layout::{is_metadata_json, metadata_file_name, version_of, VERSION_HINT};
 pub use crate::layout::{metadata_file, parse_hint};
-use crate::manifest::{may_hold_live, read_list_file, ListFile};
+use crate::manifest::{may_hold_live, read_list_file, read_manifest_bytes, Held, ListFile};
 use crate::plan::{Draft, PathCache};
 use crate::publish::NextBase;
 use crate::summary::{SyncMetadata, XTABLE_METADATA};
@@ -565,20 +565,16 @@ impl IcebergTable {
             .iter()
             .filter(|m| m.content == ManifestContentType::Data)
         {
-            let path = &mf.manifest_path;
-            let got = self.store.get_written_once(path).await;
-            let bytes = got.map_err(|e| self.corrupt(path, e.to_string()))?;
+            let bytes = read_manifest_bytes(&self.store, mf).await;
+            let bytes = bytes.map_err(|e| self.corrupt(&mf.manifest_path, e))?;
             // Paths and row counts only, without the stats, where the fast read takes it.
-            if let Some(files) = crate::manifest_read::live_files(&bytes) {
-                self.cache_data_paths(path, files.iter().map(|(p, _)| p.as_str()));
-                live.extend(files);
-                continue;
+            match self.remember(mf, &bytes)?.1 {
+                Held::Paths(files) => live.extend(files),
+                Held::Entries(entries) => {
+                    let alive = entries.iter().filter(|e| e.is_alive());
+                    live.extend(alive.map(|e| (e.file_path().to_string(), e.record_count())));
+                }
             }
-            let entries =
-                crate::manifest_read::entries(&bytes, path).map_err(|e| self.corrupt(path, e))?;
-            let alive = || entries.iter().filter(|e| e.is_alive());
-            self.cache_paths(path, alive().map(|e| e.data_file()));
-            live.extend(alive().map(|e| (e.file_path().to_string(), e.record_count())));
         }
         Ok(live)
     }

@@ -280,7 +280,11 @@ impl IcebergTable {
             None => {
                 let bytes = read_manifest_bytes(&self.store, &mf).await;
                 let bytes = bytes.map_err(|e| self.corrupt(&mf.manifest_path, e))?;
-                let (paths, entries) = self.paths_of(&mf, &bytes)?;
+                let (paths, held) = self.remember(&mf, &bytes)?;
+                let entries = match held {
+                    Held::Entries(entries) => Some(entries),
+                    Held::Paths(_) => None,
+                };
                 (paths, Some((bytes, entries)))
             }
         };
@@ -324,28 +328,28 @@ impl IcebergTable {
         ))
     }
 
-    /// The paths the live entries of `mf` (read as `bytes`) are about, remembered, and
-    /// its entries if they were decoded to learn them. Of a data manifest only the paths
-    /// are read where the fast read takes it (not the stats: a commit removing 10 files
-    /// from 100k reads every manifest of its parent the first time, and then the entries
-    /// of only those holding them).
-    fn paths_of(
+    /// What `mf` (read as `bytes`) holds ([`Held`]), and the paths its live entries are
+    /// about, remembered. Of a data manifest only the live files are read where the fast
+    /// read takes it (not the stats: a commit removing 10 files from 100k reads every
+    /// manifest of its parent the first time, and then the entries of only those holding
+    /// them; a Hudi replay's seed needs only the files).
+    pub(crate) fn remember(
         &self,
         mf: &ManifestFile,
         bytes: &[u8],
-    ) -> Result<(Arc<PathKeys>, Option<Vec<ManifestEntry>>)> {
+    ) -> Result<(Arc<PathKeys>, Held)> {
         let location = &mf.manifest_path;
-        match held(bytes, mf).map_err(|e| self.corrupt(location, e))? {
-            Held::Paths(paths) => {
-                let keys = self.cache_data_paths(location, paths.iter().map(String::as_str));
-                Ok((keys, None))
+        let held = held(bytes, mf).map_err(|e| self.corrupt(location, e))?;
+        let keys = match &held {
+            Held::Paths(files) => {
+                self.cache_data_paths(location, files.iter().map(|(p, _)| p.as_str()))
             }
             Held::Entries(entries) => {
                 let live = entries.iter().filter(|e| e.is_alive());
-                let keys = self.cache_paths(location, live.map(|e| e.data_file()));
-                Ok((keys, Some(entries)))
+                self.cache_paths(location, live.map(|e| e.data_file()))
             }
-        }
+        };
+        Ok((keys, held))
     }
 
     pub(super) async fn read_manifest(&self, mf: &ManifestFile) -> Result<Vec<ManifestEntry>> {
@@ -376,7 +380,7 @@ impl IcebergTable {
     }
 
     /// [`Self::cache_paths`] of a data manifest whose live files are at `paths`.
-    pub(crate) fn cache_data_paths<'a>(
+    fn cache_data_paths<'a>(
         &self,
         manifest: &str,
         paths: impl Iterator<Item = &'a str>,
