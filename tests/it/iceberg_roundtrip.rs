@@ -222,6 +222,79 @@ fn removing(expected: &foundation::Expected, path: &str) -> ChangeSet {
     c
 }
 
+/// The live data file paths of the current snapshot of version `version`.
+fn live_paths(root: &Path, version: u64) -> Vec<String> {
+    let list = std::fs::read(
+        read_metadata(root, version)
+            .current_snapshot()
+            .unwrap()
+            .manifest_list(),
+    );
+    let list = ManifestList::parse_with_version(&list.unwrap(), FormatVersion::V2).unwrap();
+    let mut paths: Vec<String> = list
+        .entries()
+        .iter()
+        .flat_map(|m| {
+            let manifest = Manifest::parse_avro(&std::fs::read(&m.manifest_path).unwrap()).unwrap();
+            let live = manifest.entries().iter().filter(|e| e.is_alive());
+            live.map(|e| e.file_path().to_string()).collect::<Vec<_>>()
+        })
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// A removal whose source names the files' writers reads only the manifests added from
+/// the oldest writer's snapshot on: an older manifest, even unreadable, is kept unread.
+/// Named wrongly, the writers only change what is read first: every manifest is then
+/// looked through, and the same file is removed.
+#[tokio::test]
+async fn a_removal_reads_only_manifests_added_since_its_files_writers() {
+    let (_dir, root, expected) = fixture();
+    table_at(&root)
+        .commit_all(&expected.change_sets[..2])
+        .await
+        .unwrap();
+    // c1's manifest (f1, f2): the one naming f1. c4 removes f3, which c2 wrote.
+    let f1 = &expected.change_sets[0].added[0].path;
+    let c1_manifest = std::fs::read_dir(root.join("metadata"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "avro"))
+        .find(|p| {
+            let name = p.file_name().unwrap().to_str().unwrap();
+            let bytes = std::fs::read(p).unwrap();
+            !name.starts_with("snap-") && bytes.windows(f1.len()).any(|w| w == f1.as_bytes())
+        })
+        .unwrap();
+    let good = std::fs::read(&c1_manifest).unwrap();
+    std::fs::write(&c1_manifest, b"not a manifest").unwrap();
+    let mut c4 = expected.change_sets[3].clone();
+    // Unnamed writers: every manifest is read, and the damaged one fails the commit.
+    let err = table_at(&root).commit(&c4).await.unwrap_err();
+    assert!(
+        err.to_string().contains(c1_manifest.to_str().unwrap()),
+        "{err}"
+    );
+    assert_eq!(hint(&root), "2");
+    c4.removed_written_by = ["c2".to_string()].into();
+    table_at(&root).commit(&c4).await.unwrap();
+    std::fs::write(&c1_manifest, good).unwrap();
+    let (f2, f3) = (
+        &expected.change_sets[0].added[1].path,
+        &expected.change_sets[1].added[0].path,
+    );
+    let absolute = |p: &str| root.join(p).to_str().unwrap().to_string();
+    assert_eq!(live_paths(&root, 3), [absolute(f1), absolute(f2)]);
+    assert!(!live_paths(&root, 3).contains(&absolute(f3)));
+
+    // f1 said to be written by c2, whose manifest does not hold it: found all the same.
+    let mut wrong = removing(&expected, f1);
+    wrong.removed_written_by = ["c2".to_string()].into();
+    table_at(&root).commit(&wrong).await.unwrap();
+    assert_eq!(live_paths(&root, 4), [absolute(f2)]);
+}
+
 #[tokio::test]
 async fn bad_input_leaves_the_table_unchanged() {
     let (_dir, root, expected) = fixture();

@@ -9,7 +9,10 @@
 //! new ones added ([`Removals::in_place`]).
 //!
 //! Which paths a manifest holds is remembered per process ([`PathCache`]), so a backfill
-//! that removes files reads each manifest once, not once per commit.
+//! that removes files reads each manifest once, not once per commit. When the source
+//! names the commits that wrote the removed files ([`ChangeSet::removed_written_by`]),
+//! data manifests added before the oldest of their snapshots are first kept unread
+//! ([`removal_floor`]); all are looked through only if a file is not found.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -23,6 +26,7 @@ use xlake_model::{path_key, ChangeSet, DataFile};
 use super::files::Invalid;
 use crate::deletes::position_delete_file;
 use crate::error::{IcebergError, Result};
+use crate::history::History;
 use crate::layout;
 use crate::list_carry::{self, ParentList};
 use crate::manifest::{
@@ -208,11 +212,17 @@ impl IcebergTable {
     /// included. Manifests with no live entry are dropped. A removed file among the
     /// commit's `added` files (in spec `spec_id`) that is unchanged keeps its entry; its
     /// delete files are removed.
+    ///
+    /// With `floor` (see [`removal_floor`]), data manifests added before it are first kept
+    /// unread: they cannot hold a file its writers' snapshots added. Only if a removed
+    /// file is not found elsewhere are all manifests looked through: the floor decides
+    /// what is read, never what is removed.
     pub(super) async fn plan_removals(
         &self,
         change: &ChangeSet,
         manifests: Vec<ManifestFile>,
         (added, spec_id): (&[IcebergDataFile], i32),
+        floor: Option<i64>,
     ) -> Result<Removals> {
         let removed: HashMap<String, bool> = change
             .removed
@@ -229,22 +239,48 @@ impl IcebergTable {
             re_added,
             spec_id,
         };
+        let all = floor.is_some().then(|| manifests.clone());
+        let mut removals = self.removals_in(manifests, &mut targets, floor).await?;
+        if let Some(all) = all.filter(|_| targets.removed.values().any(|found| !found)) {
+            removals = self.removals_in(all, &mut targets, None).await?;
+        }
+        if let Some((path, _)) = targets.removed.iter().find(|(_, found)| !**found) {
+            return Err(IcebergError::RemovedFileNotFound {
+                table: self.table(),
+                commit: change.commit.id.clone(),
+                path: path.clone(),
+            });
+        }
+        Ok(removals)
+    }
+
+    /// [`Self::plan_removals`] over `manifests`, marking in `targets` the removed files
+    /// found; a data manifest added before `floor` is kept unread.
+    async fn removals_in(
+        &self,
+        manifests: Vec<ManifestFile>,
+        targets: &mut Targets<'_>,
+        floor: Option<i64>,
+    ) -> Result<Removals> {
         let mut removals = Removals {
             kept: Vec::new(),
             rewrites: Vec::new(),
             in_place: HashSet::new(),
         };
+        let before_floor = |mf: &ManifestFile| {
+            mf.content == ManifestContentType::Data && floor.is_some_and(|f| mf.sequence_number < f)
+        };
         for mf in manifests {
             if !may_hold_live(&mf) {
                 continue;
             }
-            if targets.removed.is_empty() {
+            if targets.removed.is_empty() || before_floor(&mf) {
                 removals.kept.push(mf);
                 continue;
             }
             // A removed file is found where a data manifest holds it (files kept in place
             // come from data manifests only).
-            let (held, in_place) = self.holding(mf, &targets).await?;
+            let (held, in_place) = self.holding(mf, targets).await?;
             let hits = held.as_ref().ok().filter(|r| r.data).map(|r| &r.hits);
             for path in in_place.iter().chain(hits.into_iter().flatten()) {
                 mark_found(&mut targets.removed, path);
@@ -254,13 +290,6 @@ impl IcebergTable {
                 Err(kept) => removals.kept.push(kept),
             }
             removals.in_place.extend(in_place);
-        }
-        if let Some((path, _)) = targets.removed.iter().find(|(_, found)| !**found) {
-            return Err(IcebergError::RemovedFileNotFound {
-                table: self.table(),
-                commit: change.commit.id.clone(),
-                path: path.clone(),
-            });
         }
         Ok(removals)
     }
@@ -399,6 +428,29 @@ impl IcebergTable {
 }
 
 /// Note that a data manifest holds the removed `path`.
+/// The sequence number from which data manifests may hold the files `change` removes, as
+/// far as the source names their writers ([`ChangeSet::removed_written_by`]): the oldest
+/// published snapshot that mirrors one of them (a file is added by its writer's snapshot
+/// or a later one, and a manifest's sequence number is never below its files'). `None`
+/// when the source names none, or one no published snapshot mirrors (expired, written in
+/// this batch, or never mirrored), and for a full state.
+pub(super) fn removal_floor(change: &ChangeSet, history: &History) -> Option<i64> {
+    if change.full_state || change.removed_written_by.is_empty() {
+        return None;
+    }
+    let mut oldest: HashMap<&str, i64> = HashMap::new();
+    for e in history.entries() {
+        let Some(Some(id)) = &e.mirrors else { continue };
+        if change.removed_written_by.contains(id) {
+            let seq = oldest.entry(id).or_insert(e.sequence_number);
+            *seq = (*seq).min(e.sequence_number);
+        }
+    }
+    let floors = change.removed_written_by.iter();
+    let floors: Option<Vec<i64>> = floors.map(|id| oldest.get(id.as_str()).copied()).collect();
+    floors?.into_iter().min()
+}
+
 fn mark_found(removed: &mut HashMap<String, bool>, path: &str) {
     if let Some(found) = removed.get_mut(path) {
         *found = true;

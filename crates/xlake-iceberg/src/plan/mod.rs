@@ -160,8 +160,9 @@ impl IcebergTable {
         let parent = self.parent_list(frame.parent.as_deref(), last_list).await?;
         let (parents, parent_list) = self.parent_manifests(change, &frame, parent)?;
         let spec_id = bound.spec.spec_id();
+        let floor = deletes::removal_floor(change, &draft.history);
         let removals = self
-            .plan_removals(change, parents, (&added.data, spec_id))
+            .plan_removals(change, parents, (&added.data, spec_id), floor)
             .await?;
         // Files added again unchanged keep their entries: only their delete files change.
         added
