@@ -12,10 +12,13 @@
 //! The live files are only needed for the file groups the later instants write to again
 //! or replace. When the few instants after the newest mirrored one only start new file
 //! groups (every base file's write stat has `prevCommit` `"null"`, Hudi's mark of a
-//! create, or builds on a group one of them started; nothing replaced), the replay
-//! starts after it without them: the engine then does not read the mirror's manifests.
+//! create, or builds on a group one of them started), or write to groups whose previous
+//! base file the instant they build on names (its `prevCommit`, a mirrored instant still
+//! on the timeline, whose write stat for the group gives its path), and replace nothing,
+//! the replay starts after it with those few base files: the engine then does not read
+//! the mirror's manifests.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use xlake_model::Schema;
 use xlake_source::MirrorState;
@@ -32,8 +35,8 @@ use crate::HudiSource;
 /// Write instants looked back through for the schema before giving up on the shortcut.
 const SCHEMA_LOOKBACK: usize = 20;
 
-/// Write instants after the newest mirrored one read to find that they only start new
-/// file groups (beyond that, reading the mirror's live files costs less).
+/// Write instants after the newest mirrored one read to find the file groups they write to
+/// again (beyond that, reading the mirror's live files costs less).
 const FRESH_LOOKAHEAD: usize = 8;
 
 /// Where an incremental replay starts.
@@ -70,11 +73,10 @@ impl HudiSource {
         let Some(at) = self.incremental_base(mirrored) else {
             return 0;
         };
-        let completed = &self.timeline().completed;
-        if self.only_new_groups(&completed[at + 1..]).await {
+        if self.earlier_groups(at).await.is_some() {
             return 0;
         }
-        completed[..=at]
+        self.timeline().completed[..=at]
             .iter()
             .filter(|i| gets_snapshot(&i.action))
             .count()
@@ -97,8 +99,10 @@ impl HudiSource {
                 Some(seed) => seed,
                 None => return Ok(None),
             },
-            None if self.only_new_groups(later).await => Vec::new(),
-            None => return Ok(None),
+            None => match self.earlier_groups(at).await {
+                Some(seed) => seed,
+                None => return Ok(None),
+            },
         };
         let Some(schema) = self.schema_at(&completed[..=at]).await? else {
             return Ok(None);
@@ -110,46 +114,48 @@ impl HudiSource {
         }))
     }
 
-    /// Whether the write instants in `later` (at most [`FRESH_LOOKAHEAD`] of them) only
-    /// start new file groups, so that no live file before them is replaced: each base
-    /// file's write stat has `prevCommit` `"null"` (Hudi's create) or builds on a group
-    /// started in `later`, and nothing is replaced. Rollbacks and restores change no file
-    /// group in a replay that starts after the newest mirrored instant (one that undoes a
-    /// mirrored instant stops the shortcut). Unreadable metadata: `false`, and the replay
-    /// reports it where it belongs. Cached: the engine asks before the replay does.
-    async fn only_new_groups(&self, later: &[Instant]) -> bool {
-        let key = later.first().map(|i| i.requested.clone());
-        let cached = self.only_new_groups.lock().ok().and_then(|c| c.clone());
-        if let Some((_, fresh)) = cached.filter(|(k, _)| *k == key) {
-            return fresh;
+    /// The base files live after the completed instant at index `at` of the file groups
+    /// the write instants after it (at most [`FRESH_LOOKAHEAD`]) write to again: each such
+    /// write stat's `prevCommit` names the instant its group builds on, whose own write
+    /// stat for the group names the base file. Empty when they only start new groups
+    /// (`prevCommit` `"null"`, Hudi's create) or build on groups started among them.
+    /// `None` (the mirror's live files are needed) when they replace groups, or when a
+    /// group's previous instant is not a write instant at or before `at`, or does not
+    /// name exactly one Parquet base file of the group. Rollbacks and restores change no
+    /// file group in a replay that starts after `at` (one that undoes a mirrored instant
+    /// stops the shortcut). Unreadable metadata: `None`, and the replay reports it where
+    /// it belongs. Cached: the engine asks before the replay does.
+    async fn earlier_groups(&self, at: usize) -> Option<Vec<BaseFile>> {
+        let cached = self.earlier_groups.lock().ok().and_then(|c| c.clone());
+        if let Some((_, seed)) = cached.filter(|(k, _)| *k == at) {
+            return seed;
         }
-        let fresh = self.read_only_new_groups(later).await;
-        if let Ok(mut cached) = self.only_new_groups.lock() {
-            *cached = Some((key, fresh));
+        let seed = self.read_earlier_groups(at).await;
+        if let Ok(mut cached) = self.earlier_groups.lock() {
+            *cached = Some((at, seed.clone()));
         }
-        fresh
+        seed
     }
 
-    /// [`Self::only_new_groups`], uncached.
-    async fn read_only_new_groups(&self, later: &[Instant]) -> bool {
-        let writes: Vec<&Instant> = later
+    /// [`Self::earlier_groups`], uncached.
+    async fn read_earlier_groups(&self, at: usize) -> Option<Vec<BaseFile>> {
+        let completed = &self.timeline().completed;
+        let writes: Vec<&Instant> = completed
+            .get(at + 1..)?
             .iter()
             .filter(|i| matches!(kind(&i.action), Some(Kind::Commit)))
             .collect();
         if writes.len() > FRESH_LOOKAHEAD {
-            return false;
+            return None;
         }
         let skip_logs = self.options.mor_read_optimized;
-        let mut started: BTreeSet<(String, String)> = BTreeSet::new();
+        // Groups written after `at`, and the groups before it they build on.
+        let mut written: BTreeSet<(String, String)> = BTreeSet::new();
+        let mut builds_on: BTreeMap<String, BTreeSet<(String, String)>> = BTreeMap::new();
         for instant in writes {
-            let Ok(json) = read_instant(self.store(), instant).await else {
-                return false;
-            };
-            let Ok(meta) = serde_json::from_value::<CommitMetadata>(json) else {
-                return false;
-            };
+            let meta = self.commit_metadata(instant).await?;
             if meta.replaced().next().is_some() {
-                return false;
+                return None;
             }
             for stat in meta.write_stats() {
                 let path = stat.path.as_deref().unwrap_or_default();
@@ -157,17 +163,37 @@ impl HudiSource {
                     continue;
                 }
                 let (Some(file_id), partition) = (&stat.file_id, &stat.partition_path) else {
-                    return false;
+                    return None;
                 };
                 let key = (partition.clone().unwrap_or_default(), file_id.clone());
-                if stat.starts_file_group() {
-                    started.insert(key);
-                } else if !started.contains(&key) {
-                    return false;
+                if !stat.starts_file_group() && !written.contains(&key) {
+                    let prev = stat.prev_commit.clone()?;
+                    builds_on.entry(prev).or_default().insert(key.clone());
                 }
+                written.insert(key);
             }
         }
-        true
+        let mut seed = Vec::new();
+        for (prev, groups) in builds_on {
+            let instant = completed[..=at]
+                .iter()
+                .rev()
+                .find(|i| i.requested == prev)?;
+            if !matches!(kind(&instant.action), Some(Kind::Commit)) {
+                return None;
+            }
+            let meta = self.commit_metadata(instant).await?;
+            for key in &groups {
+                seed.push(base_file_of(&meta, key)?);
+            }
+        }
+        Some(seed)
+    }
+
+    /// The commit metadata of a write instant; `None` when it cannot be read.
+    async fn commit_metadata(&self, instant: &Instant) -> Option<CommitMetadata> {
+        let json = read_instant(self.store(), instant).await.ok()?;
+        serde_json::from_value::<CommitMetadata>(json).ok()
     }
 
     /// Whether a rollback or restore among `later` undoes a mirrored instant (its effect
@@ -252,8 +278,30 @@ impl HudiSource {
     }
 }
 
+/// The one Parquet base file that `meta` writes for the file group `(partition, file id)`.
+fn base_file_of(meta: &CommitMetadata, key: &(String, String)) -> Option<BaseFile> {
+    let mut files = meta.write_stats().filter(|stat| {
+        let path = stat.path.as_deref().unwrap_or_default();
+        stat.file_id.as_ref() == Some(&key.1)
+            && stat.partition_path.as_deref().unwrap_or_default() == key.0
+            && path.ends_with(".parquet")
+            && !is_log_file(path)
+    });
+    let (stat, None) = (files.next()?, files.next()) else {
+        return None;
+    };
+    Some(BaseFile {
+        path: stat.path.clone()?,
+        partition: key.0.clone(),
+        file_id: key.1.clone(),
+        size: stat.file_size_in_bytes?,
+        records: stat.num_writes,
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    use xlake_model::ChangeSet;
     use xlake_source::TableSource;
     use xlake_storage::TableStore;
 
@@ -320,19 +368,65 @@ mod tests {
         assert_eq!(got[1].removed, [format!("p=1/b_0-1-1_{C2}.parquet")]);
     }
 
+    /// The full replay's change sets after `mirrored`'s newest instant: those of a replay
+    /// from the first instant that no mirror state shortens.
+    async fn replayed_after(source: &HudiSource, newest: &str) -> Vec<ChangeSet> {
+        let all = source.change_sets(&MirrorState::default()).await.unwrap();
+        let at = all
+            .changes
+            .iter()
+            .position(|c| c.commit.id == newest)
+            .unwrap();
+        all.changes[at + 1..].to_vec()
+    }
+
     #[tokio::test]
-    async fn an_instant_rewriting_a_mirrored_group_needs_the_live_files() {
+    async fn a_rewritten_mirrored_group_is_seeded_from_the_instant_it_builds_on() {
+        // c2 rewrites a (written by c1) and starts b; c3 rewrites b and a again.
         let (_dir, source) = table(&[
-            (C1, commit(C1, &[("a", "null")])),
+            (C1, commit(C1, &[("a", "null"), ("z", "null")])),
             (C2, commit(C2, &[("a", C1), ("b", "null")])),
+            (C3, commit(C3, &[("b", C2), ("a", C2)])),
         ])
         .await;
         let state = mirrored(&[C1]);
-        assert_eq!(source.reads_saved_by_live_files(&state).await, 1);
-        // Without them: the replay starts at the first instant (the engine skips c1).
+        assert_eq!(source.reads_saved_by_live_files(&state).await, 0);
         let got = source.change_sets(&state).await.unwrap().changes;
         let ids: Vec<&str> = got.iter().map(|c| c.commit.id.as_str()).collect();
-        assert_eq!(ids, [C1, C2]);
-        assert_eq!(got[1].removed, [format!("p=1/a_0-1-1_{C1}.parquet")]);
+        assert_eq!(ids, [C2, C3]);
+        assert_eq!(got[0].removed, [format!("p=1/a_0-1-1_{C1}.parquet")]);
+        assert_eq!(got[0].removed_written_by, BTreeSet::from([C1.to_string()]));
+        assert_eq!(got[1].removed_written_by, BTreeSet::from([C2.to_string()]));
+        assert_eq!(got, replayed_after(&source, C1).await);
+    }
+
+    #[tokio::test]
+    async fn a_group_whose_previous_file_is_not_named_needs_the_live_files() {
+        let gone = "20231231000000000";
+        let cases = [
+            // Built on an instant no longer on the timeline (archived).
+            commit(C2, &[("a", gone)]),
+            // Built on c1, which wrote no file of the group.
+            commit(C2, &[("y", C1)]),
+        ];
+        for c2 in cases {
+            let (_dir, source) = table(&[(C1, commit(C1, &[("a", "null")])), (C2, c2)]).await;
+            let state = mirrored(&[C1]);
+            assert_eq!(source.reads_saved_by_live_files(&state).await, 1);
+            // Without them: the replay starts at the first instant (the engine skips c1).
+            let got = source.change_sets(&state).await.unwrap().changes;
+            let ids: Vec<&str> = got.iter().map(|c| c.commit.id.as_str()).collect();
+            assert_eq!(ids, [C1, C2]);
+        }
+        // A replace commit needs the groups it replaces.
+        let mut replace: serde_json::Value =
+            serde_json::from_str(&commit(C2, &[("b", "null")])).unwrap();
+        replace["partitionToReplaceFileIds"] = serde_json::json!({"p=1": ["a"]});
+        let (_dir, source) = table(&[
+            (C1, commit(C1, &[("a", "null")])),
+            (C2, replace.to_string()),
+        ])
+        .await;
+        assert_eq!(source.reads_saved_by_live_files(&mirrored(&[C1])).await, 1);
     }
 }

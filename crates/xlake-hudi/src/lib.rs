@@ -16,7 +16,7 @@
 //! | [`schema`] | Avro schemas to the neutral schema, `_hoodie_*` columns included |
 //! | [`source`] | [`HudiSource`]: open a table, its listing and declared schema |
 //! | [`replay`] | [`HudiReplay`](replay::HudiReplay): its timeline streamed as change sets (memory bounded by its live file groups) |
-//! | `incremental` | where a replay starts after the newest mirrored instant, from the mirror's live files (or without them when the new instants only start file groups) |
+//! | `incremental` | where a replay starts after the newest mirrored instant, from the mirror's live files, or without them when the new instants start file groups or build on groups whose base file the instant they build on names |
 //! | [`table_source`] | the engine's contract ([`xlake_source::TableSource`]) and the format's [`KIND`] |
 //!
 //! Only completed instants count; requested and inflight ones are pending. The metadata

@@ -62,9 +62,11 @@ pub struct HudiSource {
     config: TableConfig,
     timeline: Timeline,
     pub(crate) options: HudiOptions,
-    /// Whether the instants from the one named on only start new file groups (see
-    /// [`incremental`](crate::incremental)), once read.
-    pub(crate) only_new_groups: std::sync::Mutex<Option<(Option<String>, bool)>>,
+    /// After the completed instant at the index held, the base files live before the
+    /// file groups the later instants write to again, or `None` when those are not known
+    /// without the mirror's live files (see [`incremental`](crate::incremental)), once
+    /// read.
+    pub(crate) earlier_groups: std::sync::Mutex<Option<(usize, Option<Vec<BaseFile>>)>>,
 }
 
 impl HudiSource {
@@ -114,7 +116,7 @@ impl HudiSource {
             config,
             timeline,
             options,
-            only_new_groups: Default::default(),
+            earlier_groups: Default::default(),
         })
     }
 
@@ -298,6 +300,14 @@ impl HudiSource {
                 .added
                 .push(DataFile::parquet(f.path, f.size, f.records).with_partition(values));
         }
+        // A base file's name holds the instant that wrote it; a removed file without one
+        // leaves the writers unknown.
+        let writers: Option<BTreeSet<String>> = effect
+            .removed
+            .iter()
+            .map(|f| Some(parse_base_file_path(&f.path)?.2.to_string()))
+            .collect();
+        change.removed_written_by = writers.unwrap_or_default();
         change.removed = effect.removed.into_iter().map(|f| f.path).collect();
         Ok(())
     }
