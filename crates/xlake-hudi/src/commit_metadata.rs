@@ -21,6 +21,8 @@ pub struct WriteStat {
     /// The instant of the file slice this write builds on; `"null"` when the write starts
     /// a new file group (Hudi's `HoodieWriteStat.NULL_COMMIT`).
     pub prev_commit: Option<String>,
+    /// The name of the base file this write builds on, where the writer records it.
+    pub prev_base_file: Option<String>,
 }
 
 impl WriteStat {

@@ -160,7 +160,7 @@ mod tests {
                 partition_path: Some("p".into()),
                 file_size_in_bytes: Some(10),
                 num_writes: Some(1),
-                prev_commit: None,
+                ..Default::default()
             })
             .collect();
         CommitMetadata {

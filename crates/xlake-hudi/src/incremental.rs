@@ -13,7 +13,7 @@
 //! or replace. When the few instants after the newest mirrored one only start new file
 //! groups (every base file's write stat has `prevCommit` `"null"`, Hudi's mark of a
 //! create, or builds on a group one of them started), or write to groups whose previous
-//! base file the instant they build on names (its `prevCommit`, a mirrored instant still
+//! base file the instant they build on names (its `prevCommit`, a write instant still
 //! on the timeline, whose write stat for the group gives its path), and replace nothing,
 //! the replay starts after it with those few base files: the engine then does not read
 //! the mirror's manifests.
@@ -67,8 +67,8 @@ impl HudiSource {
     }
 
     /// How many instant files the shortcut saves reading when given the mirror's live
-    /// files; 0 when it does not apply, or when it applies without them (the instants
-    /// after the newest mirrored one only start new file groups).
+    /// files; 0 when it does not apply, or when it applies without them (see
+    /// [`Self::earlier_groups`]).
     pub(crate) async fn incremental_saving(&self, mirrored: &MirrorState) -> usize {
         let Some(at) = self.incremental_base(mirrored) else {
             return 0;
@@ -140,8 +140,35 @@ impl HudiSource {
     /// [`Self::earlier_groups`], uncached.
     async fn read_earlier_groups(&self, at: usize) -> Option<Vec<BaseFile>> {
         let completed = &self.timeline().completed;
-        let writes: Vec<&Instant> = completed
-            .get(at + 1..)?
+        let builds_on = self.builds_on(completed.get(at + 1..)?).await?;
+        // One commit file per instant built on: past a few, the live files cost less.
+        if builds_on.len() > FRESH_LOOKAHEAD {
+            return None;
+        }
+        let mut seed = Vec::new();
+        for (prev, groups) in builds_on {
+            let instant = completed[..=at]
+                .iter()
+                .rev()
+                .find(|i| i.requested == prev)?;
+            if !matches!(kind(&instant.action), Some(Kind::Commit)) {
+                return None;
+            }
+            let meta = self.commit_metadata(instant).await?;
+            for (key, named) in &groups {
+                seed.push(base_file_of(&meta, key, named.as_deref())?);
+            }
+        }
+        Some(seed)
+    }
+
+    /// Of the write instants in `later` (at most [`FRESH_LOOKAHEAD`]), the file groups
+    /// they build on that none of them wrote first, by the instant built on (`prevCommit`),
+    /// each with the base file name the write stat names (`prevBaseFile`) if any. `None`
+    /// when they replace groups, or a stat lacks what this needs, or on unreadable
+    /// metadata.
+    async fn builds_on(&self, later: &[Instant]) -> Option<BTreeMap<String, Groups>> {
+        let writes: Vec<&Instant> = later
             .iter()
             .filter(|i| matches!(kind(&i.action), Some(Kind::Commit)))
             .collect();
@@ -149,9 +176,8 @@ impl HudiSource {
             return None;
         }
         let skip_logs = self.options.mor_read_optimized;
-        // Groups written after `at`, and the groups before it they build on.
         let mut written: BTreeSet<(String, String)> = BTreeSet::new();
-        let mut builds_on: BTreeMap<String, BTreeSet<(String, String)>> = BTreeMap::new();
+        let mut builds_on: BTreeMap<String, Groups> = BTreeMap::new();
         for instant in writes {
             let meta = self.commit_metadata(instant).await?;
             if meta.replaced().next().is_some() {
@@ -167,27 +193,14 @@ impl HudiSource {
                 };
                 let key = (partition.clone().unwrap_or_default(), file_id.clone());
                 if !stat.starts_file_group() && !written.contains(&key) {
-                    let prev = stat.prev_commit.clone()?;
-                    builds_on.entry(prev).or_default().insert(key.clone());
+                    let named = stat.prev_base_file.clone().filter(|n| !n.is_empty());
+                    let groups = builds_on.entry(stat.prev_commit.clone()?).or_default();
+                    groups.insert(key.clone(), named);
                 }
                 written.insert(key);
             }
         }
-        let mut seed = Vec::new();
-        for (prev, groups) in builds_on {
-            let instant = completed[..=at]
-                .iter()
-                .rev()
-                .find(|i| i.requested == prev)?;
-            if !matches!(kind(&instant.action), Some(Kind::Commit)) {
-                return None;
-            }
-            let meta = self.commit_metadata(instant).await?;
-            for key in &groups {
-                seed.push(base_file_of(&meta, key)?);
-            }
-        }
-        Some(seed)
+        Some(builds_on)
     }
 
     /// The commit metadata of a write instant; `None` when it cannot be read.
@@ -278,8 +291,17 @@ impl HudiSource {
     }
 }
 
-/// The one Parquet base file that `meta` writes for the file group `(partition, file id)`.
-fn base_file_of(meta: &CommitMetadata, key: &(String, String)) -> Option<BaseFile> {
+/// File groups `(partition, file id)`, each with the name of its base file where a later
+/// write stat names it.
+type Groups = BTreeMap<(String, String), Option<String>>;
+
+/// The one Parquet base file that `meta` writes for the file group `(partition, file id)`;
+/// `None` also when it is not the file `named` (a later write's `prevBaseFile`) names.
+fn base_file_of(
+    meta: &CommitMetadata,
+    key: &(String, String),
+    named: Option<&str>,
+) -> Option<BaseFile> {
     let mut files = meta.write_stats().filter(|stat| {
         let path = stat.path.as_deref().unwrap_or_default();
         stat.file_id.as_ref() == Some(&key.1)
@@ -290,6 +312,11 @@ fn base_file_of(meta: &CommitMetadata, key: &(String, String)) -> Option<BaseFil
     let (stat, None) = (files.next()?, files.next()) else {
         return None;
     };
+    let path = stat.path.as_deref()?;
+    let name = path.rsplit('/').next()?;
+    if named.is_some_and(|n| n.rsplit('/').next() != Some(name)) {
+        return None;
+    }
     Some(BaseFile {
         path: stat.path.clone()?,
         partition: key.0.clone(),
@@ -395,9 +422,43 @@ mod tests {
         let ids: Vec<&str> = got.iter().map(|c| c.commit.id.as_str()).collect();
         assert_eq!(ids, [C2, C3]);
         assert_eq!(got[0].removed, [format!("p=1/a_0-1-1_{C1}.parquet")]);
-        assert_eq!(got[0].removed_written_by, BTreeSet::from([C1.to_string()]));
-        assert_eq!(got[1].removed_written_by, BTreeSet::from([C2.to_string()]));
+        assert_eq!(
+            got[1].removed,
+            [
+                format!("p=1/b_0-1-1_{C2}.parquet"),
+                format!("p=1/a_0-1-1_{C2}.parquet")
+            ]
+        );
         assert_eq!(got, replayed_after(&source, C1).await);
+    }
+
+    /// Groups built on instants further back (c1, behind c2) and on two instants at
+    /// once; a later write's `prevBaseFile` agreeing with the seed.
+    #[tokio::test]
+    async fn groups_are_seeded_from_every_instant_they_build_on() {
+        let c4 = "20240101000003000";
+        let mut c4_json: serde_json::Value =
+            serde_json::from_str(&commit(c4, &[("a", C1), ("y", C2)])).unwrap();
+        c4_json["partitionToWriteStats"]["p=1"][0]["prevBaseFile"] =
+            format!("a_0-1-1_{C1}.parquet").into();
+        let (_dir, source) = table(&[
+            (C1, commit(C1, &[("a", "null")])),
+            (C2, commit(C2, &[("y", "null")])),
+            (C3, commit(C3, &[("n", "null")])),
+            (c4, c4_json.to_string()),
+        ])
+        .await;
+        let state = mirrored(&[C1, C2, C3]);
+        assert_eq!(source.reads_saved_by_live_files(&state).await, 0);
+        let got = source.change_sets(&state).await.unwrap().changes;
+        let mut removed = got[0].removed.clone();
+        removed.sort();
+        let expected = [
+            format!("p=1/a_0-1-1_{C1}.parquet"),
+            format!("p=1/y_0-1-1_{C2}.parquet"),
+        ];
+        assert_eq!(removed, expected);
+        assert_eq!(got, replayed_after(&source, C3).await);
     }
 
     #[tokio::test]
@@ -409,6 +470,10 @@ mod tests {
             // Built on c1, which wrote no file of the group.
             commit(C2, &[("y", C1)]),
         ];
+        // A later write naming another previous base file than the instant wrote.
+        let mut other: serde_json::Value = serde_json::from_str(&commit(C2, &[("a", C1)])).unwrap();
+        other["partitionToWriteStats"]["p=1"][0]["prevBaseFile"] = "a_9-9-9_x.parquet".into();
+        let cases = cases.into_iter().chain([other.to_string()]);
         for c2 in cases {
             let (_dir, source) = table(&[(C1, commit(C1, &[("a", "null")])), (C2, c2)]).await;
             let state = mirrored(&[C1]);
@@ -428,5 +493,21 @@ mod tests {
         ])
         .await;
         assert_eq!(source.reads_saved_by_live_files(&mirrored(&[C1])).await, 1);
+        // Nine groups built on nine instants: past 8, the live files cost less.
+        let times: Vec<String> = (0..10).map(|i| format!("2024010100001{i}000")).collect();
+        let mut instants: Vec<(&str, String)> = times[..9]
+            .iter()
+            .map(|t| (t.as_str(), commit(t, &[(&t[12..], "null")])))
+            .collect();
+        let built: Vec<(&str, &str)> = times[..9].iter().map(|t| (&t[12..], t.as_str())).collect();
+        instants.push((&times[9], commit(&times[9], &built)));
+        let (_dir, source) = table(&instants).await;
+        let mirrored_all: Vec<&str> = times[..9].iter().map(String::as_str).collect();
+        assert_eq!(
+            source
+                .reads_saved_by_live_files(&mirrored(&mirrored_all))
+                .await,
+            9
+        );
     }
 }

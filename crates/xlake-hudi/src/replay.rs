@@ -53,9 +53,10 @@ impl HudiSource {
     /// change set (no later one can remove what it adds).
     ///
     /// Given the mirror's live files ([`MirrorState::live_files`]), or without them when
-    /// the instants after the newest mirrored one only start new file groups, the replay
-    /// starts after that instant where that gives the same change sets (see the private
-    /// `incremental` module), and reads only the instants after it.
+    /// the instants after the newest mirrored one start new file groups or build on groups
+    /// whose base file the instant they build on names, the replay starts after that
+    /// instant where that gives the same change sets (see the private `incremental`
+    /// module), and reads only the instants after it.
     pub async fn replay_from(&self, state: &MirrorState) -> Result<HudiReplay<'_>> {
         let mirrored = &state.commits;
         let start = self.incremental_start(state).await?;
