@@ -244,18 +244,17 @@ fn live_paths(root: &Path, version: u64) -> Vec<String> {
     paths
 }
 
-/// A removal whose source names the files' writers reads only the manifests added from
-/// the oldest writer's snapshot on: an older manifest, even unreadable, is kept unread.
-/// Named wrongly, the writers only change what is read first: every manifest is then
-/// looked through, and the same file is removed.
+/// A removal reads data manifests newest first, and only until it has found every removed
+/// file: an older manifest, even unreadable, is kept unread. One that holds a removed file
+/// is read however old.
 #[tokio::test]
-async fn a_removal_reads_only_manifests_added_since_its_files_writers() {
+async fn a_removal_reads_data_manifests_newest_first_until_all_are_found() {
     let (_dir, root, expected) = fixture();
     table_at(&root)
         .commit_all(&expected.change_sets[..2])
         .await
         .unwrap();
-    // c1's manifest (f1, f2): the one naming f1. c4 removes f3, which c2 wrote.
+    // c1's manifest (f1, f2): the one naming f1. c4 removes f3, which c2 added.
     let f1 = &expected.change_sets[0].added[0].path;
     let c1_manifest = std::fs::read_dir(root.join("metadata"))
         .unwrap()
@@ -269,29 +268,32 @@ async fn a_removal_reads_only_manifests_added_since_its_files_writers() {
         .unwrap();
     let good = std::fs::read(&c1_manifest).unwrap();
     std::fs::write(&c1_manifest, b"not a manifest").unwrap();
-    let mut c4 = expected.change_sets[3].clone();
-    // Unnamed writers: every manifest is read, and the damaged one fails the commit.
-    let err = table_at(&root).commit(&c4).await.unwrap_err();
-    assert!(
-        err.to_string().contains(c1_manifest.to_str().unwrap()),
-        "{err}"
-    );
-    assert_eq!(hint(&root), "2");
-    c4.removed_written_by = ["c2".to_string()].into();
-    table_at(&root).commit(&c4).await.unwrap();
-    std::fs::write(&c1_manifest, good).unwrap();
+    table_at(&root)
+        .commit(&expected.change_sets[3])
+        .await
+        .unwrap();
     let (f2, f3) = (
         &expected.change_sets[0].added[1].path,
         &expected.change_sets[1].added[0].path,
     );
     let absolute = |p: &str| root.join(p).to_str().unwrap().to_string();
+    // f1's removal must read c1's manifest: it fails naming it, and changes nothing.
+    let err = table_at(&root)
+        .commit(&removing(&expected, f1))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains(c1_manifest.to_str().unwrap()),
+        "{err}"
+    );
+    assert_eq!(hint(&root), "3");
+    std::fs::write(&c1_manifest, good).unwrap();
     assert_eq!(live_paths(&root, 3), [absolute(f1), absolute(f2)]);
     assert!(!live_paths(&root, 3).contains(&absolute(f3)));
-
-    // f1 said to be written by c2, whose manifest does not hold it: found all the same.
-    let mut wrong = removing(&expected, f1);
-    wrong.removed_written_by = ["c2".to_string()].into();
-    table_at(&root).commit(&wrong).await.unwrap();
+    table_at(&root)
+        .commit(&removing(&expected, f1))
+        .await
+        .unwrap();
     assert_eq!(live_paths(&root, 4), [absolute(f2)]);
 }
 

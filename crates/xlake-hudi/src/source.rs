@@ -300,14 +300,6 @@ impl HudiSource {
                 .added
                 .push(DataFile::parquet(f.path, f.size, f.records).with_partition(values));
         }
-        // A base file's name holds the instant that wrote it; a removed file without one
-        // leaves the writers unknown.
-        let writers: Option<BTreeSet<String>> = effect
-            .removed
-            .iter()
-            .map(|f| Some(parse_base_file_path(&f.path)?.2.to_string()))
-            .collect();
-        change.removed_written_by = writers.unwrap_or_default();
         change.removed = effect.removed.into_iter().map(|f| f.path).collect();
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! One completed source commit and what it did to the table.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use crate::{DataFile, PartitionSpec, Schema};
 
@@ -62,11 +62,6 @@ pub struct ChangeSet {
     pub added: Vec<DataFile>,
     /// Locations of data files removed (same form as [`DataFile::path`]).
     pub removed: Vec<String>,
-    /// The source commits that wrote the files in `removed`, when the source knows each
-    /// one's (Hudi: the instant in a base file's name); empty when it does not. A target
-    /// holds a file only from its writer's record on, so it need not look for a removed
-    /// file among what it recorded before the oldest of them.
-    pub removed_written_by: BTreeSet<String>,
     /// False when files were only rewritten (compaction, clustering): the rows are the same.
     pub data_change: bool,
     /// Extra entries for the snapshot summary, e.g. which view of the source is mirrored.
@@ -101,7 +96,6 @@ impl ChangeSet {
             partition_spec,
             added: Vec::new(),
             removed: Vec::new(),
-            removed_written_by: BTreeSet::new(),
             data_change: true,
             notes: BTreeMap::new(),
             full_state: false,

@@ -9,10 +9,9 @@
 //! new ones added ([`Removals::in_place`]).
 //!
 //! Which paths a manifest holds is remembered per process ([`PathCache`]), so a backfill
-//! that removes files reads each manifest once, not once per commit. When the source
-//! names the commits that wrote the removed files ([`ChangeSet::removed_written_by`]),
-//! data manifests added before the oldest of their snapshots are first kept unread
-//! ([`removal_floor`]); all are looked through only if a file is not found.
+//! that removes files reads each manifest once, not once per commit. Data manifests are
+//! read newest first, and only until every removed file is found (see
+//! [`IcebergTable::plan_removals`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -26,7 +25,6 @@ use xlake_model::{path_key, ChangeSet, DataFile};
 use super::files::Invalid;
 use crate::deletes::position_delete_file;
 use crate::error::{IcebergError, Result};
-use crate::history::History;
 use crate::layout;
 use crate::list_carry::{self, ParentList};
 use crate::manifest::{
@@ -50,6 +48,9 @@ impl PathKeys {
         self.0.binary_search(&path_key(path)).is_ok()
     }
 }
+
+/// A manifest a removal looked through: to rewrite, or (`Err`) to keep as it is.
+type Looked = std::result::Result<Rewrite, ManifestFile>;
 
 /// The parent's manifests a commit keeps as they are, and those it rewrites; and the data
 /// files it removes and adds again unchanged, whose entries stay where they are.
@@ -213,16 +214,16 @@ impl IcebergTable {
     /// commit's `added` files (in spec `spec_id`) that is unchanged keeps its entry; its
     /// delete files are removed.
     ///
-    /// With `floor` (see [`removal_floor`]), data manifests added before it are first kept
-    /// unread: they cannot hold a file its writers' snapshots added. Only if a removed
-    /// file is not found elsewhere are all manifests looked through: the floor decides
-    /// what is read, never what is removed.
+    /// Data manifests are read newest first (by sequence number), and only until every
+    /// removed file is found: a file is live in one manifest, and the files a commit
+    /// removes are most often recent ones (an upsert's, a compaction's). The older ones
+    /// are kept unread. Delete manifests are all read (their deletes of a removed file
+    /// go with it). The kept and rewritten manifests stay in the parent's order.
     pub(super) async fn plan_removals(
         &self,
         change: &ChangeSet,
         manifests: Vec<ManifestFile>,
         (added, spec_id): (&[IcebergDataFile], i32),
-        floor: Option<i64>,
     ) -> Result<Removals> {
         let removed: HashMap<String, bool> = change
             .removed
@@ -239,11 +240,12 @@ impl IcebergTable {
             re_added,
             spec_id,
         };
-        let all = floor.is_some().then(|| manifests.clone());
-        let mut removals = self.removals_in(manifests, &mut targets, floor).await?;
-        if let Some(all) = all.filter(|_| targets.removed.values().any(|found| !found)) {
-            removals = self.removals_in(all, &mut targets, None).await?;
-        }
+        let mut live: Vec<Option<ManifestFile>> = manifests
+            .into_iter()
+            .filter(may_hold_live)
+            .map(Some)
+            .collect();
+        let (held, in_place) = self.read_newest_first(&mut live, &mut targets).await?;
         if let Some((path, _)) = targets.removed.iter().find(|(_, found)| !**found) {
             return Err(IcebergError::RemovedFileNotFound {
                 table: self.table(),
@@ -251,47 +253,53 @@ impl IcebergTable {
                 path: path.clone(),
             });
         }
-        Ok(removals)
-    }
-
-    /// [`Self::plan_removals`] over `manifests`, marking in `targets` the removed files
-    /// found; a data manifest added before `floor` is kept unread.
-    async fn removals_in(
-        &self,
-        manifests: Vec<ManifestFile>,
-        targets: &mut Targets<'_>,
-        floor: Option<i64>,
-    ) -> Result<Removals> {
         let mut removals = Removals {
             kept: Vec::new(),
             rewrites: Vec::new(),
-            in_place: HashSet::new(),
+            in_place,
         };
-        let before_floor = |mf: &ManifestFile| {
-            mf.content == ManifestContentType::Data && floor.is_some_and(|f| mf.sequence_number < f)
-        };
-        for mf in manifests {
-            if !may_hold_live(&mf) {
-                continue;
+        // Each manifest is either still in `live` (unread) or in `held` (read).
+        for (unread, read) in live.into_iter().zip(held) {
+            match (unread, read) {
+                (Some(mf), _) | (None, Some(Err(mf))) => removals.kept.push(mf),
+                (None, Some(Ok(rewrite))) => removals.rewrites.push(rewrite),
+                (None, None) => {}
             }
-            if targets.removed.is_empty() || before_floor(&mf) {
-                removals.kept.push(mf);
-                continue;
-            }
-            // A removed file is found where a data manifest holds it (files kept in place
-            // come from data manifests only).
-            let (held, in_place) = self.holding(mf, targets).await?;
-            let hits = held.as_ref().ok().filter(|r| r.data).map(|r| &r.hits);
-            for path in in_place.iter().chain(hits.into_iter().flatten()) {
-                mark_found(&mut targets.removed, path);
-            }
-            match held {
-                Ok(rewrite) => removals.rewrites.push(rewrite),
-                Err(kept) => removals.kept.push(kept),
-            }
-            removals.in_place.extend(in_place);
         }
         Ok(removals)
+    }
+
+    /// The manifests of `live` that [`Self::plan_removals`] reads, taken out of it in
+    /// [`reading_order`] and each read with [`Self::holding`] (at its index), marking in
+    /// `targets` the removed files found; and the files to keep in place.
+    async fn read_newest_first(
+        &self,
+        live: &mut [Option<ManifestFile>],
+        targets: &mut Targets<'_>,
+    ) -> Result<(Vec<Option<Looked>>, HashSet<String>)> {
+        let mut held = Vec::new();
+        held.resize_with(live.len(), || None);
+        let mut in_place = HashSet::new();
+        for at in reading_order(live) {
+            let missing = targets.removed.values().any(|found| !found);
+            let wanted = |mf: &mut ManifestFile| match mf.content {
+                ManifestContentType::Data => missing,
+                ManifestContentType::Deletes => !targets.removed.is_empty(),
+            };
+            let Some(mf) = live[at].take_if(wanted) else {
+                continue;
+            };
+            // A removed file is found where a data manifest holds it (files kept in place
+            // come from data manifests only).
+            let (found, kept_in_place) = self.holding(mf, targets).await?;
+            let hits = found.as_ref().ok().filter(|r| r.data).map(|r| &r.hits);
+            for path in kept_in_place.iter().chain(hits.into_iter().flatten()) {
+                mark_found(&mut targets.removed, path);
+            }
+            in_place.extend(kept_in_place);
+            held[at] = Some(found);
+        }
+        Ok((held, in_place))
     }
 
     /// `mf` as a rewrite when it holds a path of `targets` to delete; else `mf` back, to
@@ -302,7 +310,7 @@ impl IcebergTable {
         &self,
         mf: ManifestFile,
         targets: &Targets<'_>,
-    ) -> Result<(std::result::Result<Rewrite, ManifestFile>, Vec<String>)> {
+    ) -> Result<(Looked, Vec<String>)> {
         let to_remove = &targets.removed;
         let (paths, read) = match self.cached_paths(&mf.manifest_path) {
             Some(paths) => (paths, None),
@@ -427,30 +435,20 @@ impl IcebergTable {
     }
 }
 
-/// Note that a data manifest holds the removed `path`.
-/// The sequence number from which data manifests may hold the files `change` removes, as
-/// far as the source names their writers ([`ChangeSet::removed_written_by`]): the oldest
-/// published snapshot that mirrors one of them (a file is added by its writer's snapshot
-/// or a later one, and a manifest's sequence number is never below its files'). `None`
-/// when the source names none, or one no published snapshot mirrors (expired, written in
-/// this batch, or never mirrored), and for a full state.
-pub(super) fn removal_floor(change: &ChangeSet, history: &History) -> Option<i64> {
-    if change.full_state || change.removed_written_by.is_empty() {
-        return None;
-    }
-    let mut oldest: HashMap<&str, i64> = HashMap::new();
-    for e in history.entries() {
-        let Some(Some(id)) = &e.mirrors else { continue };
-        if change.removed_written_by.contains(id) {
-            let seq = oldest.entry(id).or_insert(e.sequence_number);
-            *seq = (*seq).min(e.sequence_number);
-        }
-    }
-    let floors = change.removed_written_by.iter();
-    let floors: Option<Vec<i64>> = floors.map(|id| oldest.get(id.as_str()).copied()).collect();
-    floors?.into_iter().min()
+/// The order `live` is read in for a removal: delete manifests first (all are read), then
+/// data manifests newest first (by sequence number; the parent's order among equals).
+fn reading_order(live: &[Option<ManifestFile>]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..live.len()).collect();
+    order.sort_by_key(|&at| {
+        live[at].as_ref().map(|mf| {
+            let data = mf.content == ManifestContentType::Data;
+            (data, std::cmp::Reverse(mf.sequence_number))
+        })
+    });
+    order
 }
 
+/// Note that a data manifest holds the removed `path`.
 fn mark_found(removed: &mut HashMap<String, bool>, path: &str) {
     if let Some(found) = removed.get_mut(path) {
         *found = true;

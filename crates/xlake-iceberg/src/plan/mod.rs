@@ -160,9 +160,8 @@ impl IcebergTable {
         let parent = self.parent_list(frame.parent.as_deref(), last_list).await?;
         let (parents, parent_list) = self.parent_manifests(change, &frame, parent)?;
         let spec_id = bound.spec.spec_id();
-        let floor = deletes::removal_floor(change, &draft.history);
         let removals = self
-            .plan_removals(change, parents, (&added.data, spec_id), floor)
+            .plan_removals(change, parents, (&added.data, spec_id))
             .await?;
         // Files added again unchanged keep their entries: only their delete files change.
         added
