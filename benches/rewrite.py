@@ -5,8 +5,9 @@
 TABLE is a mirrored Delta table (e.g. `run.py`'s 100k-file one). Each round appends a
 10-file commit and times `xlake commit --version` on it, then a commit rewriting those 10
 files (`gen_delta.rewrite_commit`: removed, 10 new ones added) and times that. A removing
-commit reads every manifest of its parent once to find the removed files (the paths only,
-and the whole entries of the manifests that hold them). Prints both medians and their ratio.
+commit reads its parent's data manifests newest first until it has found the removed files
+(the paths only, and the whole entries of the manifests that hold them). Prints both
+medians and their ratio.
 Nothing is expired: each round adds two snapshots and 10 live files to TABLE.
 """
 import pathlib

@@ -297,6 +297,37 @@ async fn a_removal_reads_data_manifests_newest_first_until_all_are_found() {
     assert_eq!(live_paths(&root, 4), [absolute(f2)]);
 }
 
+/// A path listed in two data manifests, as builds before e9ac639 could leave a Delta add
+/// of a live path: a removal stops at the newest entry, a full state without the path
+/// drops both.
+#[tokio::test]
+async fn a_full_state_drops_every_entry_of_a_path_listed_twice() {
+    let (_dir, root, expected) = fixture();
+    let table = table_at(&root);
+    table.commit_all(&expected.change_sets[..1]).await.unwrap();
+    let (f1, f2) = (
+        &expected.change_sets[0].added[0],
+        &expected.change_sets[0].added[1],
+    );
+    let mut twice = expected.change_sets[1].clone();
+    twice.added = vec![f1.clone(), f2.clone()];
+    table.commit(&twice).await.unwrap();
+    let absolute = |p: &str| root.join(p).to_str().unwrap().to_string();
+    let (a1, a2) = (absolute(&f1.path), absolute(&f2.path));
+    let both = [a1.clone(), a1.clone(), a2.clone(), a2.clone()];
+    assert_eq!(live_paths(&root, 2), both);
+    table.commit(&removing(&expected, &f2.path)).await.unwrap();
+    assert_eq!(live_paths(&root, 3), [a1.clone(), a1, a2]);
+    // c5 as a full state: its one new file is all that is live.
+    let mut full = expected.change_sets[4].clone();
+    full.full_state = true;
+    table.commit(&full).await.unwrap();
+    assert_eq!(
+        live_paths(&root, 4),
+        [absolute(&expected.change_sets[4].added[0].path)]
+    );
+}
+
 #[tokio::test]
 async fn bad_input_leaves_the_table_unchanged() {
     let (_dir, root, expected) = fixture();

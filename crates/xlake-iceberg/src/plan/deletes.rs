@@ -218,12 +218,15 @@ impl IcebergTable {
     /// removed file is found: a file is live in one manifest, and the files a commit
     /// removes are most often recent ones (an upsert's, a compaction's). The older ones
     /// are kept unread. Delete manifests are all read (their deletes of a removed file
-    /// go with it). The kept and rewritten manifests stay in the parent's order.
+    /// go with it). With `read_all`, every data manifest is read, so that a path listed
+    /// in two (by builds before e9ac639) loses both entries. The kept and rewritten
+    /// manifests stay in the parent's order.
     pub(super) async fn plan_removals(
         &self,
         change: &ChangeSet,
         manifests: Vec<ManifestFile>,
         (added, spec_id): (&[IcebergDataFile], i32),
+        read_all: bool,
     ) -> Result<Removals> {
         let removed: HashMap<String, bool> = change
             .removed
@@ -245,7 +248,9 @@ impl IcebergTable {
             .filter(may_hold_live)
             .map(Some)
             .collect();
-        let (held, in_place) = self.read_newest_first(&mut live, &mut targets).await?;
+        let (held, in_place) = self
+            .read_newest_first(&mut live, &mut targets, read_all)
+            .await?;
         if let Some((path, _)) = targets.removed.iter().find(|(_, found)| !**found) {
             return Err(IcebergError::RemovedFileNotFound {
                 table: self.table(),
@@ -271,19 +276,23 @@ impl IcebergTable {
 
     /// The manifests of `live` that [`Self::plan_removals`] reads, taken out of it in
     /// [`reading_order`] and each read with [`Self::holding`] (at its index), marking in
-    /// `targets` the removed files found; and the files to keep in place.
+    /// `targets` the removed files found; and the files to keep in place. Data manifests
+    /// are read while a removed file is missing, or all with `read_all`.
     async fn read_newest_first(
         &self,
         live: &mut [Option<ManifestFile>],
         targets: &mut Targets<'_>,
+        read_all: bool,
     ) -> Result<(Vec<Option<Looked>>, HashSet<String>)> {
         let mut held = Vec::new();
         held.resize_with(live.len(), || None);
         let mut in_place = HashSet::new();
+        let mut missing = targets.removed.len();
         for at in reading_order(live) {
-            let missing = targets.removed.values().any(|found| !found);
             let wanted = |mf: &mut ManifestFile| match mf.content {
-                ManifestContentType::Data => missing,
+                ManifestContentType::Data => {
+                    missing > 0 || (read_all && !targets.removed.is_empty())
+                }
                 ManifestContentType::Deletes => !targets.removed.is_empty(),
             };
             let Some(mf) = live[at].take_if(wanted) else {
@@ -294,7 +303,7 @@ impl IcebergTable {
             let (found, kept_in_place) = self.holding(mf, targets).await?;
             let hits = found.as_ref().ok().filter(|r| r.data).map(|r| &r.hits);
             for path in kept_in_place.iter().chain(hits.into_iter().flatten()) {
-                mark_found(&mut targets.removed, path);
+                missing -= usize::from(mark_found(&mut targets.removed, path));
             }
             in_place.extend(kept_in_place);
             held[at] = Some(found);
@@ -367,8 +376,8 @@ impl IcebergTable {
 
     /// What `mf` (read as `bytes`) holds ([`Held`]), and the paths its live entries are
     /// about, remembered. Of a data manifest only the live files are read where the fast
-    /// read takes it (not the stats: a commit removing 10 files from 100k reads every
-    /// manifest of its parent the first time, and then the entries of only those holding
+    /// read takes it (not the stats: a commit removing 10 files from 100k reads the paths
+    /// of the manifests it looks through, and then the entries of only those holding
     /// them; a Hudi replay's seed needs only the files).
     pub(crate) fn remember(
         &self,
@@ -448,10 +457,11 @@ fn reading_order(live: &[Option<ManifestFile>]) -> Vec<usize> {
     order
 }
 
-/// Note that a data manifest holds the removed `path`.
-fn mark_found(removed: &mut HashMap<String, bool>, path: &str) {
-    if let Some(found) = removed.get_mut(path) {
-        *found = true;
+/// Note that a data manifest holds the removed `path`; whether it was first found now.
+fn mark_found(removed: &mut HashMap<String, bool>, path: &str) -> bool {
+    match removed.get_mut(path) {
+        Some(found) => !std::mem::replace(found, true),
+        None => false,
     }
 }
 

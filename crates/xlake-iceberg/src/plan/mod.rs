@@ -137,6 +137,9 @@ impl IcebergTable {
         let logged = current.map_or(0, |m| m.history().len());
         let frame = Frame::new(change, (current, &draft.history), version);
         let resolved;
+        // A full state's difference reads every data manifest (`as_difference` has just
+        // read them): a path some older build listed twice then loses both entries.
+        let read_all = change.full_state;
         let change = if change.full_state {
             resolved = self.as_difference(change, current).await?;
             &resolved
@@ -161,7 +164,7 @@ impl IcebergTable {
         let (parents, parent_list) = self.parent_manifests(change, &frame, parent)?;
         let spec_id = bound.spec.spec_id();
         let removals = self
-            .plan_removals(change, parents, (&added.data, spec_id))
+            .plan_removals(change, parents, (&added.data, spec_id), read_all)
             .await?;
         // Files added again unchanged keep their entries: only their delete files change.
         added
