@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::commit_metadata::CommitMetadata;
+use crate::commit_metadata::{CommitMetadata, WriteStat};
 
 /// The current base file of one file group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +18,27 @@ pub struct BaseFile {
     pub size: u64,
     /// Rows, when the commit metadata records them.
     pub records: Option<u64>,
+}
+
+impl BaseFile {
+    /// The base file at `path` that `stat` records writing; an error when the stat lacks
+    /// its file group id or size.
+    pub(crate) fn written(stat: &WriteStat, path: &str) -> Result<BaseFile, String> {
+        let file_id = stat
+            .file_id
+            .clone()
+            .ok_or_else(|| format!("write stat of {path} has no fileId"))?;
+        let size = stat
+            .file_size_in_bytes
+            .ok_or_else(|| format!("write stat of {path} has no fileSizeInBytes"))?;
+        Ok(BaseFile {
+            path: path.to_string(),
+            partition: stat.partition_path.clone().unwrap_or_default(),
+            file_id,
+            size,
+            records: stat.num_writes,
+        })
+    }
 }
 
 /// What one instant did to the live base files.
@@ -87,22 +108,9 @@ impl FileGroups {
             if !path.ends_with(".parquet") {
                 return Err(format!("base file {path} is not Parquet"));
             }
-            let file_id = stat
-                .file_id
-                .clone()
-                .ok_or_else(|| format!("write stat of {path} has no fileId"))?;
-            let partition = stat.partition_path.clone().unwrap_or_default();
-            let size = stat
-                .file_size_in_bytes
-                .ok_or_else(|| format!("write stat of {path} has no fileSizeInBytes"))?;
-            let file = BaseFile {
-                path: path.to_string(),
-                partition: partition.clone(),
-                file_id: file_id.clone(),
-                size,
-                records: stat.num_writes,
-            };
-            match self.live.insert((partition, file_id), file.clone()) {
+            let file = BaseFile::written(stat, path)?;
+            let key = (file.partition.clone(), file.file_id.clone());
+            match self.live.insert(key, file.clone()) {
                 Some(old) if old.path == file.path => continue,
                 Some(old) => effect.removed.push(old),
                 None => {}

@@ -317,13 +317,7 @@ fn base_file_of(
     if named.is_some_and(|n| n.rsplit('/').next() != Some(name)) {
         return None;
     }
-    Some(BaseFile {
-        path: stat.path.clone()?,
-        partition: key.0.clone(),
-        file_id: key.1.clone(),
-        size: stat.file_size_in_bytes?,
-        records: stat.num_writes,
-    })
+    BaseFile::written(stat, path).ok()
 }
 
 #[cfg(test)]

@@ -287,13 +287,12 @@ impl IcebergTable {
         let mut held = Vec::new();
         held.resize_with(live.len(), || None);
         let mut in_place = HashSet::new();
+        let removing = !targets.removed.is_empty();
         let mut missing = targets.removed.len();
         for at in reading_order(live) {
             let wanted = |mf: &mut ManifestFile| match mf.content {
-                ManifestContentType::Data => {
-                    missing > 0 || (read_all && !targets.removed.is_empty())
-                }
-                ManifestContentType::Deletes => !targets.removed.is_empty(),
+                ManifestContentType::Data => missing > 0 || (read_all && removing),
+                ManifestContentType::Deletes => removing,
             };
             let Some(mf) = live[at].take_if(wanted) else {
                 continue;
