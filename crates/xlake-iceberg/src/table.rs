@@ -73,6 +73,19 @@ impl Parse {
         let history = History::of(&metadata);
         Ok((metadata, history))
     }
+
+    /// [`Self::read`] on a blocking thread: a long history's metadata takes milliseconds
+    /// to parse, during which the caller's other work (a source's listing and its
+    /// parsing, in-commit) goes on.
+    async fn read_apart(
+        self,
+        bytes: Bytes,
+        version: u64,
+    ) -> std::result::Result<(TableMetadata, History), String> {
+        tokio::task::spawn_blocking(move || self.read(&bytes, version))
+            .await
+            .unwrap_or_else(|e| Err(format!("parsing stopped: {e}")))
+    }
 }
 
 /// The current version of the table.
@@ -331,7 +344,7 @@ impl IcebergTable {
         };
         let path = metadata_file(version);
         let bytes = self.store.get_written_once(&path).await?;
-        let read = parse.read(&bytes, version);
+        let read = parse.read_apart(bytes, version).await;
         let (metadata, history) = read.map_err(|e| self.corrupt(&path, e))?;
         let ours = match metadata.current_snapshot() {
             Some(s) => s
