@@ -29,8 +29,9 @@ use out::errln;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match cli.command.single_threaded() {
-        // File reads and writes go to blocking threads: two keep a commit's few files
-        // moving without starting a thread for each (tokio's default starts up to 512).
+        // File reads and writes (and a long metadata file's parse) go to blocking
+        // threads: two keep a commit's few files moving, a listing beside a parse,
+        // without starting a thread for each (tokio's default starts up to 512).
         true => {
             let mut builder = tokio::runtime::Builder::new_current_thread();
             builder.max_blocking_threads(2);

@@ -258,8 +258,8 @@ pub async fn mirror_commit(
         reason,
     };
     // The source's log and the table's metadata are read at the same time (each is a
-    // few ms on a long history): their I/O overlaps; on `commit`'s single thread, their
-    // parsing does not.
+    // few ms on a long history): their I/O overlaps, and so does the metadata's parse
+    // (on a blocking thread) with the source's listing.
     let target = IcebergTable::new(store.clone());
     let (source, loaded) = tokio::join!(sources::open(&store, options), target.load_for_commit());
     let mut source = source?;
