@@ -28,28 +28,43 @@ impl Timeline {
     pub async fn load(store: &TableStore, dir: &str) -> Result<Self> {
         // Names only: on local disk the thousands of instant files are not each stat-ed.
         let names = store.list_names(dir).await?;
+        Ok(Self::from_names(dir, &names))
+    }
+
+    /// The timeline in `dir` whose file names are `names` (in any order).
+    pub fn from_names(dir: &str, names: &[String]) -> Self {
         // Completed instants are a third of the files of a long timeline: they are sorted
         // apart from the rest, which only the pending few of survive (read from their
-        // names, and made instants only then).
-        let named: Vec<Named> = names.iter().filter_map(|n| Named::parse(n)).collect();
-        let is_done = |n: &&Named| n.state == State::Completed;
-        let done: HashSet<&str> = named.iter().filter(is_done).map(|n| n.requested).collect();
-        let kept = named
-            .iter()
-            .filter(|n| is_done(n) || !done.contains(n.requested));
-        let (mut completed, mut pending): (Vec<Instant>, Vec<Instant>) = kept
-            .map(|n| n.instant(dir))
-            .partition(|i| i.state == State::Completed);
-        completed.sort_by(order);
-        pending.sort_by(order);
+        // names, twice rather than kept, and made instants only then).
+        let named = || names.iter().filter_map(|n| Named::parse(n));
+        let done: HashSet<&str> = named()
+            .filter(|n| n.state == State::Completed)
+            .map(|n| n.requested)
+            .collect();
+        let mut completed = Vec::with_capacity(done.len());
+        let mut pending = Vec::new();
+        for n in named() {
+            if n.state == State::Completed {
+                completed.push(n.instant(dir));
+            } else if !done.contains(n.requested) {
+                pending.push(n.instant(dir));
+            }
+        }
+        // The order is total (names are unique): an unstable sort gives the same one.
+        completed.sort_unstable_by(order);
+        pending.sort_unstable_by(order);
         pending.dedup_by(|a, b| a.requested == b.requested);
-        Ok(Self { completed, pending })
+        Self { completed, pending }
     }
 }
 
-/// The order instants take effect in: completion time, then requested time, then state.
+/// The order instants take effect in: completion time, then requested time, then state
+/// (then the file, so that the folder's own order never shows).
 fn order(a: &Instant, b: &Instant) -> std::cmp::Ordering {
-    (a.commit_time(), &a.requested, a.state).cmp(&(b.commit_time(), &b.requested, b.state))
+    fn key(i: &Instant) -> (&str, &str, State, &str) {
+        (i.commit_time(), &i.requested, i.state, &i.file)
+    }
+    key(a).cmp(&key(b))
 }
 
 /// The contents of a completed instant's file, as JSON.
@@ -127,5 +142,51 @@ fn bad_name(schema: &Json) -> Option<String> {
             map.values().find_map(bad_name)
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A folder lists its names in an order of its own: the timeline does not show it.
+    #[test]
+    fn the_timeline_is_the_same_in_any_listing_order() {
+        let names: Vec<String> = [
+            "20240101000003000.commit.requested",
+            "20240101000001000.commit",
+            "20240101000002000.inflight",
+            "20240101000002000.commit.requested",
+            "20240101000001000.inflight",
+            "20240101000003000.inflight",
+            "20240101000003000.commit",
+            "20240101000004000.rollback",
+            "hoodie.properties",
+            "20240101000001000.commit.requested",
+        ]
+        .map(String::from)
+        .to_vec();
+        let ids = |t: &Timeline| {
+            let each = |is: &[Instant]| is.iter().map(|i| i.file.clone()).collect::<Vec<_>>();
+            (each(&t.completed), each(&t.pending))
+        };
+        let listed = Timeline::from_names(".hoodie", &names);
+        assert_eq!(
+            ids(&listed),
+            (
+                vec![
+                    ".hoodie/20240101000001000.commit".to_string(),
+                    ".hoodie/20240101000003000.commit".into(),
+                    ".hoodie/20240101000004000.rollback".into(),
+                ],
+                vec![".hoodie/20240101000002000.commit.requested".to_string()],
+            )
+        );
+        let mut reversed = names.clone();
+        reversed.reverse();
+        assert_eq!(
+            ids(&Timeline::from_names(".hoodie", &reversed)),
+            ids(&listed)
+        );
     }
 }

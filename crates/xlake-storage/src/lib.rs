@@ -798,7 +798,9 @@ impl TableStore {
 
     /// Objects directly under a table-relative directory (not recursive), sorted by path.
     pub async fn list_dir(&self, dir: &str) -> Result<Vec<Entry>, StorageError> {
-        if let Some(listed) = self.local_listing(dir, true).await? {
+        if let Some(mut listed) = self.local_listing(dir, true).await? {
+            // Names in a folder are unique: an unstable sort orders them alike, faster.
+            listed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             let folder = dir.trim_end_matches('/');
             return Ok(listed
                 .into_iter()
@@ -836,9 +838,10 @@ impl TableStore {
     }
 
     /// The names of the objects directly under a table-relative directory (not
-    /// recursive), sorted: what [`Self::list_dir`] lists, without sizes and times. On a
-    /// local root opened by path the folder is read directly and its entries are not
-    /// stat-ed (thousands of instant files in a Hudi timeline); elsewhere it is
+    /// recursive), in no particular order: what [`Self::list_dir`] lists, without sizes
+    /// and times. On a local root opened by path the folder is read directly, its entries
+    /// are not stat-ed and its names not sorted (thousands of instant files in a Hudi
+    /// timeline, whose reader orders them by what the names mean); elsewhere it is
     /// [`Self::list_dir`].
     pub async fn list_names(&self, dir: &str) -> Result<Vec<String>, StorageError> {
         match self.local_listing(dir, false).await? {
@@ -848,7 +851,7 @@ impl TableStore {
     }
 
     /// On a local root opened by path, the files directly in a table-relative folder,
-    /// read directly (sorted by name), with their size and time when `meta`: one
+    /// read directly (in the order the folder gives them), with their size and time when `meta`: one
     /// `fstatat` per entry, where object_store's local listing makes two full-path
     /// `statx` calls. `None` elsewhere (other stores, a store built by the caller, an
     /// absolute location outside the table).
@@ -871,12 +874,7 @@ impl TableStore {
             Err(e) => Err(std::io::Error::other(e)),
         };
         match listed {
-            Ok(mut entries) => {
-                // Names in a folder are unique: an unstable sort orders them alike, and
-                // faster (a Hudi timeline holds thousands).
-                entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-                Ok(Some(entries))
-            }
+            Ok(entries) => Ok(Some(entries)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(Vec::new())),
             Err(e) => Err(self.backend_error(
                 dir,
@@ -1151,9 +1149,13 @@ mod tests {
             .unwrap();
         std::os::unix::fs::symlink(dir.path().join("t/sub"), dir.path().join("t/dirlink")).unwrap();
         let (local, wrapped) = local_and_wrapped(dir.path());
-        let names = local.list_names("t").await.unwrap();
+        let sorted = |mut names: Vec<String>| {
+            names.sort();
+            names
+        };
+        let names = sorted(local.list_names("t").await.unwrap());
         assert_eq!(names, ["1.commit", "2.commit", "3.link", "a#b"]);
-        assert_eq!(wrapped.list_names("t").await.unwrap(), names);
+        assert_eq!(sorted(wrapped.list_names("t").await.unwrap()), names);
         // With sizes and times: the same entries as object_store's own listing.
         let fast = local.list_dir("t").await.unwrap();
         assert_eq!(fast, wrapped.list_dir("t").await.unwrap());
@@ -1162,7 +1164,7 @@ mod tests {
         assert!(local.list_dir("missing").await.unwrap().is_empty());
         // An absolute location inside the table lists the same folder.
         let absolute = format!("{}/t", local.location());
-        assert_eq!(local.list_names(&absolute).await.unwrap(), names);
+        assert_eq!(sorted(local.list_names(&absolute).await.unwrap()), names);
         assert!(local.list_names("missing").await.unwrap().is_empty());
         assert!(wrapped.list_names("missing").await.unwrap().is_empty());
     }
