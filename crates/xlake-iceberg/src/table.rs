@@ -82,9 +82,14 @@ impl Parse {
         bytes: Bytes,
         version: u64,
     ) -> std::result::Result<(TableMetadata, History), String> {
-        tokio::task::spawn_blocking(move || self.read(&bytes, version))
-            .await
-            .unwrap_or_else(|e| Err(format!("parsing stopped: {e}")))
+        match tokio::task::spawn_blocking(move || self.read(&bytes, version)).await {
+            Ok(read) => read,
+            // A panic is xlake's own bug, not the file's: it goes on as it would have on
+            // the caller's thread.
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // Cancelled: only as the runtime shuts down, which drops the caller too.
+            Err(e) => Err(format!("parsing stopped: {e}")),
+        }
     }
 }
 
