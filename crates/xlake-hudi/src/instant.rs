@@ -46,24 +46,38 @@ impl Instant {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Named<'a> {
     pub(crate) requested: &'a str,
-    completed: Option<&'a str>,
+    pub(crate) completed: Option<&'a str>,
     action: &'a str,
     pub(crate) state: State,
-    name: &'a str,
+    pub(crate) name: &'a str,
 }
 
 impl<'a> Named<'a> {
     /// See [`Instant::parse`].
     pub(crate) fn parse(name: &'a str) -> Option<Self> {
-        let (stem, rest) = name.split_once('.')?;
-        let (requested, completed) = match stem.split_once('_') {
-            Some((r, c)) => (r, Some(c)),
-            None => (stem, None),
+        // Read byte by byte, once: a long timeline's folder has thousands of names, each
+        // read on every sync. The stem is a time, or two joined by `_`, then a `.`.
+        let bytes = name.as_bytes();
+        let time_at = |from: usize| {
+            let digits = bytes[from..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
+            (digits >= 14).then_some(from + digits)
         };
-        let is_time = |t: &str| t.len() >= 14 && t.bytes().all(|b| b.is_ascii_digit());
-        if !is_time(requested) || completed.is_some_and(|c| !is_time(c)) {
-            return None;
-        }
+        let end = time_at(0)?;
+        let requested = &name[..end];
+        let (completed, end) = match bytes.get(end) {
+            Some(b'_') => {
+                let done = time_at(end + 1)?;
+                (Some(&name[end + 1..done]), done)
+            }
+            _ => (None, end),
+        };
+        let rest = match bytes.get(end) {
+            Some(b'.') => &name[end + 1..],
+            _ => return None,
+        };
         let (action, state) = if let Some(action) = rest.strip_suffix(".requested") {
             (action, State::Requested)
         } else if let Some(action) = rest.strip_suffix(".inflight") {
@@ -152,6 +166,61 @@ mod tests {
             Instant::parse(".hoodie", "20240418173551906.commit.crc"),
             None
         );
+    }
+
+    /// The byte-by-byte read of a name agrees with the plain one it replaced, on names
+    /// that are instants and names that only look like them.
+    #[test]
+    fn a_name_is_read_as_its_parts_say() {
+        fn plain(name: &str) -> Option<(&str, Option<&str>, &str, State)> {
+            let (stem, rest) = name.split_once('.')?;
+            let (requested, completed) = match stem.split_once('_') {
+                Some((r, c)) => (r, Some(c)),
+                None => (stem, None),
+            };
+            let is_time = |t: &str| t.len() >= 14 && t.bytes().all(|b| b.is_ascii_digit());
+            if !is_time(requested) || completed.is_some_and(|c| !is_time(c)) {
+                return None;
+            }
+            let (action, state) = if let Some(a) = rest.strip_suffix(".requested") {
+                (a, State::Requested)
+            } else if let Some(a) = rest.strip_suffix(".inflight") {
+                (a, State::Inflight)
+            } else if rest == "inflight" {
+                ("commit", State::Inflight)
+            } else {
+                (rest, State::Completed)
+            };
+            (!action.is_empty() && !action.contains('.'))
+                .then_some((requested, completed, action, state))
+        }
+        let t = "20240418173551906";
+        let names = [
+            format!("{t}.commit"),
+            format!("{t}.deltacommit.inflight"),
+            format!("{t}.commit.requested"),
+            format!("{t}.inflight"),
+            format!("{t}_{t}.replacecommit"),
+            format!("{t}_{t}_{t}.commit"),
+            format!("{t}_.commit"),
+            format!("{t}_2024.commit"),
+            format!("{t}x.commit"),
+            format!("{t}.commit.crc"),
+            format!("{t}."),
+            format!("{t}..commit"),
+            t.to_string(),
+            format!("{t}_{t}"),
+            "2024041817355.commit".into(),
+            "20240418173551.clean".into(),
+            "hoodie.properties".into(),
+            ".commit".into(),
+            String::new(),
+            "２0240418173551906.commit".into(),
+        ];
+        for name in &names {
+            let read = Named::parse(name).map(|n| (n.requested, n.completed, n.action, n.state));
+            assert_eq!(read, plain(name), "{name}");
+        }
     }
 
     #[test]
