@@ -36,7 +36,10 @@ pub fn hudi_instant_name(data: &[u8]) {
         return;
     };
     if let Some(instant) = Instant::parse(".hoodie/timeline", name) {
-        assert!(instant.file.ends_with(name));
+        assert!(instant.file().ends_with(name));
+        // The parts read back from the path are the name's.
+        assert!(name.starts_with(instant.requested()));
+        assert!(!instant.action().is_empty());
         let _ = instant_millis(instant.commit_time());
     }
     let _ = parse_base_file_name(name);

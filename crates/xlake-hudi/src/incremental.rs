@@ -20,6 +20,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rustc_hash::FxHashSet;
+
 use xlake_model::Schema;
 use xlake_source::MirrorState;
 
@@ -56,13 +58,15 @@ impl HudiSource {
     pub(crate) fn incremental_base(&self, mirrored: &MirrorState) -> Option<usize> {
         let (newest, _) = mirrored.newest.as_ref()?;
         let completed = &self.timeline().completed;
-        let at = completed.iter().position(|i| &i.requested == newest)?;
+        let at = completed.iter().position(|i| i.requested() == newest)?;
+        // Every instant before it is looked up: a hash set, not the ordered one's compares.
+        let commits: FxHashSet<&str> = mirrored.commits.iter().map(String::as_str).collect();
         let oldest = completed
             .iter()
-            .position(|i| mirrored.commits.contains(&i.requested))?;
+            .position(|i| commits.contains(i.requested()))?;
         let gap = completed[oldest..at]
             .iter()
-            .any(|i| gets_snapshot(&i.action) && !mirrored.commits.contains(&i.requested));
+            .any(|i| gets_snapshot(i.action()) && !commits.contains(i.requested()));
         (!gap).then_some(at)
     }
 
@@ -78,7 +82,7 @@ impl HudiSource {
         }
         self.timeline().completed[..=at]
             .iter()
-            .filter(|i| gets_snapshot(&i.action))
+            .filter(|i| gets_snapshot(i.action()))
             .count()
     }
 
@@ -150,8 +154,8 @@ impl HudiSource {
             let instant = completed[..=at]
                 .iter()
                 .rev()
-                .find(|i| i.requested == prev)?;
-            if !matches!(kind(&instant.action), Some(Kind::Commit)) {
+                .find(|i| i.requested() == prev)?;
+            if !matches!(kind(instant.action()), Some(Kind::Commit)) {
                 return None;
             }
             let meta = self.commit_metadata(instant).await?;
@@ -170,7 +174,7 @@ impl HudiSource {
     async fn builds_on(&self, later: &[Instant]) -> Option<BTreeMap<String, Groups>> {
         let writes: Vec<&Instant> = later
             .iter()
-            .filter(|i| matches!(kind(&i.action), Some(Kind::Commit)))
+            .filter(|i| matches!(kind(i.action()), Some(Kind::Commit)))
             .collect();
         if writes.len() > FRESH_LOOKAHEAD {
             return None;
@@ -217,7 +221,7 @@ impl HudiSource {
         mirrored: &BTreeSet<String>,
     ) -> Result<bool> {
         for instant in later {
-            let undone = match kind(&instant.action) {
+            let undone = match kind(instant.action()) {
                 Some(Kind::Rollback) => {
                     let json = read_instant(self.store(), instant).await?;
                     serde_json::from_value::<RollbackMetadata>(json)
@@ -268,7 +272,7 @@ impl HudiSource {
         let writes: Vec<&Instant> = upto
             .iter()
             .rev()
-            .filter(|i| matches!(kind(&i.action), Some(Kind::Commit)))
+            .filter(|i| matches!(kind(i.action()), Some(Kind::Commit)))
             .collect();
         for instant in writes.iter().take(SCHEMA_LOOKBACK) {
             let json = read_instant(self.store(), instant).await?;

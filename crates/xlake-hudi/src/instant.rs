@@ -11,19 +11,28 @@ pub enum State {
     Completed,
 }
 
-/// One timeline file, parsed from its name.
+/// One timeline file, parsed from its name. Its parts are read from its file's path:
+/// one allocation an instant, on a timeline of thousands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Instant {
-    /// Requested time, `yyyyMMddHHmmssSSS`.
-    pub requested: String,
-    /// Completion time (table versions 8 and 9 only).
-    pub completed: Option<String>,
-    /// Action (`commit`, `deltacommit`, `replacecommit`, `rollback`, `clean`, …).
-    pub action: String,
+    /// The file, relative to the table root.
+    file: String,
+    requested: Span,
+    completed: Option<Span>,
+    /// `None`: a bare `.inflight` (table version 6), a commit's.
+    action: Option<Span>,
     /// State.
     pub state: State,
-    /// The file, relative to the table root.
-    pub file: String,
+}
+
+/// Where a part of an instant's file path is, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span(usize, usize);
+
+impl Span {
+    fn of(self, text: &str) -> &str {
+        text.get(self.0..self.1).unwrap_or_default()
+    }
 }
 
 impl Instant {
@@ -34,10 +43,30 @@ impl Instant {
         Some(Named::parse(name)?.instant(dir))
     }
 
+    /// Requested time, `yyyyMMddHHmmssSSS`.
+    pub fn requested(&self) -> &str {
+        self.requested.of(&self.file)
+    }
+
+    /// Completion time (table versions 8 and 9 only).
+    pub fn completed(&self) -> Option<&str> {
+        self.completed.map(|c| c.of(&self.file))
+    }
+
+    /// Action (`commit`, `deltacommit`, `replacecommit`, `rollback`, `clean`, …).
+    pub fn action(&self) -> &str {
+        self.action.map_or("commit", |a| a.of(&self.file))
+    }
+
+    /// The file, relative to the table root.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
     /// The time this instant orders by and is mirrored at: completion time when the
     /// timeline records it, else the requested time.
     pub fn commit_time(&self) -> &str {
-        self.completed.as_deref().unwrap_or(&self.requested)
+        self.completed().unwrap_or(self.requested())
     }
 }
 
@@ -104,10 +133,18 @@ impl<'a> Named<'a> {
         // Built by hand: `format!` costs more than the rest of a long timeline's instants.
         let mut file = String::with_capacity(dir.len() + 1 + self.name.len());
         file.extend([dir, "/", self.name]);
+        // The name is the requested time, `_` and the completion time if any, `.`, then
+        // the action (but for a bare `inflight`) and the state.
+        let base = dir.len() + 1;
+        let part = |at: usize, text: &str| Span(base + at, base + at + text.len());
+        let stem = self.requested.len() + self.completed.map_or(0, |c| c.len() + 1);
+        let after = self.name.get(stem + 1..).unwrap_or_default();
         Instant {
-            requested: self.requested.to_string(),
-            completed: self.completed.map(String::from),
-            action: self.action.to_string(),
+            requested: part(0, self.requested),
+            completed: self.completed.map(|c| part(self.requested.len() + 1, c)),
+            action: after
+                .starts_with(self.action)
+                .then(|| part(stem + 1, self.action)),
             state: self.state,
             file,
         }
@@ -136,7 +173,7 @@ mod tests {
     fn parses_both_layouts() {
         let v6 = Instant::parse(".hoodie", "20240418173551906.commit").unwrap();
         assert_eq!(
-            (v6.state, v6.action.as_str(), v6.completed),
+            (v6.state, v6.action(), v6.completed()),
             (State::Completed, "commit", None)
         );
         let v9 = Instant::parse(
@@ -146,7 +183,7 @@ mod tests {
         .unwrap();
         assert_eq!(v9.commit_time(), "20260307135659468");
         assert_eq!(
-            v9.file,
+            v9.file(),
             ".hoodie/timeline/20260307135657661_20260307135659468.replacecommit"
         );
         assert_eq!(
@@ -220,6 +257,15 @@ mod tests {
         for name in &names {
             let read = Named::parse(name).map(|n| (n.requested, n.completed, n.action, n.state));
             assert_eq!(read, plain(name), "{name}");
+            // An instant reads the same parts back from its file's path.
+            let instant = Instant::parse(".hoodie/timeline", name);
+            let parts = instant
+                .as_ref()
+                .map(|i| (i.requested(), i.completed(), i.action(), i.state));
+            assert_eq!(parts, plain(name), "{name}");
+            if let Some(i) = instant {
+                assert_eq!(i.file(), format!(".hoodie/timeline/{name}"));
+            }
         }
     }
 

@@ -10,6 +10,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use rustc_hash::FxHashSet;
+
 use xlake_model::{ChangeSet, RemovedLater, Schema, SourceCommit};
 use xlake_source::{ChangeStream, MirrorState, SourceError};
 
@@ -73,7 +75,7 @@ impl HudiSource {
             ));
         }
         let completed = &self.timeline().completed;
-        let on_timeline: HashSet<&str> = completed.iter().map(|i| i.requested.as_str()).collect();
+        let on_timeline: FxHashSet<&str> = completed.iter().map(|i| i.requested()).collect();
         let gone: Arc<HashSet<String>> = Arc::new(
             mirrored
                 .iter()
@@ -105,7 +107,7 @@ impl HudiSource {
             .get(from..)
             .unwrap_or_default()
             .iter()
-            .filter(|i| gets_snapshot(&i.action))
+            .filter(|i| gets_snapshot(i.action()))
             .count();
         let later = if changes > 1 {
             let mut first = begin(groups.clone(), unmirrored_seed.clone());
@@ -154,8 +156,8 @@ impl<'a> HudiReplay<'a> {
     async fn change_of(&mut self, instant: &Instant) -> Result<Option<ChangeSet>> {
         let source = self.source;
         let config = source.config();
-        let kind = kind(&instant.action).ok_or_else(|| {
-            source.instant_error(instant, format!("unknown action {:?}", instant.action))
+        let kind = kind(instant.action()).ok_or_else(|| {
+            source.instant_error(instant, format!("unknown action {:?}", instant.action()))
         })?;
         // A rollback or restore of instants Iceberg mirrors but the timeline no longer
         // holds: their effect is unknown file by file, so the snapshot is given as the
@@ -223,9 +225,9 @@ impl<'a> HudiReplay<'a> {
         }
         let commit = SourceCommit {
             format: crate::FORMAT,
-            id: instant.requested.clone(),
-            action: instant.action.clone(),
-            requested_ms: instant_millis(&instant.requested),
+            id: instant.requested().to_string(),
+            action: instant.action().to_string(),
+            requested_ms: instant_millis(instant.requested()),
             commit_time_ms: instant_millis(instant.commit_time()).ok_or_else(|| {
                 source.instant_error(
                     instant,

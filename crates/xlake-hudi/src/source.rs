@@ -101,13 +101,13 @@ impl HudiSource {
             .completed
             .iter()
             .chain(&timeline.pending)
-            .find(|i| i.requested.starts_with("0000000000000"))
+            .find(|i| i.requested().starts_with("0000000000000"))
         {
             return Err(HudiError::Unsupported {
                 what: format!(
                     "bootstrap instant {} ({}): bootstrapped tables cannot be mirrored",
-                    i.requested,
-                    store.absolute(&i.file)
+                    i.requested(),
+                    store.absolute(i.file())
                 ),
             });
         }
@@ -131,9 +131,9 @@ impl HudiSource {
             .timeline
             .completed
             .iter()
-            .filter(|i| gets_snapshot(&i.action))
+            .filter(|i| gets_snapshot(i.action()))
             .map(|i| ListedCommit {
-                id: i.requested.clone(),
+                id: i.requested().to_string(),
                 time_ms: instant_millis(i.commit_time()).unwrap_or(0),
             })
             .collect();
@@ -144,7 +144,7 @@ impl HudiSource {
                 .completed
                 .iter()
                 .chain(&self.timeline.pending)
-                .map(|i| i.requested.as_str())
+                .map(|i| i.requested())
                 .min()
                 .map(str::to_string),
             strictly_ordered: self.config.version >= 8,
@@ -163,8 +163,8 @@ impl HudiSource {
 
     pub(crate) fn instant_error(&self, instant: &Instant, reason: impl ToString) -> HudiError {
         HudiError::Instant {
-            instant: instant.requested.clone(),
-            file: self.store.absolute(&instant.file),
+            instant: instant.requested().to_string(),
+            file: self.store.absolute(instant.file()),
             reason: reason.to_string(),
         }
     }
@@ -182,7 +182,7 @@ impl HudiSource {
             .completed
             .iter()
             .chain(&self.timeline.pending)
-            .map(|i| i.requested.as_str())
+            .map(|i| i.requested())
             .collect();
         let Some(cutoff) = self
             .timeline
@@ -190,12 +190,12 @@ impl HudiSource {
             .iter()
             .chain(&self.timeline.pending)
             .filter(|i| {
-                WRITE_ACTIONS.contains(&i.action.as_str())
-                    || i.action == "inflight"
-                    || i.action == "compaction"
-                    || i.action == "clustering"
+                WRITE_ACTIONS.contains(&i.action())
+                    || i.action() == "inflight"
+                    || i.action() == "compaction"
+                    || i.action() == "clustering"
             })
-            .map(|i| i.requested.as_str())
+            .map(|i| i.requested())
             .min()
         else {
             return Ok(Vec::new());

@@ -109,10 +109,10 @@ impl TableSource for HudiSource {
 
     fn commit_state(&self, id: &str) -> CommitState {
         let timeline = self.timeline();
-        if let Some(i) = timeline.pending.iter().find(|i| i.requested == id) {
+        if let Some(i) = timeline.pending.iter().find(|i| i.requested() == id) {
             return CommitState::Pending(format!("{:?}", i.state).to_uppercase());
         }
-        if timeline.completed.iter().any(|i| i.requested == id) {
+        if timeline.completed.iter().any(|i| i.requested() == id) {
             CommitState::Completed
         } else {
             CommitState::Unknown

@@ -68,10 +68,10 @@ fn order<'a>(n: &Named<'a>) -> (&'a str, &'a str, State, &'a str) {
 
 /// The contents of a completed instant's file, as JSON.
 pub async fn read_instant(store: &TableStore, instant: &Instant) -> Result<Json> {
-    let bytes = store.get(&instant.file).await?;
+    let bytes = store.get(instant.file()).await?;
     decode(&bytes).map_err(|reason| HudiError::Instant {
-        instant: instant.requested.clone(),
-        file: store.absolute(&instant.file),
+        instant: instant.requested().to_string(),
+        file: store.absolute(instant.file()),
         reason,
     })
 }
@@ -166,7 +166,7 @@ mod tests {
         .map(String::from)
         .to_vec();
         let ids = |t: &Timeline| {
-            let each = |is: &[Instant]| is.iter().map(|i| i.file.clone()).collect::<Vec<_>>();
+            let each = |is: &[Instant]| is.iter().map(|i| i.file().to_string()).collect::<Vec<_>>();
             (each(&t.completed), each(&t.pending))
         };
         let listed = Timeline::from_names(".hoodie", &names);
