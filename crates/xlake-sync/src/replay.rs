@@ -4,7 +4,10 @@
 //! table's latest state ([`LatestState`], `--from-latest`), and a replay whose first change
 //! set stands for the whole table ([`FirstFullState`], after history was lost).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::cell::OnceCell;
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use xlake_model::{ChangeSet, CommitListing, DataFile};
 use xlake_source::{ChangeStream, Replay, SourceError};
@@ -16,10 +19,13 @@ use xlake_source::{ChangeStream, Replay, SourceError};
 /// after newer ones. Source order is the listing's (a replay gives its commits in that
 /// order); what a replay gives before the oldest mirrored commit is older than it.
 pub(crate) struct Pending<'a> {
-    mirrored: &'a BTreeSet<String>,
+    /// The mirrored commits, looked up once for each listed commit: hashed (a long history
+    /// has thousands), not the ordered set's compares.
+    mirrored: FxHashSet<&'a str>,
     listing: &'a CommitListing,
-    /// Listing position of each listed commit.
-    position: HashMap<&'a str, usize>,
+    /// Listing position of each listed commit: built only if a commit not mirrored comes
+    /// before any mirrored one (rarely: expired history).
+    position: OnceCell<FxHashMap<&'a str, usize>>,
     /// Listing position of the oldest listed commit a snapshot records.
     oldest: Option<usize>,
     /// A mirrored commit has streamed by: every later one not mirrored is pending.
@@ -28,15 +34,15 @@ pub(crate) struct Pending<'a> {
 
 impl<'a> Pending<'a> {
     pub(crate) fn new(mirrored: &'a BTreeSet<String>, listing: &'a CommitListing) -> Self {
-        let position = listing.positions();
+        let mirrored: FxHashSet<&str> = mirrored.iter().map(String::as_str).collect();
         let oldest = listing
             .commits
             .iter()
-            .position(|c| mirrored.contains(&c.id));
+            .position(|c| mirrored.contains(c.id.as_str()));
         Self {
             mirrored,
             listing,
-            position,
+            position: OnceCell::new(),
             oldest,
             passed: false,
         }
@@ -55,11 +61,18 @@ impl<'a> Pending<'a> {
             return (false, true);
         }
         let keep = passed
-            || match (self.oldest, self.position.get(id)) {
-                (Some(oldest), Some(&at)) => at > oldest,
-                _ => true,
+            || match self.oldest {
+                Some(oldest) => self.position().get(id).is_none_or(|&at| at > oldest),
+                None => true,
             };
         (keep, passed)
+    }
+
+    fn position(&self) -> &FxHashMap<&'a str, usize> {
+        self.position.get_or_init(|| {
+            let listed = self.listing.commits.iter().enumerate();
+            listed.map(|(i, c)| (c.id.as_str(), i)).collect()
+        })
     }
 
     /// How many listed commits are pending, up to and including `until` (for progress),
