@@ -416,7 +416,12 @@ fn snapshots<'a>(walk: &mut Walk<'a>) -> Result<Vec<(&'a str, SnapshotHead)>, St
 /// Parse `bytes` for a commit: the working metadata (every field, and of the snapshots
 /// only the current one and those a ref names) and the [`History`] carrying the others.
 pub fn split(bytes: &Bytes, file: Option<&str>) -> Result<(TableMetadata, History), String> {
-    let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
+    // Checked with SIMD: a long history's file is a megabyte, read on every commit (std's
+    // check, only on failure, says where it fails).
+    let text = match simdutf8::basic::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(_) => std::str::from_utf8(bytes).map_err(|e| e.to_string())?,
+    };
     let mut doc = document(text, file)?;
     let working = working_ids(&doc)?;
     let entries: Vec<Entry> = match (&doc.heads, doc.indexed.take()) {
