@@ -12,6 +12,7 @@
 //! properties hold the snapshot index of what is written ([`crate::snapshot_index`]).
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use iceberg::spec::TableMetadata;
@@ -215,7 +216,9 @@ fn entry_of(snapshot: &Value) -> Entry {
         id: field("snapshot-id"),
         sequence_number: field("sequence-number"),
         timestamp_ms: field("timestamp-ms"),
-        mirrors: record.and_then(SyncMetadata::identifier_of),
+        mirrors: record
+            .and_then(SyncMetadata::identifier_of)
+            .map(|m| m.map(Arc::from)),
     }
 }
 

@@ -33,6 +33,8 @@
 //! separators only (about 50-65 bytes a snapshot); an identifier holding `;` is not
 //! indexed: the table then has no index, and commits read every snapshot.
 
+use std::sync::Arc;
+
 /// Table property holding the snapshot index.
 pub const SNAPSHOT_INDEX: &str = "xlake.snapshot-index";
 
@@ -46,8 +48,9 @@ pub(crate) struct Entry {
     pub(crate) sequence_number: i64,
     pub(crate) timestamp_ms: i64,
     /// The source commit it records: `None` for no record, `Some(None)` for a record
-    /// without an identifier.
-    pub(crate) mirrors: Option<Option<String>>,
+    /// without an identifier. Shared: a carried snapshot's entry is a copy of its entry
+    /// in the history, and a thousand are copied a commit.
+    pub(crate) mirrors: Option<Option<Arc<str>>>,
 }
 
 impl Entry {
@@ -159,7 +162,7 @@ fn entry(item: &str) -> Option<(Entry, usize)> {
     let mirrors = match rest {
         None => None,
         Some("-") => Some(None),
-        Some(other) => Some(Some(other.strip_prefix('=')?.to_string())),
+        Some(other) => Some(Some(Arc::from(other.strip_prefix('=')?))),
     };
     let entry = Entry {
         id,
@@ -170,35 +173,44 @@ fn entry(item: &str) -> Option<(Entry, usize)> {
     Some((entry, len))
 }
 
-/// The number `text` starts with, as [`render`] writes one (an optional `-`, then
-/// digits), and the text after the comma that ends it (`None` when the number ends
-/// `text`). `None` when there is no such number, or something else follows it.
+/// The number `text` starts with, as [`render`] writes one ([`integer`]), and the text
+/// after the comma that ends it (`None` when the number ends `text`). `None` when there
+/// is no such number, or something else follows it.
 fn number(text: &str) -> Option<(i64, Option<&str>)> {
+    let (n, rest) = integer(text)?;
+    match rest.as_bytes().first() {
+        None => Some((n, None)),
+        Some(b',') => Some((n, rest.get(1..))),
+        Some(_) => None,
+    }
+}
+
+/// A JSON integer at the start of `text` as serde_json reads one into an `i64` (an
+/// optional `-`, then digits with no leading zero; not `-0`, a float to serde_json), and
+/// what follows it; `None` for anything else. (itoa writes the index's numbers so.)
+pub(crate) fn integer(text: &str) -> Option<(i64, &str)> {
     let bytes = text.as_bytes();
     let negative = bytes.first() == Some(&b'-');
     let start = usize::from(negative);
     let digits = bytes
         .get(start..)?
         .iter()
-        .take_while(|b| b.is_ascii_digit());
-    let mut n: i64 = 0;
-    let mut end = start;
-    for d in digits {
-        let d = i64::from(d - b'0');
-        n = n.checked_mul(10)?;
-        n = if negative {
-            n.checked_sub(d)?
-        } else {
-            n.checked_add(d)?
-        };
-        end += 1;
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    let end = start + digits;
+    // 19 digits or fewer fit a u64 unchecked; the sign and the i64 range come after.
+    if digits == 0 || digits > 19 || (digits > 1 && bytes[start] == b'0') {
+        return None;
     }
-    match bytes.get(end) {
-        _ if end == start => None,
-        None => Some((n, None)),
-        Some(b',') => Some((n, text.get(end + 1..))),
-        Some(_) => None,
-    }
+    let magnitude = bytes[start..end]
+        .iter()
+        .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+    let n = match negative {
+        false => i64::try_from(magnitude).ok()?,
+        true if magnitude == 0 => return None,
+        true => 0i64.checked_sub_unsigned(magnitude)?,
+    };
+    Some((n, &text[end..]))
 }
 
 /// The text of each snapshot `index` describes, in the `snapshots` list that starts at
@@ -241,7 +253,7 @@ mod tests {
             id,
             sequence_number: id,
             timestamp_ms: 1_700_000_000_000 + id,
-            mirrors: mirrors.map(|m| m.map(str::to_string)),
+            mirrors: mirrors.map(|m| m.map(Arc::from)),
         }
     }
 

@@ -137,7 +137,7 @@ impl LoadedTable {
         entries.sort_unstable_by_key(|e| e.order()); // ids are unique
         entries
             .into_iter()
-            .filter_map(|e| Some((e.id, e.mirrors.clone()?)))
+            .filter_map(|e| Some((e.id, e.mirrors.as_ref()?.as_deref().map(String::from))))
             .collect()
     }
 
