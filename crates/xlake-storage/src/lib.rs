@@ -6,11 +6,12 @@
 //! opens (`hdfs://`) is refused saying so, and a local root must be an existing folder. Sources read their logs through it and the Iceberg target writes
 //! through it, so there is one I/O stack and one place for credentials.
 //!
-//! On a local root opened by path, folders are listed and whole files read directly with
-//! `std::fs` (faster, with object_store's results and errors); files that are never
-//! rewritten in place ([`TableStore::get_written_once`]: Iceberg metadata) are mapped,
-//! not copied, when 256 KiB or more on a local disk's file system on Linux (`local_read`,
-//! the workspace's one `unsafe` block). Everything else goes through object_store.
+//! On a local root opened by path, folders are listed (`local_list`: names alone with
+//! `getdents64` on Linux) and whole files read directly with `std::fs` (faster, with
+//! object_store's results and errors); files that are never rewritten in place
+//! ([`TableStore::get_written_once`]: Iceberg metadata) are mapped, not copied, when
+//! 256 KiB or more on a local disk's file system on Linux (`local_read`, the workspace's
+//! one `unsafe` block). Everything else goes through object_store.
 //!
 //! Paths given to a [`TableStore`] are either relative to the table root or absolute
 //! locations inside the same store. [`TableStore::put_if_absent`] is the primitive that
@@ -30,6 +31,7 @@ pub mod avro;
 #[cfg(any(test, feature = "testing"))]
 pub mod faults;
 pub mod footer;
+mod local_list;
 mod local_read;
 
 use std::sync::Arc;
@@ -669,7 +671,8 @@ impl TableStore {
     async fn local_get(&self, path: &str, how: Whole) -> Option<Result<Bytes, StorageError>> {
         let rel = self.relative(path)?;
         let parsed = Path::parse(rel).ok()?;
-        let plain = parsed.as_ref() == rel && !parsed.filename().is_some_and(staged_upload);
+        let plain =
+            parsed.as_ref() == rel && !parsed.filename().is_some_and(local_list::staged_upload);
         let file = plain.then_some(self.local_root.as_ref())??.join(rel);
         let read = self
             .retrying(path, || {
@@ -798,7 +801,7 @@ impl TableStore {
 
     /// Objects directly under a table-relative directory (not recursive), sorted by path.
     pub async fn list_dir(&self, dir: &str) -> Result<Vec<Entry>, StorageError> {
-        if let Some(mut listed) = self.local_listing(dir, true).await? {
+        if let Some(mut listed) = self.local_listing(dir, local_list::entries).await? {
             // Names in a folder are unique: an unstable sort orders them alike, faster.
             listed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             let folder = dir.trim_end_matches('/');
@@ -844,8 +847,8 @@ impl TableStore {
     /// timeline, whose reader orders them by what the names mean); elsewhere it is
     /// [`Self::list_dir`].
     pub async fn list_names(&self, dir: &str) -> Result<Vec<String>, StorageError> {
-        match self.local_listing(dir, false).await? {
-            Some(listed) => Ok(listed.into_iter().map(|(name, _)| name).collect()),
+        match self.local_listing(dir, local_list::names).await? {
+            Some(names) => Ok(names),
             None => self.names_of(dir).await,
         }
     }
@@ -855,11 +858,11 @@ impl TableStore {
     /// when `meta`: one `fstatat` per entry, where object_store's local listing makes two
     /// full-path `statx` calls. `None` elsewhere (other stores, a store built by the
     /// caller, an absolute location outside the table).
-    async fn local_listing(
+    async fn local_listing<T: Send + 'static>(
         &self,
         dir: &str,
-        meta: bool,
-    ) -> Result<Option<Vec<(String, (u64, i64))>>, StorageError> {
+        read: fn(&std::path::Path) -> std::io::Result<Vec<T>>,
+    ) -> Result<Option<Vec<T>>, StorageError> {
         let Some(root) = &self.local_root else {
             return Ok(None);
         };
@@ -868,7 +871,7 @@ impl TableStore {
             return Ok(None);
         };
         let folder = root.join(rel.trim_matches('/'));
-        let read = tokio::task::spawn_blocking(move || local_entries(&folder, meta)).await;
+        let read = tokio::task::spawn_blocking(move || read(&folder)).await;
         let listed = match read {
             Ok(listed) => listed,
             Err(e) => Err(std::io::Error::other(e)),
@@ -922,56 +925,6 @@ impl TableStore {
     }
 }
 
-/// The files (not folders) in a local folder as object_store lists them: symbolic links
-/// followed, names that are not valid object names (a staged upload's `#n` suffix,
-/// non-UTF-8) left out; with `meta`, each one's size and time in ms (a link's target's).
-/// A file that is gone by the time it is looked at (a writer's temporary file renamed)
-/// is left out, not an error: the folder itself is there.
-fn local_entries(
-    folder: &std::path::Path,
-    meta: bool,
-) -> std::io::Result<Vec<(String, (u64, i64))>> {
-    let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(folder)? {
-        let entry = entry?;
-        let kind = match entry.file_type() {
-            Ok(kind) => kind,
-            Err(e) if gone(&e) => continue,
-            Err(e) => return Err(e),
-        };
-        let Ok(name) = entry.file_name().into_string() else {
-            continue;
-        };
-        if object_store::path::PathPart::parse(&name).is_err() || staged_upload(&name) {
-            continue;
-        }
-        let metadata = match (kind.is_symlink(), meta) {
-            // A dangling link is not listed.
-            (true, _) => match std::fs::metadata(entry.path()) {
-                Ok(m) => Some(m),
-                Err(_) => continue,
-            },
-            (false, true) => match entry.metadata() {
-                Ok(m) => Some(m),
-                Err(e) if gone(&e) => continue,
-                Err(e) => return Err(e),
-            },
-            (false, false) => None,
-        };
-        let is_file = metadata.as_ref().map_or(kind.is_file(), |m| m.is_file());
-        if !is_file {
-            continue;
-        }
-        let stats = match metadata.filter(|_| meta) {
-            Some(m) => (m.len(), modified_ms(&m)),
-            None => (0, 0),
-        };
-        found.push((name, stats));
-    }
-    Ok(found)
-}
-
 /// An error reading the local file at `path` as object_store reports it: a missing file
 /// or a folder is not found.
 fn io_error(path: &str, e: std::io::Error) -> object_store::Error {
@@ -987,23 +940,6 @@ fn io_error(path: &str, e: std::io::Error) -> object_store::Error {
             source: Box::new(e),
         },
     }
-}
-
-/// A file's modification time in ms since the epoch, as object_store reports it.
-fn modified_ms(metadata: &std::fs::Metadata) -> i64 {
-    let Ok(time) = metadata.modified() else {
-        return 0;
-    };
-    match time.duration_since(std::time::UNIX_EPOCH) {
-        Ok(after) => i64::try_from(after.as_millis()).unwrap_or(i64::MAX),
-        Err(before) => -i64::try_from(before.duration().as_millis()).unwrap_or(i64::MAX),
-    }
-}
-
-/// object_store's local backend names a staged upload `<name>#<n>` and does not list it.
-fn staged_upload(name: &str) -> bool {
-    name.split_once('#')
-        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// A location as a local path: a `file:` URL or a plain path; `None` for other URLs.
@@ -1148,6 +1084,8 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("t/1.commit"), dir.path().join("t/3.link"))
             .unwrap();
         std::os::unix::fs::symlink(dir.path().join("t/sub"), dir.path().join("t/dirlink")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("t/gone"), dir.path().join("t/dangling"))
+            .unwrap();
         let (local, wrapped) = local_and_wrapped(dir.path());
         let sorted = |mut names: Vec<String>| {
             names.sort();

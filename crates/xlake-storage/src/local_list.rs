@@ -1,0 +1,225 @@
+//! A local folder listed for [`crate::TableStore::list_dir`] and
+//! [`crate::TableStore::list_names`] on a table opened by path (issue 16): the files in
+//! it as object_store's local backend lists them, read directly.
+//!
+//! [`entries`] reads each file's size and time with one `fstatat` (object_store makes
+//! two full-path `statx` calls). [`names`] reads names only: on Linux with `getdents64`
+//! into one buffer (rustix's `RawDir`), allocating nothing but each name kept, where
+//! `std::fs::read_dir` allocates twice for every entry; a Hudi timeline's folder holds
+//! thousands, listed on every sync.
+
+use std::io;
+use std::path::Path;
+
+/// The files in `folder` with their size and time in ms (see [`listed`]).
+pub(crate) fn entries(folder: &Path) -> io::Result<Vec<(String, (u64, i64))>> {
+    listed(folder, true)
+}
+
+/// The names of the files in `folder`, in the order the folder gives them: those
+/// [`entries`] lists.
+#[cfg(target_os = "linux")]
+pub(crate) fn names(folder: &Path) -> io::Result<Vec<String>> {
+    use rustix::fs::{FileType, Mode, OFlags, RawDir};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let dir = rustix::fs::open(folder, flags, Mode::empty())?;
+    let mut buf = Vec::with_capacity(32 * 1024);
+    let mut read = RawDir::new(&dir, buf.spare_capacity_mut());
+    let mut names = Vec::new();
+    while let Some(entry) = read.next() {
+        let entry = entry?;
+        let Ok(name) = entry.file_name().to_str() else {
+            continue;
+        };
+        if !listable(name) {
+            continue;
+        }
+        let is_file = match entry.file_type() {
+            FileType::RegularFile => true,
+            // What the folder does not record is looked up, and a link followed, as
+            // `listed` does.
+            FileType::Unknown | FileType::Symlink => match file_type(&folder.join(name))? {
+                Some(is_file) => is_file,
+                None => continue,
+            },
+            _ => false,
+        };
+        if is_file {
+            names.push(name.to_string());
+        }
+    }
+    Ok(names)
+}
+
+/// See the Linux version.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn names(folder: &Path) -> io::Result<Vec<String>> {
+    Ok(listed(folder, false)?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect())
+}
+
+/// Whether the entry at `path` is a file, following a link: `None` when it is gone, or a
+/// link that leads nowhere (neither is listed).
+#[cfg(target_os = "linux")]
+fn file_type(path: &Path) -> io::Result<Option<bool>> {
+    let kind = match std::fs::symlink_metadata(path) {
+        Ok(m) => m.file_type(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if !kind.is_symlink() {
+        return Ok(Some(kind.is_file()));
+    }
+    Ok(std::fs::metadata(path).ok().map(|m| m.is_file()))
+}
+
+/// Whether object_store lists a file named `name` (UTF-8, checked before): a valid path
+/// part (`PathPart::parse`: not `.` or `..`, no ASCII control character or `/`; a byte
+/// of a multi-byte character is neither), and not a staged upload.
+fn listable(name: &str) -> bool {
+    // One pass with no early exit, which the compiler vectorizes: names are short and
+    // nearly all listable, and a Hudi timeline has thousands.
+    let (bad, hash) = name.bytes().fold((false, false), |(bad, hash), b| {
+        (bad | b.is_ascii_control() | (b == b'/'), hash | (b == b'#'))
+    });
+    !bad && name != "." && name != ".." && !(hash && staged_upload(name))
+}
+
+/// The files (not folders) in a local folder as object_store lists them: symbolic links
+/// followed, names that are not valid object names (a staged upload's `#n` suffix,
+/// non-UTF-8) left out; with `meta`, each one's size and time in ms (a link's target's).
+/// A file that is gone by the time it is looked at (a writer's temporary file renamed)
+/// is left out, not an error: the folder itself is there.
+fn listed(folder: &Path, meta: bool) -> io::Result<Vec<(String, (u64, i64))>> {
+    let gone = |e: &io::Error| e.kind() == io::ErrorKind::NotFound;
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(folder)? {
+        let entry = entry?;
+        let kind = match entry.file_type() {
+            Ok(kind) => kind,
+            Err(e) if gone(&e) => continue,
+            Err(e) => return Err(e),
+        };
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        if !listable(&name) {
+            continue;
+        }
+        let metadata = match (kind.is_symlink(), meta) {
+            // A dangling link is not listed.
+            (true, _) => match std::fs::metadata(entry.path()) {
+                Ok(m) => Some(m),
+                Err(_) => continue,
+            },
+            (false, true) => match entry.metadata() {
+                Ok(m) => Some(m),
+                Err(e) if gone(&e) => continue,
+                Err(e) => return Err(e),
+            },
+            (false, false) => None,
+        };
+        let is_file = metadata.as_ref().map_or(kind.is_file(), |m| m.is_file());
+        if !is_file {
+            continue;
+        }
+        let stats = match metadata.filter(|_| meta) {
+            Some(m) => (m.len(), modified_ms(&m)),
+            None => (0, 0),
+        };
+        found.push((name, stats));
+    }
+    Ok(found)
+}
+
+/// A file's modification time in ms since the epoch, as object_store reports it.
+fn modified_ms(metadata: &std::fs::Metadata) -> i64 {
+    let Ok(time) = metadata.modified() else {
+        return 0;
+    };
+    match time.duration_since(std::time::UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_millis()).unwrap_or(i64::MAX),
+        Err(before) => -i64::try_from(before.duration().as_millis()).unwrap_or(i64::MAX),
+    }
+}
+
+/// object_store's local backend names a staged upload `<name>#<n>` and does not list it.
+pub(crate) fn staged_upload(name: &str) -> bool {
+    name.split_once('#')
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    /// Names alone are the names `listed` gives: files and links to files, not folders,
+    /// links to folders, dangling links, staged uploads or names that are not UTF-8.
+    #[test]
+    fn names_are_those_listed_with_their_sizes() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| dir.path().join(name);
+        for name in ["2.commit", "1.commit", "up#1", "a#b", ".hidden"] {
+            std::fs::write(at(name), b"x").unwrap();
+        }
+        std::fs::create_dir(at("sub")).unwrap();
+        std::os::unix::fs::symlink(at("1.commit"), at("3.link")).unwrap();
+        std::os::unix::fs::symlink(at("sub"), at("dirlink")).unwrap();
+        std::os::unix::fs::symlink(at("gone"), at("dangling")).unwrap();
+        let not_utf8 = std::ffi::OsStr::from_bytes(b"bad\xff.commit");
+        std::fs::write(dir.path().join(not_utf8), b"x").unwrap();
+        let sorted = |mut names: Vec<String>| {
+            names.sort();
+            names
+        };
+        let found = sorted(names(dir.path()).unwrap());
+        assert_eq!(found, [".hidden", "1.commit", "2.commit", "3.link", "a#b"]);
+        let with_sizes = listed(dir.path(), false).unwrap();
+        assert_eq!(
+            sorted(with_sizes.into_iter().map(|(n, _)| n).collect()),
+            found
+        );
+        let missing = names_of_missing(&at("missing"));
+        assert_eq!(missing, io::ErrorKind::NotFound);
+        assert!(names(&at("1.commit")).is_err(), "a file is not a folder");
+    }
+
+    #[test]
+    fn a_name_is_listed_as_object_store_lists_it() {
+        let names = [
+            "",
+            ".",
+            "..",
+            "...",
+            ".hoodie",
+            "a.b",
+            "a/b",
+            "/",
+            "a\tb",
+            "a\u{7f}",
+            "a\u{80}",
+            "é",
+            "日本語.commit",
+            "x\u{1b}y",
+            "a b",
+            "v1.json#12",
+            "v1.json#",
+            "a#1#2",
+            "#3",
+        ];
+        for name in names {
+            let part = object_store::path::PathPart::parse(name).is_ok();
+            assert_eq!(listable(name), part && !staged_upload(name), "{name:?}");
+        }
+    }
+
+    fn names_of_missing(path: &Path) -> io::ErrorKind {
+        match names(path) {
+            Err(e) => e.kind(),
+            Ok(found) => panic!("listed {found:?}"),
+        }
+    }
+}
