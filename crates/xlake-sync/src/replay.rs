@@ -4,10 +4,9 @@
 //! table's latest state ([`LatestState`], `--from-latest`), and a replay whose first change
 //! set stands for the whole table ([`FirstFullState`], after history was lost).
 
-use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
 use xlake_model::{ChangeSet, CommitListing, DataFile};
 use xlake_source::{ChangeStream, Replay, SourceError};
@@ -23,11 +22,10 @@ pub(crate) struct Pending<'a> {
     /// has thousands), not the ordered set's compares.
     mirrored: FxHashSet<&'a str>,
     listing: &'a CommitListing,
-    /// Listing position of each listed commit: built only if a commit not mirrored comes
-    /// before any mirrored one (rarely: expired history).
-    position: OnceCell<FxHashMap<&'a str, usize>>,
-    /// Listing position of the oldest listed commit a snapshot records.
-    oldest: Option<usize>,
+    /// The listed commits before the oldest one a snapshot records (mirrored, then
+    /// expired): nearly always none. (Listed ids are unique, so a commit not mirrored
+    /// that is listed is either one of these or after the oldest mirrored one.)
+    expired: FxHashSet<&'a str>,
     /// A mirrored commit has streamed by: every later one not mirrored is pending.
     passed: bool,
 }
@@ -35,15 +33,13 @@ pub(crate) struct Pending<'a> {
 impl<'a> Pending<'a> {
     pub(crate) fn new(mirrored: &'a BTreeSet<String>, listing: &'a CommitListing) -> Self {
         let mirrored: FxHashSet<&str> = mirrored.iter().map(String::as_str).collect();
-        let oldest = listing
-            .commits
-            .iter()
-            .position(|c| mirrored.contains(c.id.as_str()));
+        let listed = &listing.commits;
+        let oldest = listed.iter().position(|c| mirrored.contains(c.id.as_str()));
+        let expired = listed[..oldest.unwrap_or(0)].iter();
         Self {
+            expired: expired.map(|c| c.id.as_str()).collect(),
             mirrored,
             listing,
-            position: OnceCell::new(),
-            oldest,
             passed: false,
         }
     }
@@ -60,19 +56,7 @@ impl<'a> Pending<'a> {
         if self.mirrored.contains(id) {
             return (false, true);
         }
-        let keep = passed
-            || match self.oldest {
-                Some(oldest) => self.position().get(id).is_none_or(|&at| at > oldest),
-                None => true,
-            };
-        (keep, passed)
-    }
-
-    fn position(&self) -> &FxHashMap<&'a str, usize> {
-        self.position.get_or_init(|| {
-            let listed = self.listing.commits.iter().enumerate();
-            listed.map(|(i, c)| (c.id.as_str(), i)).collect()
-        })
+        (passed || !self.expired.contains(id), passed)
     }
 
     /// How many listed commits are pending, up to and including `until` (for progress),
