@@ -36,9 +36,10 @@ pub(crate) fn names(folder: &Path) -> io::Result<Vec<String>> {
         }
         let is_file = match entry.file_type() {
             FileType::RegularFile => true,
-            // What the folder does not record is looked up, and a link followed, as
-            // `listed` does.
-            FileType::Unknown | FileType::Symlink => match file_type(&folder.join(name))? {
+            // A link is followed, and one that leads nowhere (or cannot be followed) left
+            // out, as `listed` does; what the folder does not record is looked up.
+            FileType::Symlink => std::fs::metadata(folder.join(name)).is_ok_and(|m| m.is_file()),
+            FileType::Unknown => match file_type(&folder.join(name))? {
                 Some(is_file) => is_file,
                 None => continue,
             },
