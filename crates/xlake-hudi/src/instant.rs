@@ -30,6 +30,7 @@ pub struct Instant {
 struct Span(usize, usize);
 
 impl Span {
+    /// The part of `text` (the instant's file path) this span covers.
     fn of(self, text: &str) -> &str {
         text.get(self.0..self.1).unwrap_or_default()
     }

@@ -431,7 +431,7 @@ pub fn split(bytes: &Bytes, file: Option<&str>) -> Result<(TableMetadata, Histor
     let mut kept = Vec::new();
     let mut carried = Vec::new();
     for (raw, entry) in doc.snapshots.iter().zip(&entries) {
-        if working.contains(&entry.id) {
+        if working.binary_search(&entry.id).is_ok() {
             kept.push(*raw);
         } else {
             carried.push(Carried {
@@ -714,8 +714,6 @@ mod tests {
         assert_eq!(crate::table::parse_metadata(&written).unwrap(), original);
     }
 
-    /// The log is carried only when its last entry can be told from the text: else it is
-    /// parsed whole, as when it is too short to carry anything.
     /// The snapshot log's fast read gives what serde gives, or leaves the text to it.
     #[test]
     fn a_snapshot_log_is_read_fast_only_as_serde_reads_it() {
@@ -755,6 +753,8 @@ mod tests {
         }
     }
 
+    /// The log is carried only when its last entry can be told from the text: else it is
+    /// parsed whole, as when it is too short to carry anything.
     #[test]
     fn a_log_is_carried_when_its_last_entry_is_plain() {
         let log_of = |log: &str| {

@@ -192,19 +192,19 @@ pub(crate) fn integer(text: &str) -> Option<(i64, &str)> {
     let bytes = text.as_bytes();
     let negative = bytes.first() == Some(&b'-');
     let start = usize::from(negative);
-    let digits = bytes
-        .get(start..)?
-        .iter()
-        .take_while(|b| b.is_ascii_digit())
-        .count();
-    let end = start + digits;
-    // 19 digits or fewer fit a u64 unchecked; the sign and the i64 range come after.
-    if digits == 0 || digits > 19 || (digits > 1 && bytes[start] == b'0') {
+    // One pass; 19 digits or fewer fit a u64 unchecked, the sign and i64's range after.
+    let (mut end, mut magnitude) = (start, 0u64);
+    while let Some(d) = bytes.get(end).filter(|b| b.is_ascii_digit()) {
+        if end - start == 19 {
+            return None;
+        }
+        magnitude = magnitude * 10 + u64::from(d - b'0');
+        end += 1;
+    }
+    let digits = end - start;
+    if digits == 0 || (digits > 1 && bytes[start] == b'0') {
         return None;
     }
-    let magnitude = bytes[start..end]
-        .iter()
-        .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
     let n = match negative {
         false => i64::try_from(magnitude).ok()?,
         true if magnitude == 0 => return None,
