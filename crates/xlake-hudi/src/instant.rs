@@ -108,15 +108,7 @@ impl<'a> Named<'a> {
             Some(b'.') => &name[end + 1..],
             _ => return None,
         };
-        let (action, state) = if let Some(action) = rest.strip_suffix(".requested") {
-            (action, State::Requested)
-        } else if let Some(action) = rest.strip_suffix(".inflight") {
-            (action, State::Inflight)
-        } else if rest == "inflight" {
-            ("commit", State::Inflight)
-        } else {
-            (rest, State::Completed)
-        };
+        let (action, state) = action_and_state(rest);
         if action.is_empty() || action.contains('.') {
             return None;
         }
@@ -149,6 +141,20 @@ impl<'a> Named<'a> {
             state: self.state,
             file,
         }
+    }
+}
+
+/// The action and state a timeline file name gives after its time(s) and `.`: `commit`
+/// for a bare `inflight` (table version 6).
+fn action_and_state(rest: &str) -> (&str, State) {
+    if let Some(action) = rest.strip_suffix(".requested") {
+        (action, State::Requested)
+    } else if let Some(action) = rest.strip_suffix(".inflight") {
+        (action, State::Inflight)
+    } else if rest == "inflight" {
+        ("commit", State::Inflight)
+    } else {
+        (rest, State::Completed)
     }
 }
 
@@ -206,8 +212,8 @@ mod tests {
         );
     }
 
-    /// The byte-by-byte read of a name agrees with the plain one it replaced, on names
-    /// that are instants and names that only look like them.
+    /// The byte-by-byte read of a name's time(s) agrees with the plain one it replaced,
+    /// on names that are instants and names that only look like them.
     #[test]
     fn a_name_is_read_as_its_parts_say() {
         fn plain(name: &str) -> Option<(&str, Option<&str>, &str, State)> {
@@ -220,15 +226,7 @@ mod tests {
             if !is_time(requested) || completed.is_some_and(|c| !is_time(c)) {
                 return None;
             }
-            let (action, state) = if let Some(a) = rest.strip_suffix(".requested") {
-                (a, State::Requested)
-            } else if let Some(a) = rest.strip_suffix(".inflight") {
-                (a, State::Inflight)
-            } else if rest == "inflight" {
-                ("commit", State::Inflight)
-            } else {
-                (rest, State::Completed)
-            };
+            let (action, state) = action_and_state(rest);
             (!action.is_empty() && !action.contains('.'))
                 .then_some((requested, completed, action, state))
         }
