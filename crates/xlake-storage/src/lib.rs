@@ -854,10 +854,9 @@ impl TableStore {
     }
 
     /// On a local root opened by path, the files directly in a table-relative folder,
-    /// read directly (in the order the folder gives them), with their size and time
-    /// when `meta`: one `fstatat` per entry, where object_store's local listing makes two
-    /// full-path `statx` calls. `None` elsewhere (other stores, a store built by the
-    /// caller, an absolute location outside the table).
+    /// read directly by `read` (`local_list`'s entries or names, in the order the folder
+    /// gives them). `None` elsewhere (other stores, a store built by the caller, an
+    /// absolute location outside the table).
     async fn local_listing<T: Send + 'static>(
         &self,
         dir: &str,

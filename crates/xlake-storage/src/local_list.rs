@@ -38,11 +38,8 @@ pub(crate) fn names(folder: &Path) -> io::Result<Vec<String>> {
             FileType::RegularFile => true,
             // A link is followed, and one that leads nowhere (or cannot be followed) left
             // out, as `listed` does; what the folder does not record is looked up.
-            FileType::Symlink => std::fs::metadata(folder.join(name)).is_ok_and(|m| m.is_file()),
-            FileType::Unknown => match file_type(&folder.join(name))? {
-                Some(is_file) => is_file,
-                None => continue,
-            },
+            FileType::Symlink => leads_to_file(&folder.join(name)),
+            FileType::Unknown => untyped_is_file(&folder.join(name))?,
             _ => false,
         };
         if is_file {
@@ -61,19 +58,23 @@ pub(crate) fn names(folder: &Path) -> io::Result<Vec<String>> {
         .collect())
 }
 
-/// Whether the entry at `path` is a file, following a link: `None` when it is gone, or a
-/// link that leads nowhere (neither is listed).
+/// Whether the entry at `path`, whose type its folder does not record, is a file or a
+/// link to one (`lstat`, as std's listing does): not when it is gone.
 #[cfg(target_os = "linux")]
-fn file_type(path: &Path) -> io::Result<Option<bool>> {
-    let kind = match std::fs::symlink_metadata(path) {
-        Ok(m) => m.file_type(),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    if !kind.is_symlink() {
-        return Ok(Some(kind.is_file()));
+fn untyped_is_file(path: &Path) -> io::Result<bool> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Ok(leads_to_file(path)),
+        Ok(m) => Ok(m.is_file()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
     }
-    Ok(std::fs::metadata(path).ok().map(|m| m.is_file()))
+}
+
+/// Whether the link at `path` leads to a file (one that leads nowhere, or cannot be
+/// followed, does not).
+#[cfg(target_os = "linux")]
+fn leads_to_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }
 
 /// Whether object_store lists a file named `name` (UTF-8, checked before): a valid path
