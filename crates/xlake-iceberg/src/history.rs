@@ -26,7 +26,8 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use crate::snapshot_index::{self, integer, Entry, Index, SNAPSHOT_INDEX};
+use crate::compact::{self, LogEntry};
+use crate::snapshot_index::{self, Carry, Entry, Index, SNAPSHOT_INDEX};
 use crate::summary::{SyncMetadata, XTABLE_METADATA};
 
 /// Summary keys a head keeps besides [`XTABLE_METADATA`]: xlake's own notes.
@@ -120,6 +121,8 @@ pub struct History {
     log: Option<CarriedLog>,
     /// The bytes the carried text is a view of (the file split).
     source: Option<Bytes>,
+    /// When the entries were read from the snapshot index: what the next index takes.
+    index: Option<Carry>,
 }
 
 /// The `snapshot-log` entries before the last one, carried as their text: the working
@@ -181,6 +184,7 @@ impl History {
             carried,
             log,
             source,
+            index: None,
         }
     }
 
@@ -208,6 +212,14 @@ impl History {
     /// Whether a snapshot of this history has id `id`.
     pub(crate) fn has(&self, id: i64) -> bool {
         self.entries.iter().any(|e| e.id == id)
+    }
+
+    /// When the entries were read from the snapshot index: what the next version's index
+    /// takes from it, with every snapshot's text and entry as read, in file order.
+    pub(crate) fn index_carry(&self) -> Option<(&Carry, &[Bytes], &[Entry])> {
+        let carry = self.index.as_ref()?;
+        let whole = self.texts.len() == carry.count && self.entries.len() == carry.count;
+        whole.then_some((carry, &self.texts, &self.entries))
     }
 
     /// The snapshots kept as JSON text, in file order.
@@ -258,7 +270,8 @@ impl History {
 /// its text with its head, or with its entry when the snapshot index was read instead.
 #[derive(Default)]
 struct Document<'a> {
-    fields: BTreeMap<String, &'a RawValue>,
+    /// Each field but `snapshots`, as its text.
+    fields: BTreeMap<String, &'a str>,
     snapshots: Vec<&'a str>,
     heads: Option<Vec<SnapshotHead>>,
     /// The snapshot index, when the properties hold one naming the file (see
@@ -266,6 +279,13 @@ struct Document<'a> {
     index: Option<Index>,
     /// The snapshots' entries, when they were read by the index.
     indexed: Option<Vec<Entry>>,
+    /// What the next version's index may take from that index.
+    carry: Option<Carry>,
+    /// The snapshot log's entries, when its text was read fast ([`compact::log_at`]).
+    log: Option<Vec<LogEntry>>,
+    /// Where the snapshot index is in the properties' text, with a comma next to it,
+    /// when they were read fast ([`compact::string_object`]).
+    index_member: Option<std::ops::Range<usize>>,
 }
 
 /// Reads a document's text once: the top-level object walked here, each value read by
@@ -345,10 +365,7 @@ fn document<'a>(text: &'a str, file: Option<&str>) -> Result<Document<'a>, Strin
             listed = true;
             read_snapshots(&mut walk, &mut doc)?;
         } else {
-            let (_, value) = walk.value::<&RawValue>()?;
-            if key == "properties" {
-                doc.index = file.and_then(|file| index_in(value, file));
-            }
+            let value = field(&mut walk, &mut doc, &key, file)?;
             doc.fields.insert(key.into_owned(), value);
         }
         more = walk.punctuation(b",}")? == b',';
@@ -363,8 +380,45 @@ fn document<'a>(text: &'a str, file: Option<&str>) -> Result<Document<'a>, Strin
     Ok(doc)
 }
 
+/// The text of field `key`'s value at `walk`. The two that grow with history are read
+/// fast when they have the compact shape Iceberg's writers give them ([`compact`]): the
+/// snapshot log (its entries kept in `doc`), and the properties (the snapshot index of
+/// `file` taken from them, and where it is). Anything else serde_json reads.
+fn field<'a>(
+    walk: &mut Walk<'a>,
+    doc: &mut Document<'a>,
+    key: &str,
+    file: Option<&str>,
+) -> Result<&'a str, String> {
+    walk.skip_whitespace();
+    let rest = &walk.text[walk.at..];
+    let fast = match key {
+        "snapshot-log" => compact::log_at(rest).map(|(entries, after)| {
+            doc.log = Some(entries);
+            rest.len() - after.len()
+        }),
+        "properties" => compact::string_object(rest, SNAPSHOT_INDEX).map(|read| {
+            if let Some((value, cut)) = read.member {
+                doc.index = file.and_then(|file| snapshot_index::parse(&rest[value], file));
+                doc.index_member = Some(cut);
+            }
+            read.len
+        }),
+        _ => None,
+    };
+    if let Some(len) = fast {
+        walk.at += len;
+        return Ok(&rest[..len]);
+    }
+    let (_, value) = walk.value::<&RawValue>()?;
+    if key == "properties" {
+        doc.index = file.and_then(|file| index_in(value.get(), file));
+    }
+    Ok(value.get())
+}
+
 /// The snapshot index of `file` in table properties `raw`, if they hold one naming it.
-fn index_in(raw: &RawValue, file: &str) -> Option<Index> {
+fn index_in(raw: &str, file: &str) -> Option<Index> {
     #[derive(Deserialize)]
     struct Properties<'a> {
         #[serde(rename = "xlake.snapshot-index", borrow)]
@@ -373,10 +427,10 @@ fn index_in(raw: &RawValue, file: &str) -> Option<Index> {
     // Most tables' properties are a few keys; a table without an index parses nothing.
     // The index as xlake writes it has nothing to unescape, so it is read in place; one
     // that has (not xlake's) is not read, and the snapshots are read instead.
-    if !raw.get().contains(SNAPSHOT_INDEX) {
+    if !raw.contains(SNAPSHOT_INDEX) {
         return None;
     }
-    let properties: Properties = serde_json::from_str(raw.get()).ok()?;
+    let properties: Properties = serde_json::from_str(raw).ok()?;
     snapshot_index::parse(properties.index?, file)
 }
 
@@ -385,10 +439,12 @@ fn index_in(raw: &RawValue, file: &str) -> Option<Index> {
 fn read_snapshots<'a>(walk: &mut Walk<'a>, doc: &mut Document<'a>) -> Result<(), String> {
     walk.skip_whitespace();
     if let Some(index) = doc.index.take() {
-        if let Some((texts, end)) = snapshot_index::spans(walk.text, walk.at, &index) {
+        if let Some((texts, end, list)) = snapshot_index::spans(walk.text, walk.at, &index) {
             walk.at = end;
+            let (entries, carry) = index.into_carry(list);
             doc.snapshots = texts;
-            doc.indexed = Some(index.entries);
+            doc.indexed = Some(entries);
+            doc.carry = Some(carry);
             return Ok(());
         }
     }
@@ -441,7 +497,7 @@ pub fn split(bytes: &Bytes, file: Option<&str>) -> Result<(TableMetadata, Histor
         }
     }
     let (last_entry, log) = match doc.fields.get("snapshot-log") {
-        Some(raw) if raw.get() != "null" => split_log(bytes, raw)?,
+        Some(raw) if *raw != "null" => split_log(bytes, raw, doc.log.take())?,
         _ => (None, None),
     };
     let metadata = parse_working(&doc, &kept, last_entry)?;
@@ -461,57 +517,9 @@ pub fn split(bytes: &Bytes, file: Option<&str>) -> Result<(TableMetadata, Histor
         carried,
         log,
         source: Some(bytes.clone()),
+        index: doc.carry,
     };
     Ok((metadata, history))
-}
-
-/// A `snapshot-log` entry.
-#[derive(Deserialize)]
-struct LogEntry {
-    #[serde(rename = "snapshot-id")]
-    snapshot_id: i64,
-    #[serde(rename = "timestamp-ms")]
-    timestamp_ms: i64,
-}
-
-/// The entries of snapshot log `text` when each has the one shape Iceberg's writers
-/// give it (`{"snapshot-id":N,"timestamp-ms":M}`, or the fields the other way round, no
-/// spaces, integers as serde_json reads them); `None` for any other text, which serde
-/// then reads (and says what is wrong with). A thousand entries a commit: several times
-/// faster than serde's derived visitor.
-fn log_entries(text: &str) -> Option<Vec<LogEntry>> {
-    let mut rest = text.strip_prefix('[')?;
-    let mut entries = Vec::new();
-    if let Some(after) = rest.strip_prefix(']') {
-        return after.is_empty().then_some(entries);
-    }
-    loop {
-        let (entry, after) = log_entry(rest)?;
-        entries.push(entry);
-        match after.as_bytes().first()? {
-            b',' => rest = &after[1..],
-            b']' if after.len() == 1 => return Some(entries),
-            _ => return None,
-        }
-    }
-}
-
-/// One snapshot log entry at the start of `text` (see [`log_entries`]), and what follows.
-fn log_entry(text: &str) -> Option<(LogEntry, &str)> {
-    const ID: &str = "\"snapshot-id\":";
-    const TIME: &str = "\"timestamp-ms\":";
-    let rest = text.strip_prefix('{')?;
-    let id_first = rest.starts_with(ID);
-    let (first, second) = if id_first { (ID, TIME) } else { (TIME, ID) };
-    let (a, rest) = integer(rest.strip_prefix(first)?)?;
-    let (b, rest) = integer(rest.strip_prefix(',')?.strip_prefix(second)?)?;
-    let rest = rest.strip_prefix('}')?;
-    let (snapshot_id, timestamp_ms) = if id_first { (a, b) } else { (b, a) };
-    let entry = LogEntry {
-        snapshot_id,
-        timestamp_ms,
-    };
-    Some((entry, rest))
 }
 
 /// How far back in time a log entry may be from the one before it (iceberg-rust's and
@@ -525,10 +533,10 @@ const LOG_SKEW_MS: i64 = 60_000;
 /// read by its snapshot index, whose checksum does not cover the log).
 fn split_log<'a>(
     whole: &Bytes,
-    raw: &'a RawValue,
+    text: &'a str,
+    read: Option<Vec<LogEntry>>,
 ) -> Result<(Option<&'a str>, Option<CarriedLog>), String> {
-    let text = raw.get();
-    let entries = match log_entries(text) {
+    let entries = match read.or_else(|| compact::log_entries(text)) {
         Some(entries) => entries,
         None => serde_json::from_str(text).map_err(|e| e.to_string())?,
     };
@@ -581,12 +589,12 @@ fn working_ids(doc: &Document) -> Result<Vec<i64>, String> {
     // A few ids (the current snapshot and the refs'), looked up for every snapshot.
     let mut ids = Vec::new();
     if let Some(current) = doc.fields.get("current-snapshot-id") {
-        let id: Option<i64> = serde_json::from_str(current.get()).map_err(|e| e.to_string())?;
+        let id: Option<i64> = serde_json::from_str(current).map_err(|e| e.to_string())?;
         ids.extend(id);
     }
     if let Some(refs) = doc.fields.get("refs") {
         let refs: HashMap<String, RefHead> =
-            serde_json::from_str(refs.get()).map_err(|e| e.to_string())?;
+            serde_json::from_str(refs).map_err(|e| e.to_string())?;
         ids.extend(refs.values().map(|r| r.snapshot_id));
     }
     ids.sort_unstable();
@@ -601,7 +609,7 @@ fn parse_working(
     kept: &[&str],
     last_entry: Option<&str>,
 ) -> Result<TableMetadata, String> {
-    let fields = doc.fields.values().map(|v| v.get().len());
+    let fields = doc.fields.values().map(|v| v.len());
     let sizes = fields.chain(kept.iter().map(|k| k.len())).map(|n| n + 32);
     let mut text = Vec::with_capacity(sizes.sum());
     text.push(b'{');
@@ -614,8 +622,8 @@ fn parse_working(
                 text.extend_from_slice(entry.as_bytes());
                 text.push(b']');
             }
-            None if key == "properties" => without_index(&mut text, value)?,
-            None => text.extend_from_slice(value.get().as_bytes()),
+            None if key == "properties" => without_index(&mut text, value, &doc.index_member)?,
+            None => text.extend_from_slice(value.as_bytes()),
         }
         text.push(b',');
     }
@@ -633,13 +641,23 @@ fn parse_working(
 /// Table properties `raw` into `out` without the snapshot index: the working metadata
 /// does not carry it (the encoder writes the next version's), and at 1,000 snapshots it
 /// is most of the text iceberg-rust would parse.
-fn without_index(out: &mut Vec<u8>, raw: &RawValue) -> Result<(), String> {
-    if !raw.get().contains(SNAPSHOT_INDEX) {
-        out.extend_from_slice(raw.get().as_bytes());
+/// `member`: where the index is in `raw`, with a comma next to it, when known.
+fn without_index(
+    out: &mut Vec<u8>,
+    raw: &str,
+    member: &Option<std::ops::Range<usize>>,
+) -> Result<(), String> {
+    if let Some(cut) = member {
+        out.extend_from_slice(&raw.as_bytes()[..cut.start]);
+        out.extend_from_slice(&raw.as_bytes()[cut.end..]);
+        return Ok(());
+    }
+    if !raw.contains(SNAPSHOT_INDEX) {
+        out.extend_from_slice(raw.as_bytes());
         return Ok(());
     }
     let mut properties: BTreeMap<String, &RawValue> =
-        serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+        serde_json::from_str(raw).map_err(|e| e.to_string())?;
     properties.remove(SNAPSHOT_INDEX);
     serde_json::to_writer(out, &properties).map_err(|e| e.to_string())
 }
@@ -714,45 +732,6 @@ mod tests {
         assert_eq!(crate::table::parse_metadata(&written).unwrap(), original);
     }
 
-    /// The snapshot log's fast read gives what serde gives, or leaves the text to it.
-    #[test]
-    fn a_snapshot_log_is_read_fast_only_as_serde_reads_it() {
-        let pairs = |e: Vec<LogEntry>| -> Vec<(i64, i64)> {
-            e.into_iter()
-                .map(|e| (e.snapshot_id, e.timestamp_ms))
-                .collect()
-        };
-        let fast = [
-            "[]",
-            r#"[{"snapshot-id":1,"timestamp-ms":2}]"#,
-            r#"[{"timestamp-ms":2,"snapshot-id":-1},{"snapshot-id":0,"timestamp-ms":0}]"#,
-            r#"[{"snapshot-id":9223372036854775807,"timestamp-ms":-9223372036854775808}]"#,
-        ];
-        for text in fast {
-            let read = log_entries(text).map(pairs);
-            let serde = serde_json::from_str::<Vec<LogEntry>>(text).ok().map(pairs);
-            assert!(read.is_some(), "{text}");
-            assert_eq!(read, serde, "{text}");
-        }
-        let left_to_serde = [
-            "[ ]",
-            r#"[{"snapshot-id": 1,"timestamp-ms":2}]"#,
-            r#"[{"snapshot-id":1,"timestamp-ms":2},]"#,
-            r#"[{"snapshot-id":1,"timestamp-ms":2}] "#,
-            r#"[{"snapshot-id":01,"timestamp-ms":2}]"#,
-            r#"[{"snapshot-id":1,"timestamp-ms":-0}]"#,
-            r#"[{"snapshot-id":1.0,"timestamp-ms":2}]"#,
-            r#"[{"snapshot-id":1,"snapshot-id":2}]"#,
-            r#"[{"snapshot-id":1,"timestamp-ms":2,"x":3}]"#,
-            r#"[{"snapshot-id":9223372036854775808,"timestamp-ms":2}]"#,
-            r#"[{"snapshot-id":-,"timestamp-ms":2}]"#,
-            r#"[{"snapshot-id":1,"timestamp-ms":2}"#,
-        ];
-        for text in left_to_serde {
-            assert!(log_entries(text).is_none(), "{text}");
-        }
-    }
-
     /// The log is carried only when its last entry can be told from the text: else it is
     /// parsed whole, as when it is too short to carry anything.
     #[test]
@@ -823,7 +802,7 @@ mod tests {
         }
         let doc = document(r#"{ "snapshots" : [ ] , "a" : [1, {"b": "}"}] }"#, None).unwrap();
         assert!(doc.snapshots.is_empty());
-        assert_eq!(doc.fields["a"].get(), r#"[1, {"b": "}"}]"#);
+        assert_eq!(doc.fields["a"], r#"[1, {"b": "}"}]"#);
         assert!(document("{}", None).unwrap().fields.is_empty());
         assert!(document(r#"{"snapshots":[]}"#, None).is_ok());
         for bad in [

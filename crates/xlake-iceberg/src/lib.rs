@@ -20,6 +20,7 @@
 //! | [`layout`] | the names: `metadata/`, `version-hint.text`, `vN.metadata.json`, manifests, lists, delete files |
 //! | [`history`] | a commit's load: the working snapshots parsed, the others' JSON carried as it is, their entries read from the snapshot index (else from their heads) |
 //! | [`snapshot_index`] | table property `xlake.snapshot-index`: each snapshot's id, order, length and source commit, for the file it names and matches |
+//! | `compact` | the parts of `vN.metadata.json` that grow with history (snapshot log, table properties, integers) read by hand in the compact shape Iceberg writes, serde_json as the fallback |
 //! | `body` | a document written in parts: serialized buffers, and large runs of carried text as views of the bytes read |
 //! | [`encode`] | the bytes of `vN.metadata.json`: snapshots in commit order, as Java writes them; carried snapshots written back as read |
 //! | [`relocation`] | a copied or moved table: its old metadata files, set aside for a rebuild |
@@ -51,6 +52,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 mod body;
+mod compact;
 mod container;
 pub mod deletes;
 pub mod encode;

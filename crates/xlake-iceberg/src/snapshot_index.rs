@@ -30,10 +30,13 @@
 //! `;<id>,<sequence number>,<timestamp ms>,<length>` followed by `,-` for a record without
 //! a source identifier or `,=<identifier>` for one with, and by nothing for a snapshot
 //! that records no source commit. For Delta versions and Hudi instants that is digits and
-//! separators only (about 50-65 bytes a snapshot); an identifier holding `;` is not
-//! indexed: the table then has no index, and commits read every snapshot.
+//! separators only (about 50-65 bytes a snapshot); an identifier holding `;`, or
+//! anything JSON escapes, is not indexed: the table then has no index, and commits read
+//! every snapshot. (The property is written and read as it is, unescaped.)
 
 use std::sync::Arc;
+
+use crate::compact::integer;
 
 /// Table property holding the snapshot index.
 pub const SNAPSHOT_INDEX: &str = "xlake.snapshot-index";
@@ -69,6 +72,22 @@ pub(crate) struct Index {
     lens: Vec<usize>,
     checksum: u32,
     tail: crc32fast::Hasher,
+    /// The entries' text, for the next version's index ([`Carry`]).
+    text: String,
+}
+
+/// What the next version's index takes from the one read, when the next version's list
+/// starts with the snapshots read, unchanged ([`render_after`]): the CRC state of the
+/// list read up to its `]`, and the entries' text and its CRC. (At 1,000 snapshots,
+/// rendering every entry and a CRC of the megabyte list cost more than the rest of the
+/// index.)
+#[derive(Debug, Clone)]
+pub(crate) struct Carry {
+    list: crc32fast::Hasher,
+    tail: crc32fast::Hasher,
+    text: String,
+    /// How many snapshots the list read holds.
+    pub(crate) count: usize,
 }
 
 /// The CRC-32 state after a `snapshots` list whose snapshots' texts are `texts`, as
@@ -95,33 +114,77 @@ pub(crate) fn render<'a>(
     mut list: crc32fast::Hasher,
     entries: impl Iterator<Item = (&'a Entry, usize)>,
 ) -> Option<String> {
-    if file.contains(';') {
+    if unindexable(file) {
         return None;
     }
     let mut out = String::with_capacity(64 * entries.size_hint().0);
-    // Numbers by itoa: `write!` costs several times more, on a thousand entries a commit.
-    let mut number = itoa::Buffer::new();
     for (e, len) in entries {
-        out.push(';');
-        out.push_str(number.format(e.id));
-        for n in [e.sequence_number, e.timestamp_ms] {
-            out.push(',');
-            out.push_str(number.format(n));
-        }
-        out.push(',');
-        out.push_str(number.format(len));
-        match &e.mirrors {
-            None => {}
-            Some(None) => out.push_str(",-"),
-            Some(Some(id)) if id.contains(';') => return None,
-            Some(Some(id)) => {
-                out.push_str(",=");
-                out.push_str(id);
-            }
-        }
+        push_entry(&mut out, e, len)?;
     }
     list.update(out.as_bytes());
     Some(format!("{FORMAT};{file};{:08x}{out}", list.finalize()))
+}
+
+/// [`render`] of a list that starts with the `carry.count` snapshots read, unchanged (as
+/// texts and entries), followed by those whose texts and entries are `more`: the same
+/// text, from the index read and `more` alone.
+pub(crate) fn render_after<'a>(
+    file: &str,
+    carry: &Carry,
+    more: impl Iterator<Item = (&'a [u8], &'a Entry, usize)>,
+) -> Option<String> {
+    if unindexable(file) {
+        return None;
+    }
+    let mut list = carry.list.clone();
+    let mut out = String::new();
+    for (i, (text, e, len)) in more.enumerate() {
+        if carry.count + i > 0 {
+            list.update(b",");
+        }
+        list.update(text);
+        push_entry(&mut out, e, len)?;
+    }
+    list.update(b"]");
+    list.combine(&carry.tail);
+    list.update(out.as_bytes());
+    let checksum = list.finalize();
+    Some(format!("{FORMAT};{file};{checksum:08x}{}{out}", carry.text))
+}
+
+/// Entry `e` of a snapshot whose text is `len` bytes, after `out`; `None` when its
+/// identifier cannot be indexed.
+fn push_entry(out: &mut String, e: &Entry, len: usize) -> Option<()> {
+    // Numbers by itoa: `write!` costs several times more, on a thousand entries a commit.
+    let mut number = itoa::Buffer::new();
+    out.push(';');
+    out.push_str(number.format(e.id));
+    for n in [e.sequence_number, e.timestamp_ms] {
+        out.push(',');
+        out.push_str(number.format(n));
+    }
+    out.push(',');
+    out.push_str(number.format(len));
+    match &e.mirrors {
+        None => {}
+        Some(None) => out.push_str(",-"),
+        Some(Some(id)) if unindexable(id) => return None,
+        Some(Some(id)) => {
+            out.push_str(",=");
+            out.push_str(id);
+        }
+    }
+    Some(())
+}
+
+/// Whether `text` holds the index's separator `;`, or something JSON escapes (a `"`, a
+/// `\\` or a control character): the index is written into the properties as it is,
+/// and read in place.
+fn unindexable(text: &str) -> bool {
+    // Folded, not short-circuited: vectorized, for a thousand identifiers a commit.
+    text.bytes().fold(false, |found, b| {
+        found | (b == b';') | (b == b'"') | (b == b'\\') | (b < 0x20)
+    })
 }
 
 /// The index `text`, if it names `file` and is well formed.
@@ -135,12 +198,17 @@ pub(crate) fn parse(text: &str, file: &str) -> Option<Index> {
     let rest = head
         .next()
         .map_or("", |rest| &text[text.len() - rest.len() - 1..]);
-    let count = rest.bytes().filter(|b| *b == b';').count();
-    let (mut entries, mut lens) = (Vec::with_capacity(count), Vec::with_capacity(count));
-    for item in rest.split(';').skip(1) {
-        let (entry, len) = entry(item)?;
+    // Read in one pass (a thousand entries a commit); entries are 50-65 bytes.
+    let (mut entries, mut lens) = (Vec::with_capacity(rest.len() / 48), Vec::new());
+    let mut next = rest;
+    while let Some(item) = next.strip_prefix(';') {
+        let (entry, len, after) = entry(item)?;
         entries.push(entry);
         lens.push(len);
+        next = after;
+    }
+    if !next.is_empty() {
+        return None;
     }
     let mut tail = crc32fast::Hasher::new();
     tail.update(rest.as_bytes());
@@ -149,20 +217,29 @@ pub(crate) fn parse(text: &str, file: &str) -> Option<Index> {
         lens,
         checksum,
         tail,
+        text: rest.to_string(),
     })
 }
 
-fn entry(item: &str) -> Option<(Entry, usize)> {
-    // Read in one pass (a thousand entries a commit): four numbers, then the record.
-    let (id, rest) = number(item)?;
-    let (sequence_number, rest) = number(rest?)?;
-    let (timestamp_ms, rest) = number(rest?)?;
-    let (len, rest) = number(rest?)?;
+/// The entry `text` starts with, its length, and what follows it (the next entry's `;`,
+/// or nothing): four numbers, each but the last followed by a comma, then the record.
+fn entry(text: &str) -> Option<(Entry, usize, &str)> {
+    let (id, rest) = integer(text)?;
+    let (sequence_number, rest) = integer(comma(rest)?)?;
+    let (timestamp_ms, rest) = integer(comma(rest)?)?;
+    let (len, rest) = integer(comma(rest)?)?;
     let len = usize::try_from(len).ok()?;
-    let mirrors = match rest {
-        None => None,
-        Some("-") => Some(None),
-        Some(other) => Some(Some(Arc::from(other.strip_prefix('=')?))),
+    let (mirrors, rest) = match rest.as_bytes().first() {
+        None | Some(b';') => (None, rest),
+        Some(b',') => {
+            let end = memchr::memchr(b';', rest.as_bytes()).unwrap_or(rest.len());
+            let record = match &rest[1..end] {
+                "-" => None,
+                other => Some(Arc::from(other.strip_prefix('=')?)),
+            };
+            (Some(record), &rest[end..])
+        }
+        Some(_) => return None,
     };
     let entry = Entry {
         id,
@@ -170,58 +247,24 @@ fn entry(item: &str) -> Option<(Entry, usize)> {
         timestamp_ms,
         mirrors,
     };
-    Some((entry, len))
+    Some((entry, len, rest))
 }
 
-/// The number `text` starts with, as [`render`] writes one ([`integer`]), and the text
-/// after the comma that ends it (`None` when the number ends `text`). `None` when there
-/// is no such number, or something else follows it.
-fn number(text: &str) -> Option<(i64, Option<&str>)> {
-    let (n, rest) = integer(text)?;
-    match rest.as_bytes().first() {
-        None => Some((n, None)),
-        Some(b',') => Some((n, rest.get(1..))),
-        Some(_) => None,
-    }
-}
-
-/// A JSON integer at the start of `text` as serde_json reads one into an `i64` (an
-/// optional `-`, then digits with no leading zero; not `-0`, a float to serde_json), and
-/// what follows it; `None` for anything else. (itoa writes the index's numbers so.)
-pub(crate) fn integer(text: &str) -> Option<(i64, &str)> {
-    let bytes = text.as_bytes();
-    let negative = bytes.first() == Some(&b'-');
-    let start = usize::from(negative);
-    // One pass; 19 digits or fewer fit a u64 unchecked, the sign and i64's range after.
-    let (mut end, mut magnitude) = (start, 0u64);
-    while let Some(d) = bytes.get(end).filter(|b| b.is_ascii_digit()) {
-        if end - start == 19 {
-            return None;
-        }
-        magnitude = magnitude * 10 + u64::from(d - b'0');
-        end += 1;
-    }
-    let digits = end - start;
-    if digits == 0 || (digits > 1 && bytes[start] == b'0') {
-        return None;
-    }
-    let n = match negative {
-        false => i64::try_from(magnitude).ok()?,
-        true if magnitude == 0 => return None,
-        true => 0i64.checked_sub_unsigned(magnitude)?,
-    };
-    Some((n, &text[end..]))
+/// `rest` after the comma it starts with.
+fn comma(rest: &str) -> Option<&str> {
+    rest.strip_prefix(',')
 }
 
 /// The text of each snapshot `index` describes, in the `snapshots` list that starts at
-/// byte `at` of `text` (its `[`), and where the list ends (past its `]`); `None` unless
+/// byte `at` of `text` (its `[`), where the list ends (past its `]`), and the CRC state of
+/// the list's text before its `]` ([`Index::into_carry`]); `None` unless
 /// the list's text has the index's checksum and every snapshot is where the index says
 /// (see the module docs).
 pub(crate) fn spans<'a>(
     text: &'a str,
     start: usize,
     index: &Index,
-) -> Option<(Vec<&'a str>, usize)> {
+) -> Option<(Vec<&'a str>, usize, crc32fast::Hasher)> {
     let (bytes, mut at) = (text.as_bytes(), start);
     let mut spans = Vec::with_capacity(index.lens.len());
     let mut expect = b'[';
@@ -238,10 +281,26 @@ pub(crate) fn spans<'a>(
         at += 1;
     }
     (bytes.get(at) == Some(&b']')).then_some(())?;
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(&bytes[start..at + 1]);
+    let mut list = crc32fast::Hasher::new();
+    list.update(&bytes[start..at]);
+    let mut crc = list.clone();
+    crc.update(b"]");
     crc.combine(&index.tail);
-    (crc.finalize() == index.checksum).then_some((spans, at + 1))
+    (crc.finalize() == index.checksum).then_some((spans, at + 1, list))
+}
+
+impl Index {
+    /// Its entries, and what the next version's index takes from it, given the CRC state
+    /// `list` of the list it describes up to its `]` ([`spans`]).
+    pub(crate) fn into_carry(self, list: crc32fast::Hasher) -> (Vec<Entry>, Carry) {
+        let carry = Carry {
+            list,
+            tail: self.tail,
+            text: self.text,
+            count: self.entries.len(),
+        };
+        (self.entries, carry)
+    }
 }
 
 #[cfg(test)]
@@ -299,11 +358,16 @@ mod tests {
         ] {
             assert!(parse(bad, "v7.metadata.json").is_none(), "{bad}");
         }
-        let semicolon = [entry(1, Some(Some("a;b")))];
-        assert_eq!(
-            render("v1.metadata.json", crc, semicolon.iter().zip([1])),
-            None
-        );
+        for id in ["a;b", "a\"b", "a\\b", "a\nb"] {
+            let unindexed = [entry(1, Some(Some(id)))];
+            let crc = crc.clone();
+            assert_eq!(
+                render("v1.metadata.json", crc, unindexed.iter().zip([1])),
+                None
+            );
+        }
+        let crc = crc32fast::Hasher::new();
+        assert_eq!(render("v\"1.json", crc, std::iter::empty()), None);
     }
 
     /// Spans are taken where the index says, and only when the checksum binds the list's
@@ -320,7 +384,7 @@ mod tests {
         };
         let index = |entries: &[(Entry, usize)]| parse(&written(entries), "f").unwrap();
         let both = [(entry(12, None), a.len()), (entry(3, None), b.len())];
-        let (found, end) = spans(&text, at, &index(&both)).unwrap();
+        let (found, end, _) = spans(&text, at, &index(&both)).unwrap();
         assert_eq!(found, [a, b]);
         assert_eq!(&text[end..], r#","x":1}"#);
         // Entries other than those the checksum was made with (edited in the file).
@@ -354,6 +418,40 @@ mod tests {
         let empty = r#"{"snapshots":[]}"#;
         let crc = list_crc(std::iter::empty());
         let none = parse(&render("f", crc, std::iter::empty()).unwrap(), "f").unwrap();
-        assert_eq!(spans(empty, 13, &none), Some((vec![], 15)));
+        assert_eq!(
+            spans(empty, 13, &none).map(|(s, end, _)| (s, end)),
+            Some((vec![], 15))
+        );
+    }
+
+    /// An index rendered after one read (the list read, then more snapshots) is the one
+    /// rendered whole, for any number read and any number more.
+    #[test]
+    fn an_index_carried_from_the_one_read_is_the_one_rendered_whole() {
+        let texts: Vec<String> = (0..5)
+            .map(|i| format!(r#"{{"snapshot-id":{i},"pad":"{}"}}"#, "x".repeat(i * 7)))
+            .collect();
+        let entries: Vec<Entry> = (0..5)
+            .map(|i| entry(i, [None, Some(None), Some(Some("2024"))][i as usize % 3]))
+            .collect();
+        let indexed = |n: usize| entries[..n].iter().zip(texts[..n].iter().map(String::len));
+        let whole = |n: usize| {
+            let crc = list_crc(texts[..n].iter().map(|t| t.as_bytes()));
+            render("v2.metadata.json", crc, indexed(n)).unwrap()
+        };
+        for read in 0..=5 {
+            let doc = format!(r#"{{"snapshots":[{}]}}"#, texts[..read].join(","));
+            let index = parse(&whole(read), "v2.metadata.json").unwrap();
+            let (_, _, list) = spans(&doc, doc.find('[').unwrap(), &index).unwrap();
+            let (read_entries, carry) = index.into_carry(list);
+            assert_eq!(read_entries, entries[..read]);
+            for total in read..=5 {
+                let more =
+                    (read..total).map(|i| (texts[i].as_bytes(), &entries[i], texts[i].len()));
+                let carried = render_after("v3.metadata.json", &carry, more).unwrap();
+                let expected = whole(total).replace("v2.metadata.json", "v3.metadata.json");
+                assert_eq!(carried, expected, "{read} read, {total} written");
+            }
+        }
     }
 }
