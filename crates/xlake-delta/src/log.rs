@@ -47,8 +47,8 @@ impl LogListing {
             false => store
                 .list_names(LOG_DIR)
                 .await?
-                .into_iter()
-                .map(|name| (name, None))
+                .iter()
+                .map(|name| (name.to_string(), None))
                 .collect(),
         };
         for (name, modified) in entries {

@@ -33,6 +33,7 @@ pub mod faults;
 pub mod footer;
 mod local_list;
 mod local_read;
+mod names;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +46,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, PutMode, PutOptions};
 
 /// A body to write: one `Bytes`, or parts written one after the other.
+pub use names::Names;
 pub use object_store::PutPayload;
 use url::Url;
 
@@ -846,7 +848,7 @@ impl TableStore {
     /// are not stat-ed and its names not sorted (thousands of instant files in a Hudi
     /// timeline, whose reader orders them by what the names mean); elsewhere it is
     /// [`Self::list_dir`].
-    pub async fn list_names(&self, dir: &str) -> Result<Vec<String>, StorageError> {
+    pub async fn list_names(&self, dir: &str) -> Result<Names, StorageError> {
         match self.local_listing(dir, local_list::names).await? {
             Some(names) => Ok(names),
             None => self.names_of(dir).await,
@@ -857,11 +859,11 @@ impl TableStore {
     /// read directly by `read` (`local_list`'s entries or names, in the order the folder
     /// gives them). `None` elsewhere (other stores, a store built by the caller, an
     /// absolute location outside the table).
-    async fn local_listing<T: Send + 'static>(
+    async fn local_listing<T: Default + Send + 'static>(
         &self,
         dir: &str,
-        read: fn(&std::path::Path) -> std::io::Result<Vec<T>>,
-    ) -> Result<Option<Vec<T>>, StorageError> {
+        read: fn(&std::path::Path) -> std::io::Result<T>,
+    ) -> Result<Option<T>, StorageError> {
         let Some(root) = &self.local_root else {
             return Ok(None);
         };
@@ -877,7 +879,7 @@ impl TableStore {
         };
         match listed {
             Ok(entries) => Ok(Some(entries)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(Vec::new())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(T::default())),
             Err(e) => Err(self.backend_error(
                 dir,
                 object_store::Error::Generic {
@@ -889,11 +891,11 @@ impl TableStore {
     }
 
     /// [`Self::list_names`] through object_store's listing.
-    async fn names_of(&self, dir: &str) -> Result<Vec<String>, StorageError> {
+    async fn names_of(&self, dir: &str) -> Result<Names, StorageError> {
         let entries = self.list_dir(dir).await?;
         Ok(entries
-            .into_iter()
-            .filter_map(|e| e.path.rsplit('/').next().map(str::to_string))
+            .iter()
+            .filter_map(|e| e.path.rsplit('/').next())
             .collect())
     }
 
@@ -1086,7 +1088,8 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("t/gone"), dir.path().join("t/dangling"))
             .unwrap();
         let (local, wrapped) = local_and_wrapped(dir.path());
-        let sorted = |mut names: Vec<String>| {
+        let sorted = |names: Names| {
+            let mut names: Vec<String> = names.iter().map(String::from).collect();
             names.sort();
             names
         };

@@ -11,6 +11,8 @@
 use std::io;
 use std::path::Path;
 
+use crate::Names;
+
 /// The files in `folder` with their size and time in ms (see [`listed`]).
 pub(crate) fn entries(folder: &Path) -> io::Result<Vec<(String, (u64, i64))>> {
     listed(folder, true)
@@ -19,43 +21,44 @@ pub(crate) fn entries(folder: &Path) -> io::Result<Vec<(String, (u64, i64))>> {
 /// The names of the files in `folder`, in the order the folder gives them: those
 /// [`entries`] lists.
 #[cfg(target_os = "linux")]
-pub(crate) fn names(folder: &Path) -> io::Result<Vec<String>> {
+pub(crate) fn names(folder: &Path) -> io::Result<Names> {
     use rustix::fs::{FileType, Mode, OFlags, RawDir};
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let dir = rustix::fs::open(folder, flags, Mode::empty())?;
     let mut buf = Vec::with_capacity(32 * 1024);
     let mut read = RawDir::new(&dir, buf.spare_capacity_mut());
-    let mut names = Vec::new();
+    // The names kept, one after another, UTF-8 each: made text once at the end.
+    let (mut text, mut ends) = (Vec::with_capacity(32 * 1024), Vec::with_capacity(1024));
     while let Some(entry) = read.next() {
         let entry = entry?;
-        let Ok(name) = entry.file_name().to_str() else {
-            continue;
-        };
-        if !listable(name) {
+        let name = entry.file_name().to_bytes();
+        if !listable_bytes(name) {
             continue;
         }
         let is_file = match entry.file_type() {
             FileType::RegularFile => true,
             // A link is followed, and one that leads nowhere (or cannot be followed) left
             // out, as `listed` does; what the folder does not record is looked up.
-            FileType::Symlink => leads_to_file(&folder.join(name)),
-            FileType::Unknown => untyped_is_file(&folder.join(name))?,
+            FileType::Symlink => leads_to_file(&folder.join(OsStr::from_bytes(name))),
+            FileType::Unknown => untyped_is_file(&folder.join(OsStr::from_bytes(name)))?,
             _ => false,
         };
         if is_file {
-            names.push(name.to_string());
+            text.extend_from_slice(name);
+            ends.push(text.len());
         }
     }
-    Ok(names)
+    let text = String::from_utf8(text).map_err(io::Error::other)?;
+    Ok(Names::from_parts(text, ends))
 }
 
 /// See the Linux version.
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn names(folder: &Path) -> io::Result<Vec<String>> {
-    Ok(listed(folder, false)?
-        .into_iter()
-        .map(|(name, _)| name)
-        .collect())
+pub(crate) fn names(folder: &Path) -> io::Result<Names> {
+    let listed = listed(folder, false)?;
+    Ok(listed.iter().map(|(name, _)| name.as_str()).collect())
 }
 
 /// Whether the entry at `path`, whose type its folder does not record, is a file or a
@@ -81,12 +84,28 @@ fn leads_to_file(path: &Path) -> bool {
 /// part (`PathPart::parse`: not `.` or `..`, no ASCII control character or `/`; a byte
 /// of a multi-byte character is neither), and not a staged upload.
 fn listable(name: &str) -> bool {
+    listable_bytes(name.as_bytes())
+}
+
+/// Whether object_store lists a file named `name`: UTF-8, and [`listable`].
+fn listable_bytes(name: &[u8]) -> bool {
     // One pass with no early exit, which the compiler vectorizes: names are short and
-    // nearly all listable, and a Hudi timeline has thousands.
-    let (bad, hash) = name.bytes().fold((false, false), |(bad, hash), b| {
-        (bad | b.is_ascii_control() | (b == b'/'), hash | (b == b'#'))
+    // nearly all listable, and a Hudi timeline has thousands. An ASCII name is UTF-8;
+    // only another is checked.
+    let (bad, hash) = name.iter().fold((false, false), |(bad, hash), b| {
+        (
+            bad | b.is_ascii_control() | (*b == b'/'),
+            hash | (*b == b'#'),
+        )
     });
-    !bad && name != "." && name != ".." && !(hash && staged_upload(name))
+    let wide = !name.is_ascii();
+    if bad || name == b"." || name == b".." {
+        return false;
+    }
+    if !(wide || hash) {
+        return true;
+    }
+    std::str::from_utf8(name).is_ok_and(|name| !(hash && staged_upload(name)))
 }
 
 /// The files (not folders) in a local folder as object_store lists them: symbolic links
@@ -164,7 +183,15 @@ mod tests {
     fn names_are_those_listed_with_their_sizes() {
         let dir = tempfile::tempdir().unwrap();
         let at = |name: &str| dir.path().join(name);
-        for name in ["2.commit", "1.commit", "up#1", "a#b", ".hidden"] {
+        for name in [
+            "2.commit",
+            "1.commit",
+            "up#1",
+            "a#b",
+            ".hidden",
+            "é.commit",
+            "é#2",
+        ] {
             std::fs::write(at(name), b"x").unwrap();
         }
         std::fs::create_dir(at("sub")).unwrap();
@@ -177,8 +204,22 @@ mod tests {
             names.sort();
             names
         };
-        let found = sorted(names(dir.path()).unwrap());
-        assert_eq!(found, [".hidden", "1.commit", "2.commit", "3.link", "a#b"]);
+        let found = sorted(
+            names(dir.path())
+                .unwrap()
+                .iter()
+                .map(String::from)
+                .collect(),
+        );
+        let expected = [
+            ".hidden",
+            "1.commit",
+            "2.commit",
+            "3.link",
+            "a#b",
+            "é.commit",
+        ];
+        assert_eq!(found, expected);
         let with_sizes = listed(dir.path(), false).unwrap();
         assert_eq!(
             sorted(with_sizes.into_iter().map(|(n, _)| n).collect()),
