@@ -257,9 +257,9 @@ fn comma(rest: &str) -> Option<&str> {
 
 /// The text of each snapshot `index` describes, in the `snapshots` list that starts at
 /// byte `at` of `text` (its `[`), where the list ends (past its `]`), and the CRC state of
-/// the list's text before its `]` ([`Index::into_carry`]); `None` unless
-/// the list's text has the index's checksum and every snapshot is where the index says
-/// (see the module docs).
+/// the list's text before its `]` ([`Index::into_carry`]); `None` unless the list's text
+/// has the index's checksum and every snapshot is where the index says (see the module
+/// docs).
 pub(crate) fn spans<'a>(
     text: &'a str,
     start: usize,

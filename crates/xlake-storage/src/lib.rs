@@ -7,7 +7,7 @@
 //! through it, so there is one I/O stack and one place for credentials.
 //!
 //! On a local root opened by path, folders are listed (`local_list`: names alone with
-//! `getdents64` on Linux) and whole files read directly with `std::fs` (faster, with
+//! `getdents64` on Linux, given as [`Names`], one buffer) and whole files read directly with `std::fs` (faster, with
 //! object_store's results and errors); files that are never rewritten in place
 //! ([`TableStore::get_written_once`]: Iceberg metadata) are mapped, not copied, when
 //! 256 KiB or more on a local disk's file system on Linux (`local_read`, the workspace's
@@ -45,8 +45,8 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{ObjectStore, PutMode, PutOptions};
 
-/// A body to write: one `Bytes`, or parts written one after the other.
 pub use names::Names;
+/// A body to write: one `Bytes`, or parts written one after the other.
 pub use object_store::PutPayload;
 use url::Url;
 

@@ -24,7 +24,7 @@ impl Names {
     }
 
     /// The names, in the order listed.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + Clone + '_ {
         let mut start = 0;
         self.ends.iter().map(move |end| {
             let name = &self.text[start..*end];
