@@ -31,15 +31,23 @@ impl Timeline {
     }
 
     /// The timeline in `dir` whose file names are `names` (in any order).
-    pub fn from_names<'a>(dir: &str, names: impl IntoIterator<Item = &'a str>) -> Self {
-        // Each name is read once and borrowed until the few kept are made instants: a
-        // long timeline's folder holds thousands, a third of them completed instants.
+    pub fn from_names<'a, I>(dir: &str, names: I) -> Self
+    where
+        I: IntoIterator<Item = &'a str>,
+        I::IntoIter: Clone,
+    {
+        // Each name is parsed at most once and borrowed until the few kept are made
+        // instants: a long timeline's folder holds thousands, a third of them completed
+        // instants, and most of the others their requested and inflight files, told by
+        // their ends (`pending_file`) and read after the completed ones.
         let names = names.into_iter();
-        // A third of a long timeline's names are completed instants.
         let (mut completed, mut others) = (Vec::new(), Vec::new());
         completed.reserve(names.size_hint().0 / 3 + 1);
-        others.reserve(names.size_hint().0 * 2 / 3 + 1);
-        for n in names.filter_map(Named::parse) {
+        for n in names
+            .clone()
+            .filter(|n| !pending_file(n))
+            .filter_map(Named::parse)
+        {
             match n.state {
                 State::Completed => completed.push(n),
                 _ => others.push(n),
@@ -47,7 +55,12 @@ impl Timeline {
         }
         let done: FxHashSet<&str> = completed.iter().map(|n| n.requested).collect();
         others.retain(|n| !done.contains(n.requested));
-        // The order is total (names are unique): an unstable sort gives the same one.
+        // A requested or inflight file of a completed instant is not parsed: its
+        // requested time is the digits it starts with.
+        let of_done =
+            |n: &&str| done.contains(&n[..n.bytes().take_while(u8::is_ascii_digit).count()]);
+        let pending = names.filter(|n| pending_file(n) && !of_done(n));
+        others.extend(pending.filter_map(Named::parse));
         let mut pending = sorted(&others);
         pending.dedup_by(|a, b| a.requested == b.requested);
         let instants = |named: Vec<&Named>| named.iter().map(|n| n.instant(dir)).collect();
@@ -56,6 +69,16 @@ impl Timeline {
             pending: instants(pending),
         }
     }
+}
+
+/// Whether [`Named::parse`] gives file `name`, if an instant's, the requested or inflight
+/// state, told by its end alone: `.inflight`, or `.requested` after an action (a bare
+/// `<time>.requested` is a completed instant of action `requested` to it).
+fn pending_file(name: &str) -> bool {
+    name.ends_with(".inflight")
+        || name
+            .strip_suffix(".requested")
+            .is_some_and(|rest| !rest.ends_with(|c: char| c.is_ascii_digit()))
 }
 
 /// `named` in the order instants take effect in ([`in_order`]). References are sorted:
@@ -209,6 +232,7 @@ mod tests {
             ids(&listed)
         );
     }
+
     /// Sorting by the times' keys first gives the order itself: times that share their
     /// first 16 bytes, times of 14 and 17 digits, completion times.
     #[test]
@@ -234,5 +258,62 @@ mod tests {
                 assert_eq!(in_order(a, b), order(a).cmp(&order(b)), "{a:?} {b:?}");
             }
         }
+    }
+
+    /// The timeline is what parsing every name gives (the completed instants, and the
+    /// others whose requested time none of them has, one per time), whatever the names.
+    #[test]
+    fn a_timeline_is_what_parsing_every_name_gives() {
+        let names = [
+            "20240101000000001.commit",
+            "20240101000000001.commit.requested",
+            "20240101000000001.inflight",
+            "20240101000000002.commit.requested",
+            "20240101000000002.inflight",
+            "20240101000000003.requested",
+            "20240101000000004.commit2.requested",
+            "20240101000000004.commit2",
+            "20240101000000005..requested",
+            "20240101000000006.clean.inflight",
+            "20240101000000006.clean.requested",
+            "123.commit.requested",
+            "20240101000000007_20240101000000009.commit",
+            "20240101000000007.commit.requested",
+            "20240101000000008.deltacommit.inflight",
+            "hoodie.properties",
+            ".aux",
+            "20240101000000009.rollback.inflight",
+            "20240101000000009.rollback",
+        ];
+        // Every name parsed, then sorted and filtered.
+        let parsed: Vec<Named> = names.iter().filter_map(|n| Named::parse(n)).collect();
+        let (mut done, mut rest): (Vec<Named>, Vec<Named>) = parsed
+            .into_iter()
+            .partition(|n| n.state == State::Completed);
+        let times: FxHashSet<&str> = done.iter().map(|n| n.requested).collect();
+        rest.retain(|n| !times.contains(n.requested));
+        done.sort_by_key(order);
+        rest.sort_by_key(order);
+        rest.dedup_by(|a, b| a.requested == b.requested);
+        let files = |named: &[Named]| {
+            named
+                .iter()
+                .map(|n| format!(".hoodie/{}", n.name))
+                .collect::<Vec<_>>()
+        };
+        let each = |is: &[Instant]| is.iter().map(|i| i.file().to_string()).collect::<Vec<_>>();
+        for reversed in [false, true] {
+            let mut listed = names.to_vec();
+            if reversed {
+                listed.reverse();
+            }
+            let timeline = Timeline::from_names(".hoodie", listed.iter().copied());
+            assert_eq!(each(&timeline.completed), files(&done));
+            assert_eq!(each(&timeline.pending), files(&rest));
+        }
+        assert!(files(&done).contains(&".hoodie/20240101000000003.requested".to_string()));
+        let pending = files(&rest);
+        assert!(pending.contains(&".hoodie/20240101000000006.clean.requested".to_string()));
+        assert!(!pending.contains(&".hoodie/20240101000000004.commit2.requested".to_string()));
     }
 }
