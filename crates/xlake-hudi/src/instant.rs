@@ -1,5 +1,7 @@
 //! Instants: one action on the timeline, named by its requested time.
 
+use std::sync::Arc;
+
 /// Where an instant is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum State {
@@ -11,12 +13,14 @@ pub enum State {
     Completed,
 }
 
-/// One timeline file, parsed from its name. Its parts are read from its file's path:
-/// one allocation an instant, on a timeline of thousands.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One timeline file, parsed from its name. Its parts are read from its file's path,
+/// which the instants of one timeline share a buffer for: one allocation a timeline, of
+/// thousands of instants.
+#[derive(Clone)]
 pub struct Instant {
-    /// The file, relative to the table root.
-    file: String,
+    /// The file, relative to the table root, is `text[file]`.
+    text: Arc<str>,
+    file: Span,
     requested: Span,
     completed: Option<Span>,
     /// `None`: a bare `.inflight` (table version 6), a commit's.
@@ -25,14 +29,33 @@ pub struct Instant {
     pub state: State,
 }
 
-/// Where a part of an instant's file path is, in bytes.
+/// Where a part of an instant's file path is in its text, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Span(usize, usize);
 
 impl Span {
-    /// The part of `text` (the instant's file path) this span covers.
+    /// The part of `text` (the instant's text) this span covers.
     fn of(self, text: &str) -> &str {
         text.get(self.0..self.1).unwrap_or_default()
+    }
+}
+
+/// Instants are the same file in the same state (their parts are read from the file).
+impl PartialEq for Instant {
+    fn eq(&self, other: &Self) -> bool {
+        self.file() == other.file() && self.state == other.state
+    }
+}
+
+impl Eq for Instant {}
+
+impl std::fmt::Debug for Instant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let file = self.file();
+        f.debug_struct("Instant")
+            .field("file", &file)
+            .field("state", &self.state)
+            .finish()
     }
 }
 
@@ -41,27 +64,27 @@ impl Instant {
     /// `20260307135657661_20260307135659468.commit`, `….commit.requested`, `….inflight`).
     /// `None` for files that are not instants.
     pub fn parse(dir: &str, name: &str) -> Option<Self> {
-        Some(Named::parse(name)?.instant(dir))
+        instants(dir, &[&Named::parse(name)?]).next()
     }
 
     /// Requested time, `yyyyMMddHHmmssSSS`.
     pub fn requested(&self) -> &str {
-        self.requested.of(&self.file)
+        self.requested.of(&self.text)
     }
 
     /// Completion time (table versions 8 and 9 only).
     pub fn completed(&self) -> Option<&str> {
-        self.completed.map(|c| c.of(&self.file))
+        self.completed.map(|c| c.of(&self.text))
     }
 
     /// Action (`commit`, `deltacommit`, `replacecommit`, `rollback`, `clean`, …).
     pub fn action(&self) -> &str {
-        self.action.map_or("commit", |a| a.of(&self.file))
+        self.action.map_or("commit", |a| a.of(&self.text))
     }
 
     /// The file, relative to the table root.
     pub fn file(&self) -> &str {
-        &self.file
+        self.file.of(&self.text)
     }
 
     /// The time this instant orders by and is mirrored at: completion time when the
@@ -130,27 +153,43 @@ impl<'a> Named<'a> {
         })
     }
 
-    /// The instant, its file in folder `dir`.
-    pub(crate) fn instant(&self, dir: &str) -> Instant {
-        // Built by hand: `format!` costs more than the rest of a long timeline's instants.
-        let mut file = String::with_capacity(dir.len() + 1 + self.name.len());
-        file.extend([dir, "/", self.name]);
+    /// The instant whose file is `text[start..]`, `dir` then `/` then the name.
+    fn instant_at(&self, text: &Arc<str>, start: usize, dir: &str) -> Instant {
         // The name is the requested time, `_` and the completion time if any, `.`, then
         // the action (but for a bare `inflight`) and the state.
-        let base = dir.len() + 1;
-        let part = |at: usize, text: &str| Span(base + at, base + at + text.len());
+        let base = start + dir.len() + 1;
+        let part = |at: usize, part: &str| Span(base + at, base + at + part.len());
         let stem = self.requested.len() + self.completed.map_or(0, |c| c.len() + 1);
         let after = self.name.get(stem + 1..).unwrap_or_default();
         Instant {
+            text: Arc::clone(text),
+            file: Span(start, base + self.name.len()),
             requested: part(0, self.requested),
             completed: self.completed.map(|c| part(self.requested.len() + 1, c)),
             action: after
                 .starts_with(self.action)
                 .then(|| part(stem + 1, self.action)),
             state: self.state,
-            file,
         }
     }
+}
+
+/// The instants `named`, their files in folder `dir`, their paths in one text: one
+/// allocation for a timeline's thousands.
+pub(crate) fn instants(dir: &str, named: &[&Named]) -> std::vec::IntoIter<Instant> {
+    let room = named.iter().map(|n| dir.len() + 1 + n.name.len()).sum();
+    let mut text = String::with_capacity(room);
+    let mut starts = Vec::with_capacity(named.len());
+    for n in named {
+        starts.push(text.len());
+        text.extend([dir, "/", n.name]);
+    }
+    let text: Arc<str> = Arc::from(text);
+    let built = named
+        .iter()
+        .zip(starts)
+        .map(|(n, start)| n.instant_at(&text, start, dir));
+    built.collect::<Vec<_>>().into_iter()
 }
 
 /// The action and state a timeline file name gives after its time(s) and `.`: `commit`

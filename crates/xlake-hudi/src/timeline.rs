@@ -11,7 +11,7 @@ use serde_json::Value as Json;
 use xlake_storage::TableStore;
 
 use crate::error::{HudiError, Result};
-use crate::instant::{Instant, Named, State};
+use crate::instant::{instants, Instant, Named, State};
 
 /// The instants of a table.
 #[derive(Debug, Clone)]
@@ -63,7 +63,7 @@ impl Timeline {
         others.extend(pending.filter_map(Named::parse));
         let mut pending = sorted(&others);
         pending.dedup_by(|a, b| a.requested == b.requested);
-        let instants = |named: Vec<&Named>| named.iter().map(|n| n.instant(dir)).collect();
+        let instants = |named: Vec<&Named>| instants(dir, &named).collect();
         Self {
             completed: instants(sorted(&completed)),
             pending: instants(pending),
@@ -310,6 +310,20 @@ mod tests {
             let timeline = Timeline::from_names(".hoodie", listed.iter().copied());
             assert_eq!(each(&timeline.completed), files(&done));
             assert_eq!(each(&timeline.pending), files(&rest));
+            // Built over one text, each reads its parts as one parsed alone does.
+            let parts = |i: &Instant| {
+                (
+                    i.requested().to_string(),
+                    i.completed().map(String::from),
+                    i.action().to_string(),
+                    i.state,
+                )
+            };
+            for i in timeline.completed.iter().chain(&timeline.pending) {
+                let name = i.file().strip_prefix(".hoodie/").unwrap();
+                let alone = Instant::parse(".hoodie", name).unwrap();
+                assert_eq!((parts(i), i), (parts(&alone), &alone));
+            }
         }
         assert!(files(&done).contains(&".hoodie/20240101000000003.requested".to_string()));
         let pending = files(&rest);
