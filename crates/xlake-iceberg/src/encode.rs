@@ -12,7 +12,6 @@
 //! properties hold the snapshot index of what is written ([`crate::snapshot_index`]).
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use iceberg::spec::TableMetadata;
@@ -20,7 +19,7 @@ use serde_json::{Map, Value};
 
 use crate::body::Body;
 use crate::history::{Carried, CarriedLog, History};
-use crate::snapshot_index::{self, Entry, SNAPSHOT_INDEX};
+use crate::snapshot_index::{self, Entry, SourceId, SNAPSHOT_INDEX};
 use crate::summary::{SyncMetadata, XTABLE_METADATA};
 
 /// Top-level keys in the order Java's `TableMetadataParser` writes them; any other key
@@ -221,7 +220,7 @@ fn entry_of(snapshot: &Value) -> Entry {
         timestamp_ms: field("timestamp-ms"),
         mirrors: record
             .and_then(SyncMetadata::identifier_of)
-            .map(|m| m.map(Arc::from)),
+            .map(|m| m.map(SourceId::from)),
     }
 }
 

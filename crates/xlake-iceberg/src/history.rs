@@ -18,7 +18,7 @@
 //! expiry, cleanup) loads it whole.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use bytes::Bytes;
 use iceberg::spec::TableMetadata;
@@ -27,7 +27,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use crate::compact::{self, LogEntry};
-use crate::snapshot_index::{self, Carry, Entry, Index, SNAPSHOT_INDEX};
+use crate::snapshot_index::{self, Carry, Entry, Index, SourceId, SNAPSHOT_INDEX};
 use crate::summary::{SyncMetadata, XTABLE_METADATA};
 
 /// Summary keys a head keeps besides [`XTABLE_METADATA`]: xlake's own notes.
@@ -73,7 +73,7 @@ impl SnapshotHead {
             id: self.snapshot_id,
             sequence_number: self.sequence_number,
             timestamp_ms: self.timestamp_ms,
-            mirrors: SyncMetadata::identifier_in(&self.notes.0).map(|m| m.map(Arc::from)),
+            mirrors: SyncMetadata::identifier_in(&self.notes.0).map(|m| m.map(SourceId::from)),
         }
     }
 }
@@ -905,7 +905,10 @@ mod tests {
         );
         assert!(indexed.heads.get().is_none(), "no head read");
         assert_eq!(indexed.entries(), scanned.entries());
-        assert_eq!(indexed.entries()[0].mirrors, Some(Some(Arc::from("1"))));
+        assert_eq!(
+            indexed.entries()[0].mirrors,
+            Some(Some(SourceId::from("1")))
+        );
         let json =
             |h: &History| -> Vec<Bytes> { h.carried().iter().map(|c| c.json.clone()).collect() };
         assert_eq!(json(&indexed), json(&scanned));

@@ -53,7 +53,52 @@ pub(crate) struct Entry {
     /// The source commit it records: `None` for no record, `Some(None)` for a record
     /// without an identifier. Shared: a carried snapshot's entry is a copy of its entry
     /// in the history, and a thousand are copied a commit.
-    pub(crate) mirrors: Option<Option<Arc<str>>>,
+    pub(crate) mirrors: Option<Option<SourceId>>,
+}
+
+/// A source commit's identifier as an entry records it: a part of the index read, which
+/// its thousand entries share (not a string each), or a text of its own.
+#[derive(Clone)]
+pub(crate) struct SourceId {
+    text: Arc<str>,
+    part: std::ops::Range<usize>,
+}
+
+impl From<&str> for SourceId {
+    fn from(id: &str) -> Self {
+        Self {
+            text: Arc::from(id),
+            part: 0..id.len(),
+        }
+    }
+}
+
+impl From<String> for SourceId {
+    fn from(id: String) -> Self {
+        Self::from(id.as_str())
+    }
+}
+
+impl std::ops::Deref for SourceId {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.text.get(self.part.clone()).unwrap_or_default()
+    }
+}
+
+impl PartialEq for SourceId {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for SourceId {}
+
+impl std::fmt::Debug for SourceId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
 }
 
 impl Entry {
@@ -72,8 +117,9 @@ pub(crate) struct Index {
     lens: Vec<usize>,
     checksum: u32,
     tail: crc32fast::Hasher,
-    /// The entries' text, for the next version's index ([`Carry`]).
-    text: String,
+    /// The entries' text, for the next version's index ([`Carry`]); the entries'
+    /// identifiers are parts of it.
+    text: Arc<str>,
 }
 
 /// What the next version's index takes from the one read, when the next version's list
@@ -85,7 +131,7 @@ pub(crate) struct Index {
 pub(crate) struct Carry {
     list: crc32fast::Hasher,
     tail: crc32fast::Hasher,
-    text: String,
+    text: Arc<str>,
     /// How many snapshots the list read holds.
     pub(crate) count: usize,
 }
@@ -200,9 +246,10 @@ pub(crate) fn parse(text: &str, file: &str) -> Option<Index> {
         .map_or("", |rest| &text[text.len() - rest.len() - 1..]);
     // Read in one pass (a thousand entries a commit); entries are 50-65 bytes.
     let (mut entries, mut lens) = (Vec::with_capacity(rest.len() / 48), Vec::new());
+    let shared: Arc<str> = Arc::from(rest);
     let mut next = rest;
     while let Some(item) = next.strip_prefix(';') {
-        let (entry, len, after) = entry(item)?;
+        let (entry, len, after) = entry(item, &shared, rest)?;
         entries.push(entry);
         lens.push(len);
         next = after;
@@ -217,13 +264,15 @@ pub(crate) fn parse(text: &str, file: &str) -> Option<Index> {
         lens,
         checksum,
         tail,
-        text: rest.to_string(),
+        text: shared,
     })
 }
 
 /// The entry `text` starts with, its length, and what follows it (the next entry's `;`,
 /// or nothing): four numbers, each but the last followed by a comma, then the record.
-fn entry(text: &str) -> Option<(Entry, usize, &str)> {
+/// `text` is part of the entries' text `all`, whose copy `shared` the record's
+/// identifier is taken from.
+fn entry<'a>(text: &'a str, shared: &Arc<str>, all: &str) -> Option<(Entry, usize, &'a str)> {
     let (id, rest) = integer(text)?;
     let (sequence_number, rest) = integer(comma(rest)?)?;
     let (timestamp_ms, rest) = integer(comma(rest)?)?;
@@ -235,7 +284,15 @@ fn entry(text: &str) -> Option<(Entry, usize, &str)> {
             let end = memchr::memchr(b';', rest.as_bytes()).unwrap_or(rest.len());
             let record = match &rest[1..end] {
                 "-" => None,
-                other => Some(Arc::from(other.strip_prefix('=')?)),
+                other => {
+                    let id = other.strip_prefix('=')?;
+                    let start = id.as_ptr() as usize - all.as_ptr() as usize;
+                    let part = start..start + id.len();
+                    Some(SourceId {
+                        text: Arc::clone(shared),
+                        part,
+                    })
+                }
             };
             (Some(record), &rest[end..])
         }
@@ -312,7 +369,7 @@ mod tests {
             id,
             sequence_number: id,
             timestamp_ms: 1_700_000_000_000 + id,
-            mirrors: mirrors.map(|m| m.map(Arc::from)),
+            mirrors: mirrors.map(|m| m.map(SourceId::from)),
         }
     }
 
