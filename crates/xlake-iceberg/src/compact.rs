@@ -83,7 +83,8 @@ pub(crate) struct LogEntry {
 /// the list. `None` for any other text.
 pub(crate) fn log_at(text: &str) -> Option<(Vec<LogEntry>, &str)> {
     let mut rest = text.strip_prefix('[')?;
-    let mut entries = Vec::new();
+    // An entry is 50-60 bytes; the log is most of what follows (a guess, bounded).
+    let mut entries = Vec::with_capacity(text.len().min(1 << 18) / 64);
     if let Some(after) = rest.strip_prefix(']') {
         return Some((entries, after));
     }

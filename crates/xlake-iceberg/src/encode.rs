@@ -11,8 +11,6 @@
 //! entries, before the parsed ones. Written for a version (by its file name), the table
 //! properties hold the snapshot index of what is written ([`crate::snapshot_index`]).
 
-use std::collections::HashSet;
-
 use bytes::Bytes;
 use iceberg::spec::TableMetadata;
 use serde_json::{Map, Value};
@@ -94,8 +92,10 @@ pub fn metadata_parts(
         Some(Value::Array(items)) => items,
         _ => Vec::new(),
     };
-    // A snapshot parsed as well (never, from a split) is written once, as parsed.
-    let ids: HashSet<i64> = parsed
+    // A snapshot parsed as well (never, from a split) is written once, as parsed. The
+    // parsed ones are few (the working snapshots and the new), the carried a thousand:
+    // a list, not a hashed set.
+    let ids: Vec<i64> = parsed
         .iter()
         .filter_map(|p| p.get("snapshot-id").and_then(Value::as_i64))
         .collect();

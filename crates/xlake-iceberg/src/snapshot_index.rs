@@ -245,7 +245,8 @@ pub(crate) fn parse(text: &str, file: &str) -> Option<Index> {
         .next()
         .map_or("", |rest| &text[text.len() - rest.len() - 1..]);
     // Read in one pass (a thousand entries a commit); entries are 50-65 bytes.
-    let (mut entries, mut lens) = (Vec::with_capacity(rest.len() / 48), Vec::new());
+    let room = rest.len() / 48;
+    let (mut entries, mut lens) = (Vec::with_capacity(room), Vec::with_capacity(room));
     let shared: Arc<str> = Arc::from(rest);
     let mut next = rest;
     while let Some(item) = next.strip_prefix(';') {
