@@ -254,6 +254,12 @@ mod tests {
             texts.push(format!("-{digits}"));
             texts.push(digits);
         }
+        // Each followed by more text, so that words of eight bytes hold the number's end.
+        let followed: Vec<String> = texts
+            .iter()
+            .map(|t| format!(r#"{t},"x":123456789}}"#))
+            .collect();
+        texts.extend(followed);
         for text in &texts {
             let read = integer(text);
             // serde_json's reading of the number the text starts with, and what follows.
