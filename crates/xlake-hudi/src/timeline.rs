@@ -73,7 +73,9 @@ impl Timeline {
 
 /// Whether [`Named::parse`] gives file `name`, if an instant's, the requested or inflight
 /// state, told by its end alone: `.inflight`, or `.requested` after an action (a bare
-/// `<time>.requested` is a completed instant of action `requested` to it).
+/// `<time>.requested` is a completed instant of action `requested` to it). Not every
+/// such file: a requested file whose action ends in a digit is not told, and is read
+/// with the completed ones (which keep only what parses as completed).
 fn pending_file(name: &str) -> bool {
     name.ends_with(".inflight")
         || name

@@ -83,11 +83,12 @@ pub(crate) struct LogEntry {
 /// the list. `None` for any other text.
 pub(crate) fn log_at(text: &str) -> Option<(Vec<LogEntry>, &str)> {
     let mut rest = text.strip_prefix('[')?;
-    // An entry is 50-60 bytes; the log is most of what follows (a guess, bounded).
-    let mut entries = Vec::with_capacity(text.len().min(1 << 18) / 64);
     if let Some(after) = rest.strip_prefix(']') {
-        return Some((entries, after));
+        return Some((Vec::new(), after));
     }
+    // Room for a guess, bounded: an entry is 50-65 bytes, and in Iceberg writers' key
+    // order only the metadata log follows the snapshot log.
+    let mut entries = Vec::with_capacity(text.len().min(1 << 18) / 64);
     loop {
         let (entry, after) = log_entry(rest)?;
         entries.push(entry);

@@ -30,8 +30,9 @@ pub(crate) fn names(folder: &Path) -> io::Result<Names> {
     let mut buf = Vec::with_capacity(32 * 1024);
     let mut read = RawDir::new(&dir, buf.spare_capacity_mut());
     // The names kept, one after another, UTF-8 each: made text once at the end. Room for
-    // about what the folder's own size holds (an entry takes a few bytes more than its
-    // name), so that a long timeline's names are not copied as the buffer grows.
+    // about what the folder's own size holds (on ext4 an entry takes a few bytes more
+    // than its name; other file systems report less, and the buffer grows as before), so
+    // that a long timeline's names are not copied as the buffer grows.
     let size = rustix::fs::fstat(&dir).map_or(0, |st| st.st_size);
     let room = usize::try_from(size).unwrap_or(0).clamp(4096, 1 << 20);
     let (mut text, mut ends) = (Vec::with_capacity(room), Vec::with_capacity(room / 32));
