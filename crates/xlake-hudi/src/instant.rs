@@ -64,7 +64,7 @@ impl Instant {
     /// `20260307135657661_20260307135659468.commit`, `….commit.requested`, `….inflight`).
     /// `None` for files that are not instants.
     pub fn parse(dir: &str, name: &str) -> Option<Self> {
-        instants(dir, &[&Named::parse(name)?]).next()
+        instants(dir, &[&Named::parse(name)?]).pop()
     }
 
     /// Requested time, `yyyyMMddHHmmssSSS`.
@@ -176,7 +176,7 @@ impl<'a> Named<'a> {
 
 /// The instants `named`, their files in folder `dir`, their paths in one text: one
 /// allocation for a timeline's thousands.
-pub(crate) fn instants(dir: &str, named: &[&Named]) -> std::vec::IntoIter<Instant> {
+pub(crate) fn instants(dir: &str, named: &[&Named]) -> Vec<Instant> {
     let room = named.iter().map(|n| dir.len() + 1 + n.name.len()).sum();
     let mut text = String::with_capacity(room);
     let mut starts = Vec::with_capacity(named.len());
@@ -185,11 +185,10 @@ pub(crate) fn instants(dir: &str, named: &[&Named]) -> std::vec::IntoIter<Instan
         text.extend([dir, "/", n.name]);
     }
     let text: Arc<str> = Arc::from(text);
-    let built = named
-        .iter()
-        .zip(starts)
-        .map(|(n, start)| n.instant_at(&text, start, dir));
-    built.collect::<Vec<_>>().into_iter()
+    let built = named.iter().zip(starts);
+    built
+        .map(|(n, start)| n.instant_at(&text, start, dir))
+        .collect()
 }
 
 /// The action and state a timeline file name gives after its time(s) and `.`: `commit`

@@ -63,10 +63,9 @@ impl Timeline {
         others.extend(pending.filter_map(Named::parse));
         let mut pending = sorted(&others);
         pending.dedup_by(|a, b| a.requested == b.requested);
-        let instants = |named: Vec<&Named>| instants(dir, &named).collect();
         Self {
-            completed: instants(sorted(&completed)),
-            pending: instants(pending),
+            completed: instants(dir, &sorted(&completed)),
+            pending: instants(dir, &pending),
         }
     }
 }

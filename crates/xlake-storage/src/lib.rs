@@ -7,11 +7,12 @@
 //! through it, so there is one I/O stack and one place for credentials.
 //!
 //! On a local root opened by path, folders are listed (`local_list`: names alone with
-//! `getdents64` on Linux, given as [`Names`], one buffer) and whole files read directly with `std::fs` (faster, with
-//! object_store's results and errors); files that are never rewritten in place
-//! ([`TableStore::get_written_once`]: Iceberg metadata) are mapped, not copied, when
-//! 256 KiB or more on a local disk's file system on Linux (`local_read`, the workspace's
-//! one `unsafe` block). Everything else goes through object_store.
+//! `getdents64` on Linux, given as [`Names`], one buffer) and whole files read directly
+//! with `std::fs` (faster, with object_store's results and errors); files that are
+//! never rewritten in place ([`TableStore::get_written_once`]: Iceberg metadata) are
+//! mapped, not copied, when 256 KiB or more on a local disk's file system on Linux
+//! (`local_read`, the workspace's one `unsafe` block). Everything else goes through
+//! object_store.
 //!
 //! Paths given to a [`TableStore`] are either relative to the table root or absolute
 //! locations inside the same store. [`TableStore::put_if_absent`] is the primitive that

@@ -4,9 +4,9 @@
 //!
 //! [`entries`] reads each file's size and time with one `fstatat` (object_store makes
 //! two full-path `statx` calls). [`names`] reads names only: on Linux with `getdents64`
-//! into one buffer (rustix's `RawDir`), allocating nothing but each name kept, where
-//! `std::fs::read_dir` allocates twice for every entry; a Hudi timeline's folder holds
-//! thousands, listed on every sync.
+//! into one buffer (rustix's `RawDir`), the names kept copied into one more ([`Names`]),
+//! where `std::fs::read_dir` allocates twice for every entry; a Hudi timeline's folder
+//! holds thousands, listed on every sync.
 
 use std::io;
 use std::path::Path;
