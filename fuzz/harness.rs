@@ -157,13 +157,12 @@ pub fn delta_actions(data: &[u8]) {
         }
         if let Some(dv) = &add.deletion_vector {
             if let Ok(d) = serde_json::from_value::<deletion_vector::Descriptor>(dv.clone()) {
-                if d.storage_type == "i" {
-                    if let Ok(bytes) =
-                        deletion_vector::z85_decode_sized(&d.path_or_inline_dv, d.size_in_bytes)
-                    {
-                        let _ = deletion_vector::positions(&bytes);
-                    }
-                }
+                let records = add
+                    .stats
+                    .as_deref()
+                    .and_then(|s| values::parse_stats(s, &table).ok());
+                let _ = deletion_vector::inline_vector(&d, records.and_then(|(n, _)| n));
+                let _ = deletion_vector::uuid_path(&d.path_or_inline_dv);
             }
         }
     }
@@ -188,10 +187,25 @@ pub fn delta_stats(data: &[u8]) {
 }
 
 /// A deletion vector: Z85 text (inline vectors) and a serialized `RoaringBitmapArray`.
+/// The same text read as an inline vector of each size near its length, and as the id of a
+/// `u` vector's file.
 pub fn delta_deletion_vector(data: &[u8]) {
     let _ = deletion_vector::positions(data);
-    if let Ok(bytes) = deletion_vector::z85_decode(&String::from_utf8_lossy(data)) {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(bytes) = deletion_vector::z85_decode(&text) {
         let _ = deletion_vector::positions(&bytes);
+    }
+    let _ = deletion_vector::uuid_path(&text);
+    let near = (text.len() / 5 * 4) as u64;
+    for size in near.saturating_sub(3)..=near {
+        let d = deletion_vector::Descriptor {
+            storage_type: "i".into(),
+            path_or_inline_dv: text.to_string(),
+            offset: None,
+            size_in_bytes: size,
+            cardinality: 1,
+        };
+        let _ = deletion_vector::inline_vector(&d, Some(size));
     }
 }
 

@@ -241,3 +241,65 @@ fn not_root() -> bool {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim() != "0")
         .unwrap_or(true)
 }
+
+/// Issue 48, defect 5: log text that panicked (a `u` vector id split inside a multi-byte
+/// character) or was taken silently (column mapping ids that are no field id).
+#[tokio::test]
+async fn multi_byte_vector_ids_and_out_of_range_mapping_ids_are_refused() {
+    let (_dir, root) = common::delta::extract("simple_table");
+    common::sync_consistent(&root, 5, "simple_table").await;
+    let next = common::delta::commit_versions(&root).last().unwrap() + 1;
+    let log = root.join("_delta_log");
+    let dv = serde_json::json!({"storageType": "u", "pathOrInlineDv": "abécdefghijklmnopqrstu",
+        "offset": 1, "sizeInBytes": 4, "cardinality": 1});
+    let file = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .find(|n| n.ends_with(".parquet"))
+        .unwrap();
+    let add = serde_json::json!({"add": {"path": file, "partitionValues": {}, "size": 1,
+        "modificationTime": 1, "dataChange": false, "deletionVector": dv}});
+    std::fs::write(log.join(format!("{next:020}.json")), format!("{add}\n")).unwrap();
+    let before = metadata_snapshot(&root);
+    let (code, text) = common::xlake(&["sync", root.to_str().unwrap()]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("20 Z85 characters"), "{text}");
+    // `check` reports the commit missing, `--deep` that it cannot read it (both panicked
+    // before, exit 101).
+    for (deep, want) in [(&[][..], 1), (&["--deep"][..], 2)] {
+        let (code, text) = common::xlake(&[&["check", root.to_str().unwrap()][..], deep].concat());
+        assert_eq!(code, want, "{text}");
+    }
+    assert_eq!(metadata_snapshot(&root), before);
+
+    for id in ["-1", "99999999999"] {
+        let (_dir, root) = common::delta::extract("column_mapping_id");
+        let log = root.join("_delta_log");
+        let last = *common::delta::commit_versions(&root).last().unwrap();
+        let text = std::fs::read_to_string(log.join(format!("{:020}.json", 0))).unwrap();
+        let meta = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|a| a.get("metaData").is_some())
+            .unwrap();
+        let schema = meta["metaData"]["schemaString"].as_str().unwrap();
+        let mut schema: serde_json::Value = serde_json::from_str(schema).unwrap();
+        let name = schema["fields"][0]["name"].as_str().unwrap().to_string();
+        schema["fields"][0]["metadata"]["delta.columnMapping.id"] =
+            serde_json::from_str(id).unwrap();
+        let mut meta = meta.clone();
+        meta["metaData"]["schemaString"] = schema.to_string().into();
+        std::fs::write(
+            log.join(format!("{:020}.json", last + 1)),
+            format!("{meta}\n"),
+        )
+        .unwrap();
+        let (code, text) = common::xlake(&["sync", root.to_str().unwrap()]);
+        assert_eq!(code, 1, "{text}");
+        assert!(
+            text.contains(&format!("column {name}: column mapping id {id}"))
+                && text.contains(&format!("version {}", last + 1)),
+            "{text}"
+        );
+    }
+}

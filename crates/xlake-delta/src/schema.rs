@@ -22,12 +22,26 @@ struct Nested<'a> {
 }
 
 impl Nested<'_> {
-    fn id(&self, suffix: &str) -> Option<i32> {
-        self.ids
-            .and_then(|m| m.get(format!("{}.{suffix}", self.key)))
-            .and_then(Json::as_i64)
-            .and_then(|i| i32::try_from(i).ok())
+    fn id(&self, suffix: &str) -> Result<Option<i32>, String> {
+        let key = format!("{}.{suffix}", self.key);
+        field_id(self.ids.and_then(|m| m.get(&key)), &key)
     }
+}
+
+/// A column mapping id as an Iceberg field id: absent, or a whole number from 1 to
+/// 2^31-1; anything else is refused, naming the column (`what`), never wrapped or dropped.
+fn field_id(value: Option<&Json>, what: &str) -> Result<Option<i32>, String> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    value
+        .as_i64()
+        .and_then(|i| i32::try_from(i).ok())
+        .filter(|&i| i > 0)
+        .map(Some)
+        .ok_or_else(|| {
+            format!("column {what}: column mapping id {value} is not a field id (1 to 2147483647)")
+        })
 }
 
 /// A table schema and, for column mapping, the physical-to-logical path map.
@@ -148,10 +162,7 @@ fn struct_field(
     let nullable = f.get("nullable").and_then(Json::as_bool).unwrap_or(true);
     let mut field = Field::new(name, data_type, nullable);
     if mapped {
-        field.id = meta
-            .and_then(|m| m.get(MAPPING_ID))
-            .and_then(Json::as_i64)
-            .and_then(|i| i32::try_from(i).ok());
+        field.id = field_id(meta.and_then(|m| m.get(MAPPING_ID)), &lpath)?;
         if physical != name {
             field.aliases.push(physical.to_string());
         }
@@ -212,11 +223,12 @@ fn data_type(
                     .get("containsNull")
                     .and_then(Json::as_bool)
                     .unwrap_or(true);
-                Ok(child("elementType", "element", paths)?.map(|element| {
-                    let mut element = Field::new("element", element, nullable);
-                    element.id = nested.id("element");
-                    DataType::List(Box::new(element))
-                }))
+                let Some(element) = child("elementType", "element", paths)? else {
+                    return Ok(None);
+                };
+                let mut element = Field::new("element", element, nullable);
+                element.id = nested.id("element")?;
+                Ok(Some(DataType::List(Box::new(element))))
             }
             Some("map") => {
                 let nullable = obj
@@ -230,9 +242,9 @@ fn data_type(
                     return Ok(None);
                 };
                 let mut key = Field::new("key", key, false);
-                key.id = nested.id("key");
+                key.id = nested.id("key")?;
                 let mut value = Field::new("value", value, nullable);
-                value.id = nested.id("value");
+                value.id = nested.id("value")?;
                 Ok(Some(DataType::Map {
                     key: Box::new(key),
                     value: Box::new(value),
@@ -380,5 +392,24 @@ mod tests {
             (None, None),
             "no nested ids: xlake assigns"
         );
+    }
+
+    #[test]
+    fn mapping_ids_outside_the_field_id_range_are_refused() {
+        let schema = |id: &str| {
+            format!(
+                r#"{{"type":"struct","fields":[{{"name":"a b","type":"long","nullable":true,"metadata":{{"delta.columnMapping.id":{id},"delta.columnMapping.physicalName":"col-1"}}}}]}}"#
+            )
+        };
+        for id in ["-1", "0", "99999999999", "1.5", "\"3\""] {
+            let err = parse_schema(&schema(id), true, &[]).unwrap_err();
+            assert!(err.contains("column a b: column mapping id"), "{id}: {err}");
+        }
+        let t = parse_schema(&schema("2147483647"), true, &[]).unwrap();
+        assert_eq!(t.schema.fields[0].id, Some(i32::MAX));
+        let nested = r#"{"type":"struct","fields":[{"name":"l","type":{"type":"array","elementType":"long","containsNull":true},"nullable":true,
+             "metadata":{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-l","delta.columnMapping.nested.ids":{"col-l.element":-7}}}]}"#;
+        let err = parse_schema(nested, true, &[]).unwrap_err();
+        assert!(err.contains("col-l.element"), "{err}");
     }
 }

@@ -269,12 +269,12 @@ impl DeltaSource {
             let descriptor: Descriptor = serde_json::from_value(dv.clone())
                 .map_err(|e| format!("{}: deletion vector descriptor: {e}", add.path))?;
             if self.decode_vectors {
-                file.deleted_rows = deletion_vector::read(&self.store, &descriptor)
+                file.deleted_rows = deletion_vector::read(&self.store, &descriptor, records)
                     .await
                     .map_err(|e| format!("{}: deletion vector: {e}", add.path))?;
             }
             file.deletion_vector = Some(
-                crate::vector_bytes::vector_of(&descriptor)
+                crate::vector_bytes::vector_of(&descriptor, records)
                     .map_err(|e| format!("{}: deletion vector: {e}", add.path))?,
             );
         }

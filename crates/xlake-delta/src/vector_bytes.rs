@@ -3,11 +3,12 @@
 
 use xlake_model::{DeletionVector, VectorBytes};
 
-use crate::deletion_vector::{uuid_path, z85_decode_sized, Descriptor};
+use crate::deletion_vector::{inline_vector, uuid_path, Descriptor};
 
-/// The neutral form of a descriptor: inline bytes decoded from Z85, or the file, offset
-/// and size of a `u` or `p` vector.
-pub fn vector_of(d: &Descriptor) -> Result<DeletionVector, String> {
+/// The neutral form of a descriptor: inline bytes decoded from Z85 (the one valid reading,
+/// see [`inline_vector`]; `num_records` is the file's row count when the log gives it), or
+/// the file, offset and size of a `u` or `p` vector.
+pub fn vector_of(d: &Descriptor, num_records: Option<u64>) -> Result<DeletionVector, String> {
     let stored = |path: String| VectorBytes::Stored {
         path,
         // Delta's default: the vector follows the file's one-byte format version.
@@ -15,9 +16,8 @@ pub fn vector_of(d: &Descriptor) -> Result<DeletionVector, String> {
         size: d.size_in_bytes,
     };
     let bytes = match d.storage_type.as_str() {
-        // Decoded as Delta's reference codec does (the padded last group wraps, the bytes
-        // are cut to the size the log records), like the vectors a v2 mirror decodes.
-        "i" => VectorBytes::Inline(z85_decode_sized(&d.path_or_inline_dv, d.size_in_bytes)?),
+        // Read as its writer encoded it, like the vectors a v2 mirror decodes.
+        "i" => VectorBytes::Inline(inline_vector(d, num_records)?.0),
         "u" => stored(uuid_path(&d.path_or_inline_dv)?),
         "p" => stored(d.path_or_inline_dv.clone()),
         other => return Err(format!("unknown deletion vector storage type {other:?}")),
@@ -44,7 +44,7 @@ mod tests {
 
     #[test]
     fn each_storage_type_has_its_neutral_form() {
-        let u = vector_of(&descriptor("u", &"0".repeat(20), Some(9))).unwrap();
+        let u = vector_of(&descriptor("u", &"0".repeat(20), Some(9)), None).unwrap();
         assert_eq!(
             u.bytes,
             VectorBytes::Stored {
@@ -53,10 +53,17 @@ mod tests {
                 size: 4
             }
         );
-        let p = vector_of(&descriptor("p", "s3://b/t/dv.bin", None)).unwrap();
+        let p = vector_of(&descriptor("p", "s3://b/t/dv.bin", None), None).unwrap();
         assert!(matches!(p.bytes, VectorBytes::Stored { offset: 1, .. }));
-        let i = vector_of(&descriptor("i", "Hello", None)).unwrap();
-        assert_eq!(i.bytes, VectorBytes::Inline(vec![0x86, 0x4F, 0xD2, 0x6F]));
-        assert!(vector_of(&descriptor("x", "", None)).is_err());
+        // delta-kernel-rs's cdf-table-with-dv, version 5: row 3, a '#'-marked tail.
+        let mut inline = descriptor("i", "^Bg9^0rr910000000000iXQKl0rr91000005c8Xg##093", None);
+        inline.size_in_bytes = 34;
+        let i = vector_of(&inline, Some(10)).unwrap();
+        let VectorBytes::Inline(bytes) = i.bytes else {
+            panic!("inline bytes")
+        };
+        assert_eq!(bytes.len(), 34);
+        assert_eq!(crate::deletion_vector::positions(&bytes).unwrap(), [3]);
+        assert!(vector_of(&descriptor("x", "", None), None).is_err());
     }
 }
