@@ -66,6 +66,16 @@ pub struct WriterArg {
     pub single_writer: bool,
 }
 
+/// Where a log may name files outside the table (sync, commit; serve has its own).
+#[derive(Args, Default)]
+pub struct AllowArg {
+    /// Confine the files a log names (data files, deletion vector files) to the table and
+    /// these location prefixes (repeatable): a commit naming any other fails before
+    /// anything there is read. Without it, absolute locations are read where they are.
+    #[arg(long = "allow", value_name = "LOCATION-PREFIX")]
+    pub allow: Vec<String>,
+}
+
 /// What every command that mirrors commits (sync, commit, serve) is told: the view, the
 /// format version, the catalog entry and the single-writer promise.
 #[derive(Args)]
@@ -142,6 +152,8 @@ pub enum Command {
         #[arg(long, value_name = "FORMAT")]
         format: Option<String>,
         #[command(flatten)]
+        allow: AllowArg,
+        #[command(flatten)]
         mirror: MirrorArgs,
     },
     /// In-commit mode, the last step of a write job: mirror everything pending up to this
@@ -158,6 +170,8 @@ pub enum Command {
         /// Delta: the version just written.
         #[arg(long)]
         version: Option<u64>,
+        #[command(flatten)]
+        allow: AllowArg,
         #[command(flatten)]
         mirror: MirrorArgs,
     },

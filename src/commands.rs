@@ -18,7 +18,7 @@ use xlake_sync::serve::{bind, serve, MetricsEndpoint, ServeConfig};
 use xlake_sync::snapshots::snapshots;
 use xlake_sync::{check_with, mirror_commit, sync, SyncOptions};
 
-use crate::args::{CatalogArgs, Command, MirrorArgs, TableArg, ViewArg, WriterArg};
+use crate::args::{AllowArg, CatalogArgs, Command, MirrorArgs, TableArg, ViewArg, WriterArg};
 use crate::demo::{self, DemoError};
 use crate::out::outln;
 use crate::print;
@@ -63,6 +63,7 @@ pub async fn run(command: Command) -> Outcome {
             from_latest,
             rebuild,
             format,
+            allow,
             mirror,
         } => {
             source_table_of(&table, format.as_deref()).await?;
@@ -71,6 +72,7 @@ pub async fn run(command: Command) -> Outcome {
                 skip_file_check,
                 from_latest,
                 rebuild,
+                data_roots: data_roots(&table, &allow)?,
                 ..mirror_options(&mirror)?
             };
             sync_and_print(&table, &options).await
@@ -79,10 +81,14 @@ pub async fn run(command: Command) -> Outcome {
             table: TableArg { table },
             instant,
             version,
+            allow,
             mirror,
         } => {
             source_table(&table).await?;
-            let options = mirror_options(&mirror)?;
+            let options = SyncOptions {
+                data_roots: data_roots(&table, &allow)?,
+                ..mirror_options(&mirror)?
+            };
             let commit =
                 instant.unwrap_or_else(|| version.map(|v| v.to_string()).unwrap_or_default());
             let mut progress = Progress::new();
@@ -275,6 +281,17 @@ fn mirror_options(m: &MirrorArgs) -> Result<SyncOptions, Failure> {
         format_version: m.target.format_version,
         ..options(&m.view, &m.writer)
     })
+}
+
+/// With `--allow`: the table and the prefixes, normalised, that the files a log names
+/// must lie under; bad locations are a usage error (exit 2).
+fn data_roots(table: &str, allow: &AllowArg) -> Result<Option<Vec<String>>, Failure> {
+    if allow.allow.is_empty() {
+        return Ok(None);
+    }
+    let table = xlake_sync::serve::access::normalise(table).map_err(usage)?;
+    let allowed = Allowed::new(&allow.allow, &[]).map_err(usage)?;
+    Ok(Some(allowed.data_roots(&table)))
 }
 
 /// The catalog entry the options name, if any; bad options are a usage error (exit 2).

@@ -269,6 +269,72 @@ fn a_crafted_log_naming_a_file_outside_the_allowed_roots_is_refused() {
     assert!(!text.contains(&format!("DELTA {version}")), "{text}");
 }
 
+/// A Delta commit adding a hard link of a table file whose deletion vector is stored at
+/// `vector` (a `p` descriptor: an absolute path the log's author chose).
+fn with_outside_vector(root: &Path, version: u64, vector: &Path) {
+    let first = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .unwrap();
+    let size = std::fs::metadata(&first).unwrap().len();
+    std::fs::hard_link(&first, root.join("dv.parquet")).unwrap();
+    let dv = serde_json::json!({"storageType": "p", "pathOrInlineDv": vector.display().to_string(),
+        "offset": 0, "sizeInBytes": 4, "cardinality": 1});
+    let add = serde_json::json!({"add": {"path": "dv.parquet", "partitionValues": {}, "size": size,
+        "modificationTime": 1, "dataChange": true, "deletionVector": dv}});
+    let info = serde_json::json!({"commitInfo": {"timestamp": 1_700_000_100_000u64, "operation": "DELETE"}});
+    std::fs::write(
+        root.join(format!("_delta_log/{version:020}.json")),
+        format!("{info}\n{add}\n"),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_deletion_vector_outside_the_allowed_roots_is_never_read() {
+    // Issue 48, defect 4: the vector was read while the source replayed, before the check,
+    // so the answer told whether the outside file existed and the log took 4 of its bytes.
+    let outside = tempfile::tempdir().unwrap();
+    // A FIFO: opening it for reading would block until a writer came, so an answer at all
+    // shows it was never opened.
+    let fifo = outside.path().join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let missing = outside.path().join("missing");
+    let mut answers = Vec::new();
+    for vector in [&fifo, &missing] {
+        let (_dir, root, version) = delta_table(0, None);
+        with_outside_vector(&root, version + 1, vector);
+        let server = start(&["--allow", &allow(&root)]);
+        let message = message(&root, &(version + 1).to_string());
+        let (status, body) = server.post(Some(KEY), &message.to_string());
+        assert_eq!(status, 500, "{body}");
+        assert!(body.contains("outside the table"), "{body}");
+        assert!(
+            !body.contains(&outside.path().display().to_string()),
+            "{body}"
+        );
+        answers.push(body.replace(&root.display().to_string(), "<root>"));
+        // The commit before it is mirrored; it is not.
+        let (_, text) = common::xlake(&["snapshots", root.to_str().unwrap()]);
+        assert!(text.contains(&format!("DELTA {version}")), "{text}");
+        assert!(!text.contains(&format!("DELTA {}", version + 1)), "{text}");
+        // `sync --allow` confines the same way.
+        let table = root.to_str().unwrap();
+        let (code, text) = common::xlake(&["sync", table, "--allow", &allow(&root)]);
+        assert_eq!(code, 1, "{text}");
+        assert!(text.contains("outside the table"), "{text}");
+    }
+    assert_eq!(
+        answers[0], answers[1],
+        "the answer tells nothing of the outside file"
+    );
+}
+
 #[test]
 fn metrics_show_a_table_that_stops_being_mirrored() {
     let (_dir, root, version) = delta_table(2, None);

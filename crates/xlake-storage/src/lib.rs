@@ -68,6 +68,13 @@ pub enum StorageError {
         /// Full location.
         location: String,
     },
+    /// A location outside the table and the allowed ones ([`TableStore::confined`]):
+    /// refused before any request, so the answer is the same whether it exists or not.
+    #[error("a location outside the table and the allowed locations (named in the log); nothing there was read")]
+    Outside {
+        /// The location as named.
+        location: String,
+    },
     /// The store cannot write an object only if it is absent, so commits could not be
     /// atomic.
     #[error("{location}: this store does not support put-if-absent (conditional writes), which xlake's atomic commit relies on; {reason}. If exactly one xlake process ever writes this table, pass --single-writer")]
@@ -132,6 +139,26 @@ pub struct TableStore {
     local_root: Option<std::path::PathBuf>,
     /// Where this handle records what it writes (see [`Self::journaled`]).
     journal: Option<Journal>,
+    /// Which locations outside the table root may be touched (see [`Self::confined`]).
+    confinement: Option<Confinement>,
+}
+
+/// Which absolute locations outside the table root a [`TableStore::confined`] handle may
+/// touch: a predicate over the location as the log names it, decided before any request.
+#[derive(Clone)]
+pub struct Confinement(Arc<dyn Fn(&str) -> bool + Send + Sync>);
+
+impl Confinement {
+    /// Locations for which `allowed` returns true may be touched.
+    pub fn new(allowed: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
+        Self(Arc::new(allowed))
+    }
+}
+
+impl std::fmt::Debug for Confinement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Confinement")
+    }
 }
 
 /// The paths a [`TableStore::journaled`] handle wrote or tried to write, in order: what
@@ -409,6 +436,7 @@ impl TableStore {
             retry: RetryPolicy::default(),
             local_root: Some(abs.to_path_buf()),
             journal: None,
+            confinement: None,
         })
     }
 
@@ -461,6 +489,7 @@ impl TableStore {
             retry: RetryPolicy::default(),
             local_root: None,
             journal: None,
+            confinement: None,
         }
     }
 
@@ -511,6 +540,14 @@ impl TableStore {
     /// put-if-absent is accepted: the write becomes a check followed by a plain write.
     pub fn with_single_writer(mut self, single_writer: bool) -> Self {
         self.single_writer = single_writer;
+        self
+    }
+
+    /// Confine this handle: an absolute location outside the table root is touched only if
+    /// `confinement` allows it; any other fails with [`StorageError::Outside`] before a
+    /// request is made. Paths relative to the root are always the table's own.
+    pub fn confined(mut self, confinement: Confinement) -> Self {
+        self.confinement = Some(confinement);
         self
     }
 
@@ -605,7 +642,14 @@ impl TableStore {
     }
 
     fn object_path(&self, path: &str) -> Result<Path, StorageError> {
-        let full = if let Some(rel) = self.relative(path) {
+        let relative = self.relative(path);
+        if relative.is_none() && self.confinement.as_ref().is_some_and(|c| !(c.0)(path)) {
+            tracing::error!(table = %self.location, location = %path, "refused: outside the table and the allowed locations");
+            return Err(StorageError::Outside {
+                location: path.to_string(),
+            });
+        }
+        let full = if let Some(rel) = relative {
             let root = self.root.as_ref();
             if root.is_empty() {
                 rel.to_string()

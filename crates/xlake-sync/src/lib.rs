@@ -163,9 +163,10 @@ pub struct SyncOptions {
     /// mirror the source's history afresh here, then set the old metadata files aside
     /// (see [`rebuild`]). On a table at home, a plain sync.
     pub rebuild: bool,
-    /// When set (by `serve`), every data file a commit adds must lie under one of these
-    /// normalised locations (the table's own first): a commit naming any other file fails
-    /// before anything outside is read.
+    /// When set (by `serve`, and `sync --allow`), every data file a commit adds must lie
+    /// under one of these normalised locations (the table's own first): a commit naming
+    /// any other file, or a deletion vector file elsewhere, fails before anything outside
+    /// is read (the store itself is confined, see [`open_store`]).
     pub data_roots: Option<Vec<String>>,
     /// The catalog entry to keep pointing at the current version.
     pub catalog: Option<CatalogTarget>,
@@ -175,8 +176,17 @@ pub struct SyncOptions {
 }
 
 /// Open the table root at `location` as `options` say.
+/// With `options.data_roots`, the store is confined to them: a location a log names
+/// outside the table and the roots (a data file, a deletion vector's file) is refused
+/// before anything there is read, so the answer never tells whether it exists.
 pub fn open_store(location: &str, options: &SyncOptions) -> Result<TableStore, SyncError> {
-    Ok(TableStore::open(location)?.with_single_writer(options.single_writer))
+    let store = TableStore::open(location)?.with_single_writer(options.single_writer);
+    Ok(match options.data_roots.clone() {
+        Some(roots) => store.confined(xlake_storage::Confinement::new(move |path| {
+            serve::access::data_file_allowed(path, &roots)
+        })),
+        None => store,
+    })
 }
 
 /// `options`, with the merge-on-read view turned on when the table's snapshots record that
