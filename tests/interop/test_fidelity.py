@@ -6,13 +6,12 @@ each one consistent.
 1. Columns data files hold that the schema does not name (Hudi meta columns of a table with
    `hoodie.populate.meta.fields=false`; Delta `_change_type` under change data feed).
 3. A Hudi table with no completed commit: an Iceberg table with no snapshot.
-6. An inline deletion vector whose last Z85 group does not fit 32 bits.
+6. Inline deletion vectors as the z85 crate and delta-spark encode them (issue 45).
 7. Delta `void` columns: left out of the Iceberg schema, marked degraded.
 """
 import json
 import pathlib
 import shutil
-import struct
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -230,9 +229,13 @@ def test_hudi_table_without_commits(tmp_path, engines):
     deep_check(table)
 
 
-# --- 6. an inline deletion vector whose last Z85 group overflows ---------------------------
+# --- 6. inline deletion vectors as their writers encode them ------------------------------
 
 Z85 = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+# Made by the z85 crate's encoder (delta-rs, delta-kernel-rs) and by delta-spark's rule;
+# a Rust test in crates/xlake-delta holds the file to what the encoders give.
+VECTORS = json.loads((pathlib.Path(__file__).resolve().parents[1] / "data" / "inline_vectors.json").read_text())
+FILE_ROWS = 65_600
 
 
 def _group(value):
@@ -243,65 +246,86 @@ def _group(value):
     return bytes(reversed(digits)).decode()
 
 
-def _z85(data):
-    """Delta's encodeBytes: zero-padded to a multiple of 4, 5 characters per group."""
-    data = data + bytes(-len(data) % 4)
-    return "".join(_group(struct.unpack(">I", data[i:i + 4])[0]) for i in range(0, len(data), 4))
+def _digits(text):
+    value = 0
+    for c in text.encode():
+        value = value * 85 + Z85.index(c)
+    return value
 
 
-def _bitmap_array(positions):
-    """A RoaringBitmapArray (Delta's portable layout) of positions below 2^16: magic, one
-    bitmap of key 0, a roaring bitmap with one array container."""
-    values = sorted(positions)
-    roaring = struct.pack("<IIHHI", 12346, 1, 0, len(values) - 1, 16) + b"".join(struct.pack("<H", v) for v in values)
-    return struct.pack("<IQI", 1681511377, 1, 0) + roaring
+def _replace_with_vectors(table, version, adds, texts, cardinalities):
+    """Version `version` removes each of `adds` and adds it again with an inline vector."""
+    actions = []
+    for add, text, (size, cardinality) in zip(adds, texts, cardinalities):
+        dv = {"storageType": "i", "pathOrInlineDv": text, "sizeInBytes": size, "cardinality": cardinality}
+        actions.append({"remove": {"path": add["path"], "dataChange": True, "deletionTimestamp": 1_700_000_002_000,
+                                   "extendedFileMetadata": True, "partitionValues": {}, "size": add["size"]}})
+        actions.append({"add": dict(add, deletionVector=dv)})
+    _commit(table, version, actions, "DELETE")
 
 
-def _dv_table(path, text, size, cardinality):
-    """10 rows; the deletionVectors feature; then version 2 re-adds the file with an inline
-    vector of Z85 `text`."""
-    write_deltalake(path, pa.table({"id": pa.array(range(10), pa.int64()), "s": [f"r{i}" for i in range(10)]}))
+def _files_with_dv_feature(path, files, rows):
+    """`files` appends of `rows` rows each (ids numbered on across files), then the
+    deletionVectors feature; the adds, in order."""
+    for i in range(files):
+        ids = pa.array(range(i * rows, (i + 1) * rows), pa.int64())
+        write_deltalake(path, pa.table({"id": ids}), mode="append")
     DeltaTable(str(path)).alter.add_feature([TableFeatures.DeletionVectors], allow_protocol_versions_increase=True)
-    add = next(a["add"] for a in delta.actions(path, 0) if "add" in a)
-    dv = {"storageType": "i", "pathOrInlineDv": text, "sizeInBytes": size, "cardinality": cardinality}
-    remove = {"path": add["path"], "dataChange": True, "deletionTimestamp": 1_700_000_002_000,
-              "extendedFileMetadata": True, "partitionValues": {}, "size": add["size"]}
-    _commit(path, 2, [{"remove": remove}, {"add": dict(add, deletionVector=dv)}], "DELETE")
+    return [next(a["add"] for a in delta.actions(path, v) if "add" in a) for v in range(files)]
 
 
-def test_inline_deletion_vector_with_overflowing_last_group(tmp_path, engines):
-    """Rows 1, 4, 6 deleted. The vector is 38 bytes, so its last group holds 2 bytes and 2 of
-    padding; written 2^32 higher it still decodes, in Delta's reference codec (groups taken
-    modulo 2^32, bytes kept within sizeInBytes), to the same bytes. delta-rs 1.6.6 decodes
-    that group differently (it keeps row 6), so the rows to expect are delta-rs's on a twin
-    table whose vector is encoded plainly."""
-    data = _bitmap_array([1, 4, 6])
-    assert len(data) % 4 == 2
-    plain = _z85(data)
-    last = struct.unpack(">I", data[-2:] + b"\0\0")[0]
-    assert last + 2**32 < 85**5
-    overflowing = plain[:-5] + _group(last + 2**32)
-    twin, table = tmp_path / "plain", tmp_path / "overflowing"
-    _dv_table(twin, plain, len(data), 3)
-    _dv_table(table, overflowing, len(data), 3)
-    expected = delta_expected(twin)
-    assert sorted(r["id"] for r in expected[2][1]) == [0, 2, 3, 5, 7, 8, 9]
-    synced(twin)
+@pytest.mark.parametrize("encoder", ["z85", "padded"])
+def test_inline_deletion_vectors_of_every_tail_read_as_delta_rs_reads_them(tmp_path, engines, encoder):
+    """Eight files of 65,600 rows; then one version gives each an inline vector, as the z85
+    crate encodes it (tails of 0-3 bytes, rows near 0 and near 2^16) or as delta-spark does
+    (zero-padded). delta-rs must delete exactly the vectors' rows, and every Iceberg reader
+    must equal delta-rs at every version."""
+    table = tmp_path / encoder
+    adds = _files_with_dv_feature(table, len(VECTORS), FILE_ROWS)
+    assert {json.loads(a["stats"])["numRecords"] for a in adds} == {FILE_ROWS}
+    version = len(VECTORS) + 1
+    counts = [(v["size"], len(v["rows"])) for v in VECTORS]
+    _replace_with_vectors(table, version, adds, [v[encoder] for v in VECTORS], counts)
+    if encoder == "z85":
+        assert sum(v["z85"] != v["padded"] for v in VECTORS) == 6, "tails of 1-3 bytes are '#'-marked"
+    deleted = {i * FILE_ROWS + r for i, v in enumerate(VECTORS) for r in v["rows"]}
+    expected = delta_expected(table, [version - 1, version])
+    ids = {r["id"] for r in expected[version][1]}
+    assert set(range(len(VECTORS) * FILE_ROWS)) - ids == deleted, "delta-rs deletes the vectors' rows"
     synced(table)
     compare(engines, table, expected)
-    compare(engines, twin, expected)
     deep_check(table)
 
-    # Anything else malformed is still refused, naming the version: a cardinality the
-    # vector does not hold, a group that overflows before the last.
-    for name, text, cardinality, message in [
-        ("count", plain, 4, "holds 3 rows, the log says 4"),
-        ("early", plain[:5] + _group(struct.unpack(">I", data[4:8])[0] + 2**32) + plain[10:], 3, "overflows"),
-    ]:
+
+def test_inline_vectors_no_encoder_writes_are_refused(tmp_path):
+    """A vector with a group written 2^32 higher (the last or an earlier one), a cardinality
+    it does not hold, a size its text cannot have, or a row beyond the file: refused, naming
+    the version, with the versions before it mirrored and `metadata/` left as it was."""
+    vector = VECTORS[2]
+    assert vector["size"] % 4 == 2 and max(vector["rows"]) < 10
+    plain = vector["padded"]
+
+    def wrapped(at):
+        value = _digits(plain[at:at + 5]) + 2**32
+        assert value < 85**5
+        return plain[:at] + _group(value) + plain[at + 5:]
+
+    cases = [
+        ("last", wrapped(len(plain) - 5), vector["size"], 3, "overflows 32 bits"),
+        ("early", wrapped(5), vector["size"], 3, "overflows 32 bits"),
+        ("count", plain, vector["size"], 4, "holds 3 rows, the log says 4"),
+        ("size", vector["z85"], vector["size"] + 1, 3, "cannot hold"),
+        ("beyond", VECTORS[6]["z85"], VECTORS[6]["size"], 3, "of a file of 10 rows"),
+    ]
+    for name, text, size, cardinality, message in cases:
         bad = tmp_path / name
-        _dv_table(bad, text, len(data), cardinality)
+        adds = _files_with_dv_feature(bad, 1, 10)
+        synced(bad)
+        before = sorted((p.name, p.read_bytes()) for p in (bad / "metadata").iterdir())
+        _replace_with_vectors(bad, 2, adds, [text], [(size, cardinality)])
         result = sync(bad)
-        assert result.returncode != 0 and message in result.stderr and "version 2" in result.stderr, result.stderr
+        assert result.returncode != 0 and message in result.stderr and "version 2" in result.stderr, (name, result.stderr)
+        assert sorted((p.name, p.read_bytes()) for p in (bad / "metadata").iterdir()) == before, name
         assert len(PyIceberg().snapshots(str(bad))) == 2, "versions before the bad one are mirrored"
 
 

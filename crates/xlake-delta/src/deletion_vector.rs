@@ -481,6 +481,49 @@ mod tests {
         assert_eq!(tails.into_iter().collect::<Vec<_>>(), [0, 1, 2, 3]);
     }
 
+    /// The inline vectors the interop suite builds Delta tables from and reads with
+    /// delta-rs (`tests/data/inline_vectors.json`): rows near 0 and 2^16 whose serialized
+    /// sizes leave each remainder mod 4, as the z85 crate and delta-spark's rule encode
+    /// them. The file must be what the encoders give; `XLAKE_WRITE_VECTORS=1` rewrites it.
+    #[test]
+    fn the_interop_suites_inline_vectors_are_the_encoders() {
+        let mut vectors = Vec::new();
+        for base in [0u32, 1 << 16] {
+            let run = || base..base + 40;
+            // A row in the neighbouring 2^16 block: an array container beside the run.
+            let neighbour = if base == 0 { 65_540 } else { base - 6 };
+            let sets: [Vec<u32>; 4] = [
+                vec![base + 1, base + 5],
+                run().chain([neighbour]).collect(),
+                vec![base + 1, base + 4, base + 6],
+                run().collect(),
+            ];
+            for rows in sets {
+                let mut rows = rows;
+                rows.sort_unstable();
+                let bytes = serialized(&rows);
+                let want: Vec<u64> = rows.iter().map(|&r| u64::from(r)).collect();
+                assert_eq!(kernel_rows(&z85::encode(&bytes), bytes.len(), rows.len()), want);
+                vectors.push(serde_json::json!({
+                    "rows": rows,
+                    "size": bytes.len(),
+                    "z85": z85::encode(&bytes),
+                    "padded": padded_text(&bytes),
+                }));
+            }
+        }
+        let tails: Vec<u64> = vectors.iter().map(|v| v["size"].as_u64().unwrap() % 4).collect();
+        assert_eq!(tails, [0, 1, 2, 3, 0, 1, 2, 3]);
+        let lines: Vec<String> = vectors.iter().map(|v| v.to_string()).collect();
+        let text = format!("[\n{}\n]\n", lines.join(",\n"));
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/data/inline_vectors.json");
+        if std::env::var_os("XLAKE_WRITE_VECTORS").is_some() {
+            std::fs::write(&file, &text).unwrap();
+        }
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), text, "XLAKE_WRITE_VECTORS=1 rewrites it");
+    }
+
     #[test]
     fn delta_kernels_cdf_table_with_dv_version_5_deletes_row_3() {
         let text = "^Bg9^0rr910000000000iXQKl0rr91000005c8Xg##093";
