@@ -228,7 +228,16 @@ fn pages_with_values(
         let indexed = |c: usize| {
             let column = metadata.column_index()?.get(g)?.get(c)?;
             let pages = metadata.offset_index()?.get(g)?.get(c)?.page_locations();
-            Some((column, pages))
+            // A page index that is not in order within the group (a crafted or damaged
+            // checkpoint) is not used: the whole group is read.
+            let ordered = pages.first().is_some_and(|p| p.first_row_index == 0)
+                && pages
+                    .windows(2)
+                    .all(|w| w[0].first_row_index < w[1].first_row_index)
+                && pages
+                    .last()
+                    .is_some_and(|p| usize::try_from(p.first_row_index).is_ok_and(|i| i < rows));
+            ordered.then_some((column, pages))
         };
         let mut group: Vec<Range<usize>> = Vec::new();
         for &c in leaves {

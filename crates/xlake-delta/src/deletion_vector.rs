@@ -503,7 +503,10 @@ mod tests {
                 rows.sort_unstable();
                 let bytes = serialized(&rows);
                 let want: Vec<u64> = rows.iter().map(|&r| u64::from(r)).collect();
-                assert_eq!(kernel_rows(&z85::encode(&bytes), bytes.len(), rows.len()), want);
+                assert_eq!(
+                    kernel_rows(&z85::encode(&bytes), bytes.len(), rows.len()),
+                    want
+                );
                 vectors.push(serde_json::json!({
                     "rows": rows,
                     "size": bytes.len(),
@@ -512,7 +515,10 @@ mod tests {
                 }));
             }
         }
-        let tails: Vec<u64> = vectors.iter().map(|v| v["size"].as_u64().unwrap() % 4).collect();
+        let tails: Vec<u64> = vectors
+            .iter()
+            .map(|v| v["size"].as_u64().unwrap() % 4)
+            .collect();
         assert_eq!(tails, [0, 1, 2, 3, 0, 1, 2, 3]);
         let lines: Vec<String> = vectors.iter().map(|v| v.to_string()).collect();
         let text = format!("[\n{}\n]\n", lines.join(",\n"));
@@ -521,7 +527,11 @@ mod tests {
         if std::env::var_os("XLAKE_WRITE_VECTORS").is_some() {
             std::fs::write(&file, &text).unwrap();
         }
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), text, "XLAKE_WRITE_VECTORS=1 rewrites it");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            text,
+            "XLAKE_WRITE_VECTORS=1 rewrites it"
+        );
     }
 
     #[test]

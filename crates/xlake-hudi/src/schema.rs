@@ -116,7 +116,10 @@ fn avro_type(node: &Json, path: &str) -> Result<(DataType, bool), String> {
                     let p = match logical {
                         Some("decimal") => decimal(obj).map_err(err)?,
                         Some("uuid") if size == 16 => PrimitiveType::Uuid,
-                        _ => PrimitiveType::Fixed(size as u32),
+                        _ => PrimitiveType::Fixed(
+                            u32::try_from(size)
+                                .map_err(|_| err(format!("fixed of {size} bytes")))?,
+                        ),
                     };
                     Ok((DataType::Primitive(p), false))
                 }
@@ -230,5 +233,9 @@ mod tests {
             .contains("column u"));
         assert!(avro_to_schema("not json", true).is_err());
         assert!(avro_to_schema(r#""int""#, true).is_err());
+        // A fixed size beyond 32 bits is refused, not wrapped (2^32 + 16 became 16).
+        let fixed = r#"{"type":"record","name":"r","fields":[{"name":"f","type":{"type":"fixed","name":"f","size":4294967312}}]}"#;
+        let err = avro_to_schema(fixed, true).unwrap_err();
+        assert!(err.contains("fixed of 4294967312 bytes"), "{err}");
     }
 }
