@@ -1,0 +1,208 @@
+"""Tables written by the writers users run: Spark with Hudi's own bundle, Spark with
+delta-spark (jars from tests/interop/jars.txt, fetched by `.ci/jars`). Each history runs in
+a process of its own (one Spark session per process, and Hudi's and Delta's session
+settings do not mix), and writes, beside the table, the source engine's own rows at every
+completed commit that gets a snapshot: `<out>/<commit id>.parquet`, the engine's read of
+the table right after the write that made the commit (a later clean may delete the files
+an older commit's rows are in, so a time-travel read afterwards could not give them).
+Each write is followed by `xlake commit` for each commit it made (xlake_cli: XLAKE_BIN, or
+cargo run), as a job's last step would run it (Hudi archives old instants out of the active timeline, so a
+mirror made only at the end would start from the active ones).
+
+    python real_writers.py <history> <table> <out>
+"""
+import json
+import pathlib
+import subprocess
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+JARS = HERE / ".jars"
+
+
+def jar(name):
+    """A pinned jar from the cache, fetched by `.ci/jars` first if it is missing."""
+    path = JARS / f"{name}.jar"
+    if not path.is_file():
+        subprocess.run([str(HERE.parents[1] / ".ci" / "jars")], check=True)
+    return str(path)
+
+
+def session(jars, conf):
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master("local[1]")
+        .appName("xlake-real-writer")
+        .config("spark.jars", ",".join(jar(j) for j in jars))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+    )
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    s = builder.getOrCreate()
+    s.sparkContext.setLogLevel("ERROR")
+    return s
+
+
+# --- Spark + Hudi -------------------------------------------------------------------------
+
+HUDI_SESSION = {
+    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+    "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+    "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+}
+
+
+def hudi_rows(s, start, n, round_, extra=False):
+    from pyspark.sql import Row
+
+    regions = ["eu", "us", "asia"]
+    rows = []
+    for i in range(start, start + n):
+        r = dict(id=i, region=regions[i % 3], name=f"n{i}-r{round_}", price=float(i) + round_ / 10, ts=round_)
+        if extra:
+            r["note"] = f"note{round_}"
+        rows.append(Row(**r))
+    return s.createDataFrame(rows)
+
+
+def hudi_cow(s, table, done):
+    """Copy-on-write, partitioned by `region` (hive-style), the newest Hudi 1.x bundle (table
+    version 9), its metadata table on as by default: insert, upsert, delete,
+    insert_overwrite of a partition, a column added, delete_partition,
+    insert_overwrite_table, then upserts with inline clustering every 3 commits and a clean
+    keeping 6 commits (then archival past the active timeline)."""
+    base = {
+        "hoodie.table.name": "real_cow",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.partitionpath.field": "region",
+        "hoodie.datasource.write.hive_style_partitioning": "true",
+        "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
+        "hoodie.clean.commits.retained": "6",
+        "hoodie.keep.min.commits": "7",
+        "hoodie.keep.max.commits": "8",
+    }
+
+    def write(df, operation, mode="append", **extra):
+        opts = dict(base, **{"hoodie.datasource.write.operation": operation}, **extra)
+        df.write.format("hudi").options(**opts).mode(mode).save(table)
+        done()
+
+    write(hudi_rows(s, 0, 30, 1), "insert", mode="overwrite")
+    write(hudi_rows(s, 0, 10, 2), "upsert")
+    write(hudi_rows(s, 20, 5, 3), "delete")
+    write(hudi_rows(s, 100, 4, 4).filter("region = 'eu'"), "insert_overwrite")
+    write(hudi_rows(s, 5, 6, 5, extra=True), "upsert")
+    write(hudi_rows(s, 0, 3, 6, extra=True).limit(0), "delete_partition",
+          **{"hoodie.datasource.write.partitions.to.delete": "region=asia"})
+    write(hudi_rows(s, 200, 12, 7, extra=True), "insert_overwrite_table")
+    for round_ in range(8, 14):
+        write(hudi_rows(s, 200 + round_ % 4, 4, round_, extra=True), "upsert",
+              **{"hoodie.clustering.inline": "true", "hoodie.clustering.inline.max.commits": "3"})
+
+
+def hudi_commits(table):
+    sys.path.insert(0, str(HERE))
+    import hudi_source
+
+    return [requested for requested, _, _ in hudi_source.snapshot_instants(table)]
+
+
+def hudi_read(s, table):
+    return s.read.format("hudi").load(table)
+
+
+# --- Spark + Delta ------------------------------------------------------------------------
+
+DELTA_SESSION = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.databricks.delta.retentionDurationCheck.enabled": "false",
+}
+
+
+def delta_dv(s, table, done):
+    """Partitioned by `region`, deletion vectors on, a classic checkpoint every 5 versions:
+    append, overwrite, replaceWhere, DELETE, UPDATE, MERGE (each through deletion vectors),
+    a column added, OPTIMIZE, RESTORE."""
+    t = f"delta.`{table}`"
+
+    def sql(text):
+        s.sql(text)
+        done()
+
+    sql(f"CREATE TABLE {t} (id BIGINT, region STRING, name STRING, price DOUBLE) USING delta "
+          "PARTITIONED BY (region) TBLPROPERTIES ('delta.enableDeletionVectors' = 'true', "
+          "'delta.checkpointInterval' = '5')")
+    sql(f"INSERT INTO {t} SELECT id, element_at(array('eu','us','asia'), CAST(id % 3 + 1 AS INT)), "
+          f"concat('n', id), id * 1.5 FROM range(0, 60)")
+    sql(f"INSERT INTO {t} SELECT id, 'eu', concat('m', id), id * 2.0 FROM range(60, 70)")
+    sql(f"DELETE FROM {t} WHERE id % 7 = 0")
+    sql(f"UPDATE {t} SET price = price + 100 WHERE id % 5 = 1")
+    sql(f"MERGE INTO {t} d USING (SELECT id, 'us' AS region, concat('merged', id) AS name, 1.0 AS price "
+          f"FROM range(55, 80)) u ON d.id = u.id AND d.region = u.region "
+          "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    sql(f"INSERT INTO {t} REPLACE WHERE region = 'asia' "
+          "SELECT id, 'asia', concat('a', id), 3.0 FROM range(300, 305)")
+    sql(f"ALTER TABLE {t} ADD COLUMNS (note STRING)")
+    sql(f"INSERT INTO {t} SELECT id, 'eu', 'late', 9.0, 'added' FROM range(400, 403)")
+    sql(f"DELETE FROM {t} WHERE region = 'eu' AND id < 10")
+    sql(f"OPTIMIZE {t}")
+    sql(f"RESTORE TABLE {t} TO VERSION AS OF 4")
+    sql(f"UPDATE {t} SET name = 'after-restore' WHERE id % 4 = 0")
+
+
+def delta_commits(table):
+    return [p.stem.lstrip("0") or "0" for p in sorted((pathlib.Path(table) / "_delta_log").glob("*.json"))]
+
+
+def delta_read(s, table):
+    return s.read.format("delta").load(table)
+
+
+# name: (jars, session settings, the history, its commits that get a snapshot, a read,
+# how `xlake commit` names a commit)
+HISTORIES = {
+    "hudi_cow": (["hudi-spark-1.2"], HUDI_SESSION, hudi_cow, hudi_commits, hudi_read, "--instant"),
+    "delta_dv": (["delta-spark-3.3", "delta-storage-3.3"], DELTA_SESSION, delta_dv, delta_commits, delta_read,
+                 "--version"),
+}
+
+
+def mirror(table, flag, commit):
+    """`xlake commit`, as the write job's last step; a failure fails the history."""
+    sys.path.insert(0, str(HERE))
+    from xlake_cli import xlake
+
+    run = xlake("commit", table, flag, commit)
+    if run.returncode != 0:
+        raise RuntimeError(f"xlake commit {table} {flag} {commit}: {run.returncode}\n{run.stderr}")
+
+
+def main(history, table, out):
+    jars, conf, write, commits, read, flag = HISTORIES[history]
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    s = session(jars, conf)
+    recorded = []
+
+    def done():
+        """Record the engine's rows for the commits the last write completed."""
+        for commit in commits(table):
+            if commit not in recorded:
+                read(s, table).write.mode("overwrite").parquet(str(out / f"{commit}.parquet"))
+                recorded.append(commit)
+                mirror(table, flag, commit)
+
+    write(s, table, done)
+    (out / "done.json").write_text(json.dumps({"history": history, "commits": recorded}))
+    s.stop()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
