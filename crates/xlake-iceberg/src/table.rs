@@ -105,9 +105,10 @@ pub struct LoadedTable {
     /// Every snapshot's head (ids, time, manifest list, what it mirrors), and the JSON
     /// text of the snapshots `metadata` does not hold.
     pub history: Arc<History>,
-    /// `version-hint.text` does not name this version (missing, or older: a writer died
-    /// between the metadata file and the hint). Readers that trust the hint (pyiceberg,
-    /// DuckDB) do not see this version until [`IcebergTable::heal_hint`] rewrites it.
+    /// `version-hint.text` does not name this version exactly (missing; older: a writer
+    /// died between the metadata file and the hint; or spelled otherwise, as `"2\n"`).
+    /// Readers that trust the hint (pyiceberg, DuckDB) do not see this version until
+    /// [`IcebergTable::heal_hint`] rewrites it.
     pub hint_stale: bool,
 }
 
@@ -341,7 +342,7 @@ impl IcebergTable {
             Err(e) => return Err(e.into()),
         };
         let version = match hinted {
-            Some(v) => self.newest_from(v).await?,
+            Some(h) => self.newest_from(h.version).await?,
             None => match self.listed_version().await? {
                 Some(v) => v,
                 None => return Ok(None),
@@ -369,7 +370,7 @@ impl IcebergTable {
             version,
             metadata,
             history: Arc::new(history),
-            hint_stale: hinted != Some(version),
+            hint_stale: !hinted.is_some_and(|h| h.names_exactly(version)),
         }))
     }
 
