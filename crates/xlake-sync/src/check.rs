@@ -250,8 +250,7 @@ pub async fn check_with(
             .collect();
     }
     if let Some(target) = &options.catalog {
-        let version = loaded.as_ref().map(|l| l.version);
-        report.catalog = Some(catalog::state(&store, target, version).await?);
+        report.catalog = Some(catalog::state(&store, target, loaded.as_ref()).await?);
     }
     Ok(report.with_allowed_lag(0))
 }
