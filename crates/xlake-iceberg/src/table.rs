@@ -121,6 +121,21 @@ impl LoadedTable {
             .map(String::as_str)
     }
 
+    /// The source format the mirror records (`HUDI`, `DELTA`, `PARQUET`): the current
+    /// snapshot's `sourceTableFormat` (in `XTABLE_METADATA`), else, for a table created
+    /// before the source's first commit, its `xlake.source-format` property.
+    pub fn source_format(&self) -> Option<String> {
+        match self.metadata.current_snapshot() {
+            Some(s) => SyncMetadata::from_summary(&s.summary().additional_properties)
+                .and_then(|m| m.source_table_format),
+            None => self
+                .metadata
+                .properties()
+                .get(SOURCE_FORMAT_PROPERTY)
+                .cloned(),
+        }
+    }
+
     /// The current snapshot id (what a plan is based on) and the source commits mirrored
     /// so far, oldest first.
     pub fn head(&self) -> (Option<i64>, Vec<(i64, SyncMetadata)>) {
