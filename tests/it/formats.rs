@@ -48,8 +48,8 @@ fn a_second_format_on_a_mirrored_table_is_refused_naming_both() {
     assert_eq!(metadata_files(&root), before);
 }
 
-#[test]
-fn a_format_the_mirror_does_not_record_is_refused_naming_both() {
+#[tokio::test]
+async fn a_format_the_mirror_does_not_record_is_refused_naming_both() {
     // The folder's Parquet files mirrored as a Parquet folder; then a Delta log appears.
     let (_dir, root) = common::delta::extract("simple_table");
     let table = root.to_str().unwrap();
@@ -60,14 +60,32 @@ fn a_format_the_mirror_does_not_record_is_refused_naming_both() {
     std::fs::rename(&aside, root.join("_delta_log")).unwrap();
     let before = metadata_files(&root);
 
-    // Detected as Delta: the mirror holds a Parquet folder's listing.
-    let (code, text) = common::xlake(&["sync", table]);
+    // Detected as Delta: the mirror holds a Parquet folder's listing. Refused with nothing
+    // written, the catalog entry included.
+    let db = tempfile::tempdir().unwrap();
+    let uri = format!("sqlite://{}/c.db", db.path().display());
+    let args = [
+        "sync",
+        table,
+        "--catalog",
+        &uri,
+        "--catalog-table",
+        "lake.t",
+    ];
+    let (code, text) = common::xlake(&args);
     assert_ne!(code, 0, "{text}");
     assert!(
         text.contains("DELTA") && text.contains("sourceTableFormat PARQUET"),
         "{text}"
     );
     assert_eq!(metadata_files(&root), before);
+    let target = xlake_catalog::CatalogTarget::new(&uri, None, "lake.t").unwrap();
+    let catalog = xlake_catalog::open(&target).unwrap();
+    let entry = catalog
+        .load_pointer(&target.ident().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(entry, None);
     let (code, text) = common::xlake(&["sync", table, "--format", "delta"]);
     assert_ne!(code, 0, "{text}");
     assert!(text.contains("sourceTableFormat PARQUET"), "{text}");

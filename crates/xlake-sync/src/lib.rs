@@ -351,6 +351,11 @@ pub async fn sync_store(
     let Some(entry) = entry else {
         return Ok(outcome?.0);
     };
+    // A source of another format than the mirror's is refused with nothing written, the
+    // catalog included.
+    if let Err(e @ SyncError::FormatMismatch { .. }) = outcome {
+        return Err(e);
+    }
     // Also after a failure part-way: what was published gets its pointer (a sync that
     // stops at the same bad commit every time must not leave the pointer behind forever).
     let pointed = entry.advance(&store).await;
