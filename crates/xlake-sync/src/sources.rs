@@ -109,14 +109,10 @@ pub(crate) fn same_as_recorded(
     if recorded == asked {
         return Ok(());
     }
-    let name = KINDS
-        .iter()
-        .find(|k| k.format.as_str() == recorded)
-        .map_or(recorded.to_lowercase(), |k| k.name.to_string());
     Err(SyncError::FormatMismatch {
         table: store.location().to_string(),
         asked: asked.into(),
-        found: format!("its Iceberg mirror records sourceTableFormat {recorded} (sync it with --format {name}): one mirror holds one format's commits"),
+        found: format!("its Iceberg mirror records sourceTableFormat {recorded}, and one mirror holds one format's commits"),
     })
 }
 
