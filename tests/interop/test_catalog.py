@@ -259,6 +259,26 @@ def test_a_lagging_pointer_is_healed_by_the_next_sync(tmp_path, catalog):
     assert run(catalog, "check", table).returncode == 0
 
 
+def test_an_entry_on_a_removed_version_is_moved_to_the_fresh_mirror(tmp_path, catalog):
+    """Issue 48, defect 7: the entry at v4, `metadata/` removed and mirrored afresh (v1):
+    the sync moves the entry back to v1, and pyiceberg loads the table by name."""
+    table = tmp_path / "orders"
+    for step in range(4):
+        version = write(table, step)
+        result = run(catalog, "commit", table, "--version", version)
+        assert result.returncode == 0, result.stdout + result.stderr
+    old = pointer(catalog)
+    assert old == current(table) and old.endswith("/v4.metadata.json")
+    shutil.rmtree(table / "metadata")
+    result = run(catalog, "sync", table)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"catalog: moved from {old} to {current(table)}" in result.stdout, result.stdout
+    assert pointer(catalog) == current(table) != old
+    columns, want = oracle(table, version)
+    assert by_name_pyiceberg(catalog, tmp_path, columns) == want
+    assert run(catalog, "check", table).returncode == 0
+
+
 def test_a_real_kill_between_publish_and_pointer_is_healed(tmp_path, catalog):
     """Kill syncs at random moments; whatever they left, the next sync ends consistent."""
     table = tmp_path / "orders"

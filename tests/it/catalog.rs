@@ -157,3 +157,72 @@ fn bad_catalog_options_fail_before_anything_is_published() {
         assert!(!root.join("metadata").exists(), "{text}");
     }
 }
+
+/// Issue 48, defect 7: an entry naming a `vN` that does not exist, or that is not a
+/// version of this table, is not "ahead": the sync moves it (and says so), and `check`
+/// reports it until then.
+#[tokio::test]
+async fn an_entry_naming_a_missing_or_foreign_file_is_moved_and_reported() {
+    let (_dir, root) = common::delta::extract("simple_table");
+    let (_other_dir, other) = common::delta::extract("partitioned_3commits");
+    let db = tempfile::tempdir().unwrap();
+    let uri = format!("sqlite://{}/c.db", db.path().display());
+    let table = root.to_str().unwrap();
+    let with_catalog = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(catalog_args(&uri, "lake.t"));
+        common::xlake(&all)
+    };
+    let at = |n: &str| format!("{table}/metadata/v{n}.metadata.json");
+    // One version per commit: the entry ends at the last.
+    let versions = common::delta::commit_versions(&root);
+    for v in &versions {
+        let (code, text) = with_catalog(&["commit", table, "--version", &v.to_string()]);
+        assert_eq!(code, 0, "{text}");
+    }
+    let last = versions.len().to_string();
+    assert!(with_catalog(&["check", table]).1.contains(&at(&last)));
+
+    // The metadata is gone and mirrored afresh: v1, and the entry's file does not exist.
+    std::fs::remove_dir_all(root.join("metadata")).unwrap();
+    let (code, text) = with_catalog(&["sync", table]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains(&format!("catalog: moved from {} to {}", at(&last), at("1"))),
+        "{text}"
+    );
+    let (code, text) = with_catalog(&["check", table]);
+    assert_eq!(code, 0, "{text}");
+
+    // Entries the catalog's other writers (or a hand) may leave: a spelling of v1 that is
+    // no file, and a file in this folder that is another table's.
+    let (code, text) = common::xlake(&["sync", other.to_str().unwrap()]);
+    assert_eq!(code, 0, "{text}");
+    let stranger = other.join("metadata/v1.metadata.json");
+    std::fs::copy(&stranger, root.join("metadata/v9.metadata.json")).unwrap();
+    let target = xlake_catalog::CatalogTarget::new(&uri, None, "lake.t").unwrap();
+    let catalog = xlake_catalog::open(&target).unwrap();
+    let ident = target.ident().unwrap();
+    for (bad, why) in [
+        ("01", "does not exist"),
+        ("9", "not a version of this table"),
+    ] {
+        let current = catalog.load_pointer(&ident).await.unwrap().unwrap();
+        let swapped = catalog.swap(&ident, &current, &at(bad)).await.unwrap();
+        assert_eq!(swapped, xlake_catalog::Swap::Done);
+        let (code, text) = with_catalog(&["check", table]);
+        assert_eq!(code, 1, "{bad}: {text}");
+        assert!(
+            text.contains(&at(bad)) && text.contains(why),
+            "{bad}: {text}"
+        );
+        let (code, text) = with_catalog(&["sync", table]);
+        assert_eq!(code, 0, "{bad}: {text}");
+        assert!(
+            text.contains(&format!("catalog: moved from {} to {}", at(bad), at("1"))),
+            "{bad}: {text}"
+        );
+        let (code, text) = with_catalog(&["check", table]);
+        assert_eq!(code, 0, "{bad}: {text}");
+    }
+}

@@ -208,6 +208,31 @@ async fn unreadable_iceberg_metadata_means_could_not_check() {
     assert!(code == 2 && text.contains("v5.metadata.json"), "{text}");
 }
 
+/// Issue 48, defect 8: a hint naming the current version in another spelling (a newline,
+/// a space, a leading zero) breaks pyiceberg and DuckDB, which read it verbatim. `check`
+/// reports it, and `sync` rewrites it even with nothing to mirror.
+#[test]
+fn a_hint_not_spelled_exactly_is_reported_and_rewritten() {
+    let (_dir, root) = common::delta::extract("simple_table");
+    let location = root.to_str().unwrap();
+    let (code, text) = common::xlake(&["sync", location]);
+    assert_eq!(code, 0, "{text}");
+    let hint = root.join("metadata/version-hint.text");
+    let n = std::fs::read_to_string(&hint).unwrap();
+    for spelled in [format!("{n}\n"), format!(" {n}"), format!("0{n}")] {
+        std::fs::write(&hint, &spelled).unwrap();
+        let (code, text) = common::xlake(&["check", location]);
+        assert_eq!(code, 2, "{spelled:?}: {text}");
+        assert!(text.contains("version-hint.text"), "{spelled:?}: {text}");
+        let (code, text) = common::xlake(&["sync", location]);
+        assert_eq!(code, 0, "{spelled:?}: {text}");
+        assert!(text.contains("nothing to mirror"), "{spelled:?}: {text}");
+        assert_eq!(std::fs::read_to_string(&hint).unwrap(), n, "{spelled:?}");
+        let (code, text) = common::xlake(&["check", location]);
+        assert_eq!(code, 0, "{spelled:?}: {text}");
+    }
+}
+
 #[tokio::test]
 async fn a_file_listed_twice_is_named_by_deep() {
     let (_dir, root) = extract_hudi("sample_table_cow_v9_txns_simple_nometa");

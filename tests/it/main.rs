@@ -19,6 +19,7 @@ mod cli;
 mod commit_mode;
 mod delta_sync;
 mod expire;
+mod formats;
 mod fuzz_corpora;
 mod hudi_sync;
 mod hudi_timelines;

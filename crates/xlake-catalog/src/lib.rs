@@ -12,7 +12,7 @@
 //! | [`CatalogTarget`] | what the operator asked for: URI, catalog name, `namespace.table` |
 //! | [`uri`] | parses a catalog URI and opens the matching [`Catalog`] |
 //! | [`TableIdent`] | a table name in a namespace |
-//! | [`pointer`] | the rules: refuse foreign entries, register, move only forward |
+//! | [`pointer`] | the rules: refuse foreign entries, register, move only forward (past versions the table's [`History`] holds) |
 //! | [`sql`] | the JDBC-catalog layout (Iceberg Java `JdbcCatalog`, pyiceberg `SqlCatalog`) over SQLite and, with `postgres`, PostgreSQL |
 //! | `rest` | an Iceberg REST catalog (feature `rest`) |
 //! | `glue` | the AWS Glue Data Catalog (feature `glue`) |
@@ -27,7 +27,7 @@ pub mod rest;
 pub mod sql;
 pub mod uri;
 
-pub use pointer::{advance, precheck, Advanced};
+pub use pointer::{advance, precheck, Advanced, History};
 pub use uri::{open, CatalogTarget};
 
 use async_trait::async_trait;
@@ -64,6 +64,20 @@ pub enum CatalogError {
         found: String,
         /// This table's `metadata/` folder.
         expected: String,
+    },
+    /// The table's own metadata, read to judge where the entry points, could not be read.
+    #[error(
+        "catalog {catalog}, table {table}: reading the file the entry names ({location}): {source}"
+    )]
+    Table {
+        /// The catalog URI (credentials removed).
+        catalog: String,
+        /// `namespace.table`.
+        table: String,
+        /// Where the entry points.
+        location: String,
+        /// Why the table's storage failed.
+        source: pointer::TableError,
     },
     /// Other writers kept moving the pointer while this one tried to.
     #[error("catalog {catalog}, table {table}: the pointer kept changing under us ({attempts} attempts); the next sync moves it")]

@@ -6,9 +6,25 @@
 //! - an entry at an older `vN` of ours: compare-and-swap it to the current one; a lost race
 //!   re-reads and tries again;
 //! - an entry at the current or a newer `vN` (another writer got further): left as it is.
-//!   The pointer only moves forward.
+//!   The pointer only moves forward. A newer `vN` counts only if it is spelled as xlake
+//!   writes it and the table's own folder ([`History`]) holds it as a version of this
+//!   table; an entry naming a missing file (the metadata was removed and mirrored afresh),
+//!   another table's file or `v01.metadata.json` is behind, whatever its N, and is moved.
+
+use async_trait::async_trait;
 
 use crate::{Catalog, CatalogError, Pointer, Result, Swap, TableIdent};
+
+/// An error of the table's own storage, as [`History`] gives it.
+pub type TableError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The table's side of the rules, which a catalog cannot know: what its folder holds.
+#[async_trait]
+pub trait History: Send + Sync {
+    /// Whether `vN.metadata.json` (`version`) exists in the table's `metadata/` folder and
+    /// is a version of this table (its `table-uuid`).
+    async fn holds(&self, version: u64) -> std::result::Result<bool, TableError>;
+}
 
 /// Attempts before giving up on a pointer that keeps changing under us.
 const MAX_ATTEMPTS: usize = 20;
@@ -48,6 +64,17 @@ pub fn our_version(location: &str, table_root: &str) -> Option<u64> {
     n.parse().ok()
 }
 
+/// [`our_version`], only when `location` spells the file as xlake names it
+/// ([`metadata_location`]; `file:` spellings of a local root too): `v01.metadata.json`
+/// is no version xlake writes.
+pub fn written_version(location: &str, table_root: &str) -> Option<u64> {
+    let n = our_version(location, table_root)?;
+    let name = metadata_location(table_root, n);
+    [location, strip_file_scheme(location)]
+        .contains(&name.as_str())
+        .then_some(n)
+}
+
 fn strip_file_scheme(location: &str) -> &str {
     if let Some(rest) = location.strip_prefix("file://") {
         rest
@@ -83,11 +110,43 @@ pub async fn precheck(
     Ok(found)
 }
 
+/// Whether the entry at `location` is at `version` (the table's current, which the caller
+/// has read) or at a newer version that `history` holds.
+async fn at_or_ahead(
+    catalog: &dyn Catalog,
+    table: &TableIdent,
+    history: &dyn History,
+    location: &str,
+    (table_root, version): (&str, u64),
+) -> Result<bool> {
+    let n = match written_version(location, table_root) {
+        Some(n) if n >= version => n,
+        _ => return Ok(false),
+    };
+    if n == version {
+        return Ok(true);
+    }
+    let held = history
+        .holds(n)
+        .await
+        .map_err(|source| CatalogError::Table {
+            catalog: catalog.describe(),
+            table: table.to_string(),
+            location: location.to_string(),
+            source,
+        })?;
+    if !held {
+        tracing::warn!(catalog = %catalog.describe(), table = %table, entry = %location, "the entry names no version of this table that exists; moving it to the current one");
+    }
+    Ok(held)
+}
+
 /// After the hint: make the entry point at `vN` (`version`) of the table at `table_root`,
-/// or leave it at a newer one.
+/// or leave it at a newer one that `history` holds.
 pub async fn advance(
     catalog: &dyn Catalog,
     table: &TableIdent,
+    history: &dyn History,
     table_root: &str,
     version: u64,
 ) -> Result<Advanced> {
@@ -101,13 +160,16 @@ pub async fn advance(
                 Swap::Done => Advanced::Registered(target.clone()),
                 Swap::Lost => continue,
             },
-            Some(p) if our_version(&p.location, table_root) >= Some(version) => {
-                return Ok(done.unwrap_or(Advanced::Current(p.location)));
+            Some(p) => {
+                let here = (table_root, version);
+                if at_or_ahead(catalog, table, history, &p.location, here).await? {
+                    return Ok(done.unwrap_or(Advanced::Current(p.location)));
+                }
+                match catalog.swap(table, &p, &target).await? {
+                    Swap::Done => Advanced::Moved(p.location, target.clone()),
+                    Swap::Lost => continue,
+                }
             }
-            Some(p) => match catalog.swap(table, &p, &target).await? {
-                Swap::Done => Advanced::Moved(p.location, target.clone()),
-                Swap::Lost => continue,
-            },
         };
         tracing::info!(catalog = %catalog.describe(), table = %table, done = ?swapped, "catalog pointer written");
         done = Some(match (done, swapped) {
@@ -160,5 +222,20 @@ mod tests {
             our_version("s3://b/t/metadata/v1.metadata.json", "s3://b/t"),
             Some(1)
         );
+    }
+
+    #[test]
+    fn written_versions_are_spelled_as_xlake_writes_them() {
+        let root = "/data/t";
+        for (location, n) in [
+            ("/data/t/metadata/v12.metadata.json", Some(12)),
+            ("file:///data/t/metadata/v3.metadata.json", Some(3)),
+            ("file:/data/t/metadata/v3.metadata.json", Some(3)),
+            ("/data/t/metadata/v03.metadata.json", None),
+            ("/data/t/metadata/v+3.metadata.json", None),
+            ("/data/t2/metadata/v3.metadata.json", None),
+        ] {
+            assert_eq!(written_version(location, root), n, "{location}");
+        }
     }
 }

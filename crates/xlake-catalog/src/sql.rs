@@ -287,7 +287,17 @@ pub mod postgres {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pointer::{advance, Advanced};
+    use crate::pointer::{advance, Advanced, History, TableError};
+
+    /// A table folder holding the versions listed.
+    struct Holds(&'static [u64]);
+
+    #[async_trait]
+    impl History for Holds {
+        async fn holds(&self, version: u64) -> std::result::Result<bool, TableError> {
+            Ok(self.0.contains(&version))
+        }
+    }
 
     #[tokio::test]
     async fn sqlite_registers_moves_forward_and_refuses_foreign_entries() {
@@ -296,15 +306,16 @@ mod tests {
         let cat = SqliteCatalog::new(db.clone(), "xlake", "sqlite:///c.db");
         let t = TableIdent::parse("ns.t").unwrap();
         assert_eq!(cat.load_pointer(&t).await.unwrap(), None);
-        let r = advance(&cat, &t, "/d/t", 1).await.unwrap();
+        let held = Holds(&[1, 2, 3]);
+        let r = advance(&cat, &t, &held, "/d/t", 1).await.unwrap();
         assert_eq!(
             r,
             Advanced::Registered("/d/t/metadata/v1.metadata.json".into())
         );
-        let r = advance(&cat, &t, "/d/t", 3).await.unwrap();
+        let r = advance(&cat, &t, &held, "/d/t", 3).await.unwrap();
         assert!(matches!(r, Advanced::Moved(..)), "{r:?}");
         // Never backwards.
-        let r = advance(&cat, &t, "/d/t", 2).await.unwrap();
+        let r = advance(&cat, &t, &held, "/d/t", 2).await.unwrap();
         assert_eq!(
             r,
             Advanced::Current("/d/t/metadata/v3.metadata.json".into())
@@ -316,7 +327,7 @@ mod tests {
         };
         assert_eq!(cat.swap(&t, &stale, "/x").await.unwrap(), Swap::Lost);
         // Another table's entry under the same name is refused, and left as it is.
-        let e = advance(&cat, &t, "/d/other", 9).await.unwrap_err();
+        let e = advance(&cat, &t, &held, "/d/other", 9).await.unwrap_err();
         assert!(matches!(e, CatalogError::Foreign { .. }), "{e}");
         assert!(
             e.to_string().contains("/d/t/metadata/v3.metadata.json"),
@@ -335,5 +346,28 @@ mod tests {
             )
             .unwrap();
         assert_eq!(prev, "/d/t/metadata/v1.metadata.json");
+    }
+
+    #[tokio::test]
+    async fn a_newer_entry_the_table_does_not_hold_is_moved() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = SqliteCatalog::new(dir.path().join("c.db"), "xlake", "sqlite:///c.db");
+        let t = TableIdent::parse("ns.t").unwrap();
+        advance(&cat, &t, &Holds(&[4]), "/d/t", 4).await.unwrap();
+        // The folder was mirrored afresh: v4 is gone, v1 is current.
+        let r = advance(&cat, &t, &Holds(&[1]), "/d/t", 1).await.unwrap();
+        assert_eq!(
+            r,
+            Advanced::Moved(
+                "/d/t/metadata/v4.metadata.json".into(),
+                "/d/t/metadata/v1.metadata.json".into()
+            )
+        );
+        // A spelling xlake does not write is not the current version.
+        let p = cat.load_pointer(&t).await.unwrap().unwrap();
+        let odd = "/d/t/metadata/v01.metadata.json";
+        assert_eq!(cat.swap(&t, &p, odd).await.unwrap(), Swap::Done);
+        let r = advance(&cat, &t, &Holds(&[1]), "/d/t", 1).await.unwrap();
+        assert!(matches!(r, Advanced::Moved(from, _) if from == odd));
     }
 }

@@ -43,13 +43,38 @@ pub fn hint_text(version: u64) -> String {
     version.to_string()
 }
 
-/// The version `version-hint.text` names (surrounding whitespace allowed, as Java's
-/// `HadoopTableOperations` trims it).
-pub fn parse_hint(bytes: &[u8]) -> std::result::Result<u64, String> {
+/// What `version-hint.text` holds: the version it names, and whether it names it exactly
+/// as [`hint_text`] writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hint {
+    /// The version named, read as Java's `HadoopTableOperations` reads it (surrounding
+    /// whitespace and leading zeros allowed).
+    pub version: u64,
+    /// The text is exactly [`hint_text`] of `version`. pyiceberg and DuckDB read the hint
+    /// verbatim: for them `"2\n"`, `" 2"` or `"02"` names no metadata file at all.
+    pub exact: bool,
+}
+
+impl Hint {
+    /// Whether every reader, including those that take the text verbatim, finds `version`
+    /// through this hint.
+    pub fn names_exactly(&self, version: u64) -> bool {
+        self.exact && self.version == version
+    }
+}
+
+/// Read `version-hint.text`: every reader of the hint in xlake goes through here. Text that
+/// names no version at all is an error.
+pub fn parse_hint(bytes: &[u8]) -> std::result::Result<Hint, String> {
     let text = String::from_utf8_lossy(bytes);
-    text.trim()
+    let version = text
+        .trim()
         .parse::<u64>()
-        .map_err(|_| format!("expected a version number, found {text:?}"))
+        .map_err(|_| format!("expected a version number, found {text:?}"))?;
+    Ok(Hint {
+        version,
+        exact: text == hint_text(version),
+    })
 }
 
 /// The `n`-th manifest a commit writes (`commit` is the commit's UUID).
@@ -85,8 +110,14 @@ mod tests {
         assert_eq!(version_of("metadata/v+1.metadata.json"), None);
         assert_eq!(version_of("metadata/00001-abc.metadata.json"), None);
         assert!(is_metadata_json("metadata/00001-abc.metadata.json"));
-        assert_eq!(parse_hint(hint_text(7).as_bytes()), Ok(7));
-        assert_eq!(parse_hint(b" 7\n"), Ok(7));
+        let exact = parse_hint(hint_text(7).as_bytes()).unwrap();
+        assert!(exact.names_exactly(7) && !exact.names_exactly(8));
+        for loose in [&b" 7\n"[..], b"7\n", b" 7", b"07", b"+7"] {
+            let hint = parse_hint(loose).unwrap();
+            assert_eq!(hint.version, 7, "{loose:?}");
+            assert!(!hint.names_exactly(7), "{loose:?}");
+        }
         assert!(parse_hint(b"x").is_err());
+        assert!(parse_hint(b"").is_err());
     }
 }

@@ -105,9 +105,10 @@ pub struct LoadedTable {
     /// Every snapshot's head (ids, time, manifest list, what it mirrors), and the JSON
     /// text of the snapshots `metadata` does not hold.
     pub history: Arc<History>,
-    /// `version-hint.text` does not name this version (missing, or older: a writer died
-    /// between the metadata file and the hint). Readers that trust the hint (pyiceberg,
-    /// DuckDB) do not see this version until [`IcebergTable::heal_hint`] rewrites it.
+    /// `version-hint.text` does not name this version exactly (missing; older: a writer
+    /// died between the metadata file and the hint; or spelled otherwise, as `"2\n"`).
+    /// Readers that trust the hint (pyiceberg, DuckDB) do not see this version until
+    /// [`IcebergTable::heal_hint`] rewrites it.
     pub hint_stale: bool,
 }
 
@@ -118,6 +119,21 @@ impl LoadedTable {
             .properties()
             .get(SOURCE_STATE)
             .map(String::as_str)
+    }
+
+    /// The source format the mirror records (`HUDI`, `DELTA`, `PARQUET`): the current
+    /// snapshot's `sourceTableFormat` (in `XTABLE_METADATA`), else, for a table created
+    /// before the source's first commit, its `xlake.source-format` property.
+    pub fn source_format(&self) -> Option<String> {
+        match self.metadata.current_snapshot() {
+            Some(s) => SyncMetadata::from_summary(&s.summary().additional_properties)
+                .and_then(|m| m.source_table_format),
+            None => self
+                .metadata
+                .properties()
+                .get(SOURCE_FORMAT_PROPERTY)
+                .cloned(),
+        }
     }
 
     /// The current snapshot id (what a plan is based on) and the source commits mirrored
@@ -341,7 +357,7 @@ impl IcebergTable {
             Err(e) => return Err(e.into()),
         };
         let version = match hinted {
-            Some(v) => self.newest_from(v).await?,
+            Some(h) => self.newest_from(h.version).await?,
             None => match self.listed_version().await? {
                 Some(v) => v,
                 None => return Ok(None),
@@ -369,7 +385,7 @@ impl IcebergTable {
             version,
             metadata,
             history: Arc::new(history),
-            hint_stale: hinted != Some(version),
+            hint_stale: !hinted.is_some_and(|h| h.names_exactly(version)),
         }))
     }
 

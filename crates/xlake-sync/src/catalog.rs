@@ -3,11 +3,13 @@
 //! `metadata/` untouched), moved to the current `vN.metadata.json` after the hint, and
 //! moved again by the next sync when a crash or a failed call left it behind.
 
-use serde::Serialize;
-use xlake_catalog::pointer::{metadata_location, our_version};
-use xlake_catalog::{Advanced, Catalog, CatalogTarget, TableIdent};
-use xlake_iceberg::IcebergTable;
-use xlake_storage::TableStore;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use xlake_catalog::pointer::{metadata_location, our_version, written_version, TableError};
+use xlake_catalog::{Advanced, Catalog, CatalogTarget, History, TableIdent};
+use xlake_iceberg::layout::{metadata_file_name, METADATA_DIR};
+use xlake_iceberg::{IcebergTable, LoadedTable};
+use xlake_storage::{StorageError, TableStore};
 
 use crate::SyncError;
 
@@ -42,15 +44,67 @@ impl Entry {
             return Ok(None);
         };
         table.heal_hint(&mut loaded).await?;
+        let history = Folder {
+            store,
+            uuid: loaded.metadata.uuid().to_string(),
+        };
         let done = xlake_catalog::advance(
             self.catalog.as_ref(),
             &self.ident,
+            &history,
             store.location(),
             loaded.version,
         )
         .await?;
         Ok(Some(done))
     }
+}
+
+/// The table's `metadata/` folder, as the pointer rules ask about it: which versions of
+/// this table (`uuid`) it holds.
+struct Folder<'a> {
+    store: &'a TableStore,
+    uuid: String,
+}
+
+#[async_trait]
+impl History for Folder<'_> {
+    async fn holds(&self, version: u64) -> Result<bool, TableError> {
+        let name = metadata_file_name(version);
+        Ok(named(self.store, &name, &self.uuid).await? == Named::Ours)
+    }
+}
+
+/// What the file a catalog entry names in the table's `metadata/` folder is.
+#[derive(Debug, PartialEq, Eq)]
+enum Named {
+    /// No such file.
+    Missing,
+    /// Not this table's metadata: another `table-uuid`, or not table metadata at all.
+    Stranger,
+    /// A metadata file of this table.
+    Ours,
+}
+
+/// The file `name` of the table's `metadata/` folder, against the table's `uuid`.
+async fn named(store: &TableStore, name: &str, uuid: &str) -> Result<Named, StorageError> {
+    #[derive(Deserialize)]
+    struct Head {
+        #[serde(rename = "table-uuid")]
+        uuid: Option<String>,
+    }
+    let bytes = match store.get(&format!("{METADATA_DIR}/{name}")).await {
+        Ok(bytes) => bytes,
+        Err(StorageError::NotFound { .. }) => return Ok(Named::Missing),
+        Err(e) => return Err(e),
+    };
+    let found = serde_json::from_slice::<Head>(&bytes)
+        .ok()
+        .and_then(|h| h.uuid);
+    Ok(match found {
+        Some(u) if u.eq_ignore_ascii_case(uuid) => Named::Ours,
+        _ => Named::Stranger,
+    })
 }
 
 /// Point the catalog entry `target` names at the current version of the table in `store`
@@ -77,36 +131,61 @@ pub struct CatalogState {
     pub problem: Option<String>,
 }
 
-/// The entry of `target` against the table's current `version`.
+/// The entry of `target` against the table's current version (`loaded`).
 pub(crate) async fn state(
     store: &TableStore,
     target: &CatalogTarget,
-    version: Option<u64>,
+    loaded: Option<&LoadedTable>,
 ) -> Result<CatalogState, SyncError> {
     let entry = Entry::open(target)?;
     let found = entry.catalog.load_pointer(&entry.ident).await?;
     let root = store.location();
-    let expected = version.map(|v| metadata_location(root, v));
     let pointer = found.map(|p| p.location);
-    let problem = match (&pointer, version) {
+    let problem = match (&pointer, loaded) {
         (None, Some(_)) => Some("no catalog entry: readers cannot find the table by name".into()),
         (None, None) => None,
-        (Some(p), v) => match our_version(p, root) {
-            None => Some(format!(
-                "the entry points at {p}, outside this table's metadata folder"
-            )),
-            Some(n) if Some(n) != v => Some(format!(
-                "the entry points at v{n}, not the current v{}: readers by name see a stale table",
-                v.map_or("(none)".into(), |v| v.to_string())
-            )),
-            Some(_) => None,
-        },
+        (Some(p), loaded) => problem(store, p, loaded).await?,
     };
     Ok(CatalogState {
         catalog: entry.catalog.describe(),
         table: entry.ident.to_string(),
         pointer,
-        expected,
+        expected: loaded.map(|l| metadata_location(root, l.version)),
         problem,
     })
+}
+
+/// What is wrong with an entry pointing at `p`, the table's current version being
+/// `loaded`'s.
+async fn problem(
+    store: &TableStore,
+    p: &str,
+    loaded: Option<&LoadedTable>,
+) -> Result<Option<String>, SyncError> {
+    let root = store.location();
+    let Some(n) = our_version(p, root) else {
+        return Ok(Some(format!(
+            "the entry points at {p}, outside this table's metadata folder"
+        )));
+    };
+    let Some(loaded) = loaded else {
+        return Ok(Some(format!(
+            "the entry points at v{n}, not the current v(none): readers by name see a stale table"
+        )));
+    };
+    let written = written_version(p, root);
+    if written == Some(loaded.version) {
+        return Ok(None);
+    }
+    let name = p.rsplit('/').next().unwrap_or(p);
+    let uuid = loaded.metadata.uuid().to_string();
+    Ok(Some(match named(store, name, &uuid).await? {
+        Named::Missing => format!("the entry points at {p}, which does not exist: readers by name cannot load the table (a sync moves it)"),
+        Named::Stranger => format!("the entry points at {p}, which is not a version of this table (another table-uuid than {uuid}): readers by name see another table (a sync moves it)"),
+        Named::Ours if written.is_none() => format!("the entry points at {p}, a name xlake does not write; the current is v{}", loaded.version),
+        Named::Ours => format!(
+            "the entry points at v{n}, not the current v{}: readers by name see a stale table",
+            loaded.version
+        ),
+    }))
 }

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
-use xlake_iceberg::layout::{hint_text, VERSION_HINT};
+use xlake_iceberg::layout::{parse_hint, VERSION_HINT};
 use xlake_iceberg::{IcebergTable, LoadedTable};
 use xlake_model::CommitListing;
 use xlake_source::{MirrorState, TableSource};
@@ -147,11 +147,10 @@ pub async fn check_with(
             },
             other => other,
         })?;
-        let hinted = String::from_utf8_lossy(&hint).to_string();
-        if hinted != hint_text(loaded.version) {
+        if let Some(reason) = hint_problem(&hint, loaded.version) {
             return Err(StorageError::InvalidLocation {
                 location: store.absolute(VERSION_HINT),
-                reason: format!("holds {hinted:?} but the current metadata is v{}: readers that trust the hint see a stale table", loaded.version),
+                reason,
             }
             .into());
         }
@@ -251,10 +250,21 @@ pub async fn check_with(
             .collect();
     }
     if let Some(target) = &options.catalog {
-        let version = loaded.as_ref().map(|l| l.version);
-        report.catalog = Some(catalog::state(&store, target, version).await?);
+        report.catalog = Some(catalog::state(&store, target, loaded.as_ref()).await?);
     }
     Ok(report.with_allowed_lag(0))
+}
+
+/// What is wrong with the hint `bytes` when the current metadata is `vN` (`version`).
+fn hint_problem(bytes: &[u8], version: u64) -> Option<String> {
+    let text = String::from_utf8_lossy(bytes);
+    match parse_hint(bytes) {
+        Ok(hint) if hint.names_exactly(version) => None,
+        Ok(hint) if hint.version == version => Some(format!(
+            "holds {text:?}, not exactly \"{version}\": readers that read the hint verbatim (pyiceberg, DuckDB) cannot find the current metadata; a sync rewrites it"
+        )),
+        _ => Some(format!("holds {text:?} but the current metadata is v{version}: readers that trust the hint see a stale table")),
+    }
 }
 
 /// Replay the source and compare its live files after the newest mirrored commit with the

@@ -145,10 +145,7 @@ impl JobConfig {
         }
         let mut seen: HashMap<String, &str> = HashMap::new();
         for t in &config.tables {
-            // An unusable location fails with that table, not the whole job: compared as
-            // written then.
-            let name = TableStore::normalized_location(&t.location)
-                .unwrap_or_else(|_| t.location.trim_end_matches('/').to_string());
+            let name = table_key(&t.location);
             if let Some(first) = seen.insert(name.clone(), &t.location) {
                 return Err(format!(
                     "{}: listed twice (as {first:?} and {:?}); each table may appear once",
@@ -180,6 +177,21 @@ impl JobConfig {
         }
         Ok(config)
     }
+}
+
+/// What a job file's table is known by, so that one table is listed once: its normalised
+/// location and, for a local folder that exists, its canonical path (`t/../t`, or a
+/// symbolic link to `t`, is `t`: two entries for one table would sync it twice, possibly
+/// as two formats). An unusable location fails with that table, not the whole job:
+/// compared as written then.
+fn table_key(location: &str) -> String {
+    let name = TableStore::normalized_location(location)
+        .unwrap_or_else(|_| location.trim_end_matches('/').to_string());
+    let path = std::path::Path::new(&name);
+    if !path.is_absolute() {
+        return name;
+    }
+    std::fs::canonicalize(path).map_or(name, |p| p.to_string_lossy().into_owned())
 }
 
 /// The outcome of one table in one cycle.

@@ -88,6 +88,17 @@ pub enum SyncError {
         /// What marks a table of each (`.hoodie/hoodie.properties, _delta_log/`).
         markers: String,
     },
+    /// The format asked for (or detected) is not the table's: its markers or its mirror
+    /// say another. Refused before anything is written.
+    #[error("{table}: read as {asked}, but {found}; refusing to mirror it (nothing written)")]
+    FormatMismatch {
+        /// Table location.
+        table: String,
+        /// The format the source would be read as (`PARQUET`).
+        asked: String,
+        /// What says otherwise, naming that format.
+        found: String,
+    },
     /// The format asked for is not one xlake reads.
     #[error("unknown table format {format:?} (known: {known})")]
     UnknownFormat {
@@ -350,6 +361,11 @@ pub async fn sync_store(
     let Some(entry) = entry else {
         return Ok(outcome?.0);
     };
+    // A source of another format than the mirror's is refused with nothing written, the
+    // catalog included.
+    if let Err(e @ SyncError::FormatMismatch { .. }) = outcome {
+        return Err(e);
+    }
     // Also after a failure part-way: what was published gets its pointer (a sync that
     // stops at the same bad commit every time must not leave the pointer behind forever).
     let pointed = entry.advance(&store).await;
@@ -623,6 +639,7 @@ async fn plan_start(
         None if options.rebuild => (target.load_as_found().await?, None),
         None => (target.load_for_commit().await?, None),
     };
+    sources::same_as_recorded(store, source, base.as_ref())?;
     let relocated = base
         .as_ref()
         .is_some_and(|l| target.recorded_elsewhere(l).is_some());

@@ -1,7 +1,7 @@
 //! The registry of source formats: the one module of the engine that names the concrete
 //! source crates. Everything else holds a [`TableSource`] and asks it.
 
-use xlake_iceberg::{IcebergTable, SyncMetadata};
+use xlake_iceberg::IcebergTable;
 use xlake_source::{SourceKind, TableSource};
 use xlake_storage::TableStore;
 
@@ -23,10 +23,7 @@ pub async fn open(
     options: &SyncOptions,
 ) -> Result<Box<dyn TableSource>, SyncError> {
     let candidates: Vec<&SourceKind> = match options.format.as_deref() {
-        Some(name) => vec![kind(name).ok_or_else(|| SyncError::UnknownFormat {
-            format: name.to_string(),
-            known: KINDS.iter().map(|k| k.name).collect::<Vec<_>>().join(", "),
-        })?],
+        Some(name) => vec![chosen(store, name).await?],
         None => KINDS.iter().filter(|k| k.detectable).collect(),
     };
     for k in &candidates {
@@ -57,12 +54,7 @@ pub async fn detect(
     format: Option<&str>,
 ) -> Result<Option<&'static SourceKind>, SyncError> {
     if let Some(name) = format {
-        return Ok(Some(kind(name).ok_or_else(|| {
-            SyncError::UnknownFormat {
-                format: name.to_string(),
-                known: KINDS.iter().map(|k| k.name).collect::<Vec<_>>().join(", "),
-            }
-        })?));
+        return Ok(Some(chosen(store, name).await?));
     }
     for k in KINDS.iter().filter(|k| k.detectable) {
         if (k.detect)(store.clone()).await.in_table(store)? {
@@ -70,6 +62,58 @@ pub async fn detect(
         }
     }
     recorded(store).await
+}
+
+/// The format `name` names, chosen for the table at the store's root; refused when the
+/// table's own markers say it is of another format (`--format parquet` on a folder with
+/// `_delta_log/`), naming both. A table marked as both (XTable writes Delta logs beside
+/// Hudi tables) may be read as either.
+async fn chosen(store: &TableStore, name: &str) -> Result<&'static SourceKind, SyncError> {
+    let asked = kind(name).ok_or_else(|| SyncError::UnknownFormat {
+        format: name.to_string(),
+        known: KINDS.iter().map(|k| k.name).collect::<Vec<_>>().join(", "),
+    })?;
+    if asked.detectable && (asked.detect)(store.clone()).await.in_table(store)? {
+        return Ok(asked);
+    }
+    for other in KINDS
+        .iter()
+        .filter(|k| k.detectable && k.name != asked.name)
+    {
+        if (other.detect)(store.clone()).await.in_table(store)? {
+            return Err(SyncError::FormatMismatch {
+                table: store.location().to_string(),
+                asked: asked.format.as_str().into(),
+                found: format!(
+                    "the table is a {} table ({} is there)",
+                    other.title, other.marker
+                ),
+            });
+        }
+    }
+    Ok(asked)
+}
+
+/// Refuse a source of another format than the one the table's mirror (`loaded`) records:
+/// its commits would be mixed into the other format's snapshots (a Parquet listing of a
+/// Delta table brings back every file Delta removed).
+pub(crate) fn same_as_recorded(
+    store: &TableStore,
+    source: &dyn TableSource,
+    loaded: Option<&xlake_iceberg::LoadedTable>,
+) -> Result<(), SyncError> {
+    let asked = source.format().as_str();
+    let Some(recorded) = loaded.and_then(|l| l.source_format()) else {
+        return Ok(());
+    };
+    if recorded == asked {
+        return Ok(());
+    }
+    Err(SyncError::FormatMismatch {
+        table: store.location().to_string(),
+        asked: asked.into(),
+        found: format!("its Iceberg mirror records sourceTableFormat {recorded}, and one mirror holds one format's commits"),
+    })
 }
 
 /// "Not a table" for the store's root, naming the formats looked for.
@@ -101,10 +145,6 @@ async fn recorded(store: &TableStore) -> Result<Option<&'static SourceKind>, Syn
     let Some(loaded) = IcebergTable::new(store.clone()).load_as_found().await? else {
         return Ok(None);
     };
-    let format = loaded
-        .metadata
-        .current_snapshot()
-        .and_then(|s| SyncMetadata::from_summary(&s.summary().additional_properties))
-        .and_then(|m| m.source_table_format);
+    let format = loaded.source_format();
     Ok(format.and_then(|f| KINDS.iter().find(|k| k.format.as_str() == f)))
 }

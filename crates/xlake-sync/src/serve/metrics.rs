@@ -191,6 +191,7 @@ pub fn failure_kind(e: &SyncError) -> &'static str {
         SyncError::Storage(_) => "storage",
         SyncError::Source(_) => "source",
         SyncError::UnknownFormat { .. } => "unknown_format",
+        SyncError::FormatMismatch { .. } => "format_mismatch",
         SyncError::Iceberg(xlake_iceberg::IcebergError::CommitConflict { .. }) => "commit_conflict",
         SyncError::Iceberg(_) => "iceberg_target",
         SyncError::NotATable { .. } | SyncError::NoTable { .. } => "not_a_table",
