@@ -47,14 +47,14 @@ fn only_old_unreferenced_metadata_files_go() {
     ];
     for p in &stale {
         std::fs::copy(&some_manifest, p).unwrap();
-        age(p, Duration::from_secs(7200));
+        age(p, Duration::from_secs(4 * 86_400));
     }
     let young = metadata.join("00000000-dead-beef-0000-000000000002-m0.avro");
     std::fs::copy(&some_manifest, &young).unwrap();
     // Referenced files are old too, and must stay.
     for p in files_under(&metadata) {
         if !stale.contains(&p) && p != young {
-            age(&p, Duration::from_secs(7200));
+            age(&p, Duration::from_secs(4 * 86_400));
         }
     }
     let data_before: Vec<_> = files_under(&root)
@@ -78,7 +78,7 @@ fn only_old_unreferenced_metadata_files_go() {
             root.to_str().unwrap(),
             "--orphans",
             "--older-than",
-            "1h",
+            "1d",
         ])
         .output()
         .unwrap();
@@ -99,4 +99,109 @@ fn only_old_unreferenced_metadata_files_go() {
     assert_eq!(data_before, data_after, "data files are never touched");
     let (code, text) = common::xlake(&["check", root.to_str().unwrap(), "--deep"]);
     assert_eq!(code, 0, "{text}");
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn metadata_names(root: &Path) -> Vec<String> {
+    files_under(&root.join("metadata"))
+        .iter()
+        .map(|p| p.file_name().unwrap().to_str().unwrap().to_string())
+        .collect()
+}
+
+/// Issue 48, defect 2: `expire` deletes the lists and manifests of the snapshots it
+/// expires, while older `vN.metadata.json` files still name them; cleanup takes what only
+/// those name as expired (gone, or an orphan to delete), not as an error.
+#[test]
+fn cleanup_after_expire_takes_what_only_older_versions_name_as_expired() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    let before = metadata_names(&root);
+    let (code, out) = common::xlake(&["expire", t, "--keep-snapshots", "1"]);
+    assert!(code == 0 && out.contains("2 snapshots expired"), "{out}");
+    let after = metadata_names(&root);
+    let deleted: Vec<&String> = before.iter().filter(|n| !after.contains(n)).collect();
+    assert!(!deleted.is_empty(), "{before:?} {after:?}");
+    for dry in [true, false] {
+        let mut args = vec!["cleanup", t, "--older-than", "0s", "--no-writer-running"];
+        if dry {
+            args.push("--dry-run");
+        }
+        let (code, out) = common::xlake(&args);
+        assert_eq!(code, 0, "dry run {dry}: {out}");
+        assert!(out.contains(": 0 orphan metadata files"), "{out}");
+    }
+    // A file of an expired snapshot that expire could not delete is an orphan.
+    let leftover = root.join("metadata").join(deleted[0]);
+    std::fs::write(&leftover, b"left by an expiry cut short").unwrap();
+    let (code, out) = common::xlake(&["cleanup", t, "--older-than", "0s", "--no-writer-running"]);
+    assert!(
+        code == 0 && out.contains(": 1 orphan metadata files"),
+        "{out}"
+    );
+    assert!(!leftover.exists());
+    let (code, out) = common::xlake(&["check", t, "--deep"]);
+    assert_eq!(code, 0, "{out}");
+}
+
+/// Issue 48, defect 3: an age under 24 hours may catch the files of a commit in progress;
+/// it is refused (exit 2, nothing deleted) unless the operator says no writer runs.
+#[test]
+fn cleanup_refuses_ages_under_a_day_unless_no_writer_runs() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    let orphan = root.join("metadata/00000000-dead-beef-0000-000000000000-m0.avro");
+    std::fs::write(&orphan, b"x").unwrap();
+    age(&orphan, Duration::from_secs(2 * 3600));
+    for older_than in ["0s", "1h", "23h 59m"] {
+        let (code, out) = common::xlake(&["cleanup", t, "--older-than", older_than]);
+        assert_eq!(code, 2, "{older_than}: {out}");
+        assert!(out.contains("--no-writer-running"), "{out}");
+        assert!(orphan.exists(), "{older_than}: nothing deleted");
+    }
+    // The default (3 days) and a day are allowed; the orphan is younger than both.
+    for args in [vec!["cleanup", t], vec!["cleanup", t, "--older-than", "1d"]] {
+        let (code, out) = common::xlake(&args);
+        assert!(code == 0 && out.contains(": 0 orphan"), "{args:?}: {out}");
+    }
+    let (code, out) = common::xlake(&["cleanup", t, "--older-than", "1h", "--no-writer-running"]);
+    assert!(code == 0 && out.contains(": 1 orphan"), "{out}");
+    assert!(!orphan.exists());
+}
+
+/// Issue 48, defect 6: cleanup deletes only files named as xlake names what it writes; a
+/// source's own files in `metadata/` (a Hudi partition named `metadata`: its partition
+/// marker, base and log files) and anything else there stay, however old.
+#[test]
+fn cleanup_deletes_only_files_xlake_names() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    let metadata = root.join("metadata");
+    let theirs = [
+        metadata.join(".hoodie_partition_metadata"),
+        metadata.join("6db57019-98ee-480e-8eb1-fb3de48e1c24-0_1-119-167_20240418172804498.parquet"),
+        metadata.join(".6db57019-98ee-480e-8eb1-fb3de48e1c24-0_20240418172804498.log.1_0-21-22"),
+        metadata.join("stray.avro"),
+        metadata.join("sub/00000000-dead-beef-0000-000000000001-m0.avro"),
+    ];
+    std::fs::create_dir_all(metadata.join("sub")).unwrap();
+    let ours = metadata.join("00000000-dead-beef-0000-000000000000-m0.avro");
+    for p in theirs.iter().chain([&ours]) {
+        std::fs::write(p, b"x").unwrap();
+    }
+    for p in files_under(&metadata) {
+        age(&p, Duration::from_secs(4 * 86_400));
+    }
+    let (code, out) = common::xlake(&["cleanup", t, "--older-than", "1d"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(": 1 orphan metadata files"), "{out}");
+    assert!(out.contains("left alone: 5 files"), "{out}");
+    assert!(!ours.exists());
+    assert!(theirs.iter().all(|p| p.exists()), "{out}");
 }
