@@ -139,6 +139,12 @@ pub fn check(r: &CheckReport) {
     for id in &r.duplicates {
         outln!("  duplicate: source commit {id} is recorded by more than one snapshot");
     }
+    for m in &r.missing_manifest_lists {
+        outln!(
+            "  missing: the manifest list of snapshot {} is gone: {} (readers of that snapshot fail)",
+            m.snapshot_id, m.manifest_list
+        );
+    }
     for id in &r.out_of_order {
         outln!(
             "  out of order: the snapshot of source commit {id} comes after that of a later commit"

@@ -174,6 +174,76 @@ fn cleanup_refuses_ages_under_a_day_unless_no_writer_runs() {
     assert!(!orphan.exists());
 }
 
+/// Issue 48, defect 3: a sync checks, before its commit point, that the manifests it
+/// carries over from the version it builds on still exist; an append that carries the
+/// parent's list unread would otherwise publish a version naming deleted manifests.
+#[test]
+fn a_sync_never_publishes_a_version_naming_deleted_manifests() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    std::fs::write(
+        root.join("_delta_log/00000000000000000003.json"),
+        "{\"commitInfo\":{\"timestamp\":1800000000000,\"operation\":\"SET TBLPROPERTIES\"}}\n",
+    )
+    .unwrap();
+    // What a cleanup racing a writer deletes: the manifests of the current version.
+    let manifests: Vec<_> = files_under(&root.join("metadata"))
+        .into_iter()
+        .filter(|p| s(p).ends_with(".avro") && !s(p).contains("/snap-"))
+        .collect();
+    assert!(!manifests.is_empty());
+    for m in &manifests {
+        std::fs::remove_file(m).unwrap();
+    }
+    let before = metadata_names(&root);
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("is gone") && manifests.iter().any(|m| out.contains(s(m))),
+        "{out}"
+    );
+    assert_eq!(
+        metadata_names(&root),
+        before,
+        "nothing published, nothing left"
+    );
+}
+
+/// Issue 48, defect 3: `check` finds the manifest lists of retained ancestors that are gone.
+#[test]
+fn check_reports_ancestors_whose_manifest_list_is_gone() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    let lists: Vec<_> = files_under(&root.join("metadata"))
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("snap-")
+        })
+        .collect();
+    assert_eq!(lists.len(), 3);
+    // Not the current snapshot's: the others only time travel reads.
+    let current = std::fs::read_to_string(root.join("metadata/v1.metadata.json")).unwrap();
+    let current: serde_json::Value = serde_json::from_str(&current).unwrap();
+    let id = current["current-snapshot-id"].as_i64().unwrap();
+    let ancestor = lists
+        .iter()
+        .find(|p| !s(p).contains(&format!("snap-{id}-")))
+        .unwrap();
+    std::fs::remove_file(ancestor).unwrap();
+    let (code, out) = common::xlake(&["check", t]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("NOT CONSISTENT") && out.contains(s(ancestor)),
+        "{out}"
+    );
+}
+
 /// Issue 48, defect 6: cleanup deletes only files named as xlake names what it writes; a
 /// source's own files in `metadata/` (a Hudi partition named `metadata`: its partition
 /// marker, base and log files) and anything else there stay, however old.

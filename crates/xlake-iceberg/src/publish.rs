@@ -6,6 +6,7 @@
 //! Metadata files that fell out of the metadata log are deleted after the commit when the
 //! table asks for it.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -17,6 +18,7 @@ use crate::encode::metadata_parts;
 use crate::error::{IcebergError, Result};
 use crate::history::{split, History};
 use crate::layout::{hint_text, metadata_file, metadata_file_name, VERSION_HINT};
+use crate::manifest::ListFile;
 use crate::plan::Staged;
 use crate::table::{
     Batch, Committed, IcebergTable, LoadedTable, DELETE_AFTER_COMMIT, FILE_CHECK_CONCURRENCY,
@@ -97,6 +99,57 @@ impl IcebergTable {
                 .is_none()
         {
             return Err(self.conflict(version));
+        }
+        Ok(())
+    }
+
+    /// Before the commit point: the files the new version carries over from `base` must
+    /// still exist (a cleanup racing the sync may have deleted them since they were read):
+    /// the base's current manifest list, and the manifests of `last` (the new current
+    /// snapshot's list) that the batch did not write itself (`journal`). One request each.
+    pub(crate) async fn check_carried(
+        &self,
+        base: Option<&LoadedTable>,
+        last: Option<&ListFile>,
+        journal: &Journal,
+    ) -> Result<()> {
+        let Some(base) = base else {
+            return Ok(());
+        };
+        let absolute = |p: &str| self.store.absolute(p);
+        let written: HashSet<String> = journal.since(0).iter().map(|p| absolute(p)).collect();
+        let mut carried: Vec<String> = base
+            .metadata
+            .current_snapshot()
+            .map(|s| s.manifest_list().to_string())
+            .into_iter()
+            .collect();
+        if let Some(list) = last {
+            let manifests = match &list.decoded {
+                Some(manifests) => manifests.clone(),
+                None => crate::list_read::manifests(&list.bytes, &list.location)
+                    .map_err(|e| self.corrupt(&list.location, e))?,
+            };
+            carried.extend(
+                manifests
+                    .into_iter()
+                    .map(|m| m.manifest_path)
+                    .filter(|p| !written.contains(&absolute(p))),
+            );
+        }
+        let sizes: Vec<_> = futures::stream::iter(carried)
+            .map(|path| async move { (self.store.size(&path).await, path) })
+            .buffer_unordered(FILE_CHECK_CONCURRENCY)
+            .collect()
+            .await;
+        for (size, file) in sizes {
+            if size?.is_none() {
+                return Err(IcebergError::CarriedFileMissing {
+                    table: self.table(),
+                    version: base.version,
+                    file,
+                });
+            }
         }
         Ok(())
     }
