@@ -112,6 +112,24 @@ fn metadata_names(root: &Path) -> Vec<String> {
         .collect()
 }
 
+/// A Delta commit adding a copy of version 0's first data file at `path` (relative).
+fn add_copy_of_first_file(root: &Path, version: u64, path: &str) {
+    let log = std::fs::read_to_string(root.join("_delta_log/00000000000000000000.json")).unwrap();
+    let mut add = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v.get("add").is_some())
+        .unwrap();
+    let from = root.join(add["add"]["path"].as_str().unwrap());
+    std::fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
+    std::fs::copy(from, root.join(path)).unwrap();
+    add["add"]["path"] = serde_json::json!(path);
+    let commit = format!(
+        "{{\"commitInfo\":{{\"timestamp\":1800000000000,\"operation\":\"WRITE\"}}}}\n{add}\n"
+    );
+    std::fs::write(root.join(format!("_delta_log/{version:020}.json")), commit).unwrap();
+}
+
 /// Issue 48, defect 2: `expire` deletes the lists and manifests of the snapshots it
 /// expires, while older `vN.metadata.json` files still name them; cleanup takes what only
 /// those name as expired (gone, or an orphan to delete), not as an error.
@@ -274,4 +292,78 @@ fn cleanup_deletes_only_files_xlake_names() {
     assert!(out.contains("left alone: 5 files"), "{out}");
     assert!(!ours.exists());
     assert!(theirs.iter().all(|p| p.exists()), "{out}");
+    let (code, out) = common::xlake(&["inspect", t]);
+    assert!(
+        code == 0 && out.contains("metadata/ clash: 5 files"),
+        "{out}"
+    );
+}
+
+/// Issue 48, defect 6: a Hudi table whose partition folders are not hive-style, with a
+/// partition value `metadata`, keeps its files in the mirror's folder: refused, naming
+/// the clash, before anything is published.
+#[test]
+fn sync_refuses_a_hudi_partition_named_metadata() {
+    let (_dir, root) = common::hudi::extract("sample_table_cow_v6_simplekeygen_nonhivestyle");
+    std::fs::rename(root.join("30"), root.join("metadata")).unwrap();
+    let instant = root.join(".hoodie/20240418172804498.commit");
+    let text = std::fs::read_to_string(&instant).unwrap();
+    std::fs::write(
+        &instant,
+        text.replace("\"30\"", "\"metadata\"")
+            .replace("\"30/", "\"metadata/"),
+    )
+    .unwrap();
+    let t = s(&root);
+    let (code, out) = common::xlake(&["inspect", t]);
+    assert!(
+        code == 0 && out.contains("metadata/ clash: 2 files"),
+        "{out}"
+    );
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("metadata/.hoodie_partition_metadata lies in metadata/"),
+        "{out}"
+    );
+    assert!(!root.join("metadata/v1.metadata.json").exists(), "{out}");
+    assert!(!root.join("metadata/version-hint.text").exists(), "{out}");
+}
+
+/// Issue 48, defect 6: a data file a later commit adds under `metadata/` is refused too
+/// (whatever the format: the target checks every added path), naming commit and file.
+#[test]
+fn sync_refuses_a_data_file_added_under_metadata() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    add_copy_of_first_file(&root, 3, "metadata/part-00000-x.parquet");
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("source commit 3")
+            && out.contains("metadata/part-00000-x.parquet: lies in metadata/"),
+        "{out}"
+    );
+    assert!(!root.join("metadata/v2.metadata.json").exists());
+}
+
+/// Issue 48, defect 6: a Parquet folder with files in `metadata/` is refused at its first
+/// sync (the listing leaves that folder to xlake, so its files are never data).
+#[test]
+fn sync_refuses_a_parquet_folder_with_files_in_metadata() {
+    let (_dir, delta) = common::delta::extract("partitioned_3commits");
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    std::fs::create_dir_all(table.join("metadata")).unwrap();
+    let data: Vec<_> = files_under(&delta.join("region=eu"));
+    std::fs::copy(&data[0], table.join("a.parquet")).unwrap();
+    std::fs::copy(&data[0], table.join("metadata/b.parquet")).unwrap();
+    let (code, out) = common::xlake(&["sync", s(&table), "--format", "parquet"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("metadata/b.parquet lies in metadata/"),
+        "{out}"
+    );
+    assert_eq!(metadata_names(&table), ["b.parquet"]);
 }

@@ -105,6 +105,15 @@ pub enum IcebergError {
         /// The location that metadata records.
         recorded: String,
     },
+    /// `metadata/` holds a file xlake does not write before the table's first version:
+    /// the source keeps files in the folder the mirror is written to.
+    #[error("{table}: {file} {}", crate::layout::METADATA_CLASH)]
+    MetadataFolderTaken {
+        /// Table location.
+        table: String,
+        /// The first such file found.
+        file: String,
+    },
     /// A file the new version would carry over from the current one is gone (deleted while
     /// the commit was planned); nothing was published.
     #[error("{table}: {file}, which metadata/v{version}.metadata.json uses and the next version would carry over, is gone (deleted after it was read: a `cleanup --no-writer-running` beside a running writer, or by hand). Nothing was published; the current version names it too: restore the file, or move metadata/ aside and sync again to mirror the table afresh")]

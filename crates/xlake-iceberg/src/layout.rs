@@ -72,6 +72,15 @@ pub(crate) fn puffin_file() -> String {
     format!("{METADATA_DIR}/{}-dv.puffin", uuid::Uuid::new_v4())
 }
 
+/// Why a source file in `metadata/` is refused (after its path).
+pub const METADATA_CLASH: &str = "lies in metadata/, the folder the Iceberg mirror is written to: the source keeps files there (a partition or folder named `metadata`?), which cleanup and readers of the mirror would take for Iceberg metadata. Refusing to mirror this table";
+
+/// Whether a table-relative path lies in `metadata/` (at any depth).
+pub fn in_metadata_dir(path: &str) -> bool {
+    path.strip_prefix(METADATA_DIR)
+        .is_some_and(|rest| rest.starts_with('/'))
+}
+
 /// Whether a table-relative path names a file xlake writes in `metadata/`, by the exact
 /// patterns above: `vN.metadata.json`, `version-hint.text`, `<uuid>-m<N>.avro`,
 /// `snap-<id>-1-<uuid>.avro`, `<uuid>-deletes.parquet`, `<uuid>-dv.puffin`, and the

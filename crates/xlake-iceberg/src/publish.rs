@@ -83,6 +83,11 @@ impl IcebergTable {
         self.check_predecessor(version)
             .await
             .map_err(Unpublished::before)?;
+        if version == 1 {
+            self.check_folder_is_ours()
+                .await
+                .map_err(Unpublished::before)?;
+        }
         self.put_version(version, body).await?;
         self.write_hint(version).await.map_err(Unpublished::after)?;
         Ok(version)
@@ -101,6 +106,23 @@ impl IcebergTable {
             return Err(self.conflict(version));
         }
         Ok(())
+    }
+
+    /// Before a table's first version: `metadata/` holds nothing but files xlake writes (a
+    /// commit's own manifests, or those of an earlier attempt). A source that keeps files
+    /// there (a Hudi partition or a folder named `metadata`) is refused: its files would
+    /// pass for the mirror's. (Later, each added data file is checked instead.)
+    async fn check_folder_is_ours(&self) -> Result<()> {
+        match crate::orphans::not_written_by_xlake(&self.store)
+            .await?
+            .first()
+        {
+            Some(file) => Err(IcebergError::MetadataFolderTaken {
+                table: self.table(),
+                file: self.store.absolute(file),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Before the commit point: the files the new version carries over from `base` must
