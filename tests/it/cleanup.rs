@@ -367,3 +367,45 @@ fn sync_refuses_a_parquet_folder_with_files_in_metadata() {
     );
     assert_eq!(metadata_names(&table), ["b.parquet"]);
 }
+
+/// Issue 48, defect 3: a carried file gone because another writer published meanwhile (an
+/// expiry after a newer sync) is a lost race, re-planned, not a broken table.
+#[tokio::test]
+async fn a_carried_file_gone_after_another_writer_published_is_a_lost_race() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("table");
+    let expected = common::foundation::build(&root);
+    let store = xlake_storage::TableStore::open(s(&root)).unwrap();
+    let table = xlake_iceberg::IcebergTable::new(store);
+    table.commit(&expected.change_sets[0]).await.unwrap();
+    let base = table.load_for_commit().await.unwrap();
+    // Another writer's v2, and the manifests of v1 gone.
+    let metadata = root.join("metadata");
+    std::fs::copy(
+        metadata.join("v1.metadata.json"),
+        metadata.join("v2.metadata.json"),
+    )
+    .unwrap();
+    for p in files_under(&metadata) {
+        if s(&p).ends_with(".avro") && !s(&p).contains("/snap-") {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    let before = metadata_names(&root);
+    let batch = table
+        .commit_batch_on(base, &[&expected.change_sets[1]])
+        .await;
+    assert!(
+        matches!(
+            batch.error,
+            Some(xlake_iceberg::IcebergError::CommitConflict { version: 2, .. })
+        ),
+        "{:?}",
+        batch.error
+    );
+    assert_eq!(
+        metadata_names(&root),
+        before,
+        "what the batch wrote is gone"
+    );
+}

@@ -129,6 +129,7 @@ impl IcebergTable {
     /// still exist (a cleanup racing the sync may have deleted them since they were read):
     /// the base's current manifest list, and the manifests of `last` (the new current
     /// snapshot's list) that the batch did not write itself (`journal`). One request each.
+    /// A file gone because another writer published meanwhile (an expiry) is a lost race.
     pub(crate) async fn check_carried(
         &self,
         base: Option<&LoadedTable>,
@@ -138,6 +139,36 @@ impl IcebergTable {
         let Some(base) = base else {
             return Ok(());
         };
+        let carried = self.carried_files(base, last, journal)?;
+        let sizes: Vec<_> = futures::stream::iter(carried)
+            .map(|path| async move { (self.store.size(&path).await, path) })
+            .buffer_unordered(FILE_CHECK_CONCURRENCY)
+            .collect()
+            .await;
+        for (size, file) in sizes {
+            if size?.is_some() {
+                continue;
+            }
+            let next = base.version + 1;
+            if self.store.size(&metadata_file(next)).await?.is_some() {
+                return Err(self.conflict(next));
+            }
+            return Err(IcebergError::CarriedFileMissing {
+                table: self.table(),
+                version: base.version,
+                file,
+            });
+        }
+        Ok(())
+    }
+
+    /// What [`Self::check_carried`] looks for.
+    fn carried_files(
+        &self,
+        base: &LoadedTable,
+        last: Option<&ListFile>,
+        journal: &Journal,
+    ) -> Result<Vec<String>> {
         let absolute = |p: &str| self.store.absolute(p);
         let written: HashSet<String> = journal.since(0).iter().map(|p| absolute(p)).collect();
         let mut carried: Vec<String> = base
@@ -146,34 +177,25 @@ impl IcebergTable {
             .map(|s| s.manifest_list().to_string())
             .into_iter()
             .collect();
-        if let Some(list) = last {
-            let manifests = match &list.decoded {
-                Some(manifests) => manifests.clone(),
-                None => crate::list_read::manifests(&list.bytes, &list.location)
-                    .map_err(|e| self.corrupt(&list.location, e))?,
-            };
-            carried.extend(
-                manifests
-                    .into_iter()
-                    .map(|m| m.manifest_path)
-                    .filter(|p| !written.contains(&absolute(p))),
-            );
-        }
-        let sizes: Vec<_> = futures::stream::iter(carried)
-            .map(|path| async move { (self.store.size(&path).await, path) })
-            .buffer_unordered(FILE_CHECK_CONCURRENCY)
-            .collect()
-            .await;
-        for (size, file) in sizes {
-            if size?.is_none() {
-                return Err(IcebergError::CarriedFileMissing {
-                    table: self.table(),
-                    version: base.version,
-                    file,
-                });
+        let Some(list) = last else {
+            return Ok(carried);
+        };
+        let read;
+        let manifests = match &list.decoded {
+            Some(manifests) => manifests,
+            None => {
+                read = crate::list_read::manifests(&list.bytes, &list.location)
+                    .map_err(|e| self.corrupt(&list.location, e))?;
+                &read
             }
-        }
-        Ok(())
+        };
+        carried.extend(
+            manifests
+                .iter()
+                .map(|m| m.manifest_path.clone())
+                .filter(|p| !written.contains(&absolute(p))),
+        );
+        Ok(carried)
     }
 
     fn conflict(&self, version: u64) -> IcebergError {
