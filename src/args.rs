@@ -342,10 +342,11 @@ pub enum Command {
         #[command(flatten)]
         writer: WriterArg,
     },
-    /// Delete orphan metadata files (left by lost races and crashes): files under
-    /// `metadata/` that no retained `vN.metadata.json` references. Never data files.
+    /// Delete orphan metadata files (left by lost races, crashes and expiries): files xlake
+    /// wrote in `metadata/` that the current `vN.metadata.json` does not reference. Never
+    /// data files, nor any file xlake does not write.
     #[command(
-        after_help = "Examples:\n  xlake cleanup /data/orders --dry-run\n  xlake cleanup /data/orders --older-than 1d"
+        after_help = "Examples:\n  xlake cleanup /data/orders --dry-run\n  xlake cleanup /data/orders --older-than 1d\n  xlake cleanup /data/orders --older-than 0s --no-writer-running"
     )]
     Cleanup {
         #[command(flatten)]
@@ -354,10 +355,16 @@ pub enum Command {
         /// is accepted for scripts that pass it).
         #[arg(long)]
         orphans: bool,
-        /// Only files older than this (`30s`, `5m`, `1h`): younger ones may belong to a
-        /// commit in progress.
-        #[arg(long, value_name = "AGE", default_value = "1h", value_parser = parse_duration)]
+        /// Only files older than this (`1d`, `36h`): younger ones may belong to a commit
+        /// in progress. At least 24h, as Iceberg's own orphan cleanup asks, unless
+        /// `--no-writer-running`.
+        #[arg(long, value_name = "AGE", default_value = "3d", value_parser = parse_duration)]
         older_than: Duration,
+        /// No sync, commit, serve, run or expire writes this table while cleanup runs:
+        /// allows an `--older-than` under 24h. A shorter age racing a writer deletes the
+        /// files of its commit in progress and breaks the table.
+        #[arg(long)]
+        no_writer_running: bool,
         /// List what would be deleted, delete nothing.
         #[arg(long)]
         dry_run: bool,

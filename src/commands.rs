@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use xlake_iceberg::orphans::orphan_files;
+use xlake_iceberg::orphans::{not_written_by_xlake, orphan_files, SAFE_AGE};
 use xlake_iceberg::{IcebergTable, Retention};
 use xlake_source::SourceOptions;
 use xlake_sync::inspect::inspect;
@@ -236,8 +236,9 @@ pub async fn run(command: Command) -> Outcome {
             table: TableArg { table },
             orphans: _,
             older_than,
+            no_writer_running,
             dry_run,
-        } => cleanup(&table, older_than, dry_run).await,
+        } => cleanup(&table, (older_than, no_writer_running), dry_run).await,
         Command::Snapshots {
             table: TableArg { table },
             json,
@@ -515,7 +516,15 @@ async fn upgrade(
     Ok(ExitCode::SUCCESS)
 }
 
-async fn cleanup(table: &str, older_than: Duration, dry_run: bool) -> Outcome {
+/// `older_than`, and whether the operator says no writer runs (which allows any age).
+async fn cleanup(table: &str, older_than: (Duration, bool), dry_run: bool) -> Outcome {
+    let (older_than, no_writer_running) = older_than;
+    if older_than < SAFE_AGE && !no_writer_running {
+        return Err(usage(format!(
+            "--older-than under {}h refused: such a cleanup may delete the files of a commit that a running sync, commit, serve, run or expire has written but not yet published, and the table would then name missing files; pass --no-writer-running if nothing writes {table} meanwhile",
+            SAFE_AGE.as_secs() / 3600
+        )));
+    }
     let store = any_table(table).await?.store;
     let age_ms = i64::try_from(older_than.as_millis()).map_err(usage)?;
     let found = orphan_files(&store, now_ms()?.saturating_sub(age_ms)).await?;
@@ -530,5 +539,13 @@ async fn cleanup(table: &str, older_than: Duration, dry_run: bool) -> Outcome {
         );
     }
     outln!("{table}: {} orphan metadata files", found.len());
+    let theirs = not_written_by_xlake(&store).await?;
+    if let Some(first) = theirs.first() {
+        outln!(
+            "{table}: left alone: {} files under metadata/ that xlake did not write (e.g. {})",
+            theirs.len(),
+            store.absolute(first)
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

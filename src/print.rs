@@ -102,6 +102,9 @@ pub fn inspect(r: &InspectReport) {
             i.partitioning.join(", ")
         ),
     }
+    if let Some(first) = i.not_written_by_xlake.first() {
+        outln!("  metadata/ clash: {} files under metadata/ that xlake did not write (e.g. {first}): the source keeps files in the folder the Iceberg mirror is written to; sync refuses such a table, cleanup leaves them alone", i.not_written_by_xlake.len());
+    }
     for old in &i.relocated_from {
         outln!("  relocated: metadata/ holds Iceberg metadata written for {old}, not for this location (the folder was copied or moved); orphans are not counted. Run `xlake sync --rebuild {}`", r.table);
     }
@@ -138,6 +141,12 @@ pub fn check(r: &CheckReport) {
     }
     for id in &r.duplicates {
         outln!("  duplicate: source commit {id} is recorded by more than one snapshot");
+    }
+    for m in &r.missing_manifest_lists {
+        outln!(
+            "  missing: the manifest list of snapshot {} is gone: {} (readers of that snapshot fail)",
+            m.snapshot_id, m.manifest_list
+        );
     }
     for id in &r.out_of_order {
         outln!(

@@ -47,14 +47,14 @@ fn only_old_unreferenced_metadata_files_go() {
     ];
     for p in &stale {
         std::fs::copy(&some_manifest, p).unwrap();
-        age(p, Duration::from_secs(7200));
+        age(p, Duration::from_secs(4 * 86_400));
     }
     let young = metadata.join("00000000-dead-beef-0000-000000000002-m0.avro");
     std::fs::copy(&some_manifest, &young).unwrap();
     // Referenced files are old too, and must stay.
     for p in files_under(&metadata) {
         if !stale.contains(&p) && p != young {
-            age(&p, Duration::from_secs(7200));
+            age(&p, Duration::from_secs(4 * 86_400));
         }
     }
     let data_before: Vec<_> = files_under(&root)
@@ -78,7 +78,7 @@ fn only_old_unreferenced_metadata_files_go() {
             root.to_str().unwrap(),
             "--orphans",
             "--older-than",
-            "1h",
+            "1d",
         ])
         .output()
         .unwrap();
@@ -99,4 +99,313 @@ fn only_old_unreferenced_metadata_files_go() {
     assert_eq!(data_before, data_after, "data files are never touched");
     let (code, text) = common::xlake(&["check", root.to_str().unwrap(), "--deep"]);
     assert_eq!(code, 0, "{text}");
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn metadata_names(root: &Path) -> Vec<String> {
+    files_under(&root.join("metadata"))
+        .iter()
+        .map(|p| p.file_name().unwrap().to_str().unwrap().to_string())
+        .collect()
+}
+
+/// A Delta commit adding a copy of version 0's first data file at `path` (relative).
+fn add_copy_of_first_file(root: &Path, version: u64, path: &str) {
+    let log = std::fs::read_to_string(root.join("_delta_log/00000000000000000000.json")).unwrap();
+    let mut add = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v.get("add").is_some())
+        .unwrap();
+    let from = root.join(add["add"]["path"].as_str().unwrap());
+    std::fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
+    std::fs::copy(from, root.join(path)).unwrap();
+    add["add"]["path"] = serde_json::json!(path);
+    let commit = format!(
+        "{{\"commitInfo\":{{\"timestamp\":1800000000000,\"operation\":\"WRITE\"}}}}\n{add}\n"
+    );
+    std::fs::write(root.join(format!("_delta_log/{version:020}.json")), commit).unwrap();
+}
+
+/// Issue 48, defect 2: `expire` deletes the lists and manifests of the snapshots it
+/// expires, while older `vN.metadata.json` files still name them; cleanup takes what only
+/// those name as expired (gone, or an orphan to delete), not as an error.
+#[test]
+fn cleanup_after_expire_takes_what_only_older_versions_name_as_expired() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    let before = metadata_names(&root);
+    let (code, out) = common::xlake(&["expire", t, "--keep-snapshots", "1"]);
+    assert!(code == 0 && out.contains("2 snapshots expired"), "{out}");
+    let after = metadata_names(&root);
+    let deleted: Vec<&String> = before.iter().filter(|n| !after.contains(n)).collect();
+    assert!(!deleted.is_empty(), "{before:?} {after:?}");
+    for dry in [true, false] {
+        let mut args = vec!["cleanup", t, "--older-than", "0s", "--no-writer-running"];
+        if dry {
+            args.push("--dry-run");
+        }
+        let (code, out) = common::xlake(&args);
+        assert_eq!(code, 0, "dry run {dry}: {out}");
+        assert!(out.contains(": 0 orphan metadata files"), "{out}");
+    }
+    // A file of an expired snapshot that expire could not delete is an orphan.
+    let leftover = root.join("metadata").join(deleted[0]);
+    std::fs::write(&leftover, b"left by an expiry cut short").unwrap();
+    let (code, out) = common::xlake(&["cleanup", t, "--older-than", "0s", "--no-writer-running"]);
+    assert!(
+        code == 0 && out.contains(": 1 orphan metadata files"),
+        "{out}"
+    );
+    assert!(!leftover.exists());
+    let (code, out) = common::xlake(&["check", t, "--deep"]);
+    assert_eq!(code, 0, "{out}");
+}
+
+/// Issue 48, defect 3: an age under 24 hours may catch the files of a commit in progress;
+/// it is refused (exit 2, nothing deleted) unless the operator says no writer runs.
+#[test]
+fn cleanup_refuses_ages_under_a_day_unless_no_writer_runs() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    let orphan = root.join("metadata/00000000-dead-beef-0000-000000000000-m0.avro");
+    std::fs::write(&orphan, b"x").unwrap();
+    age(&orphan, Duration::from_secs(2 * 3600));
+    for older_than in ["0s", "1h", "23h 59m"] {
+        let (code, out) = common::xlake(&["cleanup", t, "--older-than", older_than]);
+        assert_eq!(code, 2, "{older_than}: {out}");
+        assert!(out.contains("--no-writer-running"), "{out}");
+        assert!(orphan.exists(), "{older_than}: nothing deleted");
+    }
+    // The default (3 days) and a day are allowed; the orphan is younger than both.
+    for args in [vec!["cleanup", t], vec!["cleanup", t, "--older-than", "1d"]] {
+        let (code, out) = common::xlake(&args);
+        assert!(code == 0 && out.contains(": 0 orphan"), "{args:?}: {out}");
+    }
+    let (code, out) = common::xlake(&["cleanup", t, "--older-than", "1h", "--no-writer-running"]);
+    assert!(code == 0 && out.contains(": 1 orphan"), "{out}");
+    assert!(!orphan.exists());
+}
+
+/// Issue 48, defect 3: a sync checks, before its commit point, that the manifests it
+/// carries over from the version it builds on still exist; an append that carries the
+/// parent's list unread would otherwise publish a version naming deleted manifests.
+#[test]
+fn a_sync_never_publishes_a_version_naming_deleted_manifests() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    std::fs::write(
+        root.join("_delta_log/00000000000000000003.json"),
+        "{\"commitInfo\":{\"timestamp\":1800000000000,\"operation\":\"SET TBLPROPERTIES\"}}\n",
+    )
+    .unwrap();
+    // What a cleanup racing a writer deletes: the manifests of the current version.
+    let manifests: Vec<_> = files_under(&root.join("metadata"))
+        .into_iter()
+        .filter(|p| s(p).ends_with(".avro") && !s(p).contains("/snap-"))
+        .collect();
+    assert!(!manifests.is_empty());
+    for m in &manifests {
+        std::fs::remove_file(m).unwrap();
+    }
+    let before = metadata_names(&root);
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("is gone") && manifests.iter().any(|m| out.contains(s(m))),
+        "{out}"
+    );
+    assert_eq!(
+        metadata_names(&root),
+        before,
+        "nothing published, nothing left"
+    );
+}
+
+/// Issue 48, defect 3: `check` finds the manifest lists of retained ancestors that are gone.
+#[test]
+fn check_reports_ancestors_whose_manifest_list_is_gone() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    let lists: Vec<_> = files_under(&root.join("metadata"))
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("snap-")
+        })
+        .collect();
+    assert_eq!(lists.len(), 3);
+    // Not the current snapshot's: the others only time travel reads.
+    let current = std::fs::read_to_string(root.join("metadata/v1.metadata.json")).unwrap();
+    let current: serde_json::Value = serde_json::from_str(&current).unwrap();
+    let id = current["current-snapshot-id"].as_i64().unwrap();
+    let ancestor = lists
+        .iter()
+        .find(|p| !s(p).contains(&format!("snap-{id}-")))
+        .unwrap();
+    std::fs::remove_file(ancestor).unwrap();
+    let (code, out) = common::xlake(&["check", t]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("NOT CONSISTENT") && out.contains(s(ancestor)),
+        "{out}"
+    );
+}
+
+/// Issue 48, defect 6: cleanup deletes only files named as xlake names what it writes; a
+/// source's own files in `metadata/` (a Hudi partition named `metadata`: its partition
+/// marker, base and log files) and anything else there stay, however old.
+#[test]
+fn cleanup_deletes_only_files_xlake_names() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    let metadata = root.join("metadata");
+    let theirs = [
+        metadata.join(".hoodie_partition_metadata"),
+        metadata.join("6db57019-98ee-480e-8eb1-fb3de48e1c24-0_1-119-167_20240418172804498.parquet"),
+        metadata.join(".6db57019-98ee-480e-8eb1-fb3de48e1c24-0_20240418172804498.log.1_0-21-22"),
+        metadata.join("stray.avro"),
+        metadata.join("sub/00000000-dead-beef-0000-000000000001-m0.avro"),
+    ];
+    std::fs::create_dir_all(metadata.join("sub")).unwrap();
+    let ours = metadata.join("00000000-dead-beef-0000-000000000000-m0.avro");
+    for p in theirs.iter().chain([&ours]) {
+        std::fs::write(p, b"x").unwrap();
+    }
+    for p in files_under(&metadata) {
+        age(&p, Duration::from_secs(4 * 86_400));
+    }
+    let (code, out) = common::xlake(&["cleanup", t, "--older-than", "1d"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(": 1 orphan metadata files"), "{out}");
+    assert!(out.contains("left alone: 5 files"), "{out}");
+    assert!(!ours.exists());
+    assert!(theirs.iter().all(|p| p.exists()), "{out}");
+    let (code, out) = common::xlake(&["inspect", t]);
+    assert!(
+        code == 0 && out.contains("metadata/ clash: 5 files"),
+        "{out}"
+    );
+}
+
+/// Issue 48, defect 6: a Hudi table whose partition folders are not hive-style, with a
+/// partition value `metadata`, keeps its files in the mirror's folder: refused, naming
+/// the clash, before anything is published.
+#[test]
+fn sync_refuses_a_hudi_partition_named_metadata() {
+    let (_dir, root) = common::hudi::extract("sample_table_cow_v6_simplekeygen_nonhivestyle");
+    std::fs::rename(root.join("30"), root.join("metadata")).unwrap();
+    let instant = root.join(".hoodie/20240418172804498.commit");
+    let text = std::fs::read_to_string(&instant).unwrap();
+    std::fs::write(
+        &instant,
+        text.replace("\"30\"", "\"metadata\"")
+            .replace("\"30/", "\"metadata/"),
+    )
+    .unwrap();
+    let t = s(&root);
+    let (code, out) = common::xlake(&["inspect", t]);
+    assert!(
+        code == 0 && out.contains("metadata/ clash: 2 files"),
+        "{out}"
+    );
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("metadata/.hoodie_partition_metadata lies in metadata/"),
+        "{out}"
+    );
+    assert!(!root.join("metadata/v1.metadata.json").exists(), "{out}");
+    assert!(!root.join("metadata/version-hint.text").exists(), "{out}");
+}
+
+/// Issue 48, defect 6: a data file a later commit adds under `metadata/` is refused too
+/// (whatever the format: the target checks every added path), naming commit and file.
+#[test]
+fn sync_refuses_a_data_file_added_under_metadata() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    add_copy_of_first_file(&root, 3, "metadata/part-00000-x.parquet");
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("source commit 3")
+            && out.contains("metadata/part-00000-x.parquet: lies in metadata/"),
+        "{out}"
+    );
+    assert!(!root.join("metadata/v2.metadata.json").exists());
+}
+
+/// Issue 48, defect 6: a Parquet folder with files in `metadata/` is refused at its first
+/// sync (the listing leaves that folder to xlake, so its files are never data).
+#[test]
+fn sync_refuses_a_parquet_folder_with_files_in_metadata() {
+    let (_dir, delta) = common::delta::extract("partitioned_3commits");
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    std::fs::create_dir_all(table.join("metadata")).unwrap();
+    let data: Vec<_> = files_under(&delta.join("region=eu"));
+    std::fs::copy(&data[0], table.join("a.parquet")).unwrap();
+    std::fs::copy(&data[0], table.join("metadata/b.parquet")).unwrap();
+    let (code, out) = common::xlake(&["sync", s(&table), "--format", "parquet"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("metadata/b.parquet lies in metadata/"),
+        "{out}"
+    );
+    assert_eq!(metadata_names(&table), ["b.parquet"]);
+}
+
+/// Issue 48, defect 3: a carried file gone because another writer published meanwhile (an
+/// expiry after a newer sync) is a lost race, re-planned, not a broken table.
+#[tokio::test]
+async fn a_carried_file_gone_after_another_writer_published_is_a_lost_race() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("table");
+    let expected = common::foundation::build(&root);
+    let store = xlake_storage::TableStore::open(s(&root)).unwrap();
+    let table = xlake_iceberg::IcebergTable::new(store);
+    table.commit(&expected.change_sets[0]).await.unwrap();
+    let base = table.load_for_commit().await.unwrap();
+    // Another writer's v2, and the manifests of v1 gone.
+    let metadata = root.join("metadata");
+    std::fs::copy(
+        metadata.join("v1.metadata.json"),
+        metadata.join("v2.metadata.json"),
+    )
+    .unwrap();
+    for p in files_under(&metadata) {
+        if s(&p).ends_with(".avro") && !s(&p).contains("/snap-") {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    let before = metadata_names(&root);
+    let batch = table
+        .commit_batch_on(base, &[&expected.change_sets[1]])
+        .await;
+    assert!(
+        matches!(
+            batch.error,
+            Some(xlake_iceberg::IcebergError::CommitConflict { version: 2, .. })
+        ),
+        "{:?}",
+        batch.error
+    );
+    assert_eq!(
+        metadata_names(&root),
+        before,
+        "what the batch wrote is gone"
+    );
 }

@@ -338,12 +338,27 @@ fn cleanup_cleans_orphans_by_default_and_still_takes_the_flag() {
     let (_dir, root) = common::delta::extract("partitioned_3commits");
     let t = s(&root);
     assert_eq!(run(&["sync", t]).0, 0);
-    let stray = root.join("metadata/stray.avro");
+    // Named as xlake names a manifest: cleanup deletes nothing else.
+    let stray = root.join("metadata/00000000-dead-beef-0000-000000000000-m0.avro");
     std::fs::write(&stray, b"x").unwrap();
-    let (code, out, err) = run(&["cleanup", t, "--older-than", "0s", "--dry-run"]);
+    let (code, out, err) = run(&[
+        "cleanup",
+        t,
+        "--older-than",
+        "0s",
+        "--no-writer-running",
+        "--dry-run",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("would delete") && stray.exists(), "{out}");
-    let (code, out, err) = run(&["cleanup", t, "--orphans", "--older-than", "0s"]);
+    let (code, out, err) = run(&[
+        "cleanup",
+        t,
+        "--orphans",
+        "--older-than",
+        "0s",
+        "--no-writer-running",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(
         out.contains("1 orphan metadata files") && !stray.exists(),

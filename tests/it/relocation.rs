@@ -103,7 +103,14 @@ fn assert_refused_everywhere(old: &Path, table: &Path, commit_args: &[&str]) {
     assert_eq!(code, 0, "{out}");
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report["iceberg"]["relocated_from"][0], s(old), "{out}");
-    let (code, out) = xlake(&["cleanup", "--orphans", "--older-than", "0s", s(table)]);
+    let (code, out) = xlake(&[
+        "cleanup",
+        "--orphans",
+        "--older-than",
+        "0s",
+        "--no-writer-running",
+        s(table),
+    ]);
     names_both("cleanup", code, &out);
     let (code, out) = xlake(&["expire", "--keep-snapshots", "1", s(table)]);
     names_both("expire", code, &out);
@@ -167,6 +174,7 @@ fn rebuild(table: &Path, old_metadata: &BTreeMap<PathBuf, Vec<u8>>) -> PathBuf {
         "--orphans",
         "--older-than",
         "0s",
+        "--no-writer-running",
         "--dry-run",
         s(table),
     ]);
@@ -259,7 +267,14 @@ fn an_interrupted_rebuild_leaves_a_valid_table_and_a_rerun_finishes_it() {
     let (code, out) = xlake(&["sync", s(&moved)]);
     assert!(code == 0 && out.contains("up to date"), "{out}");
     // What names the old place is still there: nothing counts as an orphan.
-    let (code, out) = xlake(&["cleanup", "--orphans", "--older-than", "0s", s(&moved)]);
+    let (code, out) = xlake(&[
+        "cleanup",
+        "--orphans",
+        "--older-than",
+        "0s",
+        "--no-writer-running",
+        s(&moved),
+    ]);
     assert!(code != 0 && out.contains(s(&root)), "{out}");
     let (code, out) = xlake(&["inspect", s(&moved)]);
     assert!(code == 0 && out.contains("relocated"), "{out}");
@@ -271,7 +286,14 @@ fn an_interrupted_rebuild_leaves_a_valid_table_and_a_rerun_finishes_it() {
         before,
         "every old file but the hint moved aside"
     );
-    let (code, out) = xlake(&["cleanup", "--orphans", "--older-than", "0s", s(&moved)]);
+    let (code, out) = xlake(&[
+        "cleanup",
+        "--orphans",
+        "--older-than",
+        "0s",
+        "--no-writer-running",
+        s(&moved),
+    ]);
     assert!(code == 0 && out.contains(": 0 orphan"), "{out}");
 }
 

@@ -105,6 +105,26 @@ pub enum IcebergError {
         /// The location that metadata records.
         recorded: String,
     },
+    /// `metadata/` holds a file xlake does not write before the table's first version:
+    /// the source keeps files in the folder the mirror is written to.
+    #[error("{table}: {file} {}", crate::layout::METADATA_CLASH)]
+    MetadataFolderTaken {
+        /// Table location.
+        table: String,
+        /// The first such file found.
+        file: String,
+    },
+    /// A file the new version would carry over from the current one is gone (deleted while
+    /// the commit was planned); nothing was published.
+    #[error("{table}: {file}, which metadata/v{version}.metadata.json uses and the next version would carry over, is gone (deleted after it was read: a `cleanup --no-writer-running` beside a running writer, or by hand). Nothing was published; the current version names it too: restore the file, or move metadata/ aside and sync again to mirror the table afresh")]
+    CarriedFileMissing {
+        /// Table location.
+        table: String,
+        /// The version the commit builds on.
+        version: u64,
+        /// The missing manifest list or manifest.
+        file: String,
+    },
     /// Another writer committed this version first; nothing was overwritten. Re-plan.
     #[error("{table}: another writer committed metadata/v{version}.metadata.json first; nothing was overwritten, re-plan and retry")]
     CommitConflict {

@@ -97,6 +97,54 @@ pub(crate) fn puffin_file() -> String {
     format!("{METADATA_DIR}/{}-dv.puffin", uuid::Uuid::new_v4())
 }
 
+/// Why a source file in `metadata/` is refused (after its path).
+pub const METADATA_CLASH: &str = "lies in metadata/, the folder the Iceberg mirror is written to: the source keeps files there (a partition or folder named `metadata`?), which cleanup and readers of the mirror would take for Iceberg metadata. Refusing to mirror this table";
+
+/// Whether a table-relative path lies in `metadata/` (at any depth).
+pub fn in_metadata_dir(path: &str) -> bool {
+    path.strip_prefix(METADATA_DIR)
+        .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Whether a table-relative path names a file xlake writes in `metadata/`, by the exact
+/// patterns above: `vN.metadata.json`, `version-hint.text`, `<uuid>-m<N>.avro`,
+/// `snap-<id>-1-<uuid>.avro`, `<uuid>-deletes.parquet`, `<uuid>-dv.puffin`, and the
+/// put-if-absent probe `.xlake-probe-<uuid>` (deleted after use). Directly in `metadata/`
+/// only: xlake writes no subfolder there. Anything else there (a source's own files, a
+/// file another tool put there) is not xlake's to delete.
+pub fn is_written_by_xlake(path: &str) -> bool {
+    let Some(name) = path
+        .strip_prefix(METADATA_DIR)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .filter(|name| !name.contains('/'))
+    else {
+        return false;
+    };
+    let uuid = |s: &str| s.len() == 36 && uuid::Uuid::try_parse(s).is_ok();
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if version_of(name).is_some() || path == VERSION_HINT {
+        return true;
+    }
+    if let Some(id) = name.strip_prefix(".xlake-probe-") {
+        return uuid(id);
+    }
+    if let Some(rest) = name
+        .strip_prefix("snap-")
+        .and_then(|r| r.strip_suffix(".avro"))
+    {
+        // The snapshot id may be negative in other writers' files; xlake's are positive.
+        return rest
+            .split_once("-1-")
+            .is_some_and(|(id, commit)| digits(id) && uuid(commit));
+    }
+    if let Some((commit, n)) = name.strip_suffix(".avro").and_then(|r| r.rsplit_once("-m")) {
+        return uuid(commit) && digits(n);
+    }
+    ["-deletes.parquet", "-dv.puffin"]
+        .iter()
+        .any(|suffix| name.strip_suffix(suffix).is_some_and(uuid))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +167,41 @@ mod tests {
         }
         assert!(parse_hint(b"x").is_err());
         assert!(parse_hint(b"").is_err());
+    }
+
+    #[test]
+    fn only_the_names_xlake_writes_are_its_own() {
+        let commit = uuid::Uuid::new_v4();
+        for ours in [
+            metadata_file(3),
+            VERSION_HINT.to_string(),
+            manifest_file(&commit, 0),
+            manifest_file(&commit, 12),
+            manifest_list_file(4_611_686_018_427_387_904, &commit),
+            position_delete_file(),
+            puffin_file(),
+            format!("metadata/.xlake-probe-{commit}"),
+        ] {
+            assert!(is_written_by_xlake(&ours), "{ours}");
+        }
+        for theirs in [
+            // A Hudi partition named `metadata` (non-hive-style paths).
+            "metadata/.hoodie_partition_metadata",
+            "metadata/8c9b5e5f-0b5a-4c1e-9f1a-2c3d4e5f6a7b-0_0-21-22_20240101010101010.parquet",
+            "metadata/.8c9b5e5f-0b5a-4c1e-9f1a-2c3d4e5f6a7b-0_20240101010101010.log.1_0-21-22",
+            // Files of a Parquet folder, or anything else put there.
+            "metadata/part-0.parquet",
+            "metadata/stray.avro",
+            "metadata/00000-9f1a2c3d-4e5f-4a7b-8c9b-5e5f0b5a4c1e.metadata.json",
+            &format!("metadata/sub/{commit}-m0.avro"),
+            &format!("metadata/{commit}-mx.avro"),
+            &format!("metadata/{commit}-m.avro"),
+            &format!("metadata/snap--1-1-{commit}.avro"),
+            &format!("metadata/x{commit}-deletes.parquet"),
+            &format!("other/{commit}-m0.avro"),
+            "metadata/.xlake-probe-x",
+        ] {
+            assert!(!is_written_by_xlake(theirs), "{theirs}");
+        }
     }
 }

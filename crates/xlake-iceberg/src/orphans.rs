@@ -1,17 +1,27 @@
 //! Orphan metadata files: manifests, manifest lists and delete files left by attempts that
-//! never committed (a lost race, a crash before `vN.metadata.json`). Only files under
-//! `metadata/` are ever considered, so data files are never touched; and none while the
-//! folder holds metadata written for another location (a copied or moved table).
+//! never committed (a lost race, a crash before `vN.metadata.json`) or by an expiry that
+//! could not delete them. Only files directly in `metadata/` whose names xlake writes
+//! ([`is_written_by_xlake`]) are ever considered, so data files and anything else kept
+//! there are never touched; and none while the folder holds metadata written for another
+//! location (a copied or moved table).
 
 use std::collections::HashSet;
 
 use xlake_storage::TableStore;
 
 use crate::error::{IcebergError, Result};
+use crate::layout::{is_written_by_xlake, version_of, METADATA_DIR, VERSION_HINT};
 use crate::manifest::{read_entries, read_manifest_list};
 
-/// Every file that any `vN.metadata.json` present in `metadata/` references: its manifest
-/// lists, their manifests, and the delete files in those.
+/// The youngest age of a file an orphan cleanup may delete while writers may run: 24 hours,
+/// Iceberg's own minimum for its remove-orphan-files procedure. A younger unreferenced file
+/// may belong to a commit in progress (written, its `vN.metadata.json` not yet).
+pub const SAFE_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Every file the current (newest) `vN.metadata.json` references: its snapshots' manifest
+/// lists, their manifests, and the files in those. Older versions are read only to refuse
+/// a relocated table: the snapshots they name beyond the current one's were expired, and
+/// what only those name is gone already or an orphan (as after Iceberg's own expiry).
 async fn referenced(store: &TableStore, metadata_files: &[String]) -> Result<HashSet<String>> {
     let corrupt = |file: &str, reason: String| IcebergError::CorruptMetadata {
         table: store.location().to_string(),
@@ -19,6 +29,7 @@ async fn referenced(store: &TableStore, metadata_files: &[String]) -> Result<Has
         reason,
     };
     let mut lists = HashSet::new();
+    let newest = metadata_files.iter().filter_map(|p| version_of(p)).max();
     for path in metadata_files {
         let bytes = store.get(path).await?;
         let metadata = crate::table::parse_metadata(&bytes).map_err(|e| corrupt(path, e))?;
@@ -31,7 +42,9 @@ async fn referenced(store: &TableStore, metadata_files: &[String]) -> Result<Has
                 recorded: metadata.location().to_string(),
             });
         }
-        lists.extend(metadata.snapshots().map(|s| s.manifest_list().to_string()));
+        if version_of(path) == newest {
+            lists.extend(metadata.snapshots().map(|s| s.manifest_list().to_string()));
+        }
     }
     let mut out: HashSet<String> = HashSet::new();
     let mut manifests = HashSet::new();
@@ -55,15 +68,16 @@ async fn referenced(store: &TableStore, metadata_files: &[String]) -> Result<Has
     Ok(out)
 }
 
-/// Files under `metadata/` that no retained metadata version references and that were last
-/// modified before `cutoff_ms` (ms since the epoch), as table-relative paths. Refuses
-/// ([`IcebergError::Relocated`]) while any version there was written for another location.
+/// Files in `metadata/` named as xlake names what it writes that the current metadata
+/// version does not reference and that were last modified before `cutoff_ms` (ms since
+/// the epoch), as table-relative paths. Refuses ([`IcebergError::Relocated`]) while any
+/// version there was written for another location.
 pub async fn orphan_files(store: &TableStore, cutoff_ms: i64) -> Result<Vec<String>> {
-    let listed = store.list_recursive("metadata").await?;
-    let is_version = crate::relocation::is_version_file;
+    let listed = store.list_recursive(METADATA_DIR).await?;
+    let is_version = |path: &str| version_of(path).is_some();
     let versions: Vec<String> = listed
         .iter()
-        .filter(|e| is_version(&e.path))
+        .filter(|e| is_written_by_xlake(&e.path) && is_version(&e.path))
         .map(|e| e.path.clone())
         .collect();
     if versions.is_empty() {
@@ -72,8 +86,22 @@ pub async fn orphan_files(store: &TableStore, cutoff_ms: i64) -> Result<Vec<Stri
     let keep = referenced(store, &versions).await?;
     Ok(listed
         .into_iter()
-        .filter(|e| !is_version(&e.path) && !e.path.ends_with("version-hint.text"))
+        .filter(|e| is_written_by_xlake(&e.path))
+        .filter(|e| !is_version(&e.path) && e.path != VERSION_HINT)
         .filter(|e| e.modified_ms < cutoff_ms && !keep.contains(&store.absolute(&e.path)))
+        .map(|e| e.path)
+        .collect())
+}
+
+/// Files under `metadata/` (at any depth) whose names are not ones xlake writes, as
+/// table-relative paths: a source's own files (a Hudi partition or a folder named
+/// `metadata`), or another tool's. Never deleted; a first sync refuses them.
+pub async fn not_written_by_xlake(store: &TableStore) -> Result<Vec<String>> {
+    Ok(store
+        .list_recursive(METADATA_DIR)
+        .await?
+        .into_iter()
+        .filter(|e| !is_written_by_xlake(&e.path))
         .map(|e| e.path)
         .collect())
 }

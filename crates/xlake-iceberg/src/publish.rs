@@ -6,6 +6,7 @@
 //! Metadata files that fell out of the metadata log are deleted after the commit when the
 //! table asks for it.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -17,6 +18,7 @@ use crate::encode::metadata_parts;
 use crate::error::{IcebergError, Result};
 use crate::history::{split, History};
 use crate::layout::{hint_text, metadata_file, metadata_file_name, VERSION_HINT};
+use crate::manifest::ListFile;
 use crate::plan::Staged;
 use crate::table::{
     Batch, Committed, IcebergTable, LoadedTable, DELETE_AFTER_COMMIT, FILE_CHECK_CONCURRENCY,
@@ -81,6 +83,11 @@ impl IcebergTable {
         self.check_predecessor(version)
             .await
             .map_err(Unpublished::before)?;
+        if version == 1 {
+            self.check_folder_is_ours()
+                .await
+                .map_err(Unpublished::before)?;
+        }
         self.put_version(version, body).await?;
         self.write_hint(version).await.map_err(Unpublished::after)?;
         Ok(version)
@@ -99,6 +106,96 @@ impl IcebergTable {
             return Err(self.conflict(version));
         }
         Ok(())
+    }
+
+    /// Before a table's first version: `metadata/` holds nothing but files xlake writes (a
+    /// commit's own manifests, or those of an earlier attempt). A source that keeps files
+    /// there (a Hudi partition or a folder named `metadata`) is refused: its files would
+    /// pass for the mirror's. (Later, each added data file is checked instead.)
+    async fn check_folder_is_ours(&self) -> Result<()> {
+        match crate::orphans::not_written_by_xlake(&self.store)
+            .await?
+            .first()
+        {
+            Some(file) => Err(IcebergError::MetadataFolderTaken {
+                table: self.table(),
+                file: self.store.absolute(file),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Before the commit point: the files the new version carries over from `base` must
+    /// still exist (a cleanup racing the sync may have deleted them since they were read):
+    /// the base's current manifest list, and the manifests of `last` (the new current
+    /// snapshot's list) that the batch did not write itself (`journal`). One request each.
+    /// A file gone because another writer published meanwhile (an expiry) is a lost race.
+    pub(crate) async fn check_carried(
+        &self,
+        base: Option<&LoadedTable>,
+        last: Option<&ListFile>,
+        journal: &Journal,
+    ) -> Result<()> {
+        let Some(base) = base else {
+            return Ok(());
+        };
+        let carried = self.carried_files(base, last, journal)?;
+        let sizes: Vec<_> = futures::stream::iter(carried)
+            .map(|path| async move { (self.store.size(&path).await, path) })
+            .buffer_unordered(FILE_CHECK_CONCURRENCY)
+            .collect()
+            .await;
+        for (size, file) in sizes {
+            if size?.is_some() {
+                continue;
+            }
+            let next = base.version + 1;
+            if self.store.size(&metadata_file(next)).await?.is_some() {
+                return Err(self.conflict(next));
+            }
+            return Err(IcebergError::CarriedFileMissing {
+                table: self.table(),
+                version: base.version,
+                file,
+            });
+        }
+        Ok(())
+    }
+
+    /// What [`Self::check_carried`] looks for.
+    fn carried_files(
+        &self,
+        base: &LoadedTable,
+        last: Option<&ListFile>,
+        journal: &Journal,
+    ) -> Result<Vec<String>> {
+        let absolute = |p: &str| self.store.absolute(p);
+        let written: HashSet<String> = journal.since(0).iter().map(|p| absolute(p)).collect();
+        let mut carried: Vec<String> = base
+            .metadata
+            .current_snapshot()
+            .map(|s| s.manifest_list().to_string())
+            .into_iter()
+            .collect();
+        let Some(list) = last else {
+            return Ok(carried);
+        };
+        let read;
+        let manifests = match &list.decoded {
+            Some(manifests) => manifests,
+            None => {
+                read = crate::list_read::manifests(&list.bytes, &list.location)
+                    .map_err(|e| self.corrupt(&list.location, e))?;
+                &read
+            }
+        };
+        carried.extend(
+            manifests
+                .iter()
+                .map(|m| m.manifest_path.clone())
+                .filter(|p| !written.contains(&absolute(p))),
+        );
+        Ok(carried)
     }
 
     fn conflict(&self, version: u64) -> IcebergError {

@@ -540,6 +540,13 @@ impl IcebergTable {
         };
         let expired_logs = std::mem::take(&mut draft.expired_logs);
         if let Some(metadata) = draft.metadata.filter(|_| !staged.is_empty()) {
+            let last = draft.last_list.as_ref();
+            if let Err(e) = self.check_carried(on, last, &journal).await {
+                // Nothing refers to the batch's files: the error wins over a later one.
+                self.abandon(journal.since(0)).await;
+                batch.error = Some(e);
+                return batch;
+            }
             let published = (next_version, metadata, history, expired_logs);
             self.publish_batch(&mut batch, published, staged, &journal)
                 .await;

@@ -1,10 +1,10 @@
 //! The invariant checker: every completed source commit is recorded by exactly one
 //! snapshot of the current Iceberg ancestry, in order; `deep` also compares the live files.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Serialize;
-use xlake_iceberg::layout::{parse_hint, VERSION_HINT};
+use xlake_iceberg::layout::{parse_hint, METADATA_DIR, VERSION_HINT};
 use xlake_iceberg::{IcebergTable, LoadedTable};
 use xlake_model::CommitListing;
 use xlake_source::{MirrorState, TableSource};
@@ -37,6 +37,16 @@ pub struct Comparison {
     pub differences: Vec<String>,
 }
 
+/// A snapshot of the current ancestry whose manifest list is gone: readers of that
+/// snapshot (time travel, incremental reads) fail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MissingList {
+    /// The snapshot.
+    pub snapshot_id: i64,
+    /// Its manifest list's location.
+    pub manifest_list: String,
+}
+
 /// What `check` found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CheckReport {
@@ -56,6 +66,9 @@ pub struct CheckReport {
     pub unknown: Vec<UnknownCommit>,
     /// Source commits recorded by more than one snapshot.
     pub duplicates: Vec<String>,
+    /// Snapshots of the current ancestry whose manifest list is gone (deleted beside the
+    /// metadata that names it).
+    pub missing_manifest_lists: Vec<MissingList>,
     /// Source commits whose snapshot comes before that of an earlier commit.
     pub out_of_order: Vec<String>,
     /// Commits completed after the newest mirrored one.
@@ -105,6 +118,7 @@ impl CheckReport {
             && self.unknown.is_empty()
             && self.duplicates.is_empty()
             && self.out_of_order.is_empty()
+            && self.missing_manifest_lists.is_empty()
             && self.file_differences.is_empty()
             && self.relocated_from.is_none()
             && self.catalog.as_ref().is_none_or(|c| c.problem.is_none())
@@ -227,6 +241,9 @@ pub async fn check_with(
         report.lag_ms = (last.time_ms - listing.commits[n].time_ms).max(0);
     }
     // (A relocated table's files are named at the old place: nothing to compare.)
+    if let Some(loaded) = loaded.as_ref().filter(|_| report.relocated_from.is_none()) {
+        report.missing_manifest_lists = missing_lists(&store, loaded).await?;
+    }
     if deep && report.relocated_from.is_none() {
         let snapshot_of: HashMap<String, i64> = ancestry
             .iter()
@@ -265,6 +282,38 @@ fn hint_problem(bytes: &[u8], version: u64) -> Option<String> {
         )),
         _ => Some(format!("holds {text:?} but the current metadata is v{version}: readers that trust the hint see a stale table")),
     }
+}
+
+/// The snapshots of the current ancestry whose manifest list is not in storage: lists in
+/// `metadata/` looked up in one listing of it, any other one by itself.
+async fn missing_lists(
+    store: &TableStore,
+    loaded: &LoadedTable,
+) -> Result<Vec<MissingList>, SyncError> {
+    let names = store.list_names(METADATA_DIR).await?;
+    let listed: HashSet<&str> = names.iter().collect();
+    let mut missing = Vec::new();
+    for (snapshot_id, _, _) in loaded.ancestry() {
+        let head = loaded.history.head(snapshot_id);
+        let Some(list) = head.and_then(|h| h.manifest_list.as_deref()) else {
+            continue;
+        };
+        let in_folder = store
+            .relative(list)
+            .and_then(|rel| rel.strip_prefix(METADATA_DIR)?.strip_prefix('/'))
+            .filter(|name| !name.contains('/'));
+        let there = match in_folder {
+            Some(name) => listed.contains(name),
+            None => store.size(list).await?.is_some(),
+        };
+        if !there {
+            missing.push(MissingList {
+                snapshot_id,
+                manifest_list: list.to_string(),
+            });
+        }
+    }
+    Ok(missing)
 }
 
 /// Replay the source and compare its live files after the newest mirrored commit with the

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use xlake_iceberg::layout::{metadata_file, METADATA_DIR};
+use xlake_iceberg::layout::{is_written_by_xlake, metadata_file, METADATA_DIR};
 use xlake_iceberg::orphans::orphan_files;
 use xlake_iceberg::summary::degraded_notes;
 use xlake_iceberg::IcebergError;
@@ -48,6 +48,10 @@ pub struct IcebergHealth {
     /// The location(s) metadata versions in `metadata/` were written for, when not this
     /// table's: the folder was copied or moved (`xlake sync --rebuild` mirrors it afresh).
     pub relocated_from: Vec<String>,
+    /// Files under `metadata/` whose names are not ones xlake writes (table-relative): the
+    /// source keeps files in the mirror's folder (a partition or folder named `metadata`),
+    /// which `sync` refuses and `cleanup` leaves alone. Listed also before a first sync.
+    pub not_written_by_xlake: Vec<String>,
     /// Partition fields of the current spec (`transform(column)`), empty if unpartitioned.
     pub partitioning: Vec<String>,
 }
@@ -90,6 +94,12 @@ pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectRep
         degraded: health.degraded,
         ..Default::default()
     };
+    let metadata = store.list_recursive(METADATA_DIR).await?;
+    report.iceberg.not_written_by_xlake = metadata
+        .iter()
+        .filter(|e| !is_written_by_xlake(&e.path))
+        .map(|e| e.path.clone())
+        .collect();
     if let Some(loaded) = loaded {
         let at_home = iceberg.recorded_elsewhere(&loaded).is_none();
         // The orphan listing reads every version, and refuses at the first one written for
@@ -110,7 +120,6 @@ pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectRep
                 }
             }
         }
-        let metadata = store.list_recursive(METADATA_DIR).await?;
         let current_path = metadata_file(loaded.version);
         report.iceberg = IcebergHealth {
             metadata: files(&metadata),
@@ -127,6 +136,7 @@ pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectRep
             },
             orphan_files: orphans,
             relocated_from,
+            not_written_by_xlake: std::mem::take(&mut report.iceberg.not_written_by_xlake),
             partitioning: m
                 .default_partition_spec()
                 .fields()

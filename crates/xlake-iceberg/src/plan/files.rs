@@ -18,6 +18,7 @@ use super::schema::Bound;
 use crate::error::{IcebergError, Result};
 use crate::fidelity::{findings, Finding, Shape};
 use crate::footer::{footer_stats, read_footer};
+use crate::layout::{in_metadata_dir, METADATA_CLASH};
 use crate::partition::partition_tuple;
 use crate::table::{IcebergTable, FILE_CHECK_CONCURRENCY};
 use crate::value::{to_datum, truncate_lower, truncate_upper};
@@ -99,6 +100,11 @@ impl IcebergTable {
         v3: bool,
     ) -> Result<AddedFile> {
         let invalid = &self.invalid_file(change, file);
+        // A source's file in the mirror's own folder: cleanup would take it for metadata.
+        let absolute = self.store.absolute(&file.path);
+        if self.store.relative(&absolute).is_some_and(in_metadata_dir) {
+            return Err(invalid(METADATA_CLASH.into()));
+        }
         let gone = self.is_gone(file, invalid).await?;
         let (record_count, stats, found) = self
             .measure(change, file, gone, (schema, inspect), invalid)
