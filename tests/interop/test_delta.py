@@ -181,3 +181,23 @@ def test_schema_ids_names_and_partitions(synced, name):
     for f in spec["fields"]:
         assert f["transform"] == "identity", f"{name}: transform of {f['name']}"
         assert not by_id[f["source-id"]]["required"], f"{name}: partition column {f['name']} must be optional"
+
+
+@pytest.mark.parametrize("engine", ["pyiceberg", "duckdb"])
+def test_an_add_of_a_live_path_replaces_it_on_an_incremental_sync(tmp_path, engines, engine):
+    """A commit that adds a live file again (dataChange true, no remove) replaces it, as
+    the protocol says: after an incremental sync the readers return delta-rs's rows, not
+    that file's rows twice."""
+    table = delta.extract("partitioned_3commits", tmp_path)
+    first = sync(table)
+    assert first.returncode == 0, first.stderr
+    add = next(a for a in delta.actions(table, 2) if "add" in a)
+    commit = [{"commitInfo": {"timestamp": 1900000000000, "operation": "WRITE"}}, add]
+    (table / "_delta_log" / f"{3:020}.json").write_text("".join(json.dumps(a) + "\n" for a in commit))
+    again = sync(table)
+    assert again.returncode == 0, again.stderr
+    assert "+1 -1" in again.stdout + again.stderr, again.stdout + again.stderr
+    columns, want = oracle(str(table), 3)
+    snap = snapshot_for(PyIceberg().snapshots(str(table)), "3")
+    rows = engines(engine).rows_at_snapshot(str(table), snap["snapshot_id"])
+    assert canonical_rows(rows, columns, zoned_columns(str(table))) == want

@@ -666,3 +666,114 @@ async fn a_file_outside_the_allowed_locations_stops_the_sync_at_its_commit() {
     );
     assert_eq!(mirrored(&root).await, ["0", "1", "2"]);
 }
+
+/// Version 2's add line of `partitioned_3commits`, with `edit` applied to its add.
+fn v2_add(root: &Path, edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let log = std::fs::read_to_string(root.join("_delta_log/00000000000000000002.json")).unwrap();
+    let mut line: serde_json::Value = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .find(|v: &serde_json::Value| v.get("add").is_some())
+        .unwrap();
+    edit(&mut line["add"]);
+    line.to_string()
+}
+
+#[tokio::test]
+async fn a_data_change_add_of_a_path_live_before_the_sync_replaces_it() {
+    let (_dir, root) = extract("partitioned_3commits");
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    // A writer adds a live file again (dataChange true, no remove): the protocol's
+    // replacement, which an incremental sync must see as a first sync does.
+    let add = v2_add(&root, |_| {});
+    write_commit(
+        &root,
+        3,
+        &format!(
+            "{{\"commitInfo\":{{\"timestamp\":1900000000000,\"operation\":\"WRITE\"}}}}\n{add}\n"
+        ),
+    );
+    let report = sync_with(&root, &SyncOptions::default()).await.unwrap();
+    let v3 = &report.written[0];
+    assert_eq!((v3.added, v3.removed), (1, 1), "+1 -1, as a first sync");
+    let before = summary_of(&root, "2").await;
+    counted_once(&root, &before).await;
+    let incremental = summary_of(&root, "3").await;
+    std::fs::remove_dir_all(root.join("metadata")).unwrap();
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    counted_once(&root, &before).await;
+    assert_eq!(summary_of(&root, "3").await, incremental);
+}
+
+#[tokio::test]
+async fn only_an_add_that_may_re_add_a_live_file_reads_the_live_files() {
+    let (_dir, root) = extract("partitioned_3commits");
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    // The live paths before the sync can only be read from the whole log: with version 0
+    // broken, reading them fails, which shows when they are read.
+    let v0 = root.join("_delta_log/00000000000000000000.json");
+    let v0_text = std::fs::read_to_string(&v0).unwrap();
+    std::fs::write(&v0, "not json at all").unwrap();
+    // A file created after every file before it is new: the live paths are not read.
+    let new = "region=eu/part-new.parquet";
+    let add = v2_add(&root, |a| {
+        std::fs::copy(root.join(a["path"].as_str().unwrap()), root.join(new)).unwrap();
+        a["path"] = new.into();
+        a["modificationTime"] = 1_900_000_000_000i64.into();
+    });
+    write_commit(
+        &root,
+        3,
+        &format!("{{\"commitInfo\":{{\"timestamp\":1900000000000}}}}\n{add}\n"),
+    );
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    // One that keeps its old creation time may be a re-add: they are read (and fail).
+    let add = v2_add(&root, |_| {});
+    write_commit(
+        &root,
+        4,
+        &format!("{{\"commitInfo\":{{\"timestamp\":1900000001000}}}}\n{add}\n"),
+    );
+    let err = sync_with(&root, &SyncOptions::default()).await.unwrap_err();
+    assert!(err.contains("version 3"), "{err}");
+    std::fs::write(&v0, v0_text).unwrap();
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    let check = xlake_sync::check_with(root.to_str().unwrap(), &SyncOptions::default(), true, true)
+        .await
+        .unwrap();
+    assert!(check.consistent(), "{check:?}");
+}
+
+#[tokio::test]
+async fn two_adds_of_one_path_in_one_version_are_refused() {
+    let (_dir, root) = extract("partitioned_3commits");
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    let before = metadata_snapshot(&root);
+    let add = v2_add(&root, |_| {});
+    let other = v2_add(&root, |a| a["size"] = 1013.into());
+    write_commit(
+        &root,
+        3,
+        &format!("{{\"commitInfo\":{{\"timestamp\":1900000000000}}}}\n{add}\n{other}\n"),
+    );
+    let err = sync_with(&root, &SyncOptions::default()).await.unwrap_err();
+    let path = "region=eu/part-00000-3f76a9b9-4203-4148-884f-baf0d99792c6-c000.snappy.parquet";
+    assert!(
+        err.contains("version 3")
+            && err.contains("00000000000000000003.json")
+            && err.contains(root.to_str().unwrap())
+            && err.contains(path)
+            && err.contains("twice"),
+        "{err}"
+    );
+    assert_eq!(metadata_snapshot(&root), before);
+    // A remove and an add of the path (a new deletion vector) is one replacement.
+    let remove = serde_json::json!({"remove": {"path": path, "dataChange": true}});
+    write_commit(
+        &root,
+        3,
+        &format!("{{\"commitInfo\":{{\"timestamp\":1900000000000}}}}\n{remove}\n{add}\n"),
+    );
+    let report = sync_with(&root, &SyncOptions::default()).await.unwrap();
+    assert_eq!((report.written[0].added, report.written[0].removed), (1, 1));
+}

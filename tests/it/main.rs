@@ -27,6 +27,7 @@ mod iceberg_roundtrip;
 mod iceberg_v3;
 mod inspect;
 mod job;
+mod parquet_folder;
 mod races;
 mod relocation;
 mod row_lineage;

@@ -16,6 +16,10 @@ pub struct Add {
     pub partition_values: HashMap<String, Option<String>>,
     /// Bytes.
     pub size: i64,
+    /// When the logical file was created (ms since the epoch): required by the protocol,
+    /// kept as written (see [`Add::created`]), since xlake never needed it to be valid.
+    #[serde(default)]
+    pub modification_time: Option<Json>,
     /// Whether the commit changed data (false for OPTIMIZE and the like).
     #[serde(default = "yes")]
     pub data_change: bool,
@@ -25,6 +29,13 @@ pub struct Add {
     /// Deletion vector, if any.
     #[serde(default)]
     pub deletion_vector: Option<Json>,
+}
+
+impl Add {
+    /// Its `modificationTime`, if the log gives one as a whole number.
+    pub fn created(&self) -> Option<i64> {
+        self.modification_time.as_ref().and_then(Json::as_i64)
+    }
 }
 
 fn yes() -> bool {
@@ -145,6 +156,7 @@ mod tests {
         let c = parse_commit(text).unwrap();
         assert_eq!(c.info.unwrap().in_commit_timestamp, Some(1_700_000_000_123));
         assert_eq!(c.adds[0].partition_values["p"].as_deref(), Some("a"));
+        assert_eq!(c.adds[0].created(), Some(1));
         assert_eq!(c.removes[0].path, "old.parquet");
         assert_eq!(
             c.metadata.unwrap().property("delta.columnMapping.mode"),

@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use xlake_model::{path_key, ChangeSet, RemovedLater};
 use xlake_source::{ChangeStream, MirrorState, SourceError};
 
-use crate::action::parse_commit;
+use crate::action::{parse_commit, Add};
 use crate::error::{DeltaError, HistoryLost, Result};
 use crate::resume;
 use crate::source::{local_path, BaseLive, State};
@@ -28,6 +28,11 @@ pub struct DeltaReplay<'a> {
     /// commit needs the whole set (see [`BaseLive`]).
     live: HashSet<u128>,
     base: BaseLive,
+    /// How late a file live where an incremental replay starts can say it was created
+    /// ([`DeltaSource::created_by`]), once asked (`Some(None)`: not known), so that the
+    /// base is read only for adds that may re-add one of its files (see
+    /// [`Self::may_be_in_base`]).
+    base_created_by: Option<Option<i64>>,
     /// The checkpoint's state, given first when the replay starts at a checkpoint.
     checkpoint: Option<(u64, ChangeSet)>,
     /// The next version to read, and the last.
@@ -52,6 +57,7 @@ impl DeltaSource {
             state: None,
             live: HashSet::new(),
             base: BaseLive::Loaded,
+            base_created_by: None,
             checkpoint: None,
             next: 1,
             latest: 0,
@@ -235,21 +241,53 @@ impl DeltaReplay<'_> {
             .map(|r| local_path(&r.path))
             .collect::<std::result::Result<_, _>>()
             .map_err(&log_error)?;
-        // An add of a path already live replaces it, with or without a remove
-        // (statistics recomputation, row-tracking backfill, a new deletion vector).
-        let named: std::collections::HashSet<String> = change.removed.iter().cloned().collect();
-        for (f, add) in change.added.iter().zip(&commit.adds) {
-            if named.contains(&f.path) {
+        self.replace_live(&mut change, &commit.adds, &log_error)
+            .await?;
+        let touched = commit
+            .adds
+            .iter()
+            .map(|a| a.data_change)
+            .chain(commit.removes.iter().map(|r| r.data_change));
+        change.data_change = touched.clone().count() == 0 || touched.into_iter().any(|d| d);
+        Ok(change)
+    }
+}
+
+impl DeltaReplay<'_> {
+    /// Make each of `change`'s added files (one per add of `adds`, in order) replace the
+    /// live file of its path, as the Delta protocol has it: an add of a path live before
+    /// this version (earlier in this replay, or where it starts) is taken as its remove
+    /// and add, as if the log named the remove; then the live set follows the version.
+    /// Two adds of one path in one version (which the protocol forbids: which one holds
+    /// is not said) are refused with `refuse`, naming the path.
+    async fn replace_live(
+        &mut self,
+        change: &mut ChangeSet,
+        adds: &[Add],
+        refuse: &(dyn Fn(String) -> DeltaError + Sync),
+    ) -> Result<()> {
+        let mut once = HashSet::new();
+        if let Some(twice) = change
+            .added
+            .iter()
+            .find(|f| !once.insert(path_key(&f.path)))
+        {
+            return Err(refuse(format!(
+                "adds {} twice (the Delta protocol allows one add of a path per version)",
+                twice.path
+            )));
+        }
+        // A remove and an add of one path in one version (a new deletion vector) is
+        // already a replacement.
+        let named: HashSet<u128> = change.removed.iter().map(|p| path_key(p)).collect();
+        for (f, add) in change.added.iter().zip(adds) {
+            let key = path_key(&f.path);
+            if named.contains(&key) {
                 continue;
             }
-            let key = path_key(&f.path);
-            // Only a file that changes no data (dataChange=false) can re-add a
-            // path live before this replay: writers give new data new files.
-            if !self.live.contains(&key) && !add.data_change {
-                self.base.load_into(&mut self.live, source).await?;
+            if !self.live.contains(&key) && self.may_be_in_base(add).await {
+                self.base.load_into(&mut self.live, self.source).await?;
             }
-            // Live before this commit (earlier in this replay, or in the base): the add
-            // replaces it, as if the log had named the remove.
             if self.live.contains(&key) {
                 change.removed.push(f.path.clone());
             }
@@ -260,13 +298,32 @@ impl DeltaReplay<'_> {
         }
         self.live
             .extend(change.added.iter().map(|f| path_key(&f.path)));
-        let touched = commit
-            .adds
-            .iter()
-            .map(|a| a.data_change)
-            .chain(commit.removes.iter().map(|r| r.data_change));
-        change.data_change = touched.clone().count() == 0 || touched.into_iter().any(|d| d);
-        Ok(change)
+        Ok(())
+    }
+
+    /// Whether `add`, of a path not live in this replay, may re-add a file live where an
+    /// incremental replay starts (whose paths are read only when an add may): a file that
+    /// changes no data (statistics recomputed, a row-tracking backfill), or one whose
+    /// `modificationTime` is not after the base version's time (a re-add keeps the time
+    /// its logical file was created). A file created after it is new. Without a time on
+    /// either side, it may. Never once the base is read (its paths are in the live set).
+    async fn may_be_in_base(&mut self, add: &Add) -> bool {
+        let BaseLive::NotLoaded { version, .. } = self.base else {
+            return false;
+        };
+        if !add.data_change {
+            return true;
+        }
+        let created_by = match self.base_created_by {
+            Some(known) => known,
+            None => *self
+                .base_created_by
+                .insert(self.source.created_by(version).await),
+        };
+        match (add.created(), created_by) {
+            (Some(created), Some(by)) => created <= by,
+            _ => true,
+        }
     }
 }
 

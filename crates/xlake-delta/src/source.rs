@@ -379,6 +379,24 @@ impl DeltaSource {
         Ok(metadata.zip(protocol))
     }
 
+    /// How late a file live at `version` can say it was created, by the log of `version`
+    /// alone: the version's time, or a later `modificationTime` one of its adds gives
+    /// (clocks of writers and storage may differ). `None` when that commit cannot be read
+    /// (gone, or corrupt: the reader of the live files then says why).
+    pub(crate) async fn created_by(&self, version: u64) -> Option<i64> {
+        let (path, _) = self.log.commits.get(&version)?;
+        let bytes = self.store.get(path).await.ok()?;
+        let commit = parse_commit(std::str::from_utf8(&bytes).ok()?).ok()?;
+        let time = self.commit_time(version, commit.info.as_ref()).await.ok()?;
+        Some(
+            commit
+                .adds
+                .iter()
+                .filter_map(Add::created)
+                .fold(time, i64::max),
+        )
+    }
+
     /// The live file paths at `version`, as `data_file` names them (as [`path_key`]s).
     pub(crate) async fn live_paths_at(&self, version: u64) -> Result<HashSet<u128>> {
         let (_, table) = self.snapshot_at(version, true).await?;
@@ -427,6 +445,7 @@ impl DeltaSource {
                 path: file.path().replace('%', "%25"),
                 partition_values,
                 size: file.size(),
+                modification_time: Some(file.modification_time().into()),
                 data_change: true,
                 stats: file.stats(),
                 deletion_vector: file

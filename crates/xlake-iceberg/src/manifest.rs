@@ -33,8 +33,8 @@ pub(crate) async fn read_entries(
 
 /// What was read of a manifest to learn which files it holds.
 pub(crate) enum Held {
-    /// A data manifest's live data files (path, row count), read without their stats.
-    Paths(Vec<(String, u64)>),
+    /// A data manifest's live data files (path, row count, size), read without their stats.
+    Paths(Vec<crate::manifest_read::Live>),
     /// Every entry, decoded whole (a delete manifest, or one the fast read does not take).
     Entries(Vec<ManifestEntry>),
 }
@@ -59,7 +59,7 @@ pub(crate) async fn read_paths(
     let bytes = read_manifest_bytes(store, manifest).await?;
     let data = manifest.content == ManifestContentType::Data;
     Ok(match held(&bytes, manifest)? {
-        Held::Paths(files) => files.into_iter().map(|(path, _)| path).collect(),
+        Held::Paths(files) => files.into_iter().map(|f| f.path).collect(),
         Held::Entries(entries) => entries
             .iter()
             .filter(|e| !data || e.is_alive())

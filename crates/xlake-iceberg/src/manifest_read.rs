@@ -86,21 +86,41 @@ fn header(bytes: &[u8]) -> Option<(Reader<SliceRead<'_>>, HashMap<String, ByteBu
 }
 
 /// Of a data manifest's entry, what [`live_files`] reads: its status, and its file's
-/// content, path and row count (the other fields skipped, not decoded into values).
+/// content, path, row count and size (the other fields skipped, not decoded into values).
 #[derive(Deserialize)]
 struct LiveEntry {
     status: i32,
-    data_file: LiveFile,
+    data_file: LiveRecord,
 }
 
 #[derive(Deserialize)]
-struct LiveFile {
+struct LiveRecord {
     content: i32,
     file_path: String,
     record_count: i64,
+    file_size_in_bytes: i64,
 }
 
-/// The live data files of the data manifest `bytes` (path, row count), as [`entries`]
+/// A live data file of a manifest: its path, row count and size in bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Live {
+    pub(crate) path: String,
+    pub(crate) records: u64,
+    pub(crate) size: u64,
+}
+
+impl Live {
+    /// The live data file of `entry`.
+    pub(crate) fn of(entry: &ManifestEntry) -> Self {
+        Self {
+            path: entry.file_path().to_string(),
+            records: entry.record_count(),
+            size: entry.file_size_in_bytes(),
+        }
+    }
+}
+
+/// The live data files of the data manifest `bytes` (path, row count, size), as [`entries`]
 /// gives them without their stats: what a sync seeding a Hudi replay reads of every
 /// manifest of the current snapshot, and what a removing commit and an expiry read to
 /// learn which files a manifest holds (`crate::manifest::held`). Only an uncompressed
@@ -109,7 +129,7 @@ struct LiveFile {
 /// here depends on them), and only entries of an added, existing or deleted data file
 /// whose fields have the expected types; `None` for anything else (then [`entries`]
 /// reads it, and says what is wrong).
-pub(crate) fn live_files(bytes: &[u8]) -> Option<Vec<(String, u64)>> {
+pub(crate) fn live_files(bytes: &[u8]) -> Option<Vec<Live>> {
     // Its schema parsed once per process (see `crate::container`).
     let container = Container::open(bytes)?;
     let key = |k: &[u8]| container.header.get(k);
@@ -123,10 +143,11 @@ pub(crate) fn live_files(bytes: &[u8]) -> Option<Vec<(String, u64)>> {
             return None;
         }
         match status {
-            0 | 1 => live.push((
-                data_file.file_path,
-                u64::try_from(data_file.record_count).ok()?,
-            )),
+            0 | 1 => live.push(Live {
+                path: data_file.file_path,
+                records: u64::try_from(data_file.record_count).ok()?,
+                size: u64::try_from(data_file.file_size_in_bytes).ok()?,
+            }),
             2 => {}
             _ => return None,
         }
@@ -756,7 +777,7 @@ mod tests {
                 let alive: Vec<_> = slow(&bytes)
                     .into_iter()
                     .filter(|e| e.is_alive())
-                    .map(|e| (e.file_path().to_string(), e.record_count()))
+                    .map(|e| Live::of(&e))
                     .collect();
                 assert_eq!(alive.len(), 9, "{name}");
                 assert_eq!(live_files(&bytes), Some(alive), "{name}");
@@ -804,9 +825,7 @@ mod tests {
                         Held::Paths(files) => {
                             assert_eq!(kind, ManifestContentType::Data, "{name}");
                             let live = whole.iter().filter(|e| e.is_alive());
-                            let expected: Vec<_> = live
-                                .map(|e| (e.file_path().to_string(), e.record_count()))
-                                .collect();
+                            let expected: Vec<_> = live.map(Live::of).collect();
                             assert_eq!(files, expected, "{name}");
                         }
                         Held::Entries(entries) => {

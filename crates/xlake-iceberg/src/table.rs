@@ -20,6 +20,7 @@ pub(crate) use crate::layout::METADATA_DIR;
 use crate::layout::{is_metadata_json, metadata_file_name, version_of, VERSION_HINT};
 pub use crate::layout::{metadata_file, parse_hint};
 use crate::manifest::{may_hold_live, read_list_file, read_manifest_bytes, Held, ListFile};
+use crate::manifest_read::Live;
 use crate::plan::{Draft, PathCache};
 use crate::publish::NextBase;
 use crate::summary::{SyncMetadata, XTABLE_METADATA};
@@ -554,8 +555,8 @@ impl IcebergTable {
         batch
     }
 
-    /// The live data files of the current snapshot of `metadata` (location to row count),
-    /// and whether it has live delete files: its manifest list read once.
+    /// The live data files of the current snapshot of `metadata` (location to size in
+    /// bytes), and whether it has live delete files: its manifest list read once.
     pub(crate) async fn live_files_and_deletes(
         &self,
         metadata: Option<&TableMetadata>,
@@ -567,18 +568,21 @@ impl IcebergTable {
         let deletes = list
             .iter()
             .any(|m| m.content == ManifestContentType::Deletes && may_hold_live(m));
-        let live = self.live_entries(&list).await?.into_iter().collect();
-        Ok((live, deletes))
+        let live = self.live_entries(&list).await?;
+        Ok((
+            live.into_iter().map(|f| (f.path, f.size)).collect(),
+            deletes,
+        ))
     }
 
     /// The live data file entries of a snapshot (location, row count); a location listed
     /// twice appears twice.
     async fn snapshot_entries(&self, snapshot: Option<&Snapshot>) -> Result<Vec<(String, u64)>> {
         match snapshot {
-            Some(snapshot) => {
+            Some(snapshot) => Ok(rows(
                 self.live_entries(&self.manifest_list(snapshot).await?)
-                    .await
-            }
+                    .await?,
+            )),
             None => Ok(Vec::new()),
         }
     }
@@ -597,10 +601,10 @@ impl IcebergTable {
             .map_err(|e| self.corrupt(snapshot.manifest_list(), e))
     }
 
-    /// The live data file entries of the data manifests of a list (location, row count).
+    /// The live data file entries of the data manifests of a list.
     /// What each manifest holds is remembered (see [`PathCache`]), so that a commit on top
     /// of it that removes files reads only the manifests holding them.
-    async fn live_entries(&self, manifests: &[ManifestFile]) -> Result<Vec<(String, u64)>> {
+    async fn live_entries(&self, manifests: &[ManifestFile]) -> Result<Vec<Live>> {
         let mut live = Vec::new();
         for mf in manifests
             .iter()
@@ -608,12 +612,12 @@ impl IcebergTable {
         {
             let bytes = read_manifest_bytes(&self.store, mf).await;
             let bytes = bytes.map_err(|e| self.corrupt(&mf.manifest_path, e))?;
-            // Paths and row counts only, without the stats, where the fast read takes it.
+            // Paths, row counts and sizes only, without the stats, where the fast read
+            // takes it.
             match self.remember(mf, &bytes)?.1 {
                 Held::Paths(files) => live.extend(files),
                 Held::Entries(entries) => {
-                    let alive = entries.iter().filter(|e| e.is_alive());
-                    live.extend(alive.map(|e| (e.file_path().to_string(), e.record_count())));
+                    live.extend(entries.iter().filter(|e| e.is_alive()).map(Live::of));
                 }
             }
         }
@@ -652,7 +656,7 @@ impl IcebergTable {
         if data > max_manifests {
             return Ok(None);
         }
-        Ok(Some(self.live_entries(&list).await?))
+        Ok(Some(rows(self.live_entries(&list).await?)))
     }
 
     /// Number of manifests of the current snapshot.
@@ -674,6 +678,11 @@ impl IcebergTable {
             .await?
             .map_or(Vec::new(), |l| l.ancestry()))
     }
+}
+
+/// Live data files as (location, row count).
+fn rows(live: Vec<Live>) -> Vec<(String, u64)> {
+    live.into_iter().map(|f| (f.path, f.records)).collect()
 }
 
 #[cfg(test)]

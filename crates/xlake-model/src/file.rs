@@ -59,6 +59,10 @@ pub struct DataFile {
     /// from storage (Hudi clean, Delta vacuum): its absence is then not an error, and the
     /// snapshot that adds it is only history.
     pub removed_later: bool,
+    /// The file under this path changed since the source last described it (a file of a
+    /// Parquet folder rewritten in place): where the target holds the path, its entry is
+    /// replaced by this one, never kept as it is.
+    pub rewritten: bool,
 }
 
 impl DataFile {
@@ -74,6 +78,7 @@ impl DataFile {
             deleted_rows: Vec::new(),
             deletion_vector: None,
             removed_later: false,
+            rewritten: false,
         }
     }
 

@@ -37,6 +37,10 @@ pub const KIND: SourceKind = SourceKind {
 /// The note holding the listing's fingerprint.
 pub const LISTING_NOTE: &str = "xlake.parquet.listing";
 
+/// The note holding the listing's newest modification time (ms): a file modified after it
+/// was rewritten since that listing (or is new).
+pub const MODIFIED_NOTE: &str = "xlake.parquet.modified";
+
 /// Footers read at once.
 const FOOTER_READS: usize = 16;
 
@@ -244,8 +248,19 @@ impl TableSource for ParquetSource {
         change
             .notes
             .insert(LISTING_NOTE.into(), fingerprint(&self.files));
+        change
+            .notes
+            .insert(MODIFIED_NOTE.into(), self.newest_modified().to_string());
+        // A file modified since the last listing replaces its entry (the target also
+        // replaces one whose size differs; a mirror written before this note by size only).
+        let listed = mirrored
+            .newest
+            .as_ref()
+            .and_then(|(_, n)| n.get(MODIFIED_NOTE));
+        let listed: Option<i64> = listed.and_then(|t| t.parse().ok());
         for (f, meta) in self.files.iter().zip(&footers) {
-            let file = self.data_file(f, meta, &change.schema, &change.partition_spec)?;
+            let mut file = self.data_file(f, meta, &change.schema, &change.partition_spec)?;
+            file.rewritten = listed.is_some_and(|t| f.modified_ms > t);
             change.added.push(file);
         }
         Ok(Box::new(VecReplay::new(vec![change], Vec::new(), None)))

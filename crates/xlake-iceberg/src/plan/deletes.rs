@@ -233,9 +233,16 @@ impl IcebergTable {
             .iter()
             .map(|p| (self.store.absolute(p), false))
             .collect();
+        // A file the source says was rewritten is never kept in place, whatever its size.
+        let rewritten: HashSet<String> = change
+            .added
+            .iter()
+            .filter(|f| f.rewritten)
+            .map(|f| self.store.absolute(&f.path))
+            .collect();
         let re_added = added
             .iter()
-            .filter(|f| removed.contains_key(f.file_path()))
+            .filter(|f| removed.contains_key(f.file_path()) && !rewritten.contains(f.file_path()))
             .map(|f| (f.file_path(), f))
             .collect();
         let mut targets = Targets {
@@ -387,7 +394,7 @@ impl IcebergTable {
         let held = held(bytes, mf).map_err(|e| self.corrupt(location, e))?;
         let keys = match &held {
             Held::Paths(files) => {
-                self.cache_data_paths(location, files.iter().map(|(p, _)| p.as_str()))
+                self.cache_data_paths(location, files.iter().map(|f| f.path.as_str()))
             }
             Held::Entries(entries) => {
                 let live = entries.iter().filter(|e| e.is_alive());

@@ -228,7 +228,9 @@ impl IcebergTable {
     /// A file live on both sides is added again (its entry stays, see `plan_removals`;
     /// its delete files are replaced) when its deleted rows may differ: it has some in
     /// the source, or the table has delete files. Its vector may have changed while the
-    /// commits between were lost.
+    /// commits between were lost. One whose size differs from its entry's, or that the
+    /// source says was rewritten, is other content under the same path: its entry is
+    /// replaced (removed, and added with the new size and statistics).
     pub(super) async fn as_difference(
         &self,
         change: &ChangeSet,
@@ -244,14 +246,15 @@ impl IcebergTable {
         diff.full_state = false;
         let mut again = Vec::new();
         diff.added.retain(|f| {
-            if !live.contains_key(&self.store.absolute(&f.path)) {
+            let Some(&size) = live.get(&self.store.absolute(&f.path)) else {
                 return true;
-            }
+            };
             let vector = !f.deleted_rows.is_empty() || f.deletion_vector.is_some();
-            if deletes || vector {
+            let rewritten = f.rewritten || size != f.size_bytes;
+            if deletes || vector || rewritten {
                 again.push(f.path.clone());
             }
-            deletes || vector
+            deletes || vector || rewritten
         });
         diff.removed = live.into_keys().filter(|p| !wanted.contains(p)).collect();
         diff.removed.extend(again);

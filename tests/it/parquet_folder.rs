@@ -1,0 +1,127 @@
+//! A plain Parquet folder (`--format parquet`) synced again after a file was rewritten
+//! under its name: the file's entry takes the new size, row count and bounds, so that a
+//! filtered scan finds its rows.
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use arrow_array::{Int64Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+use iceberg::spec::{Datum, FormatVersion, Manifest, ManifestList, TableMetadata};
+use parquet::arrow::ArrowWriter;
+use xlake_sync::{sync, SyncOptions};
+
+/// Write `ids` as the one column of the Parquet file at `path`, modified at `modified`.
+fn write(path: &Path, ids: &[i64], modified: SystemTime) -> u64 {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(Int64Array::from(ids.to_vec()))],
+    )
+    .unwrap();
+    let file = std::fs::File::create(path).unwrap();
+    let mut writer = ArrowWriter::try_new(file.try_clone().unwrap(), schema, None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    file.set_modified(modified).unwrap();
+    std::fs::metadata(path).unwrap().len()
+}
+
+async fn sync_folder(root: &Path) {
+    let options = SyncOptions {
+        format: Some("parquet".into()),
+        ..Default::default()
+    };
+    sync(root.to_str().unwrap(), &options, |_| {})
+        .await
+        .unwrap();
+}
+
+/// One live data file of the current snapshot: name, rows, bytes, and its `id` bounds.
+#[derive(Debug, PartialEq)]
+struct Entry {
+    name: String,
+    rows: u64,
+    size: u64,
+    bounds: (Datum, Datum),
+}
+
+fn live_entries(root: &Path) -> Vec<Entry> {
+    let meta = root.join("metadata");
+    let hint = std::fs::read_to_string(meta.join("version-hint.text")).unwrap();
+    let bytes = std::fs::read(meta.join(format!("v{hint}.metadata.json"))).unwrap();
+    let metadata: TableMetadata = serde_json::from_slice(&bytes).unwrap();
+    let id = metadata.current_schema().field_by_name("id").unwrap().id;
+    let list = std::fs::read(metadata.current_snapshot().unwrap().manifest_list()).unwrap();
+    let list = ManifestList::parse_with_version(&list, FormatVersion::V2).unwrap();
+    let mut entries: Vec<Entry> = list
+        .entries()
+        .iter()
+        .flat_map(|m| {
+            let manifest = Manifest::parse_avro(&std::fs::read(&m.manifest_path).unwrap()).unwrap();
+            let live = manifest.entries().iter().filter(|e| e.is_alive());
+            live.map(|e| {
+                let f = e.data_file();
+                Entry {
+                    name: f.file_path().rsplit('/').next().unwrap().to_string(),
+                    rows: f.record_count(),
+                    size: f.file_size_in_bytes(),
+                    bounds: (f.lower_bounds()[&id].clone(), f.upper_bounds()[&id].clone()),
+                }
+            })
+            .collect::<Vec<_>>()
+        })
+        .collect();
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    entries
+}
+
+fn entry(name: &str, rows: u64, size: u64, ids: (i64, i64)) -> Entry {
+    Entry {
+        name: name.into(),
+        rows,
+        size,
+        bounds: (Datum::long(ids.0), Datum::long(ids.1)),
+    }
+}
+
+#[tokio::test]
+async fn a_file_rewritten_in_place_is_described_anew() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    let a = root.join("region=eu/a.parquet");
+    let an_hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    let a_size = write(&a, &[1, 2, 3], an_hour_ago);
+    let b_size = write(&root.join("region=eu/b.parquet"), &[4, 5], an_hour_ago);
+    sync_folder(&root).await;
+
+    // Other rows, another size: 3 rows become 5.
+    let grown = write(&a, &[7, 8, 9, 10, 11], an_hour_ago);
+    assert_ne!(grown, a_size);
+    sync_folder(&root).await;
+    assert_eq!(
+        live_entries(&root),
+        [
+            entry("a.parquet", 5, grown, (7, 11)),
+            entry("b.parquet", 2, b_size, (4, 5))
+        ]
+    );
+
+    // Other rows of the same size, written later than the last listing: only the
+    // modification time tells.
+    let same = write(&a, &[20, 21, 22, 23, 24], SystemTime::now());
+    assert_eq!(same, grown);
+    sync_folder(&root).await;
+    assert_eq!(
+        live_entries(&root),
+        [
+            entry("a.parquet", 5, same, (20, 24)),
+            entry("b.parquet", 2, b_size, (4, 5))
+        ]
+    );
+    let check = xlake_sync::check_with(root.to_str().unwrap(), &SyncOptions::default(), true, true)
+        .await
+        .unwrap();
+    assert!(check.consistent(), "{check:?}");
+}
