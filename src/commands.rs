@@ -7,12 +7,12 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use xlake_iceberg::orphans::{not_written_by_xlake, orphan_files, SAFE_AGE};
-use xlake_iceberg::{IcebergTable, Retention};
+use xlake_iceberg::Retention;
 use xlake_source::SourceOptions;
 use xlake_sync::inspect::inspect;
 use xlake_sync::job::{run_once, JobConfig};
 use xlake_sync::locate::{locate, Located};
+use xlake_sync::maintain::{self, Expiry};
 use xlake_sync::serve::access::{Allowed, Key};
 use xlake_sync::serve::{bind, serve, MetricsEndpoint, ServeConfig};
 use xlake_sync::snapshots::snapshots;
@@ -477,12 +477,9 @@ async fn expire(
         now_ms: now_ms()?,
     };
     let store = located.store.with_single_writer(writer.single_writer);
-    let expired = IcebergTable::new(store.clone()).expire(&retention).await?;
-    // An expiry publishes a new version: the catalog entry follows it, as after a sync.
-    if let Some(target) = &catalog {
-        let advanced = xlake_sync::catalog::point(&store, target).await?;
-        print::catalog_advanced(advanced.as_ref());
-    }
+    let Expiry { expired, catalog } =
+        maintain::expire(&store, &retention, catalog.as_ref()).await?;
+    print::catalog_advanced(catalog.as_ref());
     for id in &expired.snapshots {
         outln!("expired snapshot {id}");
     }
@@ -519,32 +516,23 @@ async fn upgrade(
 /// `older_than`, and whether the operator says no writer runs (which allows any age).
 async fn cleanup(table: &str, older_than: (Duration, bool), dry_run: bool) -> Outcome {
     let (older_than, no_writer_running) = older_than;
-    if older_than < SAFE_AGE && !no_writer_running {
-        return Err(usage(format!(
-            "--older-than under {}h refused: such a cleanup may delete the files of a commit that a running sync, commit, serve, run or expire has written but not yet published, and the table would then name missing files; pass --no-writer-running if nothing writes {table} meanwhile",
-            SAFE_AGE.as_secs() / 3600
-        )));
+    if let Some(why) = maintain::refuse_age(older_than, no_writer_running) {
+        return Err(usage(format!("{table}: {why}")));
     }
     let store = any_table(table).await?.store;
     let age_ms = i64::try_from(older_than.as_millis()).map_err(usage)?;
-    let found = orphan_files(&store, now_ms()?.saturating_sub(age_ms)).await?;
-    for path in &found {
-        if !dry_run {
-            store.delete(path).await?;
-        }
+    let done = maintain::cleanup(&store, now_ms()?.saturating_sub(age_ms), dry_run).await?;
+    for path in &done.orphans {
         outln!(
-            "{} {}",
-            if dry_run { "would delete" } else { "deleted" },
-            store.absolute(path)
+            "{} {path}",
+            if dry_run { "would delete" } else { "deleted" }
         );
     }
-    outln!("{table}: {} orphan metadata files", found.len());
-    let theirs = not_written_by_xlake(&store).await?;
-    if let Some(first) = theirs.first() {
+    outln!("{table}: {} orphan metadata files", done.orphans.len());
+    if let Some(first) = done.left_alone.first() {
         outln!(
-            "{table}: left alone: {} files under metadata/ that xlake did not write (e.g. {})",
-            theirs.len(),
-            store.absolute(first)
+            "{table}: left alone: {} files under metadata/ that xlake did not write (e.g. {first})",
+            done.left_alone.len()
         );
     }
     Ok(ExitCode::SUCCESS)

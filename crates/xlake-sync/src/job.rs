@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::{open_store, sync, SyncError, SyncOptions, SyncReport};
 use xlake_catalog::CatalogTarget;
-use xlake_iceberg::{Expired, IcebergTable, Retention};
+use xlake_iceberg::{Expired, Retention};
 use xlake_source::SourceOptions;
 use xlake_storage::TableStore;
 
@@ -285,12 +285,8 @@ async fn expire(entry: &TableEntry, options: &SyncOptions) -> Result<Expired, Sy
     // `parse` has validated the entry.
     let retention = entry.retention(now_ms).unwrap_or_default();
     let store = open_store(&entry.location, options)?;
-    let expired = IcebergTable::new(store.clone()).expire(&retention).await?;
-    // An expiry publishes a new version: the catalog follows it.
-    if let Some(target) = &options.catalog {
-        crate::catalog::point(&store, target).await?;
-    }
-    Ok(expired)
+    let expiry = crate::maintain::expire(&store, &retention, options.catalog.as_ref()).await?;
+    Ok(expiry.expired)
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 //! | [`check`](check::check) | the invariant checker: one snapshot per completed commit, in order |
 //! | [`inspect`](inspect::inspect) | the health report: metadata each format keeps, degraded mirroring |
 //! | [`job`] | the scheduled job over the tables of a config file |
+//! | [`maintain`] | `expire` (the catalog entry following) and `cleanup`, shared by the binary and the job |
 //! | [`snapshots`](snapshots::snapshots) | the snapshot list and the source commit each records |
 //! | [`locate`](locate::locate) | what a location holds (source table, Iceberg metadata), before a command acts |
 //! | [`rebuild`] | `sync --rebuild`: a copied or moved table mirrored afresh at its new place |
@@ -36,6 +37,7 @@ pub mod check;
 pub mod inspect;
 pub mod job;
 pub mod locate;
+pub mod maintain;
 pub mod rebuild;
 mod replay;
 pub mod serve;
