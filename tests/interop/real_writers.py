@@ -11,6 +11,7 @@ mirror made only at the end would start from the active ones).
 
     python real_writers.py <history> <table> <out>
 """
+import dataclasses
 import json
 import pathlib
 import subprocess
@@ -70,29 +71,36 @@ def hudi_rows(s, start, n, round_, extra=False):
     return s.createDataFrame(rows)
 
 
-def hudi_cow(s, table, done):
-    """Copy-on-write, partitioned by `region` (hive-style), the newest Hudi 1.x bundle (table
-    version 9), its metadata table on as by default: insert, upsert, delete,
-    insert_overwrite of a partition, a column added, delete_partition,
-    insert_overwrite_table, then upserts with inline clustering every 3 commits and a clean
-    keeping 6 commits (then archival past the active timeline)."""
-    base = {
-        "hoodie.table.name": "real_cow",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.partitionpath.field": "region",
-        "hoodie.datasource.write.hive_style_partitioning": "true",
-        "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
-        "hoodie.clean.commits.retained": "6",
-        "hoodie.keep.min.commits": "7",
-        "hoodie.keep.max.commits": "8",
-    }
+HUDI_BASE = {
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.precombine.field": "ts",
+    "hoodie.datasource.write.partitionpath.field": "region",
+    "hoodie.datasource.write.hive_style_partitioning": "true",
+    "hoodie.clean.commits.retained": "6",
+    "hoodie.keep.min.commits": "7",
+    "hoodie.keep.max.commits": "8",
+}
+
+
+def hudi_writer(s, table, done, **table_options):
+    """write(df, operation, mode, **options): one Hudi write, then `done()`."""
+    base = dict(HUDI_BASE, **table_options)
 
     def write(df, operation, mode="append", **extra):
         opts = dict(base, **{"hoodie.datasource.write.operation": operation}, **extra)
         df.write.format("hudi").options(**opts).mode(mode).save(table)
         done()
 
+    return write
+
+
+def hudi_cow(s, table, done):
+    """Copy-on-write, partitioned by `region` (hive-style), the metadata table on as by
+    default: insert, upsert, delete, insert_overwrite of a partition, a column added,
+    delete_partition, insert_overwrite_table, then upserts with inline clustering every 3
+    commits and a clean keeping 6 commits (then archival past the active timeline)."""
+    write = hudi_writer(s, table, done, **{"hoodie.table.name": "real_cow",
+                                           "hoodie.datasource.write.table.type": "COPY_ON_WRITE"})
     write(hudi_rows(s, 0, 30, 1), "insert", mode="overwrite")
     write(hudi_rows(s, 0, 10, 2), "upsert")
     write(hudi_rows(s, 20, 5, 3), "delete")
@@ -106,6 +114,21 @@ def hudi_cow(s, table, done):
               **{"hoodie.clustering.inline": "true", "hoodie.clustering.inline.max.commits": "3"})
 
 
+def hudi_mor(s, table, done):
+    """Merge-on-read, partitioned by `region`: inserts, upserts and a delete as delta
+    commits (log files), compacted inline every 3 delta commits; mirrored read-optimized
+    (base files only), as Hudi's read_optimized query reads it."""
+    write = hudi_writer(s, table, done, **{"hoodie.table.name": "real_mor",
+                                           "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+                                           "hoodie.compact.inline": "true",
+                                           "hoodie.compact.inline.max.delta.commits": "3"})
+    write(hudi_rows(s, 0, 30, 1), "insert", mode="overwrite")
+    for round_ in range(2, 9):
+        write(hudi_rows(s, round_ * 3, 8, round_), "upsert")
+    write(hudi_rows(s, 0, 6, 9), "delete")
+    write(hudi_rows(s, 40, 6, 10), "insert")
+
+
 def hudi_commits(table):
     sys.path.insert(0, str(HERE))
     import hudi_source
@@ -115,6 +138,10 @@ def hudi_commits(table):
 
 def hudi_read(s, table):
     return s.read.format("hudi").load(table)
+
+
+def hudi_read_optimized(s, table):
+    return s.read.format("hudi").option("hoodie.datasource.query.type", "read_optimized").load(table)
 
 
 # --- Spark + Delta ------------------------------------------------------------------------
@@ -165,41 +192,55 @@ def delta_read(s, table):
     return s.read.format("delta").load(table)
 
 
-# name: (jars, session settings, the history, its commits that get a snapshot, a read,
-# how `xlake commit` names a commit)
+@dataclasses.dataclass(frozen=True)
+class History:
+    jars: list
+    session: dict
+    write: object  # (session, table, done)
+    commits: object  # table -> the ids of its commits that get a snapshot, in order
+    read: object  # (session, table) -> the engine's rows now
+    commit_flag: str  # how `xlake commit` names a commit
+    xlake_flags: tuple = ()
+
+
 HISTORIES = {
-    "hudi_cow": (["hudi-spark-1.2"], HUDI_SESSION, hudi_cow, hudi_commits, hudi_read, "--instant"),
-    "delta_dv": (["delta-spark-3.3", "delta-storage-3.3"], DELTA_SESSION, delta_dv, delta_commits, delta_read,
-                 "--version"),
+    # Hudi 1.2 writes table version 9 (.hoodie/timeline/, completion times).
+    "hudi_cow": History(["hudi-spark-1.2"], HUDI_SESSION, hudi_cow, hudi_commits, hudi_read, "--instant"),
+    # Hudi 0.15 writes table version 6 (instants flat in .hoodie/).
+    "hudi_cow_v6": History(["hudi-spark-0.15"], HUDI_SESSION, hudi_cow, hudi_commits, hudi_read, "--instant"),
+    "hudi_mor": History(["hudi-spark-1.2"], HUDI_SESSION, hudi_mor, hudi_commits, hudi_read_optimized,
+                        "--instant", ("--mor-read-optimized",)),
+    "delta_dv": History(["delta-spark-3.3", "delta-storage-3.3"], DELTA_SESSION, delta_dv, delta_commits,
+                        delta_read, "--version"),
 }
 
 
-def mirror(table, flag, commit):
+def mirror(table, history, commit):
     """`xlake commit`, as the write job's last step; a failure fails the history."""
     sys.path.insert(0, str(HERE))
     from xlake_cli import xlake
 
-    run = xlake("commit", table, flag, commit)
+    run = xlake("commit", table, history.commit_flag, commit, *history.xlake_flags)
     if run.returncode != 0:
-        raise RuntimeError(f"xlake commit {table} {flag} {commit}: {run.returncode}\n{run.stderr}")
+        raise RuntimeError(f"xlake commit {table} {history.commit_flag} {commit}: {run.returncode}\n{run.stderr}")
 
 
 def main(history, table, out):
-    jars, conf, write, commits, read, flag = HISTORIES[history]
+    h = HISTORIES[history]
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    s = session(jars, conf)
+    s = session(h.jars, h.session)
     recorded = []
 
     def done():
         """Record the engine's rows for the commits the last write completed."""
-        for commit in commits(table):
+        for commit in h.commits(table):
             if commit not in recorded:
-                read(s, table).write.mode("overwrite").parquet(str(out / f"{commit}.parquet"))
+                h.read(s, table).write.mode("overwrite").parquet(str(out / f"{commit}.parquet"))
                 recorded.append(commit)
-                mirror(table, flag, commit)
+                mirror(table, h, commit)
 
-    write(s, table, done)
+    h.write(s, table, done)
     (out / "done.json").write_text(json.dumps({"history": history, "commits": recorded}))
     s.stop()
 

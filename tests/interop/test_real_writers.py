@@ -1,9 +1,10 @@
-"""Tables written by the writers users run (real_writers.py: Spark with Hudi 1.2's bundle,
-Spark with delta-spark 3.3), mirrored by `xlake commit` after each write (then a `sync`
-finds nothing left), then `xlake expire` (snapshots whose
-files the source's cleaner deleted go), and read back by pyiceberg, DuckDB and Spark+Iceberg:
-at every snapshot left, each reader returns the rows the source engine returned right after
-the write that made the commit; `check --deep --all` calls the mirror consistent."""
+"""Tables written by the writers users run (real_writers.py: Spark with Hudi 1.2's and
+0.15's bundles, copy-on-write and merge-on-read read-optimized, and Spark with delta-spark
+3.3), mirrored by `xlake commit` after each write (a `sync` then finds nothing left), then
+`xlake expire` (snapshots whose files the source's cleaner deleted go), and read back by
+pyiceberg, DuckDB and Spark+Iceberg: at every snapshot left, each reader returns the rows
+the source engine returned right after the write that made the commit; `check --deep
+--all` calls the mirror consistent."""
 import json
 import pathlib
 import subprocess
@@ -12,6 +13,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
+import real_writers
 from readers import ENGINES, PyIceberg
 from rows import canonical_rows
 from xlake_cli import sync, xlake
@@ -19,7 +21,7 @@ from xlake_cli import sync, xlake
 HERE = pathlib.Path(__file__).resolve().parent
 
 
-@pytest.fixture(scope="module", params=["hudi_cow", "delta_dv"])
+@pytest.fixture(scope="module", params=sorted(real_writers.HISTORIES))
 def written(request, tmp_path_factory):
     """(history, table, {commit: (columns, canonical rows)}) for each real-writer history."""
     history = request.param
@@ -42,7 +44,7 @@ def source_commit(snapshot):
 
 def test_every_commit_a_real_writer_made_reads_the_same_through_iceberg(written, engines):
     history, table, expected = written
-    result = sync(table)
+    result = sync(table, real_writers.HISTORIES[history].xlake_flags)
     assert result.returncode == 0 and "up to date" in result.stdout, f"sync {history}:\n{result.stdout}{result.stderr}"
     mirrored = [source_commit(s) for s in PyIceberg().snapshots(table)]
     assert sorted(mirrored) == sorted(expected), f"{history}: one snapshot per commit"
