@@ -336,6 +336,36 @@ fn a_deletion_vector_outside_the_allowed_roots_is_never_read() {
 }
 
 #[test]
+fn a_link_inside_the_table_does_not_lead_out_of_the_allowed_roots() {
+    // The hostile review of issue 48's fix: only absolute locations were checked, so a
+    // table-relative path through a symbolic link read any file.
+    let outside = tempfile::tempdir().unwrap();
+    let (_dir, root, version) = delta_table(0, None);
+    let first = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .unwrap();
+    std::fs::copy(&first, outside.path().join("s.parquet")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("ln")).unwrap();
+    let size = std::fs::metadata(&first).unwrap().len();
+    let add = serde_json::json!({"add": {"path": "ln/s.parquet", "partitionValues": {},
+        "size": size, "modificationTime": 1, "dataChange": true}});
+    let info = serde_json::json!({"commitInfo": {"timestamp": 1_700_000_100_000u64}});
+    let log = root.join(format!("_delta_log/{:020}.json", version + 1));
+    std::fs::write(log, format!("{info}\n{add}\n")).unwrap();
+    let table = root.to_str().unwrap();
+    let (code, text) = common::xlake(&["sync", table, "--allow", &allow(&root)]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("outside the table"), "{text}");
+    let (_, text) = common::xlake(&["snapshots", table]);
+    assert!(!text.contains(&format!("DELTA {}", version + 1)), "{text}");
+    // Without --allow, a link the table's owner made is followed, as before.
+    let (code, text) = common::xlake(&["sync", table]);
+    assert_eq!(code, 0, "{text}");
+}
+
+#[test]
 fn metrics_show_a_table_that_stops_being_mirrored() {
     let (_dir, root, version) = delta_table(2, None);
     let server = start(&["--allow", &allow(&root), "--check-every", "1s"]);

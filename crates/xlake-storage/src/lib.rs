@@ -543,9 +543,10 @@ impl TableStore {
         self
     }
 
-    /// Confine this handle: an absolute location outside the table root is touched only if
-    /// `confinement` allows it; any other fails with [`StorageError::Outside`] before a
-    /// request is made. Paths relative to the root are always the table's own.
+    /// Confine this handle: a location is touched only if `confinement` allows it (an
+    /// absolute one as named; on local disk a table-relative one by its full location, so
+    /// that a link inside the table cannot lead out); any other fails with
+    /// [`StorageError::Outside`] before a request is made.
     pub fn confined(mut self, confinement: Confinement) -> Self {
         self.confinement = Some(confinement);
         self
@@ -641,14 +642,32 @@ impl TableStore {
             .and_then(|rest| rest.strip_prefix('/'))
     }
 
+    /// With a [`Confinement`], refuse `path` before any request unless it is allowed: an
+    /// absolute location as named, and on local disk a table-relative one too, by its full
+    /// location (a symbolic link inside the table may lead anywhere; the confinement's
+    /// predicate resolves links). Object stores have no links: their relative paths stay
+    /// in the table.
+    fn confine(&self, path: &str, relative: Option<&str>) -> Result<(), StorageError> {
+        let Some(confinement) = &self.confinement else {
+            return Ok(());
+        };
+        let allowed = match relative {
+            None => (confinement.0)(path),
+            Some(rel) if self.origin.is_empty() => (confinement.0)(&self.absolute(rel)),
+            Some(_) => true,
+        };
+        if allowed {
+            return Ok(());
+        }
+        tracing::error!(table = %self.location, location = %path, "refused: outside the table and the allowed locations");
+        Err(StorageError::Outside {
+            location: path.to_string(),
+        })
+    }
+
     fn object_path(&self, path: &str) -> Result<Path, StorageError> {
         let relative = self.relative(path);
-        if relative.is_none() && self.confinement.as_ref().is_some_and(|c| !(c.0)(path)) {
-            tracing::error!(table = %self.location, location = %path, "refused: outside the table and the allowed locations");
-            return Err(StorageError::Outside {
-                location: path.to_string(),
-            });
-        }
+        self.confine(path, relative)?;
         let full = if let Some(rel) = relative {
             let root = self.root.as_ref();
             if root.is_empty() {
