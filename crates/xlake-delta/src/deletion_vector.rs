@@ -172,11 +172,21 @@ pub fn positions(serialized: &[u8]) -> Result<Vec<u64>, String> {
     let count = u64::from_le_bytes(take(4, 8)?.try_into().map_err(|_| "bad count")?);
     let mut reader = std::io::Cursor::new(&serialized[12..]);
     let mut out = Vec::new();
+    let mut previous: Option<u32> = None;
     for _ in 0..count {
         let mut key = [0u8; 4];
         std::io::Read::read_exact(&mut reader, &mut key)
             .map_err(|_| "truncated deletion vector")?;
-        let high = u64::from(u32::from_le_bytes(key)) << 32;
+        let key = u32::from_le_bytes(key);
+        // Readers differ on a repeated key (delta-rs keeps the last bitmap): never guess.
+        if previous.is_some_and(|p| p >= key) {
+            return Err(format!(
+                "deletion vector bitmap keys out of order ({key} after {})",
+                previous.unwrap_or_default()
+            ));
+        }
+        previous = Some(key);
+        let high = u64::from(key) << 32;
         let bitmap = roaring::RoaringBitmap::deserialize_from(&mut reader)
             .map_err(|e| format!("corrupt deletion vector bitmap: {e}"))?;
         out.extend(bitmap.iter().map(|low| high | u64::from(low)));
@@ -660,5 +670,17 @@ mod tests {
             [(1 << 32) | 3, (1 << 32) | 70_000]
         );
         assert!(positions(&[0; 12]).is_err());
+        // A key repeated or out of order: refused (delta-rs keeps the last bitmap of a
+        // repeated key, a plain walk would keep both).
+        for keys in [[0u32, 0], [1, 0]] {
+            let mut bytes = MAGIC.to_le_bytes().to_vec();
+            bytes.extend(2u64.to_le_bytes());
+            for key in keys {
+                bytes.extend(key.to_le_bytes());
+                bitmap.serialize_into(&mut bytes).unwrap();
+            }
+            let err = positions(&bytes).unwrap_err();
+            assert!(err.contains("out of order"), "{err}");
+        }
     }
 }
