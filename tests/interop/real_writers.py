@@ -2,9 +2,10 @@
 delta-spark (jars from tests/interop/jars.txt, fetched by `.ci/jars`). Each history runs in
 a process of its own (one Spark session per process, and Hudi's and Delta's session
 settings do not mix), and writes, beside the table, the source engine's own rows at every
-completed commit that gets a snapshot: `<out>/<commit id>.parquet`, the engine's read of
-the table right after the write that made the commit (a later clean may delete the files
-an older commit's rows are in, so a time-travel read afterwards could not give them).
+completed commit that gets a snapshot: `<out>/<commit id>.parquet`, the engine's read as of
+that commit, made right after the write that made it (a later clean may delete the files an
+older commit's rows are in, so a read at the end could not give them; one write may make
+two commits, as with inline clustering or compaction).
 Each write is followed by `xlake commit` for each commit it made (xlake_cli: XLAKE_BIN, or
 cargo run), as a job's last step would run it (Hudi archives old instants out of the active timeline, so a
 mirror made only at the end would start from the active ones).
@@ -136,12 +137,23 @@ def hudi_commits(table):
     return [requested for requested, _, _ in hudi_source.snapshot_instants(table)]
 
 
-def hudi_read(s, table):
-    return s.read.format("hudi").load(table)
+def hudi_as_of(table, commit):
+    """The time to read commit `commit` as of: its completion time (table versions 8/9; the
+    same instants then under either reading of `as.of.instant`), else the instant time."""
+    sys.path.insert(0, str(HERE))
+    import hudi_source
+
+    return next(done or requested for requested, _, done in hudi_source.completed_instants(table)
+                if requested == commit)
 
 
-def hudi_read_optimized(s, table):
-    return s.read.format("hudi").option("hoodie.datasource.query.type", "read_optimized").load(table)
+def hudi_read(s, table, commit):
+    return s.read.format("hudi").option("as.of.instant", hudi_as_of(table, commit)).load(table)
+
+
+def hudi_read_optimized(s, table, commit):
+    return (s.read.format("hudi").option("hoodie.datasource.query.type", "read_optimized")
+            .option("as.of.instant", hudi_as_of(table, commit)).load(table))
 
 
 # --- Spark + Delta ------------------------------------------------------------------------
@@ -188,8 +200,8 @@ def delta_commits(table):
     return [p.stem.lstrip("0") or "0" for p in sorted((pathlib.Path(table) / "_delta_log").glob("*.json"))]
 
 
-def delta_read(s, table):
-    return s.read.format("delta").load(table)
+def delta_read(s, table, commit):
+    return s.read.format("delta").option("versionAsOf", int(commit)).load(table)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,7 +210,7 @@ class History:
     session: dict
     write: object  # (session, table, done)
     commits: object  # table -> the ids of its commits that get a snapshot, in order
-    read: object  # (session, table) -> the engine's rows now
+    read: object  # (session, table, commit) -> the engine's rows as of that commit
     commit_flag: str  # how `xlake commit` names a commit
     xlake_flags: tuple = ()
 
@@ -236,7 +248,7 @@ def main(history, table, out):
         """Record the engine's rows for the commits the last write completed."""
         for commit in h.commits(table):
             if commit not in recorded:
-                h.read(s, table).write.mode("overwrite").parquet(str(out / f"{commit}.parquet"))
+                h.read(s, table, commit).write.mode("overwrite").parquet(str(out / f"{commit}.parquet"))
                 recorded.append(commit)
                 mirror(table, h, commit)
 
