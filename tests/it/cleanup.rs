@@ -410,15 +410,6 @@ async fn a_carried_file_gone_after_another_writer_published_is_a_lost_race() {
     );
 }
 
-/// A Delta commit changing nothing but its commit info (a new snapshot, a new version).
-fn empty_commit(root: &Path, version: u64) {
-    std::fs::write(
-        root.join(format!("_delta_log/{version:020}.json")),
-        "{\"commitInfo\":{\"timestamp\":1800000000000,\"operation\":\"SET TBLPROPERTIES\"}}\n",
-    )
-    .unwrap();
-}
-
 /// Review D2: a stray `vN` above the current version past a gap (here a copy of v1 as v9)
 /// is no reader's current version; cleanup keeps what the current version (v3, as the
 /// loader finds it from the hint) names, and what the stray names too, and reports it.
@@ -428,7 +419,7 @@ fn cleanup_keeps_the_current_version_when_a_stray_version_lies_above_it() {
     let t = s(&root);
     assert_eq!(common::xlake(&["sync", t]).0, 0);
     for version in [3, 4] {
-        empty_commit(&root, version);
+        common::empty_delta_commit(&root, version);
         assert_eq!(common::xlake(&["sync", t]).0, 0);
     }
     let metadata = root.join("metadata");
