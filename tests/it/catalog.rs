@@ -323,6 +323,19 @@ async fn an_entry_spelling_the_table_through_a_symlink_or_dotdot_is_this_table()
     let (code, text) = run("check", link);
     assert_eq!(code, 0, "{text}");
 
+    // A sync through `..` records the folder it resolves to: later syncs and checks under
+    // another spelling read what it wrote.
+    common::empty_delta_commit(&root, 5);
+    let (code, text) = run("sync", &dotdot);
+    assert_eq!(code, 0, "{text}");
+    let moved = format!("catalog: moved from {} to {}", at(table, 3), at(table, 4));
+    assert!(text.contains(&moved), "{text}");
+    common::empty_delta_commit(&root, 6);
+    let (code, text) = run("sync", table);
+    assert_eq!(code, 0, "{text}");
+    let (code, text) = run("check", table);
+    assert_eq!(code, 0, "{text}");
+
     let (code, text) = run("sync", other.to_str().unwrap());
     assert_eq!(code, 1, "{text}");
     assert!(
