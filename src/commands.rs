@@ -535,5 +535,11 @@ async fn cleanup(table: &str, older_than: (Duration, bool), dry_run: bool) -> Ou
             done.left_alone.len()
         );
     }
+    if let Some(first) = done.strays.first() {
+        outln!(
+            "{table}: left alone: {} metadata versions above the current one past a gap, which no reader loads (e.g. {first}); the files they name are kept",
+            done.strays.len()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -226,3 +226,120 @@ async fn an_entry_naming_a_missing_or_foreign_file_is_moved_and_reported() {
         assert_eq!(code, 0, "{bad}: {text}");
     }
 }
+
+/// Review D3: an entry at a `vN` of this table past a gap (a copy of v1 as v9) is not
+/// "ahead": no writer that got further leaves a gap. The sync moves it to the current
+/// version (and says so), and `check` then agrees.
+#[tokio::test]
+async fn an_entry_on_a_stray_version_of_this_table_is_moved() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let db = tempfile::tempdir().unwrap();
+    let uri = format!("sqlite://{}/c.db", db.path().display());
+    let table = root.to_str().unwrap();
+    let with_catalog = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(catalog_args(&uri, "ns.g"));
+        common::xlake(&all)
+    };
+    let at = |n: u64| format!("{table}/metadata/v{n}.metadata.json");
+    for v in common::delta::commit_versions(&root) {
+        let (code, text) = with_catalog(&["commit", table, "--version", &v.to_string()]);
+        assert_eq!(code, 0, "{text}");
+    }
+    assert!(root.join("metadata/v3.metadata.json").exists());
+    std::fs::copy(
+        root.join("metadata/v1.metadata.json"),
+        root.join("metadata/v9.metadata.json"),
+    )
+    .unwrap();
+    let target = xlake_catalog::CatalogTarget::new(&uri, None, "ns.g").unwrap();
+    let catalog = xlake_catalog::open(&target).unwrap();
+    let ident = target.ident().unwrap();
+    let current = catalog.load_pointer(&ident).await.unwrap().unwrap();
+    assert_eq!(current.location, at(3));
+    let swapped = catalog.swap(&ident, &current, &at(9)).await.unwrap();
+    assert_eq!(swapped, xlake_catalog::Swap::Done);
+
+    common::empty_delta_commit(&root, 3);
+    let (code, text) = with_catalog(&["sync", table]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains(&format!("catalog: moved from {} to {}", at(9), at(4))),
+        "{text}"
+    );
+    let (code, text) = with_catalog(&["check", table]);
+    assert_eq!(code, 0, "{text}");
+}
+
+/// Review D4: a symlink or `..` spelling of the table's folder in the entry is this table
+/// (compared as `TableStore::is_here` compares locations): a later sync under another
+/// spelling moves the entry; a genuinely different folder is still refused.
+#[tokio::test]
+async fn an_entry_spelling_the_table_through_a_symlink_or_dotdot_is_this_table() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let (_other_dir, other) = common::delta::extract("simple_table");
+    let parent = root.parent().unwrap();
+    let link = parent.join("tl");
+    std::os::unix::fs::symlink(&root, &link).unwrap();
+    let dotdot = format!(
+        "{}/../{}/{}",
+        parent.display(),
+        parent.file_name().unwrap().to_str().unwrap(),
+        root.file_name().unwrap().to_str().unwrap()
+    );
+    let db = tempfile::tempdir().unwrap();
+    let uri = format!("sqlite://{}/c.db", db.path().display());
+    let (table, link) = (root.to_str().unwrap(), link.to_str().unwrap());
+    let at = |t: &str, n: u64| format!("{t}/metadata/v{n}.metadata.json");
+    let run = |command: &str, location: &str| {
+        let mut args = vec![command, location];
+        args.extend(catalog_args(&uri, "ns.t"));
+        common::xlake(&args)
+    };
+    let (code, text) = run("sync", link);
+    assert!(code == 0 && text.contains(&at(link, 1)), "{text}");
+    common::empty_delta_commit(&root, 3);
+    let (code, text) = run("sync", table);
+    assert_eq!(code, 0, "{text}");
+    let moved = format!("catalog: moved from {} to {}", at(link, 1), at(table, 2));
+    assert!(text.contains(&moved), "{text}");
+
+    // The same version spelled through `..` (as a sync of that spelling registers it).
+    let target = xlake_catalog::CatalogTarget::new(&uri, None, "ns.t").unwrap();
+    let catalog = xlake_catalog::open(&target).unwrap();
+    let ident = target.ident().unwrap();
+    let current = catalog.load_pointer(&ident).await.unwrap().unwrap();
+    let swapped = catalog.swap(&ident, &current, &at(&dotdot, 2)).await;
+    assert_eq!(swapped.unwrap(), xlake_catalog::Swap::Done);
+    for location in [table, link] {
+        let (code, text) = run("check", location);
+        assert_eq!(code, 0, "{location}: {text}");
+    }
+    common::empty_delta_commit(&root, 4);
+    let (code, text) = run("sync", table);
+    assert_eq!(code, 0, "{text}");
+    let moved = format!("catalog: moved from {} to {}", at(&dotdot, 2), at(table, 3));
+    assert!(text.contains(&moved), "{text}");
+    let (code, text) = run("check", link);
+    assert_eq!(code, 0, "{text}");
+
+    // A sync through `..` records the folder it resolves to: later syncs and checks under
+    // another spelling read what it wrote.
+    common::empty_delta_commit(&root, 5);
+    let (code, text) = run("sync", &dotdot);
+    assert_eq!(code, 0, "{text}");
+    let moved = format!("catalog: moved from {} to {}", at(table, 3), at(table, 4));
+    assert!(text.contains(&moved), "{text}");
+    common::empty_delta_commit(&root, 6);
+    let (code, text) = run("sync", table);
+    assert_eq!(code, 0, "{text}");
+    let (code, text) = run("check", table);
+    assert_eq!(code, 0, "{text}");
+
+    let (code, text) = run("sync", other.to_str().unwrap());
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("which is not this table's metadata folder"),
+        "{text}"
+    );
+}

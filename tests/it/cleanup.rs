@@ -409,3 +409,36 @@ async fn a_carried_file_gone_after_another_writer_published_is_a_lost_race() {
         "what the batch wrote is gone"
     );
 }
+
+/// Review D2: a stray `vN` above the current version past a gap (here a copy of v1 as v9)
+/// is no reader's current version; cleanup keeps what the current version (v3, as the
+/// loader finds it from the hint) names, and what the stray names too, and reports it.
+#[test]
+fn cleanup_keeps_the_current_version_when_a_stray_version_lies_above_it() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    for version in [3, 4] {
+        common::empty_delta_commit(&root, version);
+        assert_eq!(common::xlake(&["sync", t]).0, 0);
+    }
+    let metadata = root.join("metadata");
+    assert!(metadata.join("v3.metadata.json").exists());
+    std::fs::copy(
+        metadata.join("v1.metadata.json"),
+        metadata.join("v9.metadata.json"),
+    )
+    .unwrap();
+    let before = metadata_names(&root);
+    let (code, out) = common::xlake(&["cleanup", t, "--older-than", "0s", "--no-writer-running"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(": 0 orphan metadata files"), "{out}");
+    assert!(
+        out.contains("1 metadata versions above the current one")
+            && out.contains("v9.metadata.json"),
+        "{out}"
+    );
+    assert_eq!(metadata_names(&root), before, "nothing deleted");
+    let (code, out) = common::xlake(&["check", t, "--deep"]);
+    assert_eq!(code, 0, "{out}");
+}

@@ -27,7 +27,7 @@ pub mod rest;
 pub mod sql;
 pub mod uri;
 
-pub use pointer::{advance, precheck, Advanced, History};
+pub use pointer::{advance, precheck, Advanced, History, TableRoot};
 pub use uri::{open, CatalogTarget};
 
 use async_trait::async_trait;

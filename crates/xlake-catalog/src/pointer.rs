@@ -7,9 +7,14 @@
 //!   re-reads and tries again;
 //! - an entry at the current or a newer `vN` (another writer got further): left as it is.
 //!   The pointer only moves forward. A newer `vN` counts only if it is spelled as xlake
-//!   writes it and the table's own folder ([`History`]) holds it as a version of this
-//!   table; an entry naming a missing file (the metadata was removed and mirrored afresh),
-//!   another table's file or `v01.metadata.json` is behind, whatever its N, and is moved.
+//!   writes it and the table's own folder ([`History`]) holds every version of this table
+//!   from the current one up to it, as a writer that got further leaves them; an entry
+//!   naming a missing file (the metadata was removed and mirrored afresh), a version past
+//!   a gap (a copy of an old one), another table's file or `v01.metadata.json` is behind,
+//!   whatever its N, and is moved.
+//!
+//! "This table's folder" is judged by [`TableRoot`]: the table's storage says which
+//! spellings (a symlink, `..`, a `file:` URL) name its root.
 
 use async_trait::async_trait;
 
@@ -50,28 +55,48 @@ pub fn metadata_location(table_root: &str, version: u64) -> String {
     format!("{}v{version}.metadata.json", metadata_dir(table_root))
 }
 
-/// The N of `location` when it is one of this table's `vN.metadata.json`. Local roots
-/// also match their `file:` URL spellings, which other writers of the catalog may use.
-pub fn our_version(location: &str, table_root: &str) -> Option<u64> {
-    let dir = metadata_dir(table_root);
-    let rest = [location, strip_file_scheme(location)]
-        .into_iter()
-        .find_map(|l| l.strip_prefix(dir.as_str()))?;
-    let n = rest.strip_prefix('v')?.strip_suffix(".metadata.json")?;
+/// Where the table is, as the pointer rules ask: its root as messages and new entries
+/// spell it, and whether another spelling names the same folder. A plain root (`str`)
+/// knows only its `file:` URL spellings, which other writers of the catalog may use; the
+/// table's storage also knows symlinks and `..` (xlake-storage's `TableStore::is_here`).
+pub trait TableRoot: Sync {
+    /// The root as given.
+    fn root(&self) -> &str;
+    /// Whether `location` names this root.
+    fn is_here(&self, location: &str) -> bool;
+}
+
+impl TableRoot for str {
+    fn root(&self) -> &str {
+        self
+    }
+
+    fn is_here(&self, location: &str) -> bool {
+        let tidy = |l: &str| strip_file_scheme(l).trim_end_matches('/').to_string();
+        tidy(location) == tidy(self)
+    }
+}
+
+/// The N of `location` when it is one of this table's `vN.metadata.json`: a file directly
+/// in the `metadata/` folder of a root that [`TableRoot::is_here`] takes as the table's.
+pub fn our_version<R: TableRoot + ?Sized>(location: &str, table: &R) -> Option<u64> {
+    let (root, name) = location.rsplit_once("/metadata/")?;
+    if name.contains('/') || !table.is_here(root) {
+        return None;
+    }
+    let n = name.strip_prefix('v')?.strip_suffix(".metadata.json")?;
     if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     n.parse().ok()
 }
 
-/// [`our_version`], only when `location` spells the file as xlake names it
-/// ([`metadata_location`]; `file:` spellings of a local root too): `v01.metadata.json`
-/// is no version xlake writes.
-pub fn written_version(location: &str, table_root: &str) -> Option<u64> {
-    let n = our_version(location, table_root)?;
-    let name = metadata_location(table_root, n);
-    [location, strip_file_scheme(location)]
-        .contains(&name.as_str())
+/// [`our_version`], only when `location` names the file as xlake names it
+/// ([`metadata_location`]): `v01.metadata.json` is no version xlake writes.
+pub fn written_version<R: TableRoot + ?Sized>(location: &str, table: &R) -> Option<u64> {
+    let n = our_version(location, table)?;
+    location
+        .ends_with(&format!("/metadata/v{n}.metadata.json"))
         .then_some(n)
 }
 
@@ -96,61 +121,63 @@ fn foreign(catalog: &dyn Catalog, table: &TableIdent, found: &str, root: &str) -
 
 /// Before publishing: refuse when the entry exists and is not this table's; also proves the
 /// catalog is reachable with the credentials given. Returns the entry as found.
-pub async fn precheck(
+pub async fn precheck<R: TableRoot + ?Sized>(
     catalog: &dyn Catalog,
     table: &TableIdent,
-    table_root: &str,
+    table_root: &R,
 ) -> Result<Option<Pointer>> {
     let found = catalog.load_pointer(table).await?;
     if let Some(p) = &found {
         if our_version(&p.location, table_root).is_none() {
-            return Err(foreign(catalog, table, &p.location, table_root));
+            return Err(foreign(catalog, table, &p.location, table_root.root()));
         }
     }
     Ok(found)
 }
 
 /// Whether the entry at `location` is at `version` (the table's current, which the caller
-/// has read) or at a newer version that `history` holds.
-async fn at_or_ahead(
+/// has read) or ahead of it along the table's chain: every version after the current one
+/// up to the entry's is one `history` holds, as a writer that got further leaves them. A
+/// version past a gap (a copy of an old one, a leftover) is behind, whatever its N.
+async fn at_or_ahead<R: TableRoot + ?Sized>(
     catalog: &dyn Catalog,
     table: &TableIdent,
     history: &dyn History,
     location: &str,
-    (table_root, version): (&str, u64),
+    (table_root, version): (&R, u64),
 ) -> Result<bool> {
     let n = match written_version(location, table_root) {
         Some(n) if n >= version => n,
         _ => return Ok(false),
     };
-    if n == version {
-        return Ok(true);
+    for next in version.saturating_add(1)..=n {
+        let held = history
+            .holds(next)
+            .await
+            .map_err(|source| CatalogError::Table {
+                catalog: catalog.describe(),
+                table: table.to_string(),
+                location: location.to_string(),
+                source,
+            })?;
+        if !held {
+            tracing::warn!(catalog = %catalog.describe(), table = %table, entry = %location, missing = next, "the entry names no version along this table's chain from the current one; moving it to the current one");
+            return Ok(false);
+        }
     }
-    let held = history
-        .holds(n)
-        .await
-        .map_err(|source| CatalogError::Table {
-            catalog: catalog.describe(),
-            table: table.to_string(),
-            location: location.to_string(),
-            source,
-        })?;
-    if !held {
-        tracing::warn!(catalog = %catalog.describe(), table = %table, entry = %location, "the entry names no version of this table that exists; moving it to the current one");
-    }
-    Ok(held)
+    Ok(true)
 }
 
 /// After the hint: make the entry point at `vN` (`version`) of the table at `table_root`,
-/// or leave it at a newer one that `history` holds.
-pub async fn advance(
+/// or leave it at a newer one along the chain that `history` holds.
+pub async fn advance<R: TableRoot + ?Sized>(
     catalog: &dyn Catalog,
     table: &TableIdent,
     history: &dyn History,
-    table_root: &str,
+    table_root: &R,
     version: u64,
 ) -> Result<Advanced> {
-    let target = metadata_location(table_root, version);
+    let target = metadata_location(table_root.root(), version);
     // What this call changed; after a write, the entry is read once more, so that a
     // catalog without an atomic swap (REST) that let an older writer in gets moved again.
     let mut done: Option<Advanced> = None;

@@ -370,4 +370,31 @@ mod tests {
         let r = advance(&cat, &t, &Holds(&[1]), "/d/t", 1).await.unwrap();
         assert!(matches!(r, Advanced::Moved(from, _) if from == odd));
     }
+
+    /// Review D3: an entry ahead counts only along the chain from the current version (a
+    /// writer that got further leaves every version between); past a gap it is moved.
+    #[tokio::test]
+    async fn only_an_entry_ahead_along_the_chain_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = SqliteCatalog::new(dir.path().join("c.db"), "xlake", "sqlite:///c.db");
+        let t = TableIdent::parse("ns.t").unwrap();
+        advance(&cat, &t, &Holds(&[1, 2, 3]), "/d/t", 3)
+            .await
+            .unwrap();
+        let r = advance(&cat, &t, &Holds(&[1, 2, 3]), "/d/t", 1)
+            .await
+            .unwrap();
+        assert_eq!(
+            r,
+            Advanced::Current("/d/t/metadata/v3.metadata.json".into())
+        );
+        let r = advance(&cat, &t, &Holds(&[1, 3]), "/d/t", 1).await.unwrap();
+        assert_eq!(
+            r,
+            Advanced::Moved(
+                "/d/t/metadata/v3.metadata.json".into(),
+                "/d/t/metadata/v1.metadata.json".into()
+            )
+        );
+    }
 }

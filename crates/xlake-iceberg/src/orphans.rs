@@ -10,26 +10,44 @@ use std::collections::HashSet;
 use xlake_storage::TableStore;
 
 use crate::error::{IcebergError, Result};
-use crate::layout::{is_written_by_xlake, version_of, METADATA_DIR, VERSION_HINT};
+use crate::layout::{is_written_by_xlake, metadata_file, version_of, METADATA_DIR, VERSION_HINT};
 use crate::manifest::{read_entries, read_manifest_list};
+use crate::IcebergTable;
 
 /// The youngest age of a file an orphan cleanup may delete while writers may run: 24 hours,
 /// Iceberg's own minimum for its remove-orphan-files procedure. A younger unreferenced file
 /// may belong to a commit in progress (written, its `vN.metadata.json` not yet).
 pub const SAFE_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
-/// Every file the current (newest) `vN.metadata.json` references: its snapshots' manifest
-/// lists, their manifests, and the files in those. Older versions are read only to refuse
-/// a relocated table: the snapshots they name beyond the current one's were expired, and
-/// what only those name is gone already or an orphan (as after Iceberg's own expiry).
-async fn referenced(store: &TableStore, metadata_files: &[String]) -> Result<HashSet<String>> {
+/// Every file the current `vN.metadata.json` (as the loader finds it: the hint's version
+/// or the newest consecutive one after it) and every version above it reference: their
+/// snapshots' manifest lists, their manifests, and the files in those. A version above the
+/// current one past a gap is a stray (a copy, a writer's leftover) that no reader loads;
+/// what it names is kept all the same, since no one can tell which of them is live. Older
+/// versions are read only to refuse a relocated table: the snapshots they name beyond the
+/// current one's were expired, and what only those name is gone already or an orphan (as
+/// after Iceberg's own expiry).
+async fn referenced(
+    store: &TableStore,
+    metadata_files: &[String],
+    current: u64,
+) -> Result<HashSet<String>> {
     let corrupt = |file: &str, reason: String| IcebergError::CorruptMetadata {
         table: store.location().to_string(),
         file: file.to_string(),
         reason,
     };
+    if !metadata_files
+        .iter()
+        .any(|p| version_of(p) == Some(current))
+    {
+        let file = store.absolute(&metadata_file(current));
+        let reason =
+            "the current version (named by version-hint.text) is missing; nothing is deleted"
+                .to_string();
+        return Err(corrupt(&file, reason));
+    }
     let mut lists = HashSet::new();
-    let newest = metadata_files.iter().filter_map(|p| version_of(p)).max();
     for path in metadata_files {
         let bytes = store.get(path).await?;
         let metadata = crate::table::parse_metadata(&bytes).map_err(|e| corrupt(path, e))?;
@@ -42,7 +60,7 @@ async fn referenced(store: &TableStore, metadata_files: &[String]) -> Result<Has
                 recorded: metadata.location().to_string(),
             });
         }
-        if version_of(path) == newest {
+        if version_of(path).is_some_and(|v| v >= current) {
             lists.extend(metadata.snapshots().map(|s| s.manifest_list().to_string()));
         }
     }
@@ -68,11 +86,26 @@ async fn referenced(store: &TableStore, metadata_files: &[String]) -> Result<Has
     Ok(out)
 }
 
-/// Files in `metadata/` named as xlake names what it writes that the current metadata
-/// version does not reference and that were last modified before `cutoff_ms` (ms since
-/// the epoch), as table-relative paths. Refuses ([`IcebergError::Relocated`]) while any
-/// version there was written for another location.
+/// What [`orphans`] found.
+#[derive(Debug, Default)]
+pub struct Orphans {
+    /// Unreferenced files xlake wrote, old enough, as table-relative paths.
+    pub files: Vec<String>,
+    /// `vN.metadata.json` files above the current version past a gap (table-relative):
+    /// no reader loads them, and what they name is kept.
+    pub strays: Vec<String>,
+}
+
+/// Files in `metadata/` named as xlake names what it writes that neither the current
+/// metadata version nor any version above it references and that were last modified
+/// before `cutoff_ms` (ms since the epoch), as table-relative paths. Refuses
+/// ([`IcebergError::Relocated`]) while any version there was written for another location.
 pub async fn orphan_files(store: &TableStore, cutoff_ms: i64) -> Result<Vec<String>> {
+    Ok(orphans(store, cutoff_ms).await?.files)
+}
+
+/// [`orphan_files`], and the stray versions above the current one.
+pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
     let listed = store.list_recursive(METADATA_DIR).await?;
     let is_version = |path: &str| version_of(path).is_some();
     let versions: Vec<String> = listed
@@ -81,16 +114,25 @@ pub async fn orphan_files(store: &TableStore, cutoff_ms: i64) -> Result<Vec<Stri
         .map(|e| e.path.clone())
         .collect();
     if versions.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Orphans::default());
     }
-    let keep = referenced(store, &versions).await?;
-    Ok(listed
+    let Some(current) = IcebergTable::new(store.clone()).current_version().await? else {
+        return Ok(Orphans::default());
+    };
+    let keep = referenced(store, &versions, current).await?;
+    let strays = versions
+        .iter()
+        .filter(|p| version_of(p).is_some_and(|v| v > current))
+        .cloned()
+        .collect();
+    let files = listed
         .into_iter()
         .filter(|e| is_written_by_xlake(&e.path))
         .filter(|e| !is_version(&e.path) && e.path != VERSION_HINT)
         .filter(|e| e.modified_ms < cutoff_ms && !keep.contains(&store.absolute(&e.path)))
         .map(|e| e.path)
-        .collect())
+        .collect();
+    Ok(Orphans { files, strays })
 }
 
 /// Files under `metadata/` (at any depth) whose names are not ones xlake writes, as

@@ -17,7 +17,7 @@ use xlake_storage::{StorageError, TableStore};
 use crate::error::{IcebergError, Result};
 use crate::history::{split, History, SnapshotHead};
 pub(crate) use crate::layout::METADATA_DIR;
-use crate::layout::{is_metadata_json, metadata_file_name, version_of, VERSION_HINT};
+use crate::layout::{is_metadata_json, metadata_file_name, version_of, Hint, VERSION_HINT};
 pub use crate::layout::{metadata_file, parse_hint};
 use crate::manifest::{may_hold_live, read_list_file, read_manifest_bytes, Held, ListFile};
 use crate::manifest_read::Live;
@@ -351,7 +351,15 @@ impl IcebergTable {
         })
     }
 
-    async fn read_current(&self, parse: Parse) -> Result<Option<LoadedTable>> {
+    /// The current version as every reader of the table finds it: the hint's, or the newest
+    /// consecutive one after it; with no hint, the highest `vN` listed. `None`: no metadata.
+    /// A `vN` above it past a gap is a stray, never the current version.
+    pub async fn current_version(&self) -> Result<Option<u64>> {
+        Ok(self.locate_current().await?.map(|(version, _)| version))
+    }
+
+    /// [`Self::current_version`], with the hint as read.
+    async fn locate_current(&self) -> Result<Option<(u64, Option<Hint>)>> {
         let hinted = match self.store.get(VERSION_HINT).await {
             Ok(bytes) => Some(parse_hint(&bytes).map_err(|e| self.corrupt(VERSION_HINT, e))?),
             Err(StorageError::NotFound { .. }) => None,
@@ -363,6 +371,13 @@ impl IcebergTable {
                 Some(v) => v,
                 None => return Ok(None),
             },
+        };
+        Ok(Some((version, hinted)))
+    }
+
+    async fn read_current(&self, parse: Parse) -> Result<Option<LoadedTable>> {
+        let Some((version, hinted)) = self.locate_current().await? else {
+            return Ok(None);
         };
         let path = metadata_file(version);
         let bytes = self.store.get_written_once(&path).await?;

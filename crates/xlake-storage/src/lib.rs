@@ -335,8 +335,27 @@ fn resolve(location: &str) -> Result<Resolved, StorageError> {
         Some(scheme) => return Err(invalid(unsupported_scheme(scheme))),
     };
     std::path::absolute(&fs_path)
-        .map(Resolved::Local)
+        .map(|abs| Resolved::Local(without_parent_dirs(abs)))
         .map_err(|e| invalid(e.to_string()))
+}
+
+/// `abs` with its `..` resolved as the operating system resolves them (what precedes the
+/// last `..` canonical, what follows as written, so a link named after it stays a link):
+/// a table reached as `/a/../a/t` is `/a/t`, and the locations its metadata records are
+/// ones every spelling of the table reads. As written when that part does not exist.
+fn without_parent_dirs(abs: std::path::PathBuf) -> std::path::PathBuf {
+    use std::path::Component;
+    let components: Vec<Component<'_>> = abs.components().collect();
+    let Some(last) = components.iter().rposition(|c| *c == Component::ParentDir) else {
+        return abs;
+    };
+    let head: std::path::PathBuf = components[..=last].iter().collect();
+    match std::fs::canonicalize(&head) {
+        Ok(real) => components[last + 1..]
+            .iter()
+            .fold(real, |path, c| path.join(c)),
+        Err(_) => abs,
+    }
 }
 
 /// Why a scheme no build of xlake opens, and what would work instead.

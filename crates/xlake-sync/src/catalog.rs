@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use xlake_catalog::pointer::{metadata_location, our_version, written_version, TableError};
-use xlake_catalog::{Advanced, Catalog, CatalogTarget, History, TableIdent};
+use xlake_catalog::{Advanced, Catalog, CatalogTarget, History, TableIdent, TableRoot};
 use xlake_iceberg::layout::{metadata_file_name, METADATA_DIR};
 use xlake_iceberg::{IcebergTable, LoadedTable};
 use xlake_storage::{StorageError, TableStore};
@@ -30,7 +30,7 @@ impl Entry {
 
     /// Before publishing: the catalog answers and the entry, if any, is this table's.
     pub(crate) async fn precheck(&self, store: &TableStore) -> Result<(), SyncError> {
-        xlake_catalog::precheck(self.catalog.as_ref(), &self.ident, store.location()).await?;
+        xlake_catalog::precheck(self.catalog.as_ref(), &self.ident, &Here(store)).await?;
         Ok(())
     }
 
@@ -52,11 +52,25 @@ impl Entry {
             self.catalog.as_ref(),
             &self.ident,
             &history,
-            store.location(),
+            &Here(store),
             loaded.version,
         )
         .await?;
         Ok(Some(done))
+    }
+}
+
+/// The table's root, as the pointer rules ask about it: spellings of the same folder (a
+/// symlink, `..`, a `file:` URL) are this table, as everywhere else in xlake.
+struct Here<'a>(&'a TableStore);
+
+impl TableRoot for Here<'_> {
+    fn root(&self) -> &str {
+        self.0.location()
+    }
+
+    fn is_here(&self, location: &str) -> bool {
+        self.0.is_here(location)
     }
 }
 
@@ -162,8 +176,7 @@ async fn problem(
     p: &str,
     loaded: Option<&LoadedTable>,
 ) -> Result<Option<String>, SyncError> {
-    let root = store.location();
-    let Some(n) = our_version(p, root) else {
+    let Some(n) = our_version(p, &Here(store)) else {
         return Ok(Some(format!(
             "the entry points at {p}, outside this table's metadata folder"
         )));
@@ -173,7 +186,7 @@ async fn problem(
             "the entry points at v{n}, not the current v(none): readers by name see a stale table"
         )));
     };
-    let written = written_version(p, root);
+    let written = written_version(p, &Here(store));
     if written == Some(loaded.version) {
         return Ok(None);
     }

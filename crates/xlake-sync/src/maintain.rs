@@ -3,7 +3,7 @@
 //! metadata files. Each lives here once; callers only print what they return.
 
 use xlake_catalog::{Advanced, CatalogTarget};
-use xlake_iceberg::orphans::{not_written_by_xlake, orphan_files, SAFE_AGE};
+use xlake_iceberg::orphans::{not_written_by_xlake, orphans, SAFE_AGE};
 use xlake_iceberg::{Expired, IcebergTable, Retention};
 use xlake_storage::TableStore;
 
@@ -40,6 +40,9 @@ pub struct Cleanup {
     pub orphans: Vec<String>,
     /// Files under `metadata/` that xlake did not write, left alone (absolute locations).
     pub left_alone: Vec<String>,
+    /// `vN.metadata.json` files above the current version past a gap, which no reader
+    /// loads (absolute locations): reported, never taken as current; what they name stays.
+    pub strays: Vec<String>,
 }
 
 /// Why [`cleanup`] refuses an age, if it does: under [`SAFE_AGE`] a cleanup may delete the
@@ -61,8 +64,8 @@ pub async fn cleanup(
     cutoff_ms: i64,
     dry_run: bool,
 ) -> Result<Cleanup, SyncError> {
-    let found = orphan_files(store, cutoff_ms).await?;
-    for path in &found {
+    let found = orphans(store, cutoff_ms).await?;
+    for path in &found.files {
         if !dry_run {
             store.delete(path).await?;
         }
@@ -70,7 +73,8 @@ pub async fn cleanup(
     let theirs = not_written_by_xlake(store).await?;
     let absolute = |paths: Vec<String>| paths.iter().map(|p| store.absolute(p)).collect();
     Ok(Cleanup {
-        orphans: absolute(found),
+        orphans: absolute(found.files),
         left_alone: absolute(theirs),
+        strays: absolute(found.strays),
     })
 }

@@ -20,6 +20,16 @@ pub fn xlake(args: &[&str]) -> (i32, String) {
     (out.status.code().unwrap_or(-1), text)
 }
 
+/// A Delta commit `version` changing nothing but its commit info: a sync mirrors it as a
+/// new snapshot in a new metadata version.
+pub fn empty_delta_commit(root: &std::path::Path, version: u64) {
+    std::fs::write(
+        root.join(format!("_delta_log/{version:020}.json")),
+        "{\"commitInfo\":{\"timestamp\":1800000000000,\"operation\":\"SET TBLPROPERTIES\"}}\n",
+    )
+    .unwrap();
+}
+
 /// Files under `<root>/metadata` that no metadata version refers to: with a `vN` there,
 /// xlake's orphan listing; with none, every file in the folder.
 pub async fn leftovers(root: &std::path::Path) -> Vec<String> {
