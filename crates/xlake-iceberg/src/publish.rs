@@ -6,7 +6,6 @@
 //! Metadata files that fell out of the metadata log are deleted after the commit when the
 //! table asks for it.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -18,7 +17,6 @@ use crate::encode::metadata_parts;
 use crate::error::{IcebergError, Result};
 use crate::history::{split, History};
 use crate::layout::{hint_text, metadata_file, metadata_file_name, VERSION_HINT};
-use crate::manifest::ListFile;
 use crate::plan::Staged;
 use crate::table::{
     Batch, Committed, IcebergTable, LoadedTable, DELETE_AFTER_COMMIT, FILE_CHECK_CONCURRENCY,
@@ -125,77 +123,39 @@ impl IcebergTable {
         }
     }
 
-    /// Before the commit point: the files the new version carries over from `base` must
-    /// still exist (a cleanup racing the sync may have deleted them since they were read):
-    /// the base's current manifest list, and the manifests of `last` (the new current
-    /// snapshot's list) that the batch did not write itself (`journal`). One request each.
-    /// A file gone because another writer published meanwhile (an expiry) is a lost race.
-    pub(crate) async fn check_carried(
-        &self,
-        base: Option<&LoadedTable>,
-        last: Option<&ListFile>,
-        journal: &Journal,
-    ) -> Result<()> {
-        let Some(base) = base else {
-            return Ok(());
-        };
-        let carried = self.carried_files(base, last, journal)?;
-        let sizes: Vec<_> = futures::stream::iter(carried)
-            .map(|path| async move { (self.store.size(&path).await, path) })
-            .buffer_unordered(FILE_CHECK_CONCURRENCY)
-            .collect()
-            .await;
-        for (size, file) in sizes {
-            if size?.is_some() {
-                continue;
-            }
-            let next = base.version + 1;
-            if self.store.size(&metadata_file(next)).await?.is_some() {
-                return Err(self.conflict(next));
-            }
-            return Err(IcebergError::CarriedFileMissing {
-                table: self.table(),
-                version: base.version,
-                file,
-            });
+    /// `error`, or a lost race when another writer has published `next` meanwhile: what
+    /// failed may be a file that writer's expiry deleted, and a re-plan reads its state.
+    pub(crate) async fn lost_race_or(&self, error: IcebergError, next: u64) -> IcebergError {
+        match self.store.size(&metadata_file(next)).await {
+            Ok(Some(_)) => self.conflict(next),
+            _ => error,
         }
-        Ok(())
     }
 
-    /// What [`Self::check_carried`] looks for.
-    fn carried_files(
-        &self,
-        base: &LoadedTable,
-        last: Option<&ListFile>,
-        journal: &Journal,
-    ) -> Result<Vec<String>> {
-        let absolute = |p: &str| self.store.absolute(p);
-        let written: HashSet<String> = journal.since(0).iter().map(|p| absolute(p)).collect();
-        let mut carried: Vec<String> = base
-            .metadata
-            .current_snapshot()
-            .map(|s| s.manifest_list().to_string())
-            .into_iter()
-            .collect();
-        let Some(list) = last else {
-            return Ok(carried);
+    /// Before the commit point: the base's current manifest list, which the new version
+    /// carries over (an append carries it unread), must still exist: one request. The
+    /// manifests inside it are not looked up one by one (a request each, on every commit of
+    /// a table of a thousand manifests): cleanup never deletes what the current version
+    /// names, nor anything younger than a day unless told no writer runs. A list gone
+    /// because another writer published meanwhile (an expiry) is a lost race.
+    pub(crate) async fn check_carried(&self, base: Option<&LoadedTable>) -> Result<()> {
+        let Some(list) = base.and_then(|b| Some((b, b.metadata.current_snapshot()?))) else {
+            return Ok(());
         };
-        let read;
-        let manifests = match &list.decoded {
-            Some(manifests) => manifests,
-            None => {
-                read = crate::list_read::manifests(&list.bytes, &list.location)
-                    .map_err(|e| self.corrupt(&list.location, e))?;
-                &read
-            }
-        };
-        carried.extend(
-            manifests
-                .iter()
-                .map(|m| m.manifest_path.clone())
-                .filter(|p| !written.contains(&absolute(p))),
-        );
-        Ok(carried)
+        let (base, snapshot) = list;
+        let file = snapshot.manifest_list().to_string();
+        if self.store.size(&file).await?.is_some() {
+            return Ok(());
+        }
+        let next = base.version + 1;
+        if self.store.size(&metadata_file(next)).await?.is_some() {
+            return Err(self.conflict(next));
+        }
+        Err(IcebergError::CarriedFileMissing {
+            table: self.table(),
+            version: base.version,
+            file,
+        })
     }
 
     fn conflict(&self, version: u64) -> IcebergError {

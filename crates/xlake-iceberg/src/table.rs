@@ -550,14 +550,19 @@ impl IcebergTable {
         }
         // What the change that failed had written yet.
         self.abandon(journal.since(kept)).await;
+        if let Some(e) = error.take() {
+            error = Some(match on {
+                Some(_) => self.lost_race_or(e, next_version).await,
+                None => e,
+            });
+        }
         let mut batch = Batch {
             error,
             ..Batch::default()
         };
         let expired_logs = std::mem::take(&mut draft.expired_logs);
         if let Some(metadata) = draft.metadata.filter(|_| !staged.is_empty()) {
-            let last = draft.last_list.as_ref();
-            if let Err(e) = self.check_carried(on, last, &journal).await {
+            if let Err(e) = self.check_carried(on).await {
                 // Nothing refers to the batch's files: the error wins over a later one.
                 self.abandon(journal.since(0)).await;
                 batch.error = Some(e);
