@@ -274,13 +274,15 @@ def _files_with_dv_feature(path, files, rows):
     return [next(a["add"] for a in delta.actions(path, v) if "add" in a) for v in range(files)]
 
 
-@pytest.mark.parametrize("encoder", ["z85", "padded"])
-def test_inline_deletion_vectors_of_every_tail_read_as_delta_rs_reads_them(tmp_path, engines, encoder):
+@pytest.mark.parametrize("encoder,format_version", [("z85", 2), ("padded", 2), ("z85", 3)])
+def test_inline_deletion_vectors_of_every_tail_read_as_delta_rs_reads_them(tmp_path, engines, encoder,
+                                                                          format_version):
     """Eight files of 65,600 rows; then one version gives each an inline vector, as the z85
     crate encodes it (tails of 0-3 bytes, rows near 0 and near 2^16) or as delta-spark does
     (zero-padded). delta-rs must delete exactly the vectors' rows, and every Iceberg reader
-    must equal delta-rs at every version."""
-    table = tmp_path / encoder
+    must equal delta-rs at every version, in a v2 mirror (position deletes) and a v3 one
+    (Puffin deletion vectors)."""
+    table = tmp_path / f"{encoder}-v{format_version}"
     adds = _files_with_dv_feature(table, len(VECTORS), FILE_ROWS)
     assert {json.loads(a["stats"])["numRecords"] for a in adds} == {FILE_ROWS}
     version = len(VECTORS) + 1
@@ -292,7 +294,8 @@ def test_inline_deletion_vectors_of_every_tail_read_as_delta_rs_reads_them(tmp_p
     expected = delta_expected(table, [version - 1, version])
     ids = {r["id"] for r in expected[version][1]}
     assert set(range(len(VECTORS) * FILE_ROWS)) - ids == deleted, "delta-rs deletes the vectors' rows"
-    synced(table)
+    synced(table, ["--format-version", str(format_version)])
+    assert metadata(table)["format-version"] == format_version
     compare(engines, table, expected)
     deep_check(table)
 
