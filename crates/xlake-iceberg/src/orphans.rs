@@ -94,6 +94,9 @@ pub struct Orphans {
     /// `vN.metadata.json` files above the current version past a gap (table-relative):
     /// no reader loads them, and what they name is kept.
     pub strays: Vec<String>,
+    /// Files under `metadata/` whose names xlake does not write ([`not_written_by_xlake`]),
+    /// from the same listing: never deleted.
+    pub others: Vec<String>,
 }
 
 /// Files in `metadata/` named as xlake names what it writes that neither the current
@@ -106,18 +109,27 @@ pub async fn orphan_files(store: &TableStore, cutoff_ms: i64) -> Result<Vec<Stri
 
 /// [`orphan_files`], and the stray versions above the current one.
 pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
-    let listed = store.list_recursive(METADATA_DIR).await?;
+    let (listed, others): (Vec<_>, Vec<_>) = store
+        .list_recursive(METADATA_DIR)
+        .await?
+        .into_iter()
+        .partition(|e| is_written_by_xlake(&e.path));
+    let others: Vec<String> = others.into_iter().map(|e| e.path).collect();
     let is_version = |path: &str| version_of(path).is_some();
     let versions: Vec<String> = listed
         .iter()
-        .filter(|e| is_written_by_xlake(&e.path) && is_version(&e.path))
+        .filter(|e| is_version(&e.path))
         .map(|e| e.path.clone())
         .collect();
-    if versions.is_empty() {
-        return Ok(Orphans::default());
-    }
-    let Some(current) = IcebergTable::new(store.clone()).current_version().await? else {
-        return Ok(Orphans::default());
+    let current = match versions.is_empty() {
+        true => None,
+        false => IcebergTable::new(store.clone()).current_version().await?,
+    };
+    let Some(current) = current else {
+        return Ok(Orphans {
+            others,
+            ..Orphans::default()
+        });
     };
     let keep = referenced(store, &versions, current).await?;
     let strays = versions
@@ -127,12 +139,15 @@ pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
         .collect();
     let files = listed
         .into_iter()
-        .filter(|e| is_written_by_xlake(&e.path))
         .filter(|e| !is_version(&e.path) && e.path != VERSION_HINT)
         .filter(|e| e.modified_ms < cutoff_ms && !keep.contains(&store.absolute(&e.path)))
         .map(|e| e.path)
         .collect();
-    Ok(Orphans { files, strays })
+    Ok(Orphans {
+        files,
+        strays,
+        others,
+    })
 }
 
 /// Files under `metadata/` (at any depth) whose names are not ones xlake writes, as

@@ -139,23 +139,22 @@ impl IcebergTable {
     /// names, nor anything younger than a day unless told no writer runs. A list gone
     /// because another writer published meanwhile (an expiry) is a lost race.
     pub(crate) async fn check_carried(&self, base: Option<&LoadedTable>) -> Result<()> {
-        let Some(list) = base.and_then(|b| Some((b, b.metadata.current_snapshot()?))) else {
+        let Some(base) = base else {
             return Ok(());
         };
-        let (base, snapshot) = list;
+        let Some(snapshot) = base.metadata.current_snapshot() else {
+            return Ok(());
+        };
         let file = snapshot.manifest_list().to_string();
         if self.store.size(&file).await?.is_some() {
             return Ok(());
         }
-        let next = base.version + 1;
-        if self.store.size(&metadata_file(next)).await?.is_some() {
-            return Err(self.conflict(next));
-        }
-        Err(IcebergError::CarriedFileMissing {
+        let missing = IcebergError::CarriedFileMissing {
             table: self.table(),
             version: base.version,
             file,
-        })
+        };
+        Err(self.lost_race_or(missing, base.version + 1).await)
     }
 
     fn conflict(&self, version: u64) -> IcebergError {

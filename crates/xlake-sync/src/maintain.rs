@@ -3,7 +3,7 @@
 //! metadata files. Each lives here once; callers only print what they return.
 
 use xlake_catalog::{Advanced, CatalogTarget};
-use xlake_iceberg::orphans::{not_written_by_xlake, orphans, SAFE_AGE};
+use xlake_iceberg::orphans::{orphans, SAFE_AGE};
 use xlake_iceberg::{Expired, IcebergTable, Retention};
 use xlake_storage::TableStore;
 
@@ -70,11 +70,10 @@ pub async fn cleanup(
             store.delete(path).await?;
         }
     }
-    let theirs = not_written_by_xlake(store).await?;
     let absolute = |paths: Vec<String>| paths.iter().map(|p| store.absolute(p)).collect();
     Ok(Cleanup {
         orphans: absolute(found.files),
-        left_alone: absolute(theirs),
+        left_alone: absolute(found.others),
         strays: absolute(found.strays),
     })
 }
