@@ -78,6 +78,7 @@ pub mod merge;
 mod merge;
 pub mod orphans;
 pub mod partition;
+pub mod path_index;
 mod plan;
 mod publish;
 // Public only for the integration tests (feature `testing`).
