@@ -227,7 +227,11 @@ impl Catalog for GlueCatalog {
             .get("VersionId")
             .and_then(Value::as_str)
             .map(str::to_string);
-        Ok(Some(Pointer { location, token }))
+        Ok(Some(Pointer {
+            location,
+            token,
+            metadata: None,
+        }))
     }
 
     async fn register(&self, table: &TableIdent, location: &str) -> Result<Swap> {
