@@ -33,13 +33,34 @@ impl Entry {
     /// Before publishing: the catalog answers and the entry, if any, is this table's (and,
     /// in a catalog that moves by commit, holds no other writer's commit).
     pub(crate) async fn precheck(&self, store: &TableStore) -> Result<(), SyncError> {
-        // The current version is named when a commit is refused; only read for those.
-        let current = match self.catalog.moves_by_commit() {
-            true => (IcebergTable::new(store.clone()).load_for_commit().await?).map(|l| l.version),
-            false => None,
-        };
-        xlake_catalog::precheck(self.catalog.as_ref(), &self.ident, &Here(store), current).await?;
-        Ok(())
+        let here = Here(store);
+        match xlake_catalog::precheck(self.catalog.as_ref(), &self.ident, &here, None).await {
+            Ok(_) => Ok(()),
+            // Name the table's current version in the refusal (read only then; a table that
+            // cannot be loaded is named by its metadata folder, as the catalog crate did).
+            Err(CatalogError::Diverged {
+                catalog,
+                table,
+                found,
+                expected,
+                reason,
+            }) => {
+                let loaded = IcebergTable::new(store.clone()).load_for_commit().await;
+                let expected = match loaded.ok().flatten() {
+                    Some(l) => metadata_location(store.location(), l.version),
+                    None => expected,
+                };
+                Err(CatalogError::Diverged {
+                    catalog,
+                    table,
+                    found,
+                    expected,
+                    reason,
+                }
+                .into())
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// After publishing: point the entry at the current version (writing a stale hint
