@@ -194,3 +194,19 @@ def test_a_stopped_server_leaves_the_pointer_to_the_next_sync(tmp_path, iceberg_
     assert result.returncode == 0 and "catalog: moved from" in result.stdout, result.stdout + result.stderr
     assert main_of(entry(iceberg_rest, name)["metadata"]) == main_of(ours(table)[1])
     assert run(iceberg_rest, name, "check", table).returncode == 0
+
+
+def test_an_upgrade_to_v3_is_committed_and_read_by_name(tmp_path, iceberg_rest):
+    table, name = tmp_path / "orders", table_name()
+    write(table, 0)
+    assert run(iceberg_rest, name, "sync", table).returncode == 0
+    result = run(iceberg_rest, name, "upgrade", table, "--format-version", "3")
+    assert result.returncode == 0, result.stdout + result.stderr
+    now = entry(iceberg_rest, name)["metadata"]
+    assert now["format-version"] == 3 and main_of(now) == main_of(ours(table)[1])
+    assert run(iceberg_rest, name, "check", table).returncode == 0
+    version = write(table, 1)
+    assert run(iceberg_rest, name, "sync", table).returncode == 0
+    assert main_of(entry(iceberg_rest, name)["metadata"]) == main_of(ours(table)[1])
+    columns, want = oracle(table, version)
+    assert by_name_pyiceberg(iceberg_rest, name, columns) == want
