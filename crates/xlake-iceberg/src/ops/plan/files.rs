@@ -200,7 +200,7 @@ impl IcebergTable {
         {
             let meta = read_footer(&self.store, &file.path, file.size_bytes)
                 .await
-                .map_err(invalid)?;
+                .map_err(|e| invalid(e.to_string()))?;
             if let Some(mapping) = inspect {
                 found = findings(&meta, schema, mapping);
             }
