@@ -11,6 +11,7 @@ use xlake_iceberg::IcebergError;
 use xlake_iceberg::IcebergTable;
 use xlake_storage::{Entry, TableStore};
 
+use crate::check::{broken_promise, missing_commits};
 use crate::{sources, InTable, SyncError, SyncOptions};
 
 /// Files and bytes of one kind of metadata.
@@ -74,6 +75,10 @@ pub struct InspectReport {
     /// What is mirrored in a degraded way (read-optimized view, unpartitioned fallback, and
     /// what the current snapshot's summary lists under `xlake.degraded`).
     pub degraded: Vec<String>,
+    /// The source promises a snapshot per commit written in its commit path (Hudi's
+    /// `hoodie.table.format`), but completed commits have none (as `check` reports it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broken_promise: Option<String>,
 }
 
 /// Inspect the table at `location`.
@@ -94,6 +99,13 @@ pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectRep
         degraded: health.degraded,
         ..Default::default()
     };
+    if source.commit_path_mirror().is_some() {
+        let state = crate::mirror_state(loaded.as_ref());
+        let listing = source.listing(&state).in_table(&store)?;
+        let mirrored = state.commits.iter().map(String::as_str).collect();
+        let (_, missing) = missing_commits(&listing, &mirrored);
+        report.broken_promise = broken_promise(source.as_ref(), &missing);
+    }
     let metadata = store.list_recursive(METADATA_DIR).await?;
     report.iceberg.not_written_by_xlake = metadata
         .iter()
