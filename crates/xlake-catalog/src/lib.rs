@@ -120,15 +120,23 @@ pub struct TableIdent {
     pub name: String,
 }
 
+/// A `--catalog-table` that is not `namespace.table`.
+#[derive(Debug, thiserror::Error)]
+#[error("--catalog-table {text:?}: expected <namespace>.<name>, e.g. analytics.trips")]
+pub struct TableIdentError {
+    /// The name as given.
+    pub text: String,
+}
+
 impl TableIdent {
     /// Parse `namespace.table` (the last dot separates the name; nested namespaces use
     /// more dots, as in `a.b.table`).
-    pub fn parse(text: &str) -> std::result::Result<Self, String> {
+    pub fn parse(text: &str) -> std::result::Result<Self, TableIdentError> {
         let parts: Vec<&str> = text.split('.').collect();
         if parts.len() < 2 || parts.iter().any(|p| p.trim().is_empty()) {
-            return Err(format!(
-                "--catalog-table {text:?}: expected <namespace>.<name>, e.g. analytics.trips"
-            ));
+            return Err(TableIdentError {
+                text: text.to_string(),
+            });
         }
         let (name, namespace) = parts.split_last().unwrap_or((&"", &[]));
         Ok(Self {

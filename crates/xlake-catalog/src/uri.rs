@@ -64,9 +64,9 @@ impl CatalogTarget {
 
     /// The table's identifier.
     pub fn ident(&self) -> Result<TableIdent> {
-        TableIdent::parse(&self.table).map_err(|reason| CatalogError::Config {
+        TableIdent::parse(&self.table).map_err(|e| CatalogError::Config {
             catalog: redact(&self.uri),
-            reason,
+            reason: e.to_string(),
         })
     }
 }

@@ -154,7 +154,7 @@ pub fn decode(bytes: &[u8]) -> Result<Json, String> {
 /// apache-avro (a map), the last `avro.schema` entry wins. A header claiming more entries
 /// than its bytes can hold is refused: apache-avro would reserve room for them first.
 fn header_schema(bytes: &[u8]) -> Result<Option<Json>, String> {
-    let header = xlake_storage::avro::header(bytes)?;
+    let header = xlake_storage::avro::header(bytes).map_err(|e| e.to_string())?;
     let schema = header.as_ref().and_then(|h| h.get(b"avro.schema"));
     Ok(schema.and_then(|schema| serde_json::from_slice(schema).ok()))
 }

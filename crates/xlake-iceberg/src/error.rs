@@ -107,7 +107,7 @@ pub enum IcebergError {
     },
     /// `metadata/` holds a file xlake does not write before the table's first version:
     /// the source keeps files in the folder the mirror is written to.
-    #[error("{table}: {file} {}", crate::layout::METADATA_CLASH)]
+    #[error("{table}: {file} {}", crate::spec::layout::METADATA_CLASH)]
     MetadataFolderTaken {
         /// Table location.
         table: String,

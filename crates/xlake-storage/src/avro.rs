@@ -27,10 +27,23 @@ impl Header<'_> {
     }
 }
 
+/// Why an Avro container's header was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum HeaderError {
+    /// Its metadata map claims more entries than its bytes can hold.
+    #[error("corrupt Avro container: its header claims {entries} entries in {bytes} bytes")]
+    Oversized {
+        /// The entries claimed.
+        entries: u64,
+        /// The container's length.
+        bytes: usize,
+    },
+}
+
 /// The header of the Avro container `bytes`: `Ok(None)` for bytes that are not one or
 /// end inside its map, an error for a map claiming more entries than its bytes can hold
 /// (apache-avro would reserve room for them first).
-pub fn header(bytes: &[u8]) -> Result<Option<Header<'_>>, String> {
+pub fn header(bytes: &[u8]) -> Result<Option<Header<'_>>, HeaderError> {
     if !bytes.starts_with(b"Obj\x01") {
         return Ok(None);
     }
@@ -47,11 +60,10 @@ pub fn header(bytes: &[u8]) -> Result<Option<Header<'_>>, String> {
         }
         // Each entry takes at least two bytes (the lengths of its key and value).
         if count.unsigned_abs() > (bytes.len().saturating_sub(at) / 2) as u64 {
-            return Err(format!(
-                "corrupt Avro container: its header claims {} entries in {} bytes",
-                count.unsigned_abs(),
-                bytes.len()
-            ));
+            return Err(HeaderError::Oversized {
+                entries: count.unsigned_abs(),
+                bytes: bytes.len(),
+            });
         }
         for _ in 0..count.unsigned_abs() {
             let (Some(key), Some(value)) = (field(bytes, &mut at), field(bytes, &mut at)) else {

@@ -12,9 +12,9 @@ use iceberg::spec::{
 };
 
 use crate::error::Result;
-use crate::layout::{metadata_file, METADATA_DIR};
-use crate::manifest::read_paths;
-use crate::table::{IcebergTable, FILE_CHECK_CONCURRENCY};
+use crate::ops::table::{IcebergTable, FILE_CHECK_CONCURRENCY};
+use crate::spec::layout::{metadata_file, METADATA_DIR};
+use crate::spec::manifest::read_paths;
 
 /// Limits on top of the files the source deleted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -8,80 +8,20 @@
 //! `added` and `deleted` entries, which incremental readers rely on. Merged entries keep
 //! their snapshot id, sequence numbers and (v3) row ids. A commit that merges nothing
 //! keeps the parent's manifests in their order (so an append can carry its parent's list,
-//! see [`crate::list_carry`]).
+//! see [`crate::spec::manifest_list::carry`]).
 
 use std::collections::{BTreeMap, HashSet};
 
 use futures::StreamExt;
-use iceberg::spec::{ManifestContentType, ManifestEntry, ManifestFile, SchemaRef, TableMetadata};
+use iceberg::spec::{ManifestEntry, ManifestFile, PartitionSpec, SchemaRef, TableMetadata};
 
 use crate::error::Result;
-use crate::manifest::{carries_row_ids, carry_row_ids, read_entries, write_manifest};
-use crate::plan::schema_holding;
-use crate::table::{IcebergTable, FILE_CHECK_CONCURRENCY};
-
-/// Small data manifests of one spec that trigger a merge (Iceberg's
-/// `commit.manifest.min-count-to-merge` default).
-pub const MIN_COUNT_TO_MERGE: usize = 100;
-
-/// Live entries a merged manifest holds at most; manifests with fewer are small.
-pub const TARGET_ENTRIES: u32 = 100;
-
-/// What merging looks at of a manifest: its partition spec, content and live entries.
-pub(crate) type Shape = (i32, ManifestContentType, u32);
-
-pub(crate) fn shape(m: &ManifestFile) -> Shape {
-    (m.partition_spec_id, m.content, live(m))
-}
-
-/// The live entries of the small data manifests of each partition spec among `kept`, in
-/// list order.
-fn small_groups(kept: impl Iterator<Item = Shape>) -> BTreeMap<i32, Vec<u32>> {
-    let mut groups: BTreeMap<i32, Vec<u32>> = BTreeMap::new();
-    for shape in kept.filter(is_small_shape) {
-        groups.entry(shape.0).or_default().push(shape.2);
-    }
-    groups
-}
-
-/// How many manifests each bin of a group holds: whole manifests, in list order, up to
-/// [`TARGET_ENTRIES`] live entries a bin (`lives`: each manifest's live entries).
-fn bin_sizes(lives: impl Iterator<Item = u32>) -> Vec<usize> {
-    let (mut bins, mut size) = (vec![0], 0);
-    for live in lives {
-        if size + live > TARGET_ENTRIES && size > 0 {
-            bins.push(0);
-            size = 0;
-        }
-        size += live;
-        if let Some(bin) = bins.last_mut() {
-            *bin += 1;
-        }
-    }
-    bins
-}
-
-/// Live entries of a manifest, as its list counts them.
-fn live(m: &ManifestFile) -> u32 {
-    m.added_files_count.unwrap_or(0) + m.existing_files_count.unwrap_or(0)
-}
-
-fn is_small(m: &ManifestFile) -> bool {
-    is_small_shape(&shape(m))
-}
-
-fn is_small_shape((_, content, live): &Shape) -> bool {
-    *content == ManifestContentType::Data && *live < TARGET_ENTRIES
-}
-
-/// Whether [`IcebergTable::merge_small_manifests`] would merge any of `kept` (else it
-/// gives them back as they are, in their order).
-pub(crate) fn merges(kept: impl Iterator<Item = Shape>) -> bool {
-    small_groups(kept).values().any(|lives| {
-        lives.len() >= MIN_COUNT_TO_MERGE
-            && bin_sizes(lives.iter().copied()).iter().any(|n| *n >= 2)
-    })
-}
+use crate::ops::table::{IcebergTable, FILE_CHECK_CONCURRENCY};
+use crate::spec::manifest::{carries_row_ids, carry_row_ids, read_entries, write_manifest};
+use crate::spec::manifest_list::merging::{bin_sizes, is_small, live, merges, shape};
+// Public under the feature `testing` (the integration tests read them).
+#[cfg_attr(not(feature = "testing"), allow(unused_imports))]
+pub use crate::spec::manifest_list::merging::{MIN_COUNT_TO_MERGE, TARGET_ENTRIES};
 
 impl IcebergTable {
     /// Merge the small data manifests among `kept` (a commit's untouched older manifests)
@@ -169,48 +109,26 @@ impl IcebergTable {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::list_write::sample_manifest;
-
-    /// `n` data manifests of spec `spec` with `live` live entries each.
-    fn manifests(n: u32, spec: i32, live: u32) -> Vec<ManifestFile> {
-        (0..n)
-            .map(|i| ManifestFile {
-                content: ManifestContentType::Data,
-                partition_spec_id: spec,
-                added_files_count: Some(live),
-                existing_files_count: Some(0),
-                ..sample_manifest(i + 1, None)
-            })
-            .collect()
+/// The newest schema that still has every source column of `spec` (a manifest of an old
+/// spec whose partition column was dropped since is rewritten with the schema it had).
+pub(crate) fn schema_holding(
+    metadata: &TableMetadata,
+    spec: &PartitionSpec,
+    current: &SchemaRef,
+) -> SchemaRef {
+    let holds = |s: &SchemaRef| {
+        spec.fields()
+            .iter()
+            .all(|f| s.field_by_id(f.source_id).is_some())
+    };
+    if holds(current) {
+        return current.clone();
     }
-
-    /// `merges` says whether a merge changes anything: only when a spec has enough small
-    /// manifests and two of them share a bin.
-    #[test]
-    fn merges_says_whether_any_bin_holds_two_manifests() {
-        let merges_all = |kept: &[ManifestFile]| merges(kept.iter().map(shape));
-        assert_eq!(bin_sizes([10; 25].into_iter()), [10, 10, 5]);
-        assert_eq!(bin_sizes([60; 3].into_iter()), [1, 1, 1]);
-        assert_eq!(bin_sizes(std::iter::empty()), [0]);
-        assert!(merges_all(&manifests(100, 0, 10)));
-        assert!(!merges_all(&manifests(99, 0, 10)), "too few");
-        assert!(!merges_all(&manifests(100, 0, 60)), "no two share a bin");
-        assert!(!merges_all(&manifests(200, 0, 100)), "none small");
-        let mut two_specs = manifests(60, 0, 10);
-        two_specs.extend(manifests(60, 1, 10));
-        assert!(!merges_all(&two_specs), "too few of each spec");
-        two_specs.extend(manifests(40, 1, 10));
-        assert!(merges_all(&two_specs));
-        let deletes: Vec<_> = manifests(100, 0, 10)
-            .into_iter()
-            .map(|m| ManifestFile {
-                content: ManifestContentType::Deletes,
-                ..m
-            })
-            .collect();
-        assert!(!merges_all(&deletes), "delete manifests are not merged");
-    }
+    let mut schemas: Vec<&SchemaRef> = metadata.schemas_iter().collect();
+    schemas.sort_by_key(|s| std::cmp::Reverse(s.schema_id()));
+    schemas
+        .into_iter()
+        .find(|s| holds(s))
+        .cloned()
+        .unwrap_or_else(|| current.clone())
 }

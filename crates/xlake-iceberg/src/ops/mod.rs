@@ -1,7 +1,9 @@
 //! The operations layer: what a commit, an expiry, a relocation or a cleanup does, on
 //! top of the codecs of [`crate::spec`].
 
+pub(crate) mod commit;
 pub mod expire;
+pub(crate) mod live_paths;
 // Public only for the integration tests (feature `testing`).
 #[cfg(feature = "testing")]
 pub mod merge;

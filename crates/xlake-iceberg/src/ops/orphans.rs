@@ -10,8 +10,11 @@ use std::collections::HashSet;
 use xlake_storage::TableStore;
 
 use crate::error::{IcebergError, Result};
-use crate::layout::{is_written_by_xlake, metadata_file, version_of, METADATA_DIR, VERSION_HINT};
-use crate::manifest::{read_entries, read_manifest_list};
+use crate::spec::layout::{
+    is_written_by_xlake, metadata_file, version_of, METADATA_DIR, VERSION_HINT,
+};
+use crate::spec::manifest::read_entries;
+use crate::spec::manifest_list::read_manifest_list;
 use crate::IcebergTable;
 
 /// The youngest age of a file an orphan cleanup may delete while writers may run: 24 hours,
@@ -51,7 +54,7 @@ async fn referenced(
     let mut indexes = HashSet::new();
     for path in metadata_files {
         let bytes = store.get(path).await?;
-        let metadata = crate::table::parse_metadata(&bytes).map_err(|e| corrupt(path, e))?;
+        let metadata = crate::spec::decode::parse_metadata(&bytes).map_err(|e| corrupt(path, e))?;
         // A copied or moved table's versions name the old place: every file here would
         // look unreferenced. Nothing is an orphan until a rebuild sets that history aside.
         if !store.is_here(metadata.location()) {

@@ -2,7 +2,7 @@
 //! commit removing old files reads only the manifests holding them, not every manifest
 //! back to them (issue 46).
 //!
-//! It is the process's [`crate::plan::PathCache`] written down: per manifest of the
+//! It is the process's [`crate::ops::live_paths::PathCache`] written down: per manifest of the
 //! current list that the writing process had read or written, the sorted 128-bit keys
 //! ([`xlake_model::path_key`]) of the paths its live entries are about. A commit that
 //! removes files writes one (`metadata/<uuid>-paths.bin`, once per published version,
@@ -24,9 +24,10 @@ use bytes::{BufMut, Bytes, BytesMut};
 use iceberg::spec::TableMetadata;
 
 use crate::error::Result;
-use crate::layout::METADATA_DIR;
-use crate::plan::{Draft, PathKeys};
-use crate::table::IcebergTable;
+use crate::ops::live_paths::PathKeys;
+use crate::ops::plan::Draft;
+use crate::ops::table::IcebergTable;
+use crate::spec::layout::METADATA_DIR;
 
 /// The table property naming the current path index (table-relative).
 pub const PATH_INDEX: &str = "xlake.path-index";
@@ -159,7 +160,7 @@ impl IcebergTable {
         }
         let manifests = match &list.decoded {
             Some(decoded) => decoded.clone(),
-            None => crate::list_read::manifests(&list.bytes, &list.location)
+            None => crate::spec::manifest_list::read::manifests(&list.bytes, &list.location)
                 .map_err(|e| self.corrupt(&list.location, e))?,
         };
         let known: Vec<(String, Arc<PathKeys>)> = manifests

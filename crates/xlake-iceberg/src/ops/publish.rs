@@ -11,20 +11,63 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::StreamExt;
 use iceberg::spec::{MetadataLog, TableMetadata};
+use xlake_model::DeclaredTable;
 use xlake_storage::{Journal, PutOutcome, PutPayload, RetryPolicy, StorageError};
 
-use crate::encode::metadata_parts;
 use crate::error::{IcebergError, Result};
-use crate::history::{split, History};
-use crate::layout::{hint_text, metadata_file, metadata_file_name, VERSION_HINT};
-use crate::plan::Staged;
-use crate::table::{
-    Batch, Committed, IcebergTable, LoadedTable, DELETE_AFTER_COMMIT, FILE_CHECK_CONCURRENCY,
-};
+use crate::ops::plan::Staged;
+use crate::ops::table::{IcebergTable, LoadedTable, DELETE_AFTER_COMMIT, FILE_CHECK_CONCURRENCY};
+use crate::spec::encode::metadata_parts;
+use crate::spec::history::{split, History};
+use crate::spec::layout::{hint_text, metadata_file, metadata_file_name, VERSION_HINT};
 
-/// A batch's version to publish: its number, metadata, the snapshots carried beside it, and
-/// the metadata-log entries that fell out.
-pub(crate) type Published = (u64, TableMetadata, Arc<History>, Vec<MetadataLog>);
+/// What one commit wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    /// N of the new `vN.metadata.json`.
+    pub version: u64,
+    /// The new snapshot.
+    pub snapshot_id: i64,
+    /// Its `timestamp-ms`.
+    pub timestamp_ms: i64,
+    /// Entries of [`DEGRADED`](crate::spec::fidelity::DEGRADED) this snapshot added (columns of
+    /// its files first found in a layout some readers misread).
+    pub degraded: Vec<String>,
+}
+
+/// What a batch commit did: the snapshots published (all in one version), and the error
+/// that ended the batch early, if any.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// One per change set committed, in order.
+    pub committed: Vec<Committed>,
+    /// Why the rest was not committed.
+    pub error: Option<IcebergError>,
+    /// The version published, for the next batch to build on without reading it.
+    pub table: Option<NextBase>,
+}
+
+impl Batch {
+    pub(crate) fn failed(error: IcebergError) -> Self {
+        Self {
+            error: Some(error),
+            ..Self::default()
+        }
+    }
+}
+
+/// A batch's version to publish.
+#[derive(Debug)]
+pub(crate) struct Published {
+    /// N of its `vN.metadata.json`.
+    pub(crate) version: u64,
+    /// Its metadata (the working snapshots).
+    pub(crate) metadata: TableMetadata,
+    /// The snapshots carried beside it.
+    pub(crate) history: Arc<History>,
+    /// The metadata-log entries that fell out.
+    pub(crate) expired_logs: Vec<MetadataLog>,
+}
 
 /// Why [`IcebergTable::publish`] failed, and whether the `vN` may exist all the same (a
 /// failure of its write or after it).
@@ -55,7 +98,7 @@ impl IcebergTable {
     /// The commit point: create `metadata/v{version}.metadata.json` only if nobody else did,
     /// then point the hint at it. Returns the version.
     /// `history` carries the snapshots `metadata` was loaded without (see
-    /// [`crate::history`]); they are written back as they were read.
+    /// [`crate::spec::history`]); they are written back as they were read.
     pub(crate) async fn publish(
         &self,
         version: u64,
@@ -111,7 +154,7 @@ impl IcebergTable {
     /// there (a Hudi partition or a folder named `metadata`) is refused: its files would
     /// pass for the mirror's. (Later, each added data file is checked instead.)
     async fn check_folder_is_ours(&self) -> Result<()> {
-        match crate::orphans::not_written_by_xlake(&self.store)
+        match crate::ops::orphans::not_written_by_xlake(&self.store)
             .await?
             .first()
         {
@@ -270,10 +313,16 @@ impl IcebergTable {
     pub(crate) async fn publish_batch(
         &self,
         batch: &mut Batch,
-        (version, metadata, history, expired_logs): Published,
-        staged: Vec<(String, Staged)>,
+        published: Published,
+        staged: Vec<Staged>,
         journal: &Journal,
     ) {
+        let Published {
+            version,
+            metadata,
+            history,
+            expired_logs,
+        } = published;
         let body = match self.publish(version, &metadata, &history).await {
             Ok(body) => body,
             Err(u) => {
@@ -287,7 +336,13 @@ impl IcebergTable {
             }
         };
         self.expire_metadata_files(&metadata, &expired_logs).await;
-        for (commit, (snapshot_id, timestamp_ms, degraded)) in staged {
+        for Staged {
+            commit,
+            snapshot_id,
+            timestamp_ms,
+            degraded,
+        } in staged
+        {
             tracing::info!(table = %self.table(), commit = %commit, version, snapshot_id, "committed Iceberg snapshot");
             for entry in &degraded {
                 tracing::warn!(table = %self.table(), commit = %commit, "degraded: {entry}");
@@ -305,6 +360,33 @@ impl IcebergTable {
             metadata,
             history,
         });
+    }
+}
+
+impl IcebergTable {
+    /// Create the table with `declared`'s schema and partition spec and no snapshot, for a
+    /// source table with no completed commit yet: readers then find an empty table rather
+    /// than none. Returns the version written; `None` when the table exists already (or
+    /// another writer created it meanwhile).
+    pub async fn create_empty(&self, declared: &DeclaredTable) -> Result<Option<u64>> {
+        if self.load().await?.is_some() {
+            return Ok(None);
+        }
+        self.refuse_empty(declared)?;
+        self.store.verify_put_if_absent().await?;
+        let metadata = self.empty_table(declared)?;
+        match self.publish(1, &metadata, &Default::default()).await {
+            Ok(_) => {
+                let version = 1;
+                tracing::info!(table = %self.table(), version, "created the Iceberg table without a snapshot: the source has no completed commit");
+                Ok(Some(version))
+            }
+            Err(Unpublished {
+                error: IcebergError::CommitConflict { .. },
+                ..
+            }) => Ok(None),
+            Err(u) => Err(u.error),
+        }
     }
 }
 

@@ -8,9 +8,10 @@ use chrono::DateTime;
 use xlake_storage::TableStore;
 
 use crate::error::{IcebergError, Result};
-use crate::layout::{version_of, METADATA_DIR};
-use crate::manifest::{read_entries, read_manifest_list};
-use crate::table::parse_metadata;
+use crate::spec::decode::parse_metadata;
+use crate::spec::layout::{version_of, METADATA_DIR};
+use crate::spec::manifest::read_entries;
+use crate::spec::manifest_list::read_manifest_list;
 use iceberg::spec::ManifestContentType;
 
 /// A `vN.metadata.json` in `metadata/` written for another location.

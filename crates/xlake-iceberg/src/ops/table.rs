@@ -2,28 +2,27 @@
 //! of change sets as snapshots.
 //!
 //! A commit reads the current `vN.metadata.json`, plans each new snapshot in memory and
-//! writes its manifests and manifest list under fresh names ([`crate::plan`]), then
+//! writes its manifests and manifest list under fresh names ([`crate::ops::plan`]), then
 //! creates `v(N+1).metadata.json` with put-if-absent and rewrites `version-hint.text`
-//! ([`crate::publish`]). Until that put succeeds nothing a reader sees has changed; a
+//! ([`crate::ops::publish`]). Until that put succeeds nothing a reader sees has changed; a
 //! writer that loses the race gets [`IcebergError::CommitConflict`].
 
 use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 use iceberg::spec::{ManifestContentType, ManifestFile, Snapshot, TableMetadata};
-use xlake_model::ChangeSet;
 use xlake_storage::{StorageError, TableStore};
 
 use crate::error::{IcebergError, Result};
-use crate::history::{split, History, SnapshotHead};
-pub(crate) use crate::layout::METADATA_DIR;
-use crate::layout::{is_metadata_json, metadata_file_name, version_of, Hint, VERSION_HINT};
-pub use crate::layout::{metadata_file, parse_hint};
-use crate::manifest::{may_hold_live, read_list_file, read_manifest_bytes, Held, ListFile};
-use crate::manifest_read::Live;
-use crate::plan::{Draft, PathCache};
-use crate::publish::NextBase;
-use crate::summary::{SyncMetadata, XTABLE_METADATA};
+use crate::ops::live_paths::PathCache;
+use crate::spec::history::{split, History, SnapshotHead};
+pub(crate) use crate::spec::layout::METADATA_DIR;
+use crate::spec::layout::{is_metadata_json, metadata_file_name, version_of, Hint, VERSION_HINT};
+pub use crate::spec::layout::{metadata_file, parse_hint};
+use crate::spec::manifest::read::Live;
+use crate::spec::manifest::{may_hold_live, read_manifest_bytes, Held};
+use crate::spec::manifest_list::{read_list_file, ListFile};
+use crate::spec::summary::{SyncMetadata, XTABLE_METADATA};
 use std::sync::{Arc, Mutex};
 
 /// Table property: delete metadata files that fall out of the metadata log.
@@ -42,17 +41,14 @@ pub const SOURCE_STATE: &str = "xlake.source-state";
 /// How many data files have their existence checked (and footers read) at once.
 pub(crate) const FILE_CHECK_CONCURRENCY: usize = 16;
 
-/// A `vN.metadata.json` as read back: the Iceberg spec's table metadata.
-pub fn parse_metadata(bytes: &[u8]) -> std::result::Result<TableMetadata, String> {
-    serde_json::from_slice(bytes).map_err(|e| e.to_string())
-}
+pub use crate::spec::decode::parse_metadata;
 
 /// How much of a `vN.metadata.json` is parsed.
 #[derive(Debug, Clone, Copy)]
 enum Parse {
     /// Every snapshot.
     Whole,
-    /// The working snapshots; the others carried (see [`crate::history`]).
+    /// The working snapshots; the others carried (see [`crate::spec::history`]).
     ForCommit,
 }
 
@@ -148,7 +144,7 @@ impl LoadedTable {
     /// The source commits mirrored so far, oldest first, as [`Self::head`] lists them but
     /// only their identifiers (what a sync needs of every snapshot): (snapshot id, the
     /// source commit's identifier if its record has one).
-    /// Read from each snapshot's entry (see [`crate::snapshot_index`]), not its head.
+    /// Read from each snapshot's entry (see [`crate::spec::snapshot_index`]), not its head.
     pub fn mirrored(&self) -> Vec<(i64, Option<String>)> {
         let mut entries: Vec<_> = self.history.entries().iter().collect();
         entries.sort_unstable_by_key(|e| e.order()); // ids are unique
@@ -159,7 +155,7 @@ impl LoadedTable {
     }
 
     /// What `read` gives of each snapshot that has it, with the snapshot's id, oldest
-    /// (by sequence number, then time, then id, as [`Entry::order`](crate::snapshot_index::Entry::order)) first.
+    /// (by sequence number, then time, then id, as [`Entry::order`](crate::spec::snapshot_index::Entry::order)) first.
     fn in_commit_order<T>(&self, read: impl Fn(&SnapshotHead) -> Option<T>) -> Vec<(i64, T)> {
         let mut heads: Vec<&SnapshotHead> = self.history.heads().iter().collect();
         heads.sort_by_key(|h| (h.sequence_number, h.timestamp_ms, h.snapshot_id));
@@ -184,41 +180,6 @@ impl LoadedTable {
         }
         out.reverse();
         out
-    }
-}
-
-/// What one commit wrote.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Committed {
-    /// N of the new `vN.metadata.json`.
-    pub version: u64,
-    /// The new snapshot.
-    pub snapshot_id: i64,
-    /// Its `timestamp-ms`.
-    pub timestamp_ms: i64,
-    /// Entries of [`DEGRADED`](crate::fidelity::DEGRADED) this snapshot added (columns of
-    /// its files first found in a layout some readers misread).
-    pub degraded: Vec<String>,
-}
-
-/// What a batch commit did: the snapshots published (all in one version), and the error
-/// that ended the batch early, if any.
-#[derive(Debug, Default)]
-pub struct Batch {
-    /// One per change set committed, in order.
-    pub committed: Vec<Committed>,
-    /// Why the rest was not committed.
-    pub error: Option<IcebergError>,
-    /// The version published, for the next batch to build on without reading it.
-    pub table: Option<NextBase>,
-}
-
-impl Batch {
-    fn failed(error: IcebergError) -> Self {
-        Self {
-            error: Some(error),
-            ..Self::default()
-        }
     }
 }
 
@@ -272,7 +233,7 @@ impl IcebergTable {
     }
 
     /// The Iceberg format version to write: a new table gets it, an older table is
-    /// upgraded to it in its next snapshot (see [`crate::v3`]).
+    /// upgraded to it in its next snapshot (see [`crate::ops::v3`]).
     pub fn format_version(mut self, version: iceberg::spec::FormatVersion) -> Self {
         self.format_version = Some(version);
         self
@@ -307,7 +268,7 @@ impl IcebergTable {
     }
 
     /// [`Self::load`] for a commit: every snapshot but the current one and those a ref
-    /// names is carried as its JSON text, unparsed (see [`crate::history`]). For what
+    /// names is carried as its JSON text, unparsed (see [`crate::spec::history`]). For what
     /// builds on the current snapshot only; what reads older snapshots loads whole.
     pub async fn load_for_commit(&self) -> Result<Option<LoadedTable>> {
         self.load_checked(Parse::ForCommit).await
@@ -453,138 +414,6 @@ impl IcebergTable {
         Ok(self.load().await?.map_or((None, Vec::new()), |l| l.head()))
     }
 
-    /// Commit each change set as its own snapshot, in order.
-    pub async fn commit_all(&self, changes: &[ChangeSet]) -> Result<Vec<Committed>> {
-        let mut out = Vec::with_capacity(changes.len());
-        for change in changes {
-            out.push(self.commit(change).await?);
-        }
-        Ok(out)
-    }
-
-    /// Commit one change set as one snapshot (schema, spec and file changes together in one
-    /// new `vN.metadata.json`), on the table as it is now.
-    pub async fn commit(&self, change: &ChangeSet) -> Result<Committed> {
-        let batch = self
-            .commit_batch_on(self.load_for_commit().await?, &[change])
-            .await;
-        match batch.error {
-            Some(e) => Err(e),
-            None => batch.committed.into_iter().next().ok_or_else(|| {
-                self.corrupt(METADATA_DIR, "a commit of one change set wrote nothing")
-            }),
-        }
-    }
-
-    /// Commit change sets as consecutive snapshots, one per change set, published together
-    /// in one new `vN.metadata.json` (a backfill writes one metadata file per batch instead
-    /// of per commit, since each holds every snapshot), on `base`: a version this process
-    /// has loaded (`None`: no metadata yet). A writer that published after `base` was
-    /// loaded makes the put-if-absent of the next version fail: the result is then
-    /// [`IcebergError::CommitConflict`], and the caller re-plans. A change set that cannot
-    /// be committed ends the batch: the ones before it are published, and its error
-    /// returned beside them. A `base` written for another location (a copied or moved
-    /// table, from [`Self::load_as_found`]) is replaced, not built on: the batch starts a
-    /// new history in the version after it (`xlake sync --rebuild`).
-    pub async fn commit_batch_on(
-        &self,
-        base: Option<LoadedTable>,
-        changes: &[&ChangeSet],
-    ) -> Batch {
-        // Atomic only on a store whose put-if-absent works (or with one writer, by the
-        // operator's word); checked before anything is written.
-        if let Err(e) = self.store.verify_put_if_absent().await {
-            return Batch::failed(e.into());
-        }
-        match self.upgraded(base).await {
-            Ok(base) => self.commit_batch_inner(base, changes).await,
-            Err(e) => Batch::failed(e),
-        }
-    }
-
-    /// `base`, upgraded first in a version of its own when a newer format version is asked
-    /// for (see [`Self::upgrade`], the one upgrade path); a base written for another
-    /// location is replaced, not upgraded.
-    async fn upgraded(&self, base: Option<LoadedTable>) -> Result<Option<LoadedTable>> {
-        let Some(loaded) = base
-            .as_ref()
-            .filter(|l| self.recorded_elsewhere(l).is_none())
-        else {
-            return Ok(base);
-        };
-        Ok(self.upgrade(loaded).await?.or(base))
-    }
-
-    async fn commit_batch_inner(
-        &self,
-        loaded: Option<LoadedTable>,
-        changes: &[&ChangeSet],
-    ) -> Batch {
-        let next_version = loaded.as_ref().map_or(1, |l| l.version + 1);
-        let on = loaded
-            .as_ref()
-            .filter(|l| self.recorded_elsewhere(l).is_none());
-        let history = on.map(|l| l.history.clone()).unwrap_or_default();
-        let mut draft = Draft {
-            base: on,
-            metadata: on.map(|l| l.metadata.clone()),
-            history: history.clone(),
-            expired_logs: Vec::new(),
-            last_list: None,
-            path_index: None,
-            backfill: changes.len() > 1,
-        };
-        // Manifests, lists and delete files are written through a journal, so that what
-        // no `vN` will refer to can be deleted again (a failed commit leaves `metadata/`
-        // as it found it; the metadata file and the hint are written by `publish`).
-        let (store, journal) = self.store.journaled();
-        let writer = Self {
-            store,
-            ..self.clone()
-        };
-        let mut staged = Vec::new();
-        let mut kept = 0;
-        let mut error = None;
-        for change in changes {
-            match writer.stage(change, &mut draft).await {
-                Ok(snapshot) => {
-                    staged.push((change.commit.id.clone(), snapshot));
-                    kept = journal.len();
-                }
-                Err(e) => {
-                    error = Some(e);
-                    break;
-                }
-            }
-        }
-        // What the change that failed had written yet.
-        self.abandon(journal.since(kept)).await;
-        if let Some(e) = error.take() {
-            error = Some(match on {
-                Some(_) => self.lost_race_or(e, next_version).await,
-                None => e,
-            });
-        }
-        let mut batch = Batch {
-            error,
-            ..Batch::default()
-        };
-        let expired_logs = std::mem::take(&mut draft.expired_logs);
-        let index = writer.write_path_index(&mut draft).await;
-        if let Some(metadata) = draft.metadata.filter(|_| !staged.is_empty()) {
-            if let Err(e) = index.and(self.check_carried(on).await) {
-                // Nothing refers to the batch's files: the error wins over a later one.
-                self.abandon(journal.since(0)).await;
-                batch.error = Some(e);
-                return batch;
-            }
-            let published = (next_version, metadata, history, expired_logs);
-            self.publish_batch(&mut batch, published, staged, &journal)
-                .await;
-        }
-        batch
-    }
-
     /// The live data files of the current snapshot of `metadata` (location to size in
     /// bytes), and whether it has live delete files: its manifest list read once.
     pub(crate) async fn live_files_and_deletes(
@@ -720,7 +549,8 @@ mod tests {
     use super::*;
     use iceberg::spec::FormatVersion;
     use xlake_model::{
-        DataFile, Field, PartitionSpec, PrimitiveType, Schema, SourceCommit, SourceFormat,
+        ChangeSet, DataFile, Field, PartitionSpec, PrimitiveType, Schema, SourceCommit,
+        SourceFormat,
     };
 
     fn change(id: i64, path: &str) -> ChangeSet {
@@ -757,7 +587,7 @@ mod tests {
         let after = read(6);
         assert_one_added(&before, &after);
         let text = String::from_utf8(after.clone()).unwrap();
-        for raw in crate::history::split(&before.into(), None)
+        for raw in crate::spec::history::split(&before.into(), None)
             .unwrap()
             .1
             .carried()

@@ -1,5 +1,5 @@
 //! Format version 3: which version a commit writes (new tables, upgrades in place), and
-//! the deletion vectors of a snapshot as one Puffin file (see [`crate::puffin`]).
+//! the deletion vectors of a snapshot as one Puffin file (see [`crate::spec::puffin`]).
 //!
 //! A table stays at the version it has unless the operator asks for a higher one, which
 //! upgrades it in the next snapshot (never silently: the upgrade is logged, and the sync
@@ -16,9 +16,9 @@ use iceberg::spec::{
 use xlake_model::{ChangeSet, DataType, Field, PrimitiveType, TimeUnit};
 
 use crate::error::{IcebergError, Result};
-use crate::layout::{self, metadata_file};
-use crate::puffin::{frame_positions, read_vector, write_puffin, VectorBlob};
-use crate::table::{IcebergTable, LoadedTable, FILE_CHECK_CONCURRENCY};
+use crate::ops::table::{IcebergTable, LoadedTable, FILE_CHECK_CONCURRENCY};
+use crate::spec::layout::{self, metadata_file};
+use crate::spec::puffin::{frame_positions, read_vector, write_puffin, VectorBlob};
 
 /// The format version xlake writes when nothing else is asked for.
 pub const DEFAULT_FORMAT_VERSION: FormatVersion = FormatVersion::V2;

@@ -1,9 +1,9 @@
 //! A document written in parts (issue 16): what this process serializes goes into
 //! buffers, and text carried from the file it was read from (old snapshots, the
-//! snapshot log's older entries; see [`crate::history`]) goes out as views of that
+//! snapshot log's older entries; see [`crate::spec::history`]) goes out as views of that
 //! file's bytes where the runs are large, so a commit on a long history does not copy
 //! ~900 KiB into a fresh buffer to write it. The bytes are those of the whole document
-//! written in one buffer; [`crate::encode`] decides what goes where.
+//! written in one buffer; [`crate::spec::encode`] decides what goes where.
 
 use bytes::Bytes;
 

@@ -6,19 +6,19 @@
 //! writes each list in the order its items were added: so does this, and keys in Java's
 //! order.
 //!
-//! Snapshots a commit did not parse ([`crate::history`]) are written back as the text they
+//! Snapshots a commit did not parse ([`crate::spec::history`]) are written back as the text they
 //! were read as, each in its place in that order; so are the snapshot log's carried
 //! entries, before the parsed ones. Written for a version (by its file name), the table
-//! properties hold the snapshot index of what is written ([`crate::snapshot_index`]).
+//! properties hold the snapshot index of what is written ([`crate::spec::snapshot_index`]).
 
 use bytes::Bytes;
 use iceberg::spec::TableMetadata;
 use serde_json::{Map, Value};
 
-use crate::body::Body;
-use crate::history::{Carried, CarriedLog, History};
-use crate::snapshot_index::{self, Entry, SourceId, SNAPSHOT_INDEX};
-use crate::summary::{SyncMetadata, XTABLE_METADATA};
+use crate::spec::body::Body;
+use crate::spec::history::{Carried, CarriedLog, History};
+use crate::spec::snapshot_index::{self, Entry, SourceId, SNAPSHOT_INDEX};
+use crate::spec::summary::{SyncMetadata, XTABLE_METADATA};
 
 /// Top-level keys in the order Java's `TableMetadataParser` writes them; any other key
 /// follows.

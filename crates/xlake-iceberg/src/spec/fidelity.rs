@@ -22,7 +22,7 @@ use parquet::basic::{ConvertedType, LogicalType, Repetition, TimeUnit, Type as P
 use parquet::file::metadata::ParquetMetaData;
 use parquet::schema::types::Type as ParquetType;
 
-pub use crate::summary::DEGRADED;
+pub use crate::spec::summary::DEGRADED;
 /// Table property that makes Spark read with its row reader instead of the vectorized one.
 pub const PARQUET_VECTORIZATION: &str = "read.parquet.vectorization.enabled";
 
@@ -240,7 +240,7 @@ fn is_timestamp_millis(node: &ParquetType) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{name_mapping, to_iceberg_schema};
+    use crate::spec::schema::{name_mapping, to_iceberg_schema};
     use parquet::schema::parser::parse_message_type;
     use xlake_model::{DataType, Field, PrimitiveType, Schema, TimeUnit};
 

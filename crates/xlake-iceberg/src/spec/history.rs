@@ -4,9 +4,9 @@
 //! `vN.metadata.json` unchanged. So [`split`] parses into iceberg-rust's `TableMetadata`
 //! only the *working* snapshots (the current one and those a ref names), reads of every
 //! snapshot only its entry (id, order, the source commit it records), and keeps the
-//! JSON text of the others as it was read; the encoder ([`crate::encode`]) writes that
+//! JSON text of the others as it was read; the encoder ([`crate::spec::encode`]) writes that
 //! text back in its place. The entries come from the snapshot index when the file holds
-//! the one xlake wrote for it ([`crate::snapshot_index`]): the snapshots are then sliced
+//! the one xlake wrote for it ([`crate::spec::snapshot_index`]): the snapshots are then sliced
 //! out of the text, not parsed, and their [`SnapshotHead`]s are read only if asked for.
 //! Otherwise each snapshot's head is read (ids, time, manifest list, `XTABLE_METADATA`
 //! and the `xlake.*` notes) and its entry taken from it. With 1,000 snapshots this
@@ -26,9 +26,9 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use crate::compact::{self, LogEntry};
-use crate::snapshot_index::{self, Carry, Entry, Index, SourceId, SNAPSHOT_INDEX};
-use crate::summary::{SyncMetadata, XTABLE_METADATA};
+use crate::spec::compact::{self, LogEntry};
+use crate::spec::snapshot_index::{self, Carry, Entry, Index, SourceId, SNAPSHOT_INDEX};
+use crate::spec::summary::{SyncMetadata, XTABLE_METADATA};
 
 /// Summary keys a head keeps besides [`XTABLE_METADATA`]: xlake's own notes.
 const NOTE_PREFIX: &str = "xlake.";
@@ -635,7 +635,7 @@ fn parse_working(
         text.extend_from_slice(raw.as_bytes());
     }
     text.extend_from_slice(b"]}");
-    crate::table::parse_metadata(&text)
+    crate::spec::decode::parse_metadata(&text)
 }
 
 /// Table properties `raw` into `out` without the snapshot index: the working metadata
@@ -705,7 +705,7 @@ mod tests {
 
     #[test]
     fn heads_of_a_whole_parse_equal_those_of_a_split() {
-        let whole = crate::table::parse_metadata(DOC.as_bytes()).unwrap();
+        let whole = crate::spec::decode::parse_metadata(DOC.as_bytes()).unwrap();
         let mut a = History::of(&whole).heads().to_vec();
         let (_, split) = split(&Bytes::from_static(DOC.as_bytes()), None).unwrap();
         let mut b = split.heads().to_vec();
@@ -719,7 +719,7 @@ mod tests {
     #[test]
     fn a_split_document_is_written_back_whole_and_in_order() {
         let (working, history) = split(&Bytes::from_static(DOC.as_bytes()), None).unwrap();
-        let written = crate::encode::metadata_json(&working, &history, None).unwrap();
+        let written = crate::spec::encode::metadata_json(&working, &history, None).unwrap();
         let value: serde_json::Value = serde_json::from_slice(&written).unwrap();
         let ids: Vec<i64> = value["snapshots"]
             .as_array()
@@ -728,8 +728,11 @@ mod tests {
             .map(|s| s["snapshot-id"].as_i64().unwrap())
             .collect();
         assert_eq!(ids, [1, 2, 3]);
-        let original = crate::table::parse_metadata(DOC.as_bytes()).unwrap();
-        assert_eq!(crate::table::parse_metadata(&written).unwrap(), original);
+        let original = crate::spec::decode::parse_metadata(DOC.as_bytes()).unwrap();
+        assert_eq!(
+            crate::spec::decode::parse_metadata(&written).unwrap(),
+            original
+        );
     }
 
     /// The log is carried only when its last entry can be told from the text: else it is
@@ -742,7 +745,7 @@ mod tests {
                 &format!(r#""snapshot-log":{log}"#),
             );
             let (working, history) = split(&Bytes::from(doc.clone()), None).unwrap();
-            let written = crate::encode::metadata_json(&working, &history, None).unwrap();
+            let written = crate::spec::encode::metadata_json(&working, &history, None).unwrap();
             // Entries as iceberg-rust reads them (it keeps no other field).
             let entries = |v: &serde_json::Value| -> Vec<(i64, i64)> {
                 let v = v.as_array().cloned().unwrap_or_default();
@@ -849,7 +852,7 @@ mod tests {
             let bytes = Bytes::from(text.to_string());
             let (working, history) = split(&bytes, None).unwrap();
             assert_eq!(history.carried_count(), 3);
-            let parts = crate::encode::metadata_parts(&working, &history, None).unwrap();
+            let parts = crate::spec::encode::metadata_parts(&working, &history, None).unwrap();
             let within = |p: &Bytes| {
                 let (at, from) = (p.as_ptr() as usize, bytes.as_ptr() as usize);
                 at >= from && at + p.len() <= from + bytes.len()
@@ -858,10 +861,13 @@ mod tests {
             let written = parts.concat();
             assert_eq!(
                 written,
-                crate::encode::metadata_json(&working, &history, None).unwrap()
+                crate::spec::encode::metadata_json(&working, &history, None).unwrap()
             );
-            let original = crate::table::parse_metadata(text.as_bytes()).unwrap();
-            assert_eq!(crate::table::parse_metadata(&written).unwrap(), original);
+            let original = crate::spec::decode::parse_metadata(text.as_bytes()).unwrap();
+            assert_eq!(
+                crate::spec::decode::parse_metadata(&written).unwrap(),
+                original
+            );
             (parts.len(), views)
         };
         let (parts, views) = parts_of(&compact);
@@ -892,7 +898,7 @@ mod tests {
     fn a_snapshot_index_is_read_only_in_the_file_it_names() {
         let (working, scanned) = split(&Bytes::from_static(DOC.as_bytes()), None).unwrap();
         let file = "v7.metadata.json";
-        let written = crate::encode::metadata_json(&working, &scanned, Some(file)).unwrap();
+        let written = crate::spec::encode::metadata_json(&working, &scanned, Some(file)).unwrap();
         let written = Bytes::from(written);
         let value: serde_json::Value = serde_json::from_slice(&written).unwrap();
         let index = value["properties"][SNAPSHOT_INDEX].as_str().unwrap();
@@ -914,13 +920,13 @@ mod tests {
         assert_eq!(json(&indexed), json(&scanned));
         assert_eq!(indexed.heads(), scanned.heads(), "read when asked for");
         // Written again, the same bytes; the index is rewritten for the new file.
-        let again = crate::encode::metadata_json(&w, &indexed, Some(file)).unwrap();
+        let again = crate::spec::encode::metadata_json(&w, &indexed, Some(file)).unwrap();
         assert_eq!(again, written);
-        let renamed = crate::encode::metadata_json(&w, &indexed, Some("v8.metadata.json"));
+        let renamed = crate::spec::encode::metadata_json(&w, &indexed, Some("v8.metadata.json"));
         assert!(String::from_utf8(renamed.unwrap())
             .unwrap()
             .contains("1;v8.metadata.json;"));
-        let unnamed = crate::encode::metadata_json(&w, &indexed, None).unwrap();
+        let unnamed = crate::spec::encode::metadata_json(&w, &indexed, None).unwrap();
         assert!(!String::from_utf8(unnamed).unwrap().contains(SNAPSHOT_INDEX));
         // Read as another file, or with a snapshot not where the index says: read whole.
         let (_, other) = split(&written, Some("v8.metadata.json")).unwrap();

@@ -4,6 +4,7 @@
 pub(crate) mod body;
 pub(crate) mod compact;
 pub(crate) mod container;
+pub(crate) mod decode;
 pub mod deletes;
 pub mod encode;
 pub mod fidelity;
@@ -23,3 +24,4 @@ pub mod schema;
 pub mod snapshot_index;
 pub mod summary;
 pub mod value;
+pub(crate) mod written;

@@ -6,8 +6,8 @@ use iceberg::spec::{
 };
 use xlake_model::{PartitionSpec, Schema, Transform, Value};
 
-use crate::schema::SchemaProblem;
-use crate::value::to_datum;
+use crate::spec::schema::SchemaProblem;
+use crate::spec::value::to_datum;
 
 fn transform(t: Transform) -> IcebergTransform {
     match t {

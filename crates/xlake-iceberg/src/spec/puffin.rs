@@ -15,7 +15,7 @@ use roaring::RoaringTreemap;
 use xlake_model::{DeletionVector, VectorBytes};
 use xlake_storage::TableStore;
 
-use crate::manifest::persist;
+use crate::spec::written::persist;
 
 /// The magic bytes of a serialized vector.
 pub const MAGIC: [u8; 4] = [0xD1, 0xD3, 0x39, 0x64];

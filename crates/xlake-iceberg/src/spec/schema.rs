@@ -15,7 +15,7 @@ use iceberg::spec::{
 };
 use xlake_model::{DataType, Field, Schema};
 
-use crate::value::iceberg_primitive;
+use crate::spec::value::iceberg_primitive;
 
 /// Why a schema cannot be written: the column path and the reason.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 //! [`SNAPSHOT_INDEX`], which xlake rewrites with every version it publishes.
 //!
 //! **It is a cache, never state of its own**: each entry was read from its snapshot's own
-//! summary ([`SyncMetadata::identifier_in`](crate::summary::SyncMetadata::identifier_in)),
+//! summary ([`SyncMetadata::identifier_in`](crate::spec::summary::SyncMetadata::identifier_in)),
 //! sync state stays in the snapshots' `XTABLE_METADATA`, and `check` reads those.
 //!
 //! **When it is trusted**: the index names the file it was written in, and carries a
@@ -36,7 +36,7 @@
 
 use std::sync::Arc;
 
-use crate::compact::integer;
+use crate::spec::compact::integer;
 
 /// Table property holding the snapshot index.
 pub const SNAPSHOT_INDEX: &str = "xlake.snapshot-index";

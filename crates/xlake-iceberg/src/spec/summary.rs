@@ -14,7 +14,7 @@ pub const SOURCE_COMMIT_TIME: &str = "xlake.source-commit-time-ms";
 /// Summary key listing, as a JSON array of `"<column>: <what>"` strings, what a snapshot
 /// mirrors its source commit without: notes of the source
 /// ([`ChangeSet::degraded`](xlake_model::ChangeSet::degraded)) and layouts found in the
-/// files ([`fidelity`](crate::fidelity)). Sticky: each snapshot carries its parent's
+/// files ([`fidelity`](crate::spec::fidelity)). Sticky: each snapshot carries its parent's
 /// entries too. Absent when the snapshot is exact.
 pub const DEGRADED: &str = "xlake.degraded";
 

@@ -10,7 +10,7 @@ pub const BOUND_TRUNCATE_LENGTH: usize = 16;
 
 /// The Iceberg type of a neutral leaf type, or why there is none. Nanosecond timestamps
 /// map to v3's `timestamp_ns`/`timestamptz_ns`; a v2 table refuses them before this
-/// (`crate::v3::refuse_v3_types`).
+/// (`crate::ops::v3::refuse_v3_types`).
 pub fn iceberg_primitive(p: &PrimitiveType) -> Result<IcebergPrimitive, String> {
     Ok(match p {
         PrimitiveType::Boolean => IcebergPrimitive::Boolean,

@@ -1,6 +1,6 @@
 //! Deletes: what a commit takes away. Rows a source deleted from an added file become a
 //! position-delete file beside the metadata (format version 2; v3 tables get deletion
-//! vectors, see [`crate::v3`]). Files the source removed are found in the parent
+//! vectors, see [`crate::ops::v3`]). Files the source removed are found in the parent
 //! snapshot's manifests: the manifests that hold none are kept as they are, the others
 //! are rewritten with those entries deleted (with the delete files of the removed files).
 //! In a v3 table the rewritten entries carry their row ids. A data file the commit removes
@@ -14,7 +14,7 @@
 //! [`IcebergTable::plan_removals`]).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use iceberg::spec::{
     DataContentType, DataFile as IcebergDataFile, DataFileBuilder, DataFileFormat,
@@ -23,42 +23,16 @@ use iceberg::spec::{
 use xlake_model::{path_key, ChangeSet, DataFile};
 
 use super::files::Invalid;
-use crate::deletes::position_delete_file;
 use crate::error::{IcebergError, Result};
-use crate::layout;
-use crate::list_carry::{self, ParentList};
-use crate::manifest::{
+use crate::ops::live_paths::PathKeys;
+use crate::ops::table::IcebergTable;
+use crate::spec::deletes::position_delete_file;
+use crate::spec::layout;
+use crate::spec::manifest::{
     carry_row_ids, entries_of, held, may_hold_live, read_entries, read_manifest_bytes, Held,
-    ListFile,
 };
-use crate::table::IcebergTable;
-
-/// Per manifest read or written by this process, the paths its live entries are about
-/// (data file paths; for delete manifests, the data files deleted from). Manifests are
-/// immutable once written, so entries never go stale. Kept as sorted path keys (16 bytes
-/// a path: a 10M-file backfill caches every path it writes).
-pub(crate) type PathCache = Arc<Mutex<HashMap<String, Arc<PathKeys>>>>;
-
-/// The paths a manifest's live entries are about, as sorted [`path_key`]s.
-#[derive(Debug)]
-pub(crate) struct PathKeys(Box<[u128]>);
-
-impl PathKeys {
-    fn contains(&self, path: &str) -> bool {
-        self.0.binary_search(&path_key(path)).is_ok()
-    }
-
-    /// The keys, sorted.
-    pub(crate) fn keys(&self) -> &[u128] {
-        &self.0
-    }
-
-    /// Keys already sorted (as a path index holds them).
-    #[cfg(test)]
-    pub(crate) fn from_sorted(keys: Vec<u128>) -> Self {
-        Self(keys.into_boxed_slice())
-    }
-}
+use crate::spec::manifest_list::carry::{self as list_carry, ParentList};
+use crate::spec::manifest_list::ListFile;
 
 /// A manifest a removal looked through: to rewrite, or (`Err`) to keep as it is.
 type Looked = std::result::Result<Rewrite, ManifestFile>;
@@ -187,7 +161,7 @@ impl IcebergTable {
     }
 
     /// The parent's manifests, and its list as the new list may carry it (see
-    /// [`crate::list_carry`]). A v2 commit that removes nothing, onto a list it keeps as
+    /// [`crate::spec::manifest_list::carry`]). A v2 commit that removes nothing, onto a list it keeps as
     /// it is, carries the list whole, reading of its records only their counts, spec,
     /// content, sequence numbers and path: no manifests then.
     pub(super) fn parent_manifests(
@@ -464,14 +438,14 @@ impl IcebergTable {
         self.cache_keys(manifest, paths.map(path_key).collect())
     }
 
-    fn cache_keys(&self, manifest: &str, mut keys: Vec<u128>) -> Arc<PathKeys> {
-        keys.sort_unstable();
+    fn cache_keys(&self, manifest: &str, keys: Vec<u128>) -> Arc<PathKeys> {
         self.cache_sorted_keys(manifest, keys)
     }
 
-    /// Remember the sorted `keys` of a manifest's live entries (see [`PathCache`]).
+    /// Remember the `keys` of a manifest's live entries (see [`PathCache`]); sorting keys
+    /// a path index already holds sorted is a pass over them.
     pub(crate) fn cache_sorted_keys(&self, manifest: &str, keys: Vec<u128>) -> Arc<PathKeys> {
-        let paths = Arc::new(PathKeys(keys.into_boxed_slice()));
+        let paths = Arc::new(PathKeys::sorted(keys));
         if let Ok(mut cache) = self.live_paths.lock() {
             cache.insert(manifest.to_string(), paths.clone());
         }

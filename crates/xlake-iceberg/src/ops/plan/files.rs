@@ -16,12 +16,12 @@ use xlake_model::{ChangeSet, ColumnStats, DataFile, FileFormat};
 
 use super::schema::Bound;
 use crate::error::{IcebergError, Result};
-use crate::fidelity::{findings, Finding, Shape};
-use crate::footer::{footer_stats, read_footer};
-use crate::layout::{in_metadata_dir, METADATA_CLASH};
-use crate::partition::partition_tuple;
-use crate::table::{IcebergTable, FILE_CHECK_CONCURRENCY};
-use crate::value::{to_datum, truncate_lower, truncate_upper};
+use crate::ops::table::{IcebergTable, FILE_CHECK_CONCURRENCY};
+use crate::spec::fidelity::{findings, Finding, Shape};
+use crate::spec::footer::{footer_stats, read_footer};
+use crate::spec::layout::{in_metadata_dir, METADATA_CLASH};
+use crate::spec::partition::partition_tuple;
+use crate::spec::value::{to_datum, truncate_lower, truncate_upper};
 
 /// A change set's added files in Iceberg's terms.
 pub(super) struct AddedFiles {
@@ -200,7 +200,7 @@ impl IcebergTable {
         {
             let meta = read_footer(&self.store, &file.path, file.size_bytes)
                 .await
-                .map_err(invalid)?;
+                .map_err(|e| invalid(e.to_string()))?;
             if let Some(mapping) = inspect {
                 found = findings(&meta, schema, mapping);
             }
@@ -312,7 +312,7 @@ fn metrics(
 }
 
 /// Whether fields hold a list, a map or a timestamp, whose files may be laid out in a way
-/// some readers misread (see [`crate::fidelity`]).
+/// some readers misread (see [`crate::spec::fidelity`]).
 fn may_degrade(fields: &[NestedFieldRef]) -> bool {
     fields.iter().any(|f| match f.field_type.as_ref() {
         Type::List(_) | Type::Map(_) => true,

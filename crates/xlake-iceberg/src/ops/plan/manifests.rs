@@ -1,36 +1,36 @@
 //! Manifests: what a snapshot's manifest list holds. The commit's added data files and
 //! delete files get one new manifest each; each parent manifest holding removed files is
 //! rewritten (those entries deleted, the others existing); the kept ones are merged when
-//! small (see [`crate::merge`]); then the manifest list, which carries the parent's
-//! records as written when it keeps them all (see [`crate::list_carry`]). Counts for the
+//! small (see [`crate::ops::merge`]); then the manifest list, which carries the parent's
+//! records as written when it keeps them all (see [`crate::spec::manifest_list::carry`]). Counts for the
 //! summary are taken on the way. In a v3 table the entries a rewritten or merged manifest
-//! carries keep their row ids (see [`crate::manifest`]). Data files the commit adds again
+//! carries keep their row ids (see [`crate::spec::manifest`]). Data files the commit adds again
 //! unchanged are not here: their entries stay where they are (see [`super::deletes`]).
 
 use std::collections::HashSet;
 
 use bytes::Bytes;
-use iceberg::spec::{
-    DataFile as IcebergDataFile, ManifestFile, PartitionSpec, SchemaRef, TableMetadata,
-};
+use iceberg::spec::{DataFile as IcebergDataFile, ManifestFile};
 
 use super::deletes::{entry_key, Removals, Rewrite};
 use super::files::AddedFiles;
 use super::schema::Bound;
 use super::Frame;
 use crate::error::{IcebergError, Result};
-use crate::layout;
-use crate::list_carry::ParentList;
-use crate::manifest::{carries_row_ids, write_manifest, write_manifest_list};
-use crate::summary::Counts;
-use crate::table::IcebergTable;
+use crate::ops::merge::schema_holding;
+use crate::ops::table::IcebergTable;
+use crate::spec::layout;
+use crate::spec::manifest::{carries_row_ids, write_manifest};
+use crate::spec::manifest_list::carry::ParentList;
+use crate::spec::manifest_list::write_manifest_list;
+use crate::spec::summary::Counts;
 
 /// The manifest list written, and what the summary needs of it.
 pub(super) struct Written {
     /// Location of the manifest list.
     pub(super) list: String,
     /// The manifests it holds, as it holds them; `None` when it carries its parent's
-    /// records unread (see [`crate::list_carry::whole`]).
+    /// records unread (see [`crate::spec::manifest_list::carry::whole`]).
     pub(super) listed: Option<Vec<ManifestFile>>,
     /// Its bytes.
     pub(super) bytes: Bytes,
@@ -77,7 +77,7 @@ impl IcebergTable {
 
     /// Write the snapshot's manifests and its manifest list. `parent_list`: the parent's
     /// list, whose records are carried when its manifests are the new list's last ones,
-    /// as they were (see [`crate::list_carry`]).
+    /// as they were (see [`crate::spec::manifest_list::carry`]).
     pub(super) async fn write_manifests(
         &self,
         frame: &Frame,
@@ -123,7 +123,7 @@ impl IcebergTable {
         let list = self
             .store
             .absolute(&layout::manifest_list_file(frame.snapshot_id, &out.commit));
-        let (listed, added_rows, bytes) = write_manifest_list(
+        let written = write_manifest_list(
             &self.store,
             &list,
             (frame.snapshot_id, frame.parent_id()),
@@ -136,9 +136,9 @@ impl IcebergTable {
         .map_err(self.write_failed(&list))?;
         Ok(Written {
             list,
-            listed,
-            bytes,
-            added_rows,
+            listed: written.manifests,
+            bytes: written.bytes,
+            added_rows: written.added_rows,
             counts: out.counts,
             partitions: out.partitions.len(),
         })
@@ -245,28 +245,4 @@ impl IcebergTable {
         out.written.push(mf);
         Ok(())
     }
-}
-
-/// The newest schema that still has every source column of `spec` (a manifest of an old
-/// spec whose partition column was dropped since is rewritten with the schema it had).
-pub(crate) fn schema_holding(
-    metadata: &TableMetadata,
-    spec: &PartitionSpec,
-    current: &SchemaRef,
-) -> SchemaRef {
-    let holds = |s: &SchemaRef| {
-        spec.fields()
-            .iter()
-            .all(|f| s.field_by_id(f.source_id).is_some())
-    };
-    if holds(current) {
-        return current.clone();
-    }
-    let mut schemas: Vec<&SchemaRef> = metadata.schemas_iter().collect();
-    schemas.sort_by_key(|s| std::cmp::Reverse(s.schema_id()));
-    schemas
-        .into_iter()
-        .find(|s| holds(s))
-        .cloned()
-        .unwrap_or_else(|| current.clone())
 }

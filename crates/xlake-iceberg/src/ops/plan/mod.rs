@@ -11,7 +11,7 @@
 //! | 5 | [`summary`] | the operation, the summary counters, `XTABLE_METADATA`, `xlake.degraded` |
 //!
 //! Everything a step writes goes through the commit's journal; nothing is visible until
-//! the publisher ([`crate::publish`]) creates the `vN.metadata.json`.
+//! the publisher ([`crate::ops::publish`]) creates the `vN.metadata.json`.
 
 mod deletes;
 mod files;
@@ -30,14 +30,11 @@ use iceberg::spec::{
 use xlake_model::ChangeSet;
 
 use crate::error::{IcebergError, Result};
-use crate::fidelity::PARQUET_VECTORIZATION;
-use crate::history::History;
-use crate::manifest::ListFile;
-use crate::path_index::{path_index_file, PATH_INDEX};
-use crate::table::{IcebergTable, LoadedTable};
-
-pub(crate) use deletes::{PathCache, PathKeys};
-pub(crate) use manifests::schema_holding;
+use crate::ops::path_index::{path_index_file, PATH_INDEX};
+use crate::ops::table::{IcebergTable, LoadedTable};
+use crate::spec::fidelity::PARQUET_VECTORIZATION;
+use crate::spec::history::History;
+use crate::spec::manifest_list::ListFile;
 
 /// A version being built in memory: the published version it starts from (until the
 /// first snapshot is staged) and the metadata so far.
@@ -45,7 +42,7 @@ pub(crate) struct Draft<'a> {
     pub(crate) base: Option<&'a LoadedTable>,
     pub(crate) metadata: Option<TableMetadata>,
     /// The snapshots of the published version it starts from (the draft's metadata holds
-    /// only its working ones; see [`crate::history`]).
+    /// only its working ones; see [`crate::spec::history`]).
     pub(crate) history: Arc<History>,
     pub(crate) expired_logs: Vec<iceberg::spec::MetadataLog>,
     /// The manifest list staged last, as written (the next snapshot's parent list).
@@ -57,9 +54,18 @@ pub(crate) struct Draft<'a> {
     pub(crate) backfill: bool,
 }
 
-/// What staging one change set added to the draft: the snapshot id and time, and the
-/// degraded entries it added.
-pub(crate) type Staged = (i64, i64, Vec<String>);
+/// What staging one change set added to the draft.
+#[derive(Debug)]
+pub(crate) struct Staged {
+    /// The source commit staged.
+    pub(crate) commit: String,
+    /// The new snapshot's id.
+    pub(crate) snapshot_id: i64,
+    /// Its `timestamp-ms`.
+    pub(crate) timestamp_ms: i64,
+    /// The entries of `xlake.degraded` it added.
+    pub(crate) degraded: Vec<String>,
+}
 
 /// The new snapshot's place in the table: its id, time, sequence number, parent and (v3)
 /// first row id.
@@ -208,10 +214,10 @@ impl IcebergTable {
             .and_then(|b| b.build())
             .map_err(self.spec_error("add snapshot"))?;
         // iceberg-rust drops log entries of snapshots it does not hold in some builds; the
-        // draft holds only the working ones (see `crate::history`), so make sure not here.
+        // draft holds only the working ones (see `crate::spec::history`), so make sure not here.
         if built.metadata.history().len() <= logged {
             return Err(self.corrupt(
-                crate::layout::METADATA_DIR,
+                crate::spec::layout::METADATA_DIR,
                 "adding a snapshot would shorten the snapshot log",
             ));
         }
@@ -224,7 +230,12 @@ impl IcebergTable {
             bytes: written.bytes,
         });
         let added_entries = degraded.difference(&parent_degraded).cloned().collect();
-        Ok((frame.snapshot_id, frame.timestamp_ms, added_entries))
+        Ok(Staged {
+            commit: change.commit.id.clone(),
+            snapshot_id: frame.snapshot_id,
+            timestamp_ms: frame.timestamp_ms,
+            degraded: added_entries,
+        })
     }
 
     /// The format version this commit writes: the table's own (an upgrade is a version of
@@ -240,7 +251,7 @@ impl IcebergTable {
             None => self.target_version(None)?,
         };
         if version < FormatVersion::V3 {
-            if let Some((column, reason)) = crate::v3::needs_v3(&change.schema) {
+            if let Some((column, reason)) = crate::ops::v3::needs_v3(&change.schema) {
                 return Err(IcebergError::SchemaNotRepresentable {
                     table: self.table(),
                     commit: change.commit.id.clone(),

@@ -16,8 +16,8 @@ use iceberg::spec::{
 
 use super::deletes::{entry_key, Removals, Rewrite};
 use crate::error::Result;
-use crate::puffin::{check_framed, VectorBlob};
-use crate::table::IcebergTable;
+use crate::ops::table::IcebergTable;
+use crate::spec::puffin::{check_framed, VectorBlob};
 
 impl IcebergTable {
     /// Move the live vectors of Puffin files holding a blob of a file whose vector the

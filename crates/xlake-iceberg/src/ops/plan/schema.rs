@@ -14,14 +14,13 @@ use xlake_model::{ChangeSet, DeclaredTable, Schema};
 
 use super::{json, Draft, Frame};
 use crate::error::{IcebergError, Result};
-use crate::layout::{metadata_file, METADATA_DIR};
-use crate::partition::{same_fields, to_unbound_spec};
-use crate::publish::Unpublished;
-use crate::schema::{
+use crate::ops::table::{IcebergTable, METRICS_MODE_DEFAULT, SOURCE_FORMAT_PROPERTY, SOURCE_STATE};
+use crate::spec::layout::{metadata_file, METADATA_DIR};
+use crate::spec::partition::{same_fields, to_unbound_spec};
+use crate::spec::schema::{
     first_free_id, merge_mappings, name_mapping, reserved_mappings, to_iceberg_schema, Aliases,
     SchemaProblem,
 };
-use crate::table::{IcebergTable, METRICS_MODE_DEFAULT, SOURCE_FORMAT_PROPERTY, SOURCE_STATE};
 
 /// The schema side of one commit, before any file is looked at.
 pub(super) struct SchemaPlan {
@@ -187,22 +186,23 @@ impl IcebergTable {
         (properties, highest_reserved, mapping)
     }
 
-    /// Create the table with `declared`'s schema and partition spec and no snapshot, for a
-    /// source table with no completed commit yet: readers then find an empty table rather
-    /// than none. Returns the version written; `None` when the table exists already (or
-    /// another writer created it meanwhile).
-    pub async fn create_empty(&self, declared: &DeclaredTable) -> Result<Option<u64>> {
-        if self.load().await?.is_some() {
-            return Ok(None);
-        }
+    /// The refusal a commit meets for `declared` before anything is written: a column v2
+    /// has no type for, when the table is not v3.
+    pub(crate) fn refuse_empty(&self, declared: &DeclaredTable) -> Result<()> {
         let not_representable = self.not_representable("(none: the table has no completed commit)");
         // The same refusal a commit meets: v2 has no type for these columns.
         if self.target_version(None)? < iceberg::spec::FormatVersion::V3 {
-            if let Some((column, reason)) = crate::v3::needs_v3(&declared.schema) {
+            if let Some((column, reason)) = crate::ops::v3::needs_v3(&declared.schema) {
                 return Err(not_representable(SchemaProblem { column, reason }));
             }
         }
-        self.store.verify_put_if_absent().await?;
+        Ok(())
+    }
+
+    /// The metadata of a table with `declared`'s schema and partition spec and no snapshot
+    /// (see [`IcebergTable::create_empty`]).
+    pub(crate) fn empty_table(&self, declared: &DeclaredTable) -> Result<TableMetadata> {
+        let not_representable = self.not_representable("(none: the table has no completed commit)");
         let (converted, aliases) =
             to_iceberg_schema(&declared.schema, None, &[], 0, 0).map_err(&not_representable)?;
         let unbound =
@@ -217,19 +217,7 @@ impl IcebergTable {
             SOURCE_FORMAT_PROPERTY.into(),
             declared.format.as_str().into(),
         );
-        let metadata = self.empty_metadata(&converted, &unbound, &properties, reserved)?;
-        match self.publish(1, &metadata, &Default::default()).await {
-            Ok(_) => {
-                let version = 1;
-                tracing::info!(table = %self.table(), version, "created the Iceberg table without a snapshot: the source has no completed commit");
-                Ok(Some(version))
-            }
-            Err(Unpublished {
-                error: IcebergError::CommitConflict { .. },
-                ..
-            }) => Ok(None),
-            Err(u) => Err(u.error),
-        }
+        self.empty_metadata(&converted, &unbound, &properties, reserved)
     }
 
     /// A builder holding the schema, spec and properties of this commit (no snapshot yet);
@@ -309,7 +297,7 @@ impl IcebergTable {
             .map_err(&err)?;
         let version = self.target_version(None)?;
         let mut value = serde_json::json!({
-            "format-version": crate::v3::version_number(version),
+            "format-version": crate::ops::v3::version_number(version),
             "table-uuid": uuid::Uuid::new_v4().to_string(),
             "location": self.store.location(),
             "last-sequence-number": 0,

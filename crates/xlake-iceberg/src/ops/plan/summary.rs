@@ -11,8 +11,8 @@ use xlake_model::ChangeSet;
 use super::files::AddedFiles;
 use super::manifests::Written;
 use super::{json, Frame};
-use crate::fidelity::{is_layout_entry, Finding};
-use crate::summary::{
+use crate::spec::fidelity::{is_layout_entry, Finding};
+use crate::spec::summary::{
     degraded_notes, degraded_value, standard_summary, SyncMetadata, DEGRADED, SOURCE_COMMIT_TIME,
     XTABLE_METADATA,
 };

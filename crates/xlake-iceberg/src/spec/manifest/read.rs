@@ -38,8 +38,8 @@ use serde_avro_fast::de::read::SliceRead;
 use serde_avro_fast::object_container_file_encoding::Reader;
 use serde_bytes::ByteBuf;
 
-use crate::container::Container;
-use crate::manifest_record::{Bound, Counted, EntryRecord, FileRecord};
+use crate::spec::container::Container;
+use crate::spec::manifest::record::{Bound, Counted, EntryRecord, FileRecord};
 
 /// The entries of the manifest `bytes` (read from `location`), as written: snapshot ids
 /// and sequence numbers not inherited from the manifest list.
@@ -123,14 +123,14 @@ impl Live {
 /// The live data files of the data manifest `bytes` (path, row count, size), as [`entries`]
 /// gives them without their stats: what a sync seeding a Hudi replay reads of every
 /// manifest of the current snapshot, and what a removing commit and an expiry read to
-/// learn which files a manifest holds (`crate::manifest::held`). Only an uncompressed
-/// (`crate::container`) v2 or v3 data manifest is read so (its
+/// learn which files a manifest holds (`crate::spec::manifest::held`). Only an uncompressed
+/// (`crate::spec::container`) v2 or v3 data manifest is read so (its
 /// `format-version` and `content` keys; its schema and spec are not parsed, as nothing
 /// here depends on them), and only entries of an added, existing or deleted data file
 /// whose fields have the expected types; `None` for anything else (then [`entries`]
 /// reads it, and says what is wrong).
 pub(crate) fn live_files(bytes: &[u8]) -> Option<Vec<Live>> {
-    // Its schema parsed once per process (see `crate::container`).
+    // Its schema parsed once per process (see `crate::spec::container`).
     let container = Container::open(bytes)?;
     let key = |k: &[u8]| container.header.get(k);
     let version = key(b"format-version");
@@ -337,7 +337,7 @@ fn written_partition(writer_schema: &str) -> Option<Vec<(String, String)>> {
 
 /// The partition fields (name, Avro type) of a manifest's writer schema, when its entry and
 /// data file fields have the shapes iceberg-rust writes (also the writer's check, see
-/// [`crate::manifest_write`]).
+/// [`crate::spec::manifest::write`]).
 pub(crate) fn parse_partition(writer_schema: &str) -> Option<Vec<(String, String)>> {
     let schema: serde_json::Value = serde_json::from_str(writer_schema).ok()?;
     let data_file = checked(&schema, ENTRY, "data_file")?;
@@ -564,7 +564,7 @@ mod tests {
     use xlake_storage::TableStore;
 
     use super::*;
-    use crate::manifest_write::{iceberg_write, Sink};
+    use crate::spec::manifest::write::{iceberg_write, Sink};
 
     const COLUMNS: [(&str, PrimitiveType); 10] = [
         ("i", PrimitiveType::Int),
@@ -724,7 +724,7 @@ mod tests {
             partitioned,
             version == FormatVersion::V3,
         );
-        // iceberg-rust's own writer, not xlake's (crate::manifest_write).
+        // iceberg-rust's own writer, not xlake's (crate::spec::manifest::write).
         let (bytes, _) = iceberg_write(sink, &location, (&schema, &spec), version)
             .await
             .unwrap();
@@ -800,7 +800,7 @@ mod tests {
     /// entries whole, as a whole read has them.
     #[tokio::test]
     async fn held_is_what_the_entries_hold() {
-        use crate::manifest::{entries_of, held, Held};
+        use crate::spec::manifest::{entries_of, held, Held};
         let dir = tempfile::tempdir().unwrap();
         let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
         let kinds = [
@@ -818,7 +818,7 @@ mod tests {
                     let mf = iceberg::spec::ManifestFile {
                         content: kind,
                         manifest_path: name.clone(),
-                        ..crate::list_write::sample_manifest(1, None)
+                        ..crate::spec::manifest_list::write::sample_manifest(1, None)
                     };
                     let whole = entries_of(&bytes, &mf).unwrap();
                     match held(&bytes, &mf).unwrap() {

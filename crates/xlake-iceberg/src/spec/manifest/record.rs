@@ -1,6 +1,6 @@
 //! The Avro records of a manifest, field for field and in order as iceberg-rust's own
 //! `manifest::_serde` (`ManifestEntryV2`, `DataFileSerde`) writes and reads them in
-//! format versions 2 and 3: [`crate::manifest_read`] reads them, [`crate::manifest_write`]
+//! format versions 2 and 3: [`crate::spec::manifest::read`] reads them, [`crate::spec::manifest::write`]
 //! writes them (by field name; the writer needs the schema's order, which it checks).
 //! The partition record `P` is each side's own.
 

@@ -35,7 +35,7 @@ use serde::Serialize;
 use serde_avro_fast::object_container_file_encoding::Reader;
 use serde_bytes::ByteBuf;
 
-use crate::manifest_record::{Bound, Counted, EntryRecord, FileRecord, FILE_FIELDS};
+use crate::spec::manifest::record::{Bound, Counted, EntryRecord, FileRecord, FILE_FIELDS};
 
 /// The entries of one manifest, taken as iceberg-rust's `ManifestWriter` takes them.
 pub(crate) struct Sink {
@@ -351,14 +351,14 @@ async fn learned_header(
 
 /// Whether a manifest schema (JSON) is laid out as [`EntryRecord`] writes: every field of
 /// the entry and its `data_file` of the type iceberg-rust writes (the reader's check,
-/// [`crate::manifest_read::parse_partition`]), the `data_file` fields exactly
+/// [`crate::spec::manifest::read::parse_partition`]), the `data_file` fields exactly
 /// [`FILE_FIELDS`] in that order (a record is written in the order of its fields), and
 /// the partition fields those of `types`; so for a header learned from a newer
 /// iceberg-rust with another layout, its own writer writes the manifest. (The held
 /// header's layout is checked by `the_held_header_is_iceberg_rusts`, against the
 /// iceberg-rust xlake is built with.)
 fn laid_out_as_written(schema: &str, types: &[(String, PrimitiveType)]) -> bool {
-    let Some(partition) = crate::manifest_read::parse_partition(schema) else {
+    let Some(partition) = crate::spec::manifest::read::parse_partition(schema) else {
         return false;
     };
     let names = partition.iter().map(|(name, _)| name);
@@ -435,7 +435,7 @@ pub(crate) async fn iceberg_write(
         .write_manifest_file()
         .await
         .map_err(|e| e.to_string())?;
-    Ok((crate::manifest::written(&io, location).await?, listed))
+    Ok((crate::spec::written::written(&io, location).await?, listed))
 }
 
 /// The Avro file of `sink`'s entries under `header`.
@@ -824,7 +824,7 @@ mod tests {
                     let got = Manifest::parse_avro(&bytes).unwrap();
                     assert_eq!(got, Manifest::parse_avro(&want).unwrap(), "{what}");
                     // xlake's own reader reads what this writes as iceberg-rust does.
-                    let fast = crate::manifest_read::entries(&bytes, "/t/m.avro").unwrap();
+                    let fast = crate::spec::manifest::read::entries(&bytes, "/t/m.avro").unwrap();
                     let slow: Vec<ManifestEntry> =
                         got.entries().iter().map(|e| (**e).clone()).collect();
                     assert_eq!(fast, slow, "{what}");

@@ -7,7 +7,7 @@
 //! each ending with the file's sync marker. The new list is a header of its own (its
 //! snapshot's metadata) with the parent's sync marker, a block of the new records, then
 //! the parent's blocks byte for byte. It is carried only when the parent was written under
-//! the very schema (same text) and without compression, as [`crate::list_write`] writes;
+//! the very schema (same text) and without compression, as [`crate::spec::manifest_list::write`] writes;
 //! its blocks all hold records, end with its sync marker and hold as many records as the
 //! parent's manifests; there are at most [`MAX_BLOCKS`] of them (a list encoded whole is
 //! one block, and each carried commit adds one: past that the list is encoded whole
@@ -28,7 +28,7 @@ use iceberg::spec::{FormatVersion, ManifestFile};
 
 use xlake_storage::avro;
 
-use crate::list_write::{records, schema, ListOf};
+use crate::spec::manifest_list::write::{records, schema, ListOf};
 
 /// Most blocks a carried parent may have.
 const MAX_BLOCKS: usize = 64;
@@ -121,8 +121,9 @@ fn carriable(version: FormatVersion, bytes: &[u8]) -> Option<Blocks<'_>> {
 /// before.
 pub(crate) fn whole(bytes: &Bytes) -> Option<ParentList> {
     let blocks = carriable(FormatVersion::V2, bytes)?;
-    let shapes = crate::list_shape::shapes(blocks.bytes, &blocks.sync, blocks.records)?;
-    (!crate::merge::merges(shapes.into_iter())).then(|| ParentList {
+    let shapes =
+        crate::spec::manifest_list::shape::shapes(blocks.bytes, &blocks.sync, blocks.records)?;
+    (!crate::spec::manifest_list::merging::merges(shapes.into_iter())).then(|| ParentList {
         bytes: bytes.clone(),
         digest: (blocks.records, 0),
         whole: true,
@@ -155,8 +156,8 @@ mod tests {
     use xlake_storage::TableStore;
 
     use super::*;
-    use crate::list_write::sample_manifest;
-    use crate::manifest::write_manifest_list;
+    use crate::spec::manifest_list::write::sample_manifest;
+    use crate::spec::manifest_list::write_manifest_list;
 
     /// A list carrying its parent's blocks reads back, with iceberg-rust's reader (which
     /// checks every block's sync marker) and with xlake's, as the new manifests followed
@@ -194,7 +195,9 @@ mod tests {
             whole: false,
         };
         let carried = encode(of, &child[..2], &list).unwrap().unwrap();
-        let whole = crate::list_write::encode(of, &child).unwrap().unwrap();
+        let whole = crate::spec::manifest_list::write::encode(of, &child)
+            .unwrap()
+            .unwrap();
         let read = |bytes: &[u8]| -> Vec<ManifestFile> {
             ManifestList::parse_with_version(bytes, FormatVersion::V2)
                 .unwrap()
@@ -204,7 +207,7 @@ mod tests {
         };
         assert_eq!(read(&carried), read(&whole));
         assert_eq!(read(&carried).len(), 31);
-        let ours = crate::list_read::manifests(&carried, "carried").unwrap();
+        let ours = crate::spec::manifest_list::read::manifests(&carried, "carried").unwrap();
         assert_eq!(ours, read(&whole));
         // The header is the child's own; the parent's blocks follow it unchanged.
         let blocks_of = |bytes: &[u8]| {
@@ -338,7 +341,7 @@ mod tests {
         let write = |name: &'static str, manifests: Vec<ManifestFile>, parent| {
             let (store, none, path) = (&store, &none, at(name));
             async move {
-                let (listed, _, bytes) = write_manifest_list(
+                let written = write_manifest_list(
                     store,
                     &path,
                     (9, Some(8)),
@@ -349,7 +352,7 @@ mod tests {
                 )
                 .await
                 .unwrap();
-                (listed, bytes)
+                (written.manifests, written.bytes)
             }
         };
         let parent: Vec<_> = (1..30).map(|n| sample_manifest(n, None)).collect();
@@ -362,7 +365,7 @@ mod tests {
         let mut all = new.clone();
         all.extend(parent.iter().cloned());
         let (_, encoded) = write("encoded", all.clone(), None).await;
-        let read = |b: &[u8]| crate::list_read::manifests(b, "list").unwrap();
+        let read = |b: &[u8]| crate::spec::manifest_list::read::manifests(b, "list").unwrap();
         assert_eq!(read(&carried), read(&encoded));
         assert_eq!(read(&carried).len(), 30);
         // Read whole instead: a manifest with no live files (the full read drops it),
@@ -382,7 +385,9 @@ mod tests {
             })
             .collect();
         let (_, bytes) = write("small", small.clone(), None).await;
-        assert!(crate::merge::merges(small.iter().map(crate::merge::shape)));
+        assert!(crate::spec::manifest_list::merging::merges(
+            small.iter().map(crate::spec::manifest_list::merging::shape)
+        ));
         assert!(whole(&bytes).is_none(), "small manifests to merge");
         assert!(whole(&Bytes::from_static(b"not avro")).is_none());
     }

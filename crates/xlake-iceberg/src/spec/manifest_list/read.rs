@@ -128,8 +128,8 @@ mod tests {
     use xlake_storage::TableStore;
 
     use super::*;
-    use crate::list_write::sample_manifest;
-    use crate::manifest::write_manifest_list;
+    use crate::spec::manifest_list::write::sample_manifest;
+    use crate::spec::manifest_list::write_manifest_list;
 
     /// xlake's own lists, v2 and v3, read alike by both readers, summaries and row ids
     /// included.

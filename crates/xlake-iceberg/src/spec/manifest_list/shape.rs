@@ -1,5 +1,5 @@
 //! The shape of each record of a manifest list this crate wrote, read by hand: what
-//! [`crate::list_carry::whole`] decides on (issue 16). Only a list under the very schema
+//! [`crate::spec::manifest_list::carry::whole`] decides on (issue 16). Only a list under the very schema
 //! `list_schema_v2.json` (same text, checked first) is read here, so its fields come in
 //! that file's order, and each is decoded as the Avro spec encodes its type: `int` and
 //! `long` as zig-zag varints, `string` and `bytes` as a length then the bytes, a union as
@@ -10,7 +10,7 @@
 use iceberg::spec::ManifestContentType;
 use xlake_storage::avro::{field, long};
 
-use crate::merge::Shape;
+use crate::spec::manifest_list::merging::Shape;
 
 /// Each record's shape in `blocks` (every block of a v2 list under this crate's schema,
 /// after its header), if they are exactly `records` records in blocks ending with `sync`,
@@ -114,7 +114,7 @@ mod tests {
     use iceberg::spec::ManifestFile;
 
     use super::*;
-    use crate::list_write::{encode, sample_manifest, ListOf};
+    use crate::spec::manifest_list::write::{encode, sample_manifest, ListOf};
 
     fn list_of() -> ListOf {
         ListOf {
@@ -144,18 +144,20 @@ mod tests {
         let manifests: Vec<_> = (1..30).map(|n| sample_manifest(n, None)).collect();
         let bytes = encode(list_of(), &manifests).unwrap().unwrap();
         let shape_all = |bytes: &[u8]| -> Vec<Shape> {
-            let read = crate::list_read::manifests(bytes, "list").unwrap();
-            read.iter().map(crate::merge::shape).collect()
+            let read = crate::spec::manifest_list::read::manifests(bytes, "list").unwrap();
+            read.iter()
+                .map(crate::spec::manifest_list::merging::shape)
+                .collect()
         };
         let (blocks, sync) = blocks_of(&bytes);
         assert_eq!(shapes(&blocks, &sync, 29), Some(shape_all(&bytes)));
-        let parent = crate::list_carry::ParentList {
+        let parent = crate::spec::manifest_list::carry::ParentList {
             bytes: bytes.into(),
             digest: (29, 0),
             whole: true,
         };
         let new = [sample_manifest(31, None), sample_manifest(32, None)];
-        let carried = crate::list_carry::encode(list_of(), &new, &parent);
+        let carried = crate::spec::manifest_list::carry::encode(list_of(), &new, &parent);
         let carried = carried.unwrap().unwrap();
         let (blocks, sync) = blocks_of(&carried);
         assert_eq!(shapes(&blocks, &sync, 31), Some(shape_all(&carried)));

@@ -1,7 +1,7 @@
 //! Writing a manifest list (issue 16): every commit writes one, and at 100k files it holds
 //! ~1,000 manifests. iceberg-rust's `ManifestListWriter` turns each into an apache-avro
 //! `Value` and resolves it against the schema; here the file is the one it writes, encoded
-//! directly, as [`crate::manifest_write`] does for manifests:
+//! directly, as [`crate::spec::manifest::write`] does for manifests:
 //!
 //! - the Avro schema is iceberg-rust's own, held as its text per format version
 //!   (`list_schema_v2.json`, `list_schema_v3.json`); the user metadata (`snapshot-id`,
@@ -151,7 +151,7 @@ pub(crate) fn schema(version: FormatVersion) -> Option<Arc<serde_avro_fast::Sche
 /// The Avro file of `manifests` under `schema`, with sync marker `sync` if given (else a
 /// random one), in one block unless its records average over 512 bytes (the file is
 /// built in memory anyway; a list carried by the next commit then starts from one
-/// block, see [`crate::list_carry`]).
+/// block, see [`crate::spec::manifest_list::carry`]).
 pub(crate) fn records(
     schema: &serde_avro_fast::Schema,
     of: ListOf,
@@ -246,7 +246,10 @@ pub(crate) async fn iceberg_write(
         .map_err(|e| e.to_string())?;
     let next_row_id = writer.next_row_id();
     writer.close().await.map_err(|e| e.to_string())?;
-    Ok((crate::manifest::written(&io, location).await?, next_row_id))
+    Ok((
+        crate::spec::written::written(&io, location).await?,
+        next_row_id,
+    ))
 }
 
 /// The `n`-th of a sample of manifests for tests: data and (every 7th) delete

@@ -1,0 +1,150 @@
+//! A commit: change sets planned one by one on a draft ([`crate::ops::plan`]), then
+//! published together ([`crate::ops::publish`]) in one new `vN.metadata.json`, after an
+//! upgrade of the format version when one is asked for ([`crate::ops::v3`]).
+
+use xlake_model::ChangeSet;
+
+use crate::error::Result;
+use crate::ops::plan::Draft;
+use crate::ops::publish::{Batch, Committed, Published};
+use crate::ops::table::{IcebergTable, LoadedTable};
+use crate::spec::layout::METADATA_DIR;
+
+impl IcebergTable {
+    /// Commit each change set as its own snapshot, in order.
+    pub async fn commit_all(&self, changes: &[ChangeSet]) -> Result<Vec<Committed>> {
+        let mut out = Vec::with_capacity(changes.len());
+        for change in changes {
+            out.push(self.commit(change).await?);
+        }
+        Ok(out)
+    }
+
+    /// Commit one change set as one snapshot (schema, spec and file changes together in one
+    /// new `vN.metadata.json`), on the table as it is now.
+    pub async fn commit(&self, change: &ChangeSet) -> Result<Committed> {
+        let batch = self
+            .commit_batch_on(self.load_for_commit().await?, &[change])
+            .await;
+        match batch.error {
+            Some(e) => Err(e),
+            None => batch.committed.into_iter().next().ok_or_else(|| {
+                self.corrupt(METADATA_DIR, "a commit of one change set wrote nothing")
+            }),
+        }
+    }
+
+    /// Commit change sets as consecutive snapshots, one per change set, published together
+    /// in one new `vN.metadata.json` (a backfill writes one metadata file per batch instead
+    /// of per commit, since each holds every snapshot), on `base`: a version this process
+    /// has loaded (`None`: no metadata yet). A writer that published after `base` was
+    /// loaded makes the put-if-absent of the next version fail: the result is then
+    /// [`IcebergError::CommitConflict`](crate::IcebergError::CommitConflict), and the caller re-plans. A change set that cannot
+    /// be committed ends the batch: the ones before it are published, and its error
+    /// returned beside them. A `base` written for another location (a copied or moved
+    /// table, from [`Self::load_as_found`]) is replaced, not built on: the batch starts a
+    /// new history in the version after it (`xlake sync --rebuild`).
+    pub async fn commit_batch_on(
+        &self,
+        base: Option<LoadedTable>,
+        changes: &[&ChangeSet],
+    ) -> Batch {
+        // Atomic only on a store whose put-if-absent works (or with one writer, by the
+        // operator's word); checked before anything is written.
+        if let Err(e) = self.store.verify_put_if_absent().await {
+            return Batch::failed(e.into());
+        }
+        match self.upgraded(base).await {
+            Ok(base) => self.commit_batch_inner(base, changes).await,
+            Err(e) => Batch::failed(e),
+        }
+    }
+
+    /// `base`, upgraded first in a version of its own when a newer format version is asked
+    /// for (see [`Self::upgrade`], the one upgrade path); a base written for another
+    /// location is replaced, not upgraded.
+    async fn upgraded(&self, base: Option<LoadedTable>) -> Result<Option<LoadedTable>> {
+        let Some(loaded) = base
+            .as_ref()
+            .filter(|l| self.recorded_elsewhere(l).is_none())
+        else {
+            return Ok(base);
+        };
+        Ok(self.upgrade(loaded).await?.or(base))
+    }
+
+    async fn commit_batch_inner(
+        &self,
+        loaded: Option<LoadedTable>,
+        changes: &[&ChangeSet],
+    ) -> Batch {
+        let next_version = loaded.as_ref().map_or(1, |l| l.version + 1);
+        let on = loaded
+            .as_ref()
+            .filter(|l| self.recorded_elsewhere(l).is_none());
+        let history = on.map(|l| l.history.clone()).unwrap_or_default();
+        let mut draft = Draft {
+            base: on,
+            metadata: on.map(|l| l.metadata.clone()),
+            history: history.clone(),
+            expired_logs: Vec::new(),
+            last_list: None,
+            path_index: None,
+            backfill: changes.len() > 1,
+        };
+        // Manifests, lists and delete files are written through a journal, so that what
+        // no `vN` will refer to can be deleted again (a failed commit leaves `metadata/`
+        // as it found it; the metadata file and the hint are written by `publish`).
+        let (store, journal) = self.store.journaled();
+        let writer = Self {
+            store,
+            ..self.clone()
+        };
+        let mut staged = Vec::new();
+        let mut kept = 0;
+        let mut error = None;
+        for change in changes {
+            match writer.stage(change, &mut draft).await {
+                Ok(snapshot) => {
+                    staged.push(snapshot);
+                    kept = journal.len();
+                }
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        // What the change that failed had written yet.
+        self.abandon(journal.since(kept)).await;
+        if let Some(e) = error.take() {
+            error = Some(match on {
+                Some(_) => self.lost_race_or(e, next_version).await,
+                None => e,
+            });
+        }
+        let mut batch = Batch {
+            error,
+            ..Batch::default()
+        };
+        let expired_logs = std::mem::take(&mut draft.expired_logs);
+        let index = writer.write_path_index(&mut draft).await;
+        if let Some(metadata) = draft.metadata.filter(|_| !staged.is_empty()) {
+            if let Err(e) = index.and(self.check_carried(on).await) {
+                // Nothing refers to the batch's files: the error wins over a later one.
+                self.abandon(journal.since(0)).await;
+                batch.error = Some(e);
+                return batch;
+            }
+            let published = Published {
+                version: next_version,
+                metadata,
+                history,
+                expired_logs,
+            };
+            self.publish_batch(&mut batch, published, staged, &journal)
+                .await;
+        }
+        batch
+    }
+}
