@@ -20,7 +20,6 @@ import pytest
 import real_writers_delta
 from readers import ENGINES, PyIceberg
 from rows import canonical_rows
-from test_real_writers import source_commit
 from xlake_cli import sync, xlake
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -38,6 +37,10 @@ def write(history, base):
                          check=False, capture_output=True, text=True, timeout=5400)
     assert run.returncode == 0, f"{history}: the writer failed:\n{run.stderr[-4000:]}"
     return table, out
+
+
+def source_commit(snapshot):
+    return json.loads(snapshot["summary"]["XTABLE_METADATA"])["sourceIdentifier"]
 
 
 @pytest.fixture(scope="module", params=sorted(real_writers_delta.DELTA_HISTORIES))
