@@ -64,6 +64,7 @@ pub async fn run(command: Command) -> Outcome {
             rebuild,
             format,
             allow,
+            json,
             mirror,
         } => {
             source_table_of(&table, format.as_deref()).await?;
@@ -75,13 +76,17 @@ pub async fn run(command: Command) -> Outcome {
                 data_roots: data_roots(&table, &allow)?,
                 ..mirror_options(&mirror)?
             };
-            sync_and_print(&table, &options).await
+            match json {
+                true => sync_json(&table, &options).await,
+                false => sync_and_print(&table, &options).await,
+            }
         }
         Command::Commit {
             table: TableArg { table },
             instant,
             version,
             allow,
+            json,
             mirror,
         } => {
             source_table(&table).await?;
@@ -91,6 +96,11 @@ pub async fn run(command: Command) -> Outcome {
             };
             let commit =
                 instant.unwrap_or_else(|| version.map(|v| v.to_string()).unwrap_or_default());
+            if json {
+                let report = mirror_commit(&table, &options, &commit, |_| {}).await?;
+                print::json(&print::SyncJson::of(&table, Some(&commit), &report))?;
+                return Ok(ExitCode::SUCCESS);
+            }
             let mut progress = Progress::new();
             let report = mirror_commit(&table, &options, &commit, |m| {
                 progress.snapshot(&print::mirrored_line(m), m.remaining)
@@ -171,9 +181,14 @@ pub async fn run(command: Command) -> Outcome {
             every,
             metrics_listen,
             check_every,
+            shard,
         } => {
             let every = every.filter(|_| !once);
-            job(&config, every, metrics_listen, check_every).await
+            let mut config = read_job_config(&config)?;
+            if let Some(shard) = shard {
+                config = config.in_shard(shard);
+            }
+            job(config, every, metrics_listen, check_every).await
         }
         Command::Check {
             table: TableArg { table },
@@ -366,6 +381,13 @@ async fn sync_and_print(table: &str, options: &SyncOptions) -> Outcome {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `sync --json`: the report as one JSON document, no lines.
+async fn sync_json(table: &str, options: &SyncOptions) -> Outcome {
+    let report = sync(table, options, |_| {}).await?;
+    print::json(&print::SyncJson::of(table, None, &report))?;
+    Ok(ExitCode::SUCCESS)
+}
+
 async fn demo(dir: &Path) -> Outcome {
     demo::unpack(dir).map_err(|e| match e {
         DemoError::Refused(m) => usage(m),
@@ -388,12 +410,11 @@ fn read_job_config(config: &Path) -> Result<JobConfig, Failure> {
 }
 
 async fn job(
-    config: &Path,
+    config: JobConfig,
     every: Option<Duration>,
     metrics_listen: Option<String>,
     check_every: Option<Duration>,
 ) -> Outcome {
-    let config = read_job_config(config)?;
     let endpoint = match metrics_listen {
         Some(address) => {
             let listener = bind(&address).await?;
