@@ -38,6 +38,32 @@ const CHANGE_DATA_FEED: &str = "delta.enableChangeDataFeed";
 /// The change data feed column some writers leave in data files.
 const CHANGE_TYPE_COLUMN: &str = "_change_type";
 
+/// Table properties naming the columns row tracking materializes row ids and row commit
+/// versions into.
+const MATERIALIZED_ROW_TRACKING: [&str; 2] = [
+    "delta.rowTracking.materializedRowIdColumnName",
+    "delta.rowTracking.materializedRowCommitVersionColumnName",
+];
+
+/// Columns data files may hold beyond the schema's, which Delta readers skip: with change
+/// data feed on, Spark (Delta 2.x) writes `_change_type` into data files of some commits;
+/// with row tracking, delta-spark 3.x materializes row ids and commit versions into columns
+/// the table properties name (`_row-id-col-<uuid>`) when UPDATE, MERGE or OPTIMIZE rewrite
+/// rows. Those names stay once given, so a file written while row tracking was on is still
+/// covered after it is turned off.
+fn unread_columns(metadata: &MetaData) -> Vec<String> {
+    let cdf = metadata
+        .property(CHANGE_DATA_FEED)
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let change_type = cdf.then(|| CHANGE_TYPE_COLUMN.to_string());
+    let materialized = MATERIALIZED_ROW_TRACKING
+        .iter()
+        .filter_map(|key| metadata.property(key))
+        .filter(|name| !name.is_empty())
+        .map(str::to_string);
+    change_type.into_iter().chain(materialized).collect()
+}
+
 /// A Delta table opened for reading.
 #[derive(Debug)]
 pub struct DeltaSource {
@@ -199,16 +225,7 @@ impl DeltaSource {
             .iter()
             .map(|c| format!("column {c}: Delta type void (every value null) has no Iceberg v2 type; left out of the Iceberg schema"))
             .collect();
-        // With change data feed on, Spark (Delta 2.x) writes `_change_type` into data files
-        // of some commits; readers take only the schema's columns.
-        let cdf = metadata
-            .property(CHANGE_DATA_FEED)
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-        let ignored = if cdf {
-            vec![CHANGE_TYPE_COLUMN.to_string()]
-        } else {
-            Vec::new()
-        };
+        let ignored = unread_columns(&metadata);
         Ok(State {
             metadata,
             protocol,
@@ -606,6 +623,50 @@ fn percent_decode(s: &str) -> std::result::Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn row_tracking_columns_and_change_type_are_read_past() {
+        let metadata = |props: &[(&str, &str)]| MetaData {
+            schema_string: String::new(),
+            partition_columns: Vec::new(),
+            configuration: props
+                .iter()
+                .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+                .collect(),
+        };
+        assert!(unread_columns(&metadata(&[])).is_empty());
+        // delta-spark 3.3 with `delta.enableRowTracking` and change data feed on.
+        let mut got = unread_columns(&metadata(&[
+            ("delta.enableChangeDataFeed", "true"),
+            ("delta.enableRowTracking", "true"),
+            (
+                "delta.rowTracking.materializedRowIdColumnName",
+                "_row-id-col-3c5e",
+            ),
+            (
+                "delta.rowTracking.materializedRowCommitVersionColumnName",
+                "_row-commit-version-col-9a1b",
+            ),
+        ]));
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "_change_type",
+                "_row-commit-version-col-9a1b",
+                "_row-id-col-3c5e"
+            ]
+        );
+        // Row tracking turned off later: the names stay, and so do files holding them.
+        let got = unread_columns(&metadata(&[
+            ("delta.enableRowTracking", "false"),
+            (
+                "delta.rowTracking.materializedRowIdColumnName",
+                "_row-id-col-3c5e",
+            ),
+        ]));
+        assert_eq!(got, ["_row-id-col-3c5e"]);
+    }
 
     #[test]
     fn checkpoint_partition_values_read_like_commit_ones() {
