@@ -45,6 +45,7 @@
 //! | `container` | an uncompressed Avro container's records, its schema parsed once per process (a manifest's live files) |
 //! | `manifest_record` | a manifest's Avro records, as iceberg-rust's own serde writes them: read by `manifest_read`, written by `manifest_write` |
 //! | `manifest_write` | a manifest encoded straight from its entries (serde_avro_fast) under iceberg-rust's own header (its entry schema held as its text, `manifest_schema_v2.json`, checked by the tests), its writer as the fallback |
+//! | [`target`] | [`IcebergTarget`]: this crate as the engine's `xlake_target::TableTarget` |
 //! | [`error`] | [`IcebergError`]: every failure names the table, commit and file |
 //!
 //! Spec types and Avro writers are iceberg-rust's; all bytes go through one
@@ -91,6 +92,7 @@ pub mod schema;
 pub mod snapshot_index;
 pub mod summary;
 pub mod table;
+pub mod target;
 pub mod v3;
 pub mod value;
 
@@ -99,3 +101,4 @@ pub use expire::{Expired, Retention};
 pub use publish::NextBase;
 pub use summary::{SyncMetadata, XTABLE_METADATA};
 pub use table::{Committed, IcebergTable, LoadedTable};
+pub use target::IcebergTarget;
