@@ -4,14 +4,13 @@
 //! moved again by the next sync when a crash or a failed call left it behind.
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use xlake_catalog::pointer::{metadata_location, our_version, written_version, TableError};
 use xlake_catalog::{Advanced, Catalog, CatalogTarget, History, TableIdent, TableRoot};
-use xlake_iceberg::layout::{metadata_file_name, METADATA_DIR};
-use xlake_iceberg::{IcebergTable, LoadedTable};
-use xlake_storage::{StorageError, TableStore};
+use xlake_storage::TableStore;
+use xlake_target::{Identified, Pointer, Read, TableTarget};
 
-use crate::SyncError;
+use crate::{targets, SyncError};
 
 /// An opened catalog entry.
 pub(crate) struct Entry {
@@ -38,22 +37,26 @@ impl Entry {
     /// first, so the pointer never leads the hint). `None` when the table has no Iceberg
     /// metadata yet.
     pub(crate) async fn advance(&self, store: &TableStore) -> Result<Option<Advanced>, SyncError> {
-        let table = IcebergTable::new(store.clone());
+        let mut target = targets::open_default(store)?;
         // Only the version and the hint are needed: no old snapshot is parsed.
-        let Some(mut loaded) = table.load_for_commit().await? else {
+        if target.load(Read::ForCommit).await?.is_none() {
+            return Ok(None);
+        }
+        target.prepare().await?;
+        let Some(pointer) = target.pointer() else {
             return Ok(None);
         };
-        table.heal_hint(&mut loaded).await?;
         let history = Folder {
-            store,
-            uuid: loaded.metadata.uuid().to_string(),
+            target: target.as_ref(),
+            root: store.location(),
+            uuid: pointer.uuid,
         };
         let done = xlake_catalog::advance(
             self.catalog.as_ref(),
             &self.ident,
             &history,
             &Here(store),
-            loaded.version,
+            pointer.version,
         )
         .await?;
         Ok(Some(done))
@@ -74,51 +77,26 @@ impl TableRoot for Here<'_> {
     }
 }
 
-/// The table's `metadata/` folder, as the pointer rules ask about it: which versions of
-/// this table (`uuid`) it holds.
+/// The table's metadata folder, as the pointer rules ask about it: which versions of
+/// this table (`uuid`) it holds, as its target identifies them.
 struct Folder<'a> {
-    store: &'a TableStore,
+    target: &'a dyn TableTarget,
+    root: &'a str,
     uuid: String,
 }
 
 #[async_trait]
 impl History for Folder<'_> {
     async fn holds(&self, version: u64) -> Result<bool, TableError> {
-        let name = metadata_file_name(version);
-        Ok(named(self.store, &name, &self.uuid).await? == Named::Ours)
+        let location = metadata_location(self.root, version);
+        let found = self.target.identify(file_name(&location), &self.uuid).await;
+        Ok(found.map_err(|e| -> TableError { Box::new(e) })? == Identified::Ours)
     }
 }
 
-/// What the file a catalog entry names in the table's `metadata/` folder is.
-#[derive(Debug, PartialEq, Eq)]
-enum Named {
-    /// No such file.
-    Missing,
-    /// Not this table's metadata: another `table-uuid`, or not table metadata at all.
-    Stranger,
-    /// A metadata file of this table.
-    Ours,
-}
-
-/// The file `name` of the table's `metadata/` folder, against the table's `uuid`.
-async fn named(store: &TableStore, name: &str, uuid: &str) -> Result<Named, StorageError> {
-    #[derive(Deserialize)]
-    struct Head {
-        #[serde(rename = "table-uuid")]
-        uuid: Option<String>,
-    }
-    let bytes = match store.get(&format!("{METADATA_DIR}/{name}")).await {
-        Ok(bytes) => bytes,
-        Err(StorageError::NotFound { .. }) => return Ok(Named::Missing),
-        Err(e) => return Err(e),
-    };
-    let found = serde_json::from_slice::<Head>(&bytes)
-        .ok()
-        .and_then(|h| h.uuid);
-    Ok(match found {
-        Some(u) if u.eq_ignore_ascii_case(uuid) => Named::Ours,
-        _ => Named::Stranger,
-    })
+/// The last part of a location (a file's name).
+fn file_name(location: &str) -> &str {
+    location.rsplit('/').next().unwrap_or(location)
 }
 
 /// Point the catalog entry `target` names at the current version of the table in `store`
@@ -149,7 +127,7 @@ pub struct CatalogState {
 pub(crate) async fn state(
     store: &TableStore,
     target: &CatalogTarget,
-    loaded: Option<&LoadedTable>,
+    loaded: Option<&Pointer>,
 ) -> Result<CatalogState, SyncError> {
     let entry = Entry::open(target)?;
     let found = entry.catalog.load_pointer(&entry.ident).await?;
@@ -174,7 +152,7 @@ pub(crate) async fn state(
 async fn problem(
     store: &TableStore,
     p: &str,
-    loaded: Option<&LoadedTable>,
+    loaded: Option<&Pointer>,
 ) -> Result<Option<String>, SyncError> {
     let Some(n) = our_version(p, &Here(store)) else {
         return Ok(Some(format!(
@@ -190,13 +168,14 @@ async fn problem(
     if written == Some(loaded.version) {
         return Ok(None);
     }
-    let name = p.rsplit('/').next().unwrap_or(p);
-    let uuid = loaded.metadata.uuid().to_string();
-    Ok(Some(match named(store, name, &uuid).await? {
-        Named::Missing => format!("the entry points at {p}, which does not exist: readers by name cannot load the table (a sync moves it)"),
-        Named::Stranger => format!("the entry points at {p}, which is not a version of this table (another table-uuid than {uuid}): readers by name see another table (a sync moves it)"),
-        Named::Ours if written.is_none() => format!("the entry points at {p}, a name xlake does not write; the current is v{}", loaded.version),
-        Named::Ours => format!(
+    let name = file_name(p);
+    let uuid = &loaded.uuid;
+    let target = targets::open_default(store)?;
+    Ok(Some(match target.identify(name, uuid).await? {
+        Identified::Missing => format!("the entry points at {p}, which does not exist: readers by name cannot load the table (a sync moves it)"),
+        Identified::Stranger => format!("the entry points at {p}, which is not a version of this table (another table-uuid than {uuid}): readers by name see another table (a sync moves it)"),
+        Identified::Ours if written.is_none() => format!("the entry points at {p}, a name xlake does not write; the current is v{}", loaded.version),
+        Identified::Ours => format!(
             "the entry points at v{n}, not the current v{}: readers by name see a stale table",
             loaded.version
         ),
