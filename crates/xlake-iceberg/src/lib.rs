@@ -52,49 +52,33 @@
 //! [`TableStore`](xlake_storage::TableStore), so the commit point is its put-if-absent.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
-mod body;
-mod compact;
-mod container;
-pub mod deletes;
-pub mod encode;
 pub mod error;
-pub mod expire;
-pub mod fidelity;
-pub mod footer;
-pub mod history;
-pub mod layout;
-mod list_carry;
-mod list_read;
-mod list_shape;
-mod list_write;
-mod manifest;
-mod manifest_read;
-mod manifest_record;
-mod manifest_write;
-// Public only for the integration tests (feature `testing`).
+mod ops;
+mod spec;
+
+// The layers' modules, under the paths this crate has always exported.
+pub use ops::{expire, orphans, relocation, table, v3};
+pub use spec::{
+    deletes, encode, fidelity, footer, history, layout, partition, schema, snapshot_index,
+    summary, value,
+};
 #[cfg(feature = "testing")]
-pub mod merge;
-#[cfg(not(feature = "testing"))]
-#[allow(unreachable_pub)]
-mod merge;
-pub mod orphans;
-pub mod partition;
-mod plan;
-mod publish;
-// Public only for the integration tests (feature `testing`).
+pub use ops::merge;
 #[cfg(feature = "testing")]
-pub mod puffin;
+pub use spec::puffin;
 #[cfg(not(feature = "testing"))]
-#[allow(unreachable_pub)]
-mod puffin;
-pub mod relocation;
-pub mod schema;
-pub mod snapshot_index;
-pub mod summary;
-pub mod table;
+use ops::merge;
+#[cfg(not(feature = "testing"))]
+use spec::puffin;
+// Old crate-internal paths, until each import names its layer.
+use ops::{plan, publish};
+use spec::manifest::{read as manifest_read, record as manifest_record, write as manifest_write};
+use spec::manifest_list::{
+    carry as list_carry, read as list_read, shape as list_shape, write as list_write,
+};
+use spec::{body, compact, container, manifest};
+// The crate as the engine's target (`xlake_target::TableTarget`), over the API above.
 pub mod target;
-pub mod v3;
-pub mod value;
 
 pub use error::{IcebergError, Result};
 pub use expire::{Expired, Retention};

@@ -8,6 +8,10 @@
 //! manifest of such entries no new row ids ([`write_manifest_list`]), so `_row_id` of an
 //! unchanged row never changes and `next-row-id` grows by the rows added only.
 
+pub(crate) mod read;
+pub(crate) mod record;
+pub(crate) mod write;
+
 use std::collections::HashSet;
 
 use bytes::Bytes;

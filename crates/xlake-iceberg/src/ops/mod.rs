@@ -1,0 +1,16 @@
+//! The operations layer: what a commit, an expiry, a relocation or a cleanup does, on
+//! top of the codecs of [`crate::spec`].
+
+pub mod expire;
+// Public only for the integration tests (feature `testing`).
+#[cfg(feature = "testing")]
+pub mod merge;
+#[cfg(not(feature = "testing"))]
+#[allow(unreachable_pub)]
+pub(crate) mod merge;
+pub mod orphans;
+pub(crate) mod plan;
+pub(crate) mod publish;
+pub mod relocation;
+pub mod table;
+pub mod v3;
