@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use xlake_sync::job::{parse_duration, parse_interval};
+use xlake_sync::job::{parse_duration, parse_interval, Shard};
 
 /// Make a Hudi or Delta table readable as Apache Iceberg, in place.
 #[derive(Parser)]
@@ -153,6 +153,9 @@ pub enum Command {
         format: Option<String>,
         #[command(flatten)]
         allow: AllowArg,
+        /// Print the report as JSON (the snapshots written, notes, catalog), not lines.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         mirror: MirrorArgs,
     },
@@ -172,6 +175,9 @@ pub enum Command {
         version: Option<u64>,
         #[command(flatten)]
         allow: AllowArg,
+        /// Print the report as JSON (as `sync --json`, with the commit), not lines.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         mirror: MirrorArgs,
     },
@@ -233,7 +239,7 @@ pub enum Command {
     /// The scheduled job: sync every table listed in a TOML config, a few at a time.
     /// One table's failure never stops the others; each is reported.
     #[command(
-        after_help = "Examples:\n  xlake run --config tables.toml --once\n  xlake run --config tables.toml --every 5m\n\ntables.toml:\n  concurrency = 4\n  [[tables]]\n  location = \"/data/orders\"\n  max_snapshot_age = \"30d\""
+        after_help = "Examples:\n  xlake run --config tables.toml --once\n  xlake run --config tables.toml --every 5m\n  xlake run --config tables.toml --once --shard $JOB_COMPLETION_INDEX/8\n\ntables.toml:\n  concurrency = 4\n  [[tables]]\n  location = \"/data/orders\"\n  max_snapshot_age = \"30d\""
     )]
     Run {
         /// Config file: `concurrency = N` and `[[tables]]` entries with `location` and
@@ -260,6 +266,11 @@ pub enum Command {
             value_parser = parse_interval
         )]
         check_every: Option<Duration>,
+        /// Only the tables of shard I of N (0 <= I < N): those whose location's FNV-1a
+        /// 64-bit hash is I modulo N, so N processes (a Kubernetes Indexed Job's
+        /// JOB_COMPLETION_INDEX) share one config without overlap (docs/operating.md).
+        #[arg(long, value_name = "I/N")]
+        shard: Option<Shard>,
     },
     /// Check that every completed source commit has exactly one Iceberg snapshot, in order.
     /// Exit 0: consistent; 1: violations (missing, unknown, duplicated, out of order,

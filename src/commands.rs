@@ -64,6 +64,7 @@ pub async fn run(command: Command) -> Outcome {
             rebuild,
             format,
             allow,
+            json,
             mirror,
         } => {
             source_table_of(&table, format.as_deref()).await?;
@@ -75,18 +76,22 @@ pub async fn run(command: Command) -> Outcome {
                 data_roots: data_roots(&table, &allow)?,
                 ..mirror_options(&mirror)?
             };
-            sync_and_print(&table, &options).await
+            match json {
+                true => sync_json(&table, &options).await,
+                false => sync_and_print(&table, &options).await,
+            }
         }
         Command::Commit {
             table: TableArg { table },
             instant,
             version,
             allow,
+            json,
             mirror,
         } => {
             let commit =
                 instant.unwrap_or_else(|| version.map(|v| v.to_string()).unwrap_or_default());
-            commit_and_print(&table, &commit, &allow, &mirror).await
+            commit_and_print(&table, &commit, &allow, json, &mirror).await
         }
         command @ Command::Serve { .. } => serve_command(command).await,
         Command::Run {
@@ -95,9 +100,14 @@ pub async fn run(command: Command) -> Outcome {
             every,
             metrics_listen,
             check_every,
+            shard,
         } => {
             let every = every.filter(|_| !once);
-            job(&config, every, metrics_listen, check_every).await
+            let mut config = read_job_config(&config)?;
+            if let Some(shard) = shard {
+                config = config.in_shard(shard);
+            }
+            job(config, every, metrics_listen, check_every).await
         }
         other => table_command(other).await,
     }
@@ -291,6 +301,13 @@ async fn sync_and_print(table: &str, options: &SyncOptions) -> Outcome {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `sync --json`: the report as one JSON document, no lines.
+async fn sync_json(table: &str, options: &SyncOptions) -> Outcome {
+    let report = sync(table, options, |_| {}).await?;
+    print::json(&print::SyncJson::of(table, None, &report))?;
+    Ok(ExitCode::SUCCESS)
+}
+
 async fn demo(dir: &Path) -> Outcome {
     demo::unpack(dir).map_err(|e| match e {
         DemoError::Refused(m) => usage(m),
@@ -313,12 +330,11 @@ fn read_job_config(config: &Path) -> Result<JobConfig, Failure> {
 }
 
 async fn job(
-    config: &Path,
+    config: JobConfig,
     every: Option<Duration>,
     metrics_listen: Option<String>,
     check_every: Option<Duration>,
 ) -> Outcome {
-    let config = read_job_config(config)?;
     let endpoint = match metrics_listen {
         Some(address) => {
             let listener = bind(&address).await?;
@@ -469,11 +485,12 @@ async fn cleanup(table: &str, older_than: (Duration, bool), dry_run: bool) -> Ou
     Ok(ExitCode::SUCCESS)
 }
 
-/// `xlake commit`: mirror up to `commit`, print what was written.
+/// `xlake commit`: mirror up to `commit`, print what was written (`json`: as JSON).
 async fn commit_and_print(
     table: &str,
     commit: &str,
     allow: &AllowArg,
+    json: bool,
     mirror: &MirrorArgs,
 ) -> Outcome {
     source_table(table).await?;
@@ -481,6 +498,11 @@ async fn commit_and_print(
         data_roots: data_roots(table, allow)?,
         ..mirror_options(mirror)?
     };
+    if json {
+        let report = mirror_commit(table, &options, commit, |_| {}).await?;
+        print::json(&print::SyncJson::of(table, Some(commit), &report))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut progress = Progress::new();
     let report = mirror_commit(table, &options, commit, |m| {
         progress.snapshot(&print::mirrored_line(m), m.remaining)

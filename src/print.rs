@@ -9,6 +9,88 @@ use xlake_sync::{CheckReport, Mirrored};
 
 use crate::out::outln;
 
+/// `sync --json` and `commit --json`: the [`xlake_sync::SyncReport`], for machines (the
+/// Python package's `SyncResult`).
+#[derive(serde::Serialize)]
+pub struct SyncJson<'a> {
+    table: &'a str,
+    /// `commit --json`: the commit asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    commit: Option<&'a str>,
+    format: &'a str,
+    source_commits: usize,
+    already_mirrored: usize,
+    written: Vec<WrittenJson<'a>>,
+    notes: &'a [String],
+    degraded: &'a [String],
+    created_empty: Option<u64>,
+    catalog: Option<CatalogJson<'a>>,
+    rebuilt: Option<&'a xlake_sync::rebuild::Rebuilt>,
+}
+
+/// One snapshot written.
+#[derive(serde::Serialize)]
+struct WrittenJson<'a> {
+    commit: &'a str,
+    action: &'a str,
+    commit_time_ms: i64,
+    added: usize,
+    removed: usize,
+    snapshot_id: i64,
+    version: u64,
+}
+
+/// What was done to the catalog entry: `registered`, `moved` (with `from`) or `current`.
+#[derive(serde::Serialize)]
+struct CatalogJson<'a> {
+    action: &'a str,
+    from: Option<&'a str>,
+    location: &'a str,
+}
+
+impl<'a> SyncJson<'a> {
+    /// The report of a sync of `table` (of `commit --json`, with its `commit`).
+    pub fn of(table: &'a str, commit: Option<&'a str>, r: &'a xlake_sync::SyncReport) -> Self {
+        use xlake_catalog::Advanced;
+        let catalog = r.catalog.as_ref().map(|a| match a {
+            Advanced::Registered(to) => ("registered", None, to),
+            Advanced::Moved(from, to) => ("moved", Some(from.as_str()), to),
+            Advanced::Current(at) => ("current", None, at),
+        });
+        Self {
+            table,
+            commit,
+            format: &r.format,
+            source_commits: r.source_commits,
+            already_mirrored: r.already_mirrored,
+            written: r.written.iter().map(WrittenJson::of).collect(),
+            notes: &r.notes,
+            degraded: &r.degraded,
+            created_empty: r.created_empty,
+            catalog: catalog.map(|(action, from, location)| CatalogJson {
+                action,
+                from,
+                location,
+            }),
+            rebuilt: r.rebuilt.as_ref(),
+        }
+    }
+}
+
+impl<'a> WrittenJson<'a> {
+    fn of(m: &'a Mirrored) -> Self {
+        Self {
+            commit: &m.commit.id,
+            action: &m.commit.action,
+            commit_time_ms: m.commit.commit_time_ms,
+            added: m.added,
+            removed: m.removed,
+            snapshot_id: m.committed.snapshot_id,
+            version: m.committed.version,
+        }
+    }
+}
+
 /// Print `value` as pretty JSON.
 pub fn json(value: &impl serde::Serialize) -> Result<(), serde_json::Error> {
     outln!("{}", serde_json::to_string_pretty(value)?);

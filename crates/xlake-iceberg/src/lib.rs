@@ -57,19 +57,19 @@ mod ops;
 mod spec;
 
 // The layers' modules, under the paths this crate has always exported.
-pub use ops::{expire, orphans, relocation, table, v3};
-pub use spec::{
-    deletes, encode, fidelity, footer, history, layout, partition, schema, snapshot_index,
-    summary, value,
-};
 #[cfg(feature = "testing")]
 pub use ops::merge;
+#[cfg(not(feature = "testing"))]
+use ops::merge;
+pub use ops::{expire, orphans, relocation, table, v3};
 #[cfg(feature = "testing")]
 pub use spec::puffin;
 #[cfg(not(feature = "testing"))]
-use ops::merge;
-#[cfg(not(feature = "testing"))]
 use spec::puffin;
+pub use spec::{
+    deletes, encode, fidelity, footer, history, layout, partition, schema, snapshot_index, summary,
+    value,
+};
 // Old crate-internal paths, until each import names its layer.
 use ops::{plan, publish};
 use spec::manifest::{read as manifest_read, record as manifest_record, write as manifest_write};

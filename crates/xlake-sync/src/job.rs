@@ -140,7 +140,66 @@ pub fn parse_interval(text: &str) -> Result<Duration, ConfigError> {
     Ok(interval)
 }
 
+/// One share of a job's tables (`xlake run --shard I/N`): the tables whose location
+/// hashes to `index` modulo `count`. The hash is FNV-1a 64 over the UTF-8 bytes of the
+/// location as xlake names it ([`TableStore::normalized_location`]: an absolute path
+/// without a trailing `/`, `scheme://authority/path` for a URL), written out here so that
+/// every version and machine agrees (never the standard library's seeded hasher).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// I, from 0.
+    pub index: u64,
+    /// N, at least 1.
+    pub count: u64,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = ConfigError;
+
+    /// `I/N`, with `0 <= I < N`.
+    fn from_str(text: &str) -> Result<Self, ConfigError> {
+        let bad = |why: &str| {
+            let message = format!("shard {text:?}: {why}; write I/N with 0 <= I < N, e.g. 0/4");
+            ConfigError::new(ConfigKind::Job, message)
+        };
+        let (i, n) = text.split_once('/').ok_or_else(|| bad("no /"))?;
+        let index = i.trim().parse().map_err(|_| bad("I is not a number"))?;
+        let count = n.trim().parse().map_err(|_| bad("N is not a number"))?;
+        if count == 0 || index >= count {
+            return Err(bad("out of range"));
+        }
+        Ok(Self { index, count })
+    }
+}
+
+impl Shard {
+    /// The shard, of `count`, that `location` falls in.
+    pub fn of(location: &str, count: u64) -> u64 {
+        let name = TableStore::normalized_location(location)
+            .unwrap_or_else(|_| location.trim_end_matches('/').to_string());
+        fnv1a_64(name.as_bytes()) % count.max(1)
+    }
+
+    /// Whether the table at `location` is in this shard.
+    pub fn contains(&self, location: &str) -> bool {
+        Self::of(location, self.count) == self.index
+    }
+}
+
+/// FNV-1a, 64 bits (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
+pub fn fnv1a_64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
+        (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 impl JobConfig {
+    /// Only the tables of `shard`.
+    pub fn in_shard(mut self, shard: Shard) -> Self {
+        self.tables.retain(|t| shard.contains(&t.location));
+        self
+    }
+
     /// Parse the TOML text of a config file.
     pub fn parse(text: &str) -> Result<Self, ConfigError> {
         let config: Self = toml::from_str(text)
@@ -349,6 +408,23 @@ mod tests {
         assert!(
             JobConfig::parse("[[tables]]\nlocation = \"/a\"\nmax_snapshot_age = \"7\"\n").is_err()
         );
+    }
+
+    #[test]
+    fn shards_hash_the_normalised_location_with_fnv1a() {
+        // Published FNV-1a 64 test vectors: the hash never changes between versions.
+        assert_eq!(fnv1a_64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a_64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a_64(b"foobar"), 0x8594_4171_f739_67e8);
+        assert_eq!(Shard::of("/data/t/", 7), Shard::of("/data/t", 7));
+        assert_eq!(Shard::of("s3://b/t", 5), fnv1a_64(b"s3://b/t") % 5);
+        assert_eq!(
+            "2/8".parse::<Shard>().unwrap(),
+            Shard { index: 2, count: 8 }
+        );
+        for bad in ["8/8", "0/0", "1", "a/2", "-1/2"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
     }
 
     #[test]
