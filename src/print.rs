@@ -193,6 +193,9 @@ pub fn inspect(r: &InspectReport) {
     for d in &r.degraded {
         outln!("  degraded: {d}");
     }
+    if let Some(why) = &r.broken_promise {
+        outln!("  table format: {why}");
+    }
 }
 
 /// The check report (`consistent` as judged with the report's allowed lag).
@@ -247,6 +250,9 @@ pub fn check(r: &CheckReport) {
     }
     if let Some(old) = &r.relocated_from {
         outln!("  relocated: the Iceberg metadata was written for {old}, but the table is at {} (copied or moved): its paths point at the old place. Run `xlake sync --rebuild {}`", r.table, r.table);
+    }
+    if let Some(why) = &r.broken_promise {
+        outln!("  table format: {why}");
     }
 }
 

@@ -38,7 +38,9 @@ def rest(tmp_path):
 
 def run(rest, *args, credential=CREDENTIAL, table_name="sales.orders"):
     # The process's environment is left alone: concurrent syncs run this from threads.
-    environment = {**os.environ, "XLAKE_REST_CREDENTIAL": credential}
+    # This test server shows `register` with `overwrite` (XLAKE_REST_MOVE=register), which
+    # the real servers of test_catalog_servers.py do not implement; they show commits.
+    environment = {**os.environ, "XLAKE_REST_CREDENTIAL": credential, "XLAKE_REST_MOVE": "register"}
     return xlake(*args, "--catalog", f"rest+{rest}", "--catalog-table", table_name, env=environment)
 
 

@@ -106,6 +106,42 @@ async fn an_unmirrored_hudi_commit_is_named_until_synced() {
 }
 
 #[tokio::test]
+async fn a_table_format_promising_snapshots_without_them_is_named() {
+    let (_dir, root) = extract_hudi("sample_table_cow_v9_txns_simple_nometa");
+    let location = root.to_str().unwrap();
+    let properties = root.join(".hoodie/hoodie.properties");
+    let text = std::fs::read_to_string(&properties).unwrap();
+    // Hudi's own format promises nothing: unmirrored commits are plain lag.
+    std::fs::write(&properties, format!("{text}hoodie.table.format=native\n")).unwrap();
+    let report = check(location, &options(false), false).await.unwrap();
+    assert!(
+        report.broken_promise.is_none() && !report.missing.is_empty(),
+        "{report:?}"
+    );
+    // The writer named xlake's plugin but ran without its jar: Hudi wrote natively.
+    std::fs::write(&properties, format!("{text}hoodie.table.format=xlake\n")).unwrap();
+    let (code, out) = common::xlake(&["check", location, "--allowed-lag", "100"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("hoodie.table.format=xlake promises an Iceberg snapshot for every instant")
+            && out.contains("without that table format's jar"),
+        "{out}"
+    );
+    let (code, out) = common::xlake(&["inspect", location]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("table format: hoodie.table.format=xlake promises"),
+        "{out}"
+    );
+    sync_ok(&root, false).await;
+    let report = check(location, &options(false), false).await.unwrap();
+    assert!(
+        report.consistent() && report.broken_promise.is_none(),
+        "{report:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_mirrored_commit_rolled_back_by_hudi_is_flagged() {
     let (_dir, root) = extract_hudi("sample_table_cow_v9_txns_simple_nometa");
     sync_ok(&root, false).await;

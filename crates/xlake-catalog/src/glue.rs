@@ -1,5 +1,5 @@
 //! AWS Glue Data Catalog (`glue://`, or `glue://<catalog-id>` for another account's catalog),
-//! through Glue's JSON API signed with SigV4: `GetTable`, `CreateDatabase`, `CreateTable`,
+//! through Glue's JSON API signed with SigV4 (AWS's own signer, `aws-sigv4`): `GetTable`, `CreateDatabase`, `CreateTable`,
 //! and `UpdateTable` with `VersionId` (Glue's optimistic concurrency) to move the pointer.
 //! The table's `Parameters` carry `table_type=ICEBERG`, `metadata_location` and
 //! `previous_metadata_location`, as Iceberg's `GlueCatalog` writes them.
@@ -9,15 +9,17 @@
 //! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`. Profiles, SSO and
 //! instance roles are not read.
 
+use std::time::SystemTime;
+
 use async_trait::async_trait;
-use hmac::{KeyInit, Mac};
+use aws_credential_types::Credentials;
+use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
+use aws_sigv4::sign::v4;
+use aws_smithy_runtime_api::client::identity::Identity;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 use crate::uri::{http_client, CatalogTarget};
 use crate::{Catalog, CatalogError, Pointer, Result, Swap, TableIdent};
-
-type HmacSha256 = hmac::Hmac<Sha256>;
 
 /// A Glue Data Catalog.
 #[derive(Debug)]
@@ -88,32 +90,21 @@ impl GlueCatalog {
         }
         let env = self.env(table)?;
         let payload = body.to_string();
-        let url = url::Url::parse(&format!("{}/", env.endpoint))
-            .map_err(|e| self.error(table, format!("endpoint {}: {e}", env.endpoint)))?;
-        let host = match url.port() {
-            Some(p) => format!("{}:{p}", url.host_str().unwrap_or("")),
-            None => url.host_str().unwrap_or("").to_string(),
-        };
-        let now = chrono::Utc::now();
-        let amz_date = now.format("%Y%m%dT%H%M%SZ").to_string();
+        let url = format!("{}/", env.endpoint);
         let target = format!("AWSGlue.{action}");
-        let mut headers = vec![
-            ("content-type", "application/x-amz-json-1.1".to_string()),
-            ("host", host),
-            ("x-amz-date", amz_date.clone()),
-            ("x-amz-target", target),
+        let headers = [
+            ("content-type", "application/x-amz-json-1.1"),
+            ("x-amz-target", target.as_str()),
         ];
-        if let Some(t) = &env.token {
-            headers.push(("x-amz-security-token", t.clone()));
-        }
-        let auth = sign(&env, &amz_date, &headers, &payload);
-        let mut req = self
-            .http
-            .post(url)
-            .header("Authorization", auth)
-            .body(payload);
-        for (k, v) in headers.iter().filter(|(k, _)| *k != "host") {
-            req = req.header(*k, v);
+        let signed = sign_request(&env, "glue", SystemTime::now(), &url, &headers, &payload)
+            .map_err(|e| self.error(table, format!("{action}: signing: {e}")))?;
+        let mut req = self.http.post(&url).body(payload);
+        for (k, v) in headers
+            .iter()
+            .copied()
+            .chain(signed.iter().map(|(k, v)| (*k, v.as_str())))
+        {
+            req = req.header(k, v);
         }
         let resp = req
             .send()
@@ -159,46 +150,45 @@ impl GlueCatalog {
     }
 }
 
-/// SigV4: the `Authorization` header for a POST to `/` with `headers` (lowercase names).
-fn sign(env: &Env, amz_date: &str, headers: &[(&str, String)], payload: &str) -> String {
-    let mut sorted: Vec<_> = headers.iter().collect();
-    sorted.sort_by_key(|(k, _)| *k);
-    let canonical_headers: String = sorted
+/// SigV4 by AWS's signer: the headers to add (`authorization`, `x-amz-date`, and
+/// `x-amz-security-token` with a session token) to a POST of `payload` to `url` carrying
+/// `headers` (lowercase names; `host` is taken from `url`, as the HTTP client sends it).
+fn sign_request(
+    env: &Env,
+    service: &str,
+    time: SystemTime,
+    url: &str,
+    headers: &[(&str, &str)],
+    payload: &str,
+) -> std::result::Result<Vec<(&'static str, String)>, String> {
+    let credentials = Credentials::new(
+        &env.key,
+        &env.secret,
+        env.token.clone(),
+        None,
+        "environment",
+    );
+    let identity = Identity::from(credentials);
+    let params = v4::SigningParams::builder()
+        .identity(&identity)
+        .region(&env.region)
+        .name(service)
+        .time(time)
+        .settings(SigningSettings::default())
+        .build()
+        .map_err(|e| e.to_string())?
+        .into();
+    let body = SignableBody::Bytes(payload.as_bytes());
+    let request = SignableRequest::new("POST", url, headers.iter().copied(), body)
+        .map_err(|e| e.to_string())?;
+    let (instructions, _) = sign(request, &params)
+        .map_err(|e| e.to_string())?
+        .into_parts();
+    let (headers, _) = instructions.into_parts();
+    Ok(headers
         .iter()
-        .map(|(k, v)| format!("{k}:{}\n", v.trim()))
-        .collect();
-    let signed: Vec<&str> = sorted.iter().map(|(k, _)| *k).collect();
-    let signed = signed.join(";");
-    let request = format!(
-        "POST\n/\n\n{canonical_headers}\n{signed}\n{}",
-        hex::encode(Sha256::digest(payload.as_bytes()))
-    );
-    let day = &amz_date[..8];
-    let scope = format!("{day}/{}/glue/aws4_request", env.region);
-    let to_sign = format!(
-        "AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{}",
-        hex::encode(Sha256::digest(request.as_bytes()))
-    );
-    let mut key = format!("AWS4{}", env.secret).into_bytes();
-    for part in [day, env.region.as_str(), "glue", "aws4_request"] {
-        key = hmac(&key, part.as_bytes());
-    }
-    format!(
-        "AWS4-HMAC-SHA256 Credential={}/{scope}, SignedHeaders={signed}, Signature={}",
-        env.key,
-        hex::encode(hmac(&key, to_sign.as_bytes()))
-    )
-}
-
-fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
-    // HMAC takes keys of any length: the error case does not happen.
-    match <HmacSha256 as KeyInit>::new_from_slice(key) {
-        Ok(mut mac) => {
-            mac.update(data);
-            mac.finalize().into_bytes().to_vec()
-        }
-        Err(_) => Vec::new(),
-    }
+        .map(|h| (h.name(), h.value().to_string()))
+        .collect())
 }
 
 /// The table root of a `…/metadata/vN.metadata.json` location.
@@ -227,7 +217,11 @@ impl Catalog for GlueCatalog {
             .get("VersionId")
             .and_then(Value::as_str)
             .map(str::to_string);
-        Ok(Some(Pointer { location, token }))
+        Ok(Some(Pointer {
+            location,
+            token,
+            metadata: None,
+        }))
     }
 
     async fn register(&self, table: &TableIdent, location: &str) -> Result<Swap> {
@@ -293,20 +287,50 @@ impl Catalog for GlueCatalog {
 mod tests {
     use super::*;
 
-    /// AWS's published SigV4 example (the "get-vanilla" style key derivation) reproduced
-    /// through `sign`'s key chain: HMAC of the documented inputs.
+    /// AWS's SigV4 test suite, "post-vanilla": a POST to `/` of example.amazonaws.com with
+    /// an empty body, signed for service `service` in us-east-1 at 20150830T123600Z.
     #[test]
-    fn signing_key_matches_the_aws_example() {
-        // From the AWS SigV4 documentation: secret wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY,
-        // 20120215, us-east-1, iam -> f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d
-        let mut key = b"AWS4wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".to_vec();
-        for part in ["20120215", "us-east-1", "iam", "aws4_request"] {
-            key = hmac(&key, part.as_bytes());
-        }
+    fn requests_are_signed_as_the_aws_test_suite_says() {
+        let env = Env {
+            region: "us-east-1".into(),
+            endpoint: "https://example.amazonaws.com".into(),
+            key: "AKIDEXAMPLE".into(),
+            secret: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into(),
+            token: None,
+        };
+        let time = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_440_938_160);
+        let url = "https://example.amazonaws.com/";
+        let headers = sign_request(&env, "service", time, url, &[], "").unwrap();
+        let get = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("x-amz-date"), Some("20150830T123600Z"));
         assert_eq!(
-            hex::encode(key),
-            "f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d"
+            get("authorization"),
+            Some("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b")
         );
+        // A session token is sent, and Glue's headers are signed.
+        let env = Env {
+            token: Some("tok".into()),
+            ..env
+        };
+        let glue = [
+            ("content-type", "application/x-amz-json-1.1"),
+            ("x-amz-target", "AWSGlue.GetTable"),
+        ];
+        let headers = sign_request(&env, "glue", time, url, &glue, "{}").unwrap();
+        let get = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("x-amz-security-token"), Some("tok"));
+        assert!(get("authorization")
+            .is_some_and(|a| a.contains("/glue/aws4_request") && a.contains("x-amz-target")));
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! | [`CatalogTarget`] | what the operator asked for: URI, catalog name, `namespace.table` |
 //! | [`uri`] | parses a catalog URI and opens the matching [`Catalog`] |
 //! | [`TableIdent`] | a table name in a namespace |
+//! | [`commit`] | the rules where the entry moves by commit (REST): judged by snapshots, moved by requirements and updates |
 //! | [`pointer`] | the rules: refuse foreign entries, register, move only forward (past versions the table's [`History`] holds) |
 //! | [`sql`] | the JDBC-catalog layout (Iceberg Java `JdbcCatalog`, pyiceberg `SqlCatalog`) over SQLite and, with `postgres`, PostgreSQL |
 //! | `rest` | an Iceberg REST catalog (feature `rest`) |
@@ -19,6 +20,7 @@
 //! | [`CatalogError`] | errors, each naming the catalog and the table |
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod commit;
 #[cfg(feature = "glue")]
 pub mod glue;
 pub mod pointer;
@@ -78,6 +80,21 @@ pub enum CatalogError {
         location: String,
         /// Why the table's storage failed.
         source: pointer::TableError,
+    },
+    /// The entry is this table's, but another writer committed to it (or it is another
+    /// table at this location): moving it would undo that writer's work.
+    #[error("catalog {catalog}, table {table}: the entry points at {found}, {reason}; this table's metadata is {expected}; refusing to move it (xlake never overwrites another writer's commit: undo that commit, or drop the entry so that the next sync registers it)")]
+    Diverged {
+        /// The catalog URI (credentials removed).
+        catalog: String,
+        /// `namespace.table`.
+        table: String,
+        /// Where the entry points.
+        found: String,
+        /// This table's current `vN.metadata.json` (its `metadata/` folder before the first).
+        expected: String,
+        /// What the entry holds that xlake did not write.
+        reason: String,
     },
     /// Other writers kept moving the pointer while this one tried to.
     #[error("catalog {catalog}, table {table}: the pointer kept changing under us ({attempts} attempts); the next sync moves it")]
@@ -139,6 +156,9 @@ pub struct Pointer {
     pub location: String,
     /// A catalog-specific version token for optimistic concurrency (Glue's `VersionId`).
     pub token: Option<String>,
+    /// The table metadata the catalog returned with the entry (REST), which a catalog that
+    /// moves by commit is judged by.
+    pub metadata: Option<serde_json::Value>,
 }
 
 /// Outcome of a conditional write.
@@ -162,6 +182,37 @@ pub trait Catalog: Send + Sync {
     async fn register(&self, table: &TableIdent, location: &str) -> Result<Swap>;
     /// Point the entry at `location` if it still points where `expected` says.
     async fn swap(&self, table: &TableIdent, expected: &Pointer, location: &str) -> Result<Swap>;
+    /// Whether the entry moves by commit ([`Catalog::commit`]) rather than by
+    /// [`Catalog::swap`]: the server writes its own metadata file, and the entry is judged
+    /// by the metadata it returns (see [`commit`]).
+    fn moves_by_commit(&self) -> bool {
+        false
+    }
+    /// Commit to the entry what takes it from `expected` (its metadata) to `ours` (xlake's
+    /// current table metadata), if it still is where `expected` says; the entry's new
+    /// location when done.
+    async fn commit(
+        &self,
+        table: &TableIdent,
+        expected: &Pointer,
+        ours: &serde_json::Value,
+    ) -> Result<Committed> {
+        let _ = (expected, ours);
+        Err(CatalogError::Request {
+            catalog: self.describe(),
+            table: table.to_string(),
+            reason: "this catalog kind does not move entries by commit".into(),
+        })
+    }
+}
+
+/// Outcome of [`Catalog::commit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Committed {
+    /// Committed: the entry now points at this (server-written) location.
+    Done(String),
+    /// Someone else got there first: a requirement failed.
+    Lost,
 }
 
 #[cfg(test)]

@@ -18,7 +18,8 @@
 
 use async_trait::async_trait;
 
-use crate::{Catalog, CatalogError, Pointer, Result, Swap, TableIdent};
+use crate::commit::{self, Position, Refusal};
+use crate::{Catalog, CatalogError, Committed, Pointer, Result, Swap, TableIdent};
 
 /// An error of the table's own storage, as [`History`] gives it.
 pub type TableError = Box<dyn std::error::Error + Send + Sync>;
@@ -29,6 +30,11 @@ pub trait History: Send + Sync {
     /// Whether `vN.metadata.json` (`version`) exists in the table's `metadata/` folder and
     /// is a version of this table (its `table-uuid`).
     async fn holds(&self, version: u64) -> std::result::Result<bool, TableError>;
+    /// The table metadata of `vN.metadata.json` (`version`), as JSON: what a catalog that
+    /// moves by commit is brought to.
+    async fn metadata(&self, version: u64) -> std::result::Result<serde_json::Value, TableError> {
+        Err(format!("v{version}.metadata.json: this table's history gives no metadata").into())
+    }
 }
 
 /// Attempts before giving up on a pointer that keeps changing under us.
@@ -119,20 +125,72 @@ fn foreign(catalog: &dyn Catalog, table: &TableIdent, found: &str, root: &str) -
     }
 }
 
-/// Before publishing: refuse when the entry exists and is not this table's; also proves the
-/// catalog is reachable with the credentials given. Returns the entry as found.
+/// Before publishing: refuse when the entry exists and is not this table's (or, in a
+/// catalog that moves by commit, holds another writer's commit); also proves the catalog is
+/// reachable with the credentials given. `current` is the table's current version, if any
+/// (named in messages). Returns the entry as found.
 pub async fn precheck<R: TableRoot + ?Sized>(
     catalog: &dyn Catalog,
     table: &TableIdent,
     table_root: &R,
+    current: Option<u64>,
 ) -> Result<Option<Pointer>> {
     let found = catalog.load_pointer(table).await?;
-    if let Some(p) = &found {
+    let Some(p) = &found else {
+        return Ok(found);
+    };
+    if !catalog.moves_by_commit() {
         if our_version(&p.location, table_root).is_none() {
             return Err(foreign(catalog, table, &p.location, table_root.root()));
         }
+        return Ok(found);
     }
-    Ok(found)
+    let Some(metadata) = &p.metadata else {
+        return Err(CatalogError::Request {
+            catalog: catalog.describe(),
+            table: table.to_string(),
+            reason: format!(
+                "the entry at {} came without its table metadata",
+                p.location
+            ),
+        });
+    };
+    match commit::judge(metadata, |l| table_root.is_here(l)) {
+        Ok(()) => Ok(found),
+        Err(refusal) => Err(refused(catalog, table, p, (table_root, current), refusal)),
+    }
+}
+
+/// The error for an entry a catalog that moves by commit may not move.
+fn refused<R: TableRoot + ?Sized>(
+    catalog: &dyn Catalog,
+    table: &TableIdent,
+    p: &Pointer,
+    (table_root, current): (&R, Option<u64>),
+    refusal: Refusal,
+) -> CatalogError {
+    let reason = match refusal {
+        Refusal::Elsewhere(location) if !location.is_empty() => {
+            return foreign(catalog, table, &location, table_root.root());
+        }
+        Refusal::Elsewhere(_) => "a table without a location".to_string(),
+        Refusal::ForeignSnapshot(id) => format!(
+            "whose current snapshot {id} on main is not one xlake wrote (another writer committed to the table)"
+        ),
+        Refusal::OtherUuid(uuid) => format!(
+            "another table at this location (table-uuid {uuid}; the metadata here was rebuilt since)"
+        ),
+    };
+    CatalogError::Diverged {
+        catalog: catalog.describe(),
+        table: table.to_string(),
+        found: p.location.clone(),
+        expected: match current {
+            Some(n) => metadata_location(table_root.root(), n),
+            None => metadata_dir(table_root.root()),
+        },
+        reason,
+    }
 }
 
 /// Whether the entry at `location` is at `version` (the table's current, which the caller
@@ -177,12 +235,16 @@ pub async fn advance<R: TableRoot + ?Sized>(
     table_root: &R,
     version: u64,
 ) -> Result<Advanced> {
+    if catalog.moves_by_commit() {
+        return advance_by_commit(catalog, table, history, table_root, version).await;
+    }
     let target = metadata_location(table_root.root(), version);
     // What this call changed; after a write, the entry is read once more, so that a
-    // catalog without an atomic swap (REST) that let an older writer in gets moved again.
+    // catalog without an atomic swap (REST by register) that let an older writer in gets
+    // moved again.
     let mut done: Option<Advanced> = None;
     for _ in 0..MAX_ATTEMPTS {
-        let swapped = match precheck(catalog, table, table_root).await? {
+        let swapped = match precheck(catalog, table, table_root, Some(version)).await? {
             None => match catalog.register(table, &target).await? {
                 Swap::Done => Advanced::Registered(target.clone()),
                 Swap::Lost => continue,
@@ -206,11 +268,60 @@ pub async fn advance<R: TableRoot + ?Sized>(
             (_, s) => s,
         });
     }
-    Err(CatalogError::Contended {
+    Err(contended(catalog, table))
+}
+
+fn contended(catalog: &dyn Catalog, table: &TableIdent) -> CatalogError {
+    CatalogError::Contended {
         catalog: catalog.describe(),
         table: table.to_string(),
         attempts: MAX_ATTEMPTS,
-    })
+    }
+}
+
+/// [`advance`] for a catalog that moves by commit: register `vN` when there is no entry;
+/// otherwise commit, with the entry's `main` snapshot as the requirement, what takes it to
+/// `vN`'s snapshots, unless it is at `vN`'s snapshot or a newer one of xlake's. A failed
+/// requirement (another writer got there first) re-reads and tries again.
+async fn advance_by_commit<R: TableRoot + ?Sized>(
+    catalog: &dyn Catalog,
+    table: &TableIdent,
+    history: &dyn History,
+    table_root: &R,
+    version: u64,
+) -> Result<Advanced> {
+    let target = metadata_location(table_root.root(), version);
+    let ours = history
+        .metadata(version)
+        .await
+        .map_err(|source| CatalogError::Table {
+            catalog: catalog.describe(),
+            table: table.to_string(),
+            location: target.clone(),
+            source,
+        })?;
+    for _ in 0..MAX_ATTEMPTS {
+        let Some(p) = precheck(catalog, table, table_root, Some(version)).await? else {
+            match catalog.register(table, &target).await? {
+                Swap::Done => return Ok(Advanced::Registered(target)),
+                Swap::Lost => continue,
+            }
+        };
+        let entry = p.metadata.as_ref().unwrap_or(&serde_json::Value::Null);
+        let position = commit::position(entry, &ours)
+            .map_err(|r| refused(catalog, table, &p, (table_root, Some(version)), r))?;
+        if position != Position::Behind {
+            return Ok(Advanced::Current(p.location));
+        }
+        match catalog.commit(table, &p, &ours).await? {
+            Committed::Done(location) => {
+                tracing::info!(catalog = %catalog.describe(), table = %table, from = %p.location, to = %location, "catalog entry committed");
+                return Ok(Advanced::Moved(p.location, location));
+            }
+            Committed::Lost => continue,
+        }
+    }
+    Err(contended(catalog, table))
 }
 
 #[cfg(test)]

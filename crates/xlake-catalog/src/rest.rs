@@ -1,8 +1,13 @@
 //! An Iceberg REST catalog (`rest+http://host:port/path`, `rest+https://…`), through the
 //! spec's endpoints: `GET /v1/config`, `POST /v1/{prefix}/namespaces`,
-//! `GET …/namespaces/{ns}/tables/{name}` and `POST …/namespaces/{ns}/register` (with
-//! `overwrite: true` to move an entry, after reading that it still points where expected;
-//! the spec has no conditional register, so this is read-check-write).
+//! `GET …/namespaces/{ns}/tables/{name}`, `POST …/namespaces/{ns}/register` (the first
+//! registration) and `POST …/namespaces/{ns}/tables/{name}` (commitTable: every later
+//! move, a compare-and-swap on the entry's `main` snapshot; see [`crate::commit`]).
+//!
+//! With `XLAKE_REST_MOVE=register` an entry is moved by `register` with `overwrite: true`
+//! instead (Polaris, Gravitino), after reading that it still points where expected: the
+//! server then never writes to the table's folder, but the spec has no conditional
+//! register, so this is read-check-write.
 //!
 //! Credentials and options come from the environment, never from the URI or the logs:
 //!
@@ -14,6 +19,7 @@
 //! | `XLAKE_REST_SCOPE` | OAuth2 scope (default `catalog`) |
 //! | `XLAKE_REST_WAREHOUSE` | the `warehouse` sent to `/v1/config` |
 //! | `XLAKE_REST_PREFIX` | the path prefix (default: what `/v1/config` returns, else none) |
+//! | `XLAKE_REST_MOVE` | `commit` (default) or `register` (`register` with `overwrite`) |
 
 use async_trait::async_trait;
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
@@ -21,7 +27,7 @@ use serde_json::{json, Value};
 use tokio::sync::OnceCell;
 
 use crate::uri::{http_client, redact, CatalogTarget};
-use crate::{Catalog, CatalogError, Pointer, Result, Swap, TableIdent};
+use crate::{Catalog, CatalogError, Committed, Pointer, Result, Swap, TableIdent};
 
 /// A session: the prefix and the authorization header.
 #[derive(Debug, Clone)]
@@ -37,6 +43,7 @@ pub struct RestCatalog {
     uri: String,
     http: reqwest::Client,
     session: OnceCell<Session>,
+    by_commit: bool,
 }
 
 impl RestCatalog {
@@ -49,11 +56,24 @@ impl RestCatalog {
             .trim_end_matches('/')
             .to_string();
         let http = http_client(target)?;
+        let by_commit = match std::env::var("XLAKE_REST_MOVE").as_deref() {
+            Err(_) | Ok("commit") => true,
+            Ok("register") => false,
+            Ok(other) => {
+                return Err(CatalogError::Config {
+                    catalog: redact(&target.uri),
+                    reason: format!(
+                        "XLAKE_REST_MOVE={other:?}: expected commit (the default) or register"
+                    ),
+                })
+            }
+        };
         Ok(Self {
             base,
             uri: redact(&target.uri),
             http,
             session: OnceCell::new(),
+            by_commit,
         })
     }
 
@@ -157,6 +177,14 @@ impl RestCatalog {
         }
     }
 
+    fn table_url(&self, session: &Session, table: &TableIdent) -> String {
+        format!(
+            "{}/tables/{}",
+            self.namespace_url(session, table),
+            utf8_percent_encode(&table.name, NON_ALPHANUMERIC)
+        )
+    }
+
     fn namespace_url(&self, session: &Session, table: &TableIdent) -> String {
         let ns = table.namespace.join("\u{1f}");
         format!(
@@ -210,12 +238,8 @@ impl Catalog for RestCatalog {
 
     async fn load_pointer(&self, table: &TableIdent) -> Result<Option<Pointer>> {
         let s = self.session(table).await?;
-        let url = format!(
-            "{}/tables/{}",
-            self.namespace_url(s, table),
-            utf8_percent_encode(&table.name, NON_ALPHANUMERIC)
-        );
-        let (status, body) = self
+        let url = self.table_url(s, table);
+        let (status, mut body) = self
             .send(table, self.http.get(url), s.auth.as_deref())
             .await?;
         match status {
@@ -223,6 +247,7 @@ impl Catalog for RestCatalog {
                 Some(l) => Ok(Some(Pointer {
                     location: l.to_string(),
                     token: None,
+                    metadata: Some(body["metadata"].take()),
                 })),
                 None => Err(self.error(table, "load table: reply has no metadata-location")),
             },
@@ -250,6 +275,38 @@ impl Catalog for RestCatalog {
                 self.post_register(table, location, true).await
             }
             _ => Ok(Swap::Lost),
+        }
+    }
+
+    fn moves_by_commit(&self) -> bool {
+        self.by_commit
+    }
+
+    async fn commit(
+        &self,
+        table: &TableIdent,
+        expected: &Pointer,
+        ours: &Value,
+    ) -> Result<Committed> {
+        let entry = expected.metadata.as_ref().unwrap_or(&Value::Null);
+        let body = json!({
+            "identifier": {"namespace": table.namespace, "name": table.name},
+            "requirements": crate::commit::requirements(entry),
+            "updates": crate::commit::updates(entry, ours),
+        });
+        let s = self.session(table).await?;
+        let url = self.table_url(s, table);
+        let (status, reply) = self
+            .send(table, self.http.post(url).json(&body), s.auth.as_deref())
+            .await?;
+        match status {
+            200 => match reply.get("metadata-location").and_then(Value::as_str) {
+                Some(l) => Ok(Committed::Done(l.to_string())),
+                None => Err(self.error(table, "commit: reply has no metadata-location")),
+            },
+            409 => Ok(Committed::Lost),
+            // 500, 502, 504: the commit's state is unknown; the next sync reads the entry.
+            _ => Err(self.refused(table, "commit", status, &reply)),
         }
     }
 }

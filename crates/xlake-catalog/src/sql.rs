@@ -136,6 +136,7 @@ impl Catalog for SqliteCatalog {
                 Some(row) => Some(Pointer {
                     location: row.get::<_, Option<String>>(0)?.unwrap_or_default(),
                     token: None,
+                    metadata: None,
                 }),
                 None => None,
             })
@@ -248,6 +249,7 @@ pub mod postgres {
             Ok(rows.first().map(|row| Pointer {
                 location: row.get::<_, Option<String>>(0).unwrap_or_default(),
                 token: None,
+                metadata: None,
             }))
         }
 
@@ -324,6 +326,7 @@ mod tests {
         let stale = Pointer {
             location: "/d/t/metadata/v1.metadata.json".into(),
             token: None,
+            metadata: None,
         };
         assert_eq!(cat.swap(&t, &stale, "/x").await.unwrap(), Swap::Lost);
         // Another table's entry under the same name is refused, and left as it is.

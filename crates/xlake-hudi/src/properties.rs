@@ -49,6 +49,10 @@ pub struct TableConfig {
     pub archive_dir: String,
     /// `hoodie.bootstrap.base.path`: the table was bootstrapped from existing files.
     pub bootstrapped: bool,
+    /// `hoodie.table.format` when it names a pluggable table format (`xlake`, XTable's
+    /// `ICEBERG`), not Hudi's own `native`: its writers promise an Iceberg snapshot per
+    /// instant, written in the commit path.
+    pub table_format: Option<String>,
 }
 
 /// Parse Java properties text (`key=value`, `#` comments, `\` escapes).
@@ -167,6 +171,10 @@ impl TableConfig {
                 )
             },
             bootstrapped: get("hoodie.bootstrap.base.path").is_some_and(|p| !p.is_empty()),
+            table_format: get("hoodie.table.format")
+                .map(str::trim)
+                .filter(|f| !f.is_empty() && !f.eq_ignore_ascii_case("native"))
+                .map(String::from),
         })
     }
 }
@@ -199,5 +207,26 @@ mod tests {
                 .key_generator,
             KeyGenerator::NonPartitioned
         );
+    }
+
+    #[test]
+    fn a_pluggable_table_format_is_named_but_hudis_own_is_not() {
+        let config = |extra: &str| {
+            TableConfig::from_properties(&parse_properties(&format!(
+                "hoodie.table.version=9\n{extra}"
+            )))
+            .unwrap()
+            .table_format
+        };
+        assert_eq!(
+            config("hoodie.table.format=xlake").as_deref(),
+            Some("xlake")
+        );
+        assert_eq!(
+            config("hoodie.table.format=ICEBERG").as_deref(),
+            Some("ICEBERG")
+        );
+        assert_eq!(config("hoodie.table.format=native"), None);
+        assert_eq!(config(""), None);
     }
 }

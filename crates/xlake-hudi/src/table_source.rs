@@ -109,6 +109,11 @@ impl TableSource for HudiSource {
         FORMAT
     }
 
+    fn commit_path_mirror(&self) -> Option<String> {
+        let format = self.config().table_format.as_ref()?;
+        Some(format!("hoodie.table.format={format}"))
+    }
+
     fn listing(&self, _: &MirrorState) -> Result<CommitListing, SourceError> {
         Ok(HudiSource::listing(self))
     }

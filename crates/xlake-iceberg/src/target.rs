@@ -296,6 +296,7 @@ impl TableTarget for IcebergTarget {
         self.loaded().map(|l| Pointer {
             version: l.version,
             uuid: l.metadata.uuid().to_string(),
+            snapshot_id: l.metadata.current_snapshot_id(),
         })
     }
 

@@ -136,6 +136,13 @@ pub trait TableSource: Send + Sync {
     /// Health facts for `inspect`.
     async fn health(&self) -> Result<SourceHealth, SourceError>;
 
+    /// The table's own setting that promises a snapshot for every completed commit, written
+    /// by its writers in their commit path (Hudi's `hoodie.table.format=xlake`), if it has
+    /// one: then a completed commit without a snapshot means that promise was broken.
+    fn commit_path_mirror(&self) -> Option<String> {
+        None
+    }
+
     /// The table as the source declares it before its first completed commit, if it can
     /// (so that readers find an empty table rather than none).
     async fn declared_table(&self) -> Result<Option<DeclaredTable>, SourceError> {

@@ -6,7 +6,9 @@
 use async_trait::async_trait;
 use serde::Serialize;
 use xlake_catalog::pointer::{metadata_location, our_version, written_version, TableError};
-use xlake_catalog::{Advanced, Catalog, CatalogTarget, History, TableIdent, TableRoot};
+use xlake_catalog::{
+    Advanced, Catalog, CatalogError, CatalogTarget, History, TableIdent, TableRoot,
+};
 use xlake_storage::TableStore;
 use xlake_target::{Identified, Pointer, Read, TableTarget};
 
@@ -27,10 +29,40 @@ impl Entry {
         })
     }
 
-    /// Before publishing: the catalog answers and the entry, if any, is this table's.
+    /// Before publishing: the catalog answers and the entry, if any, is this table's (and,
+    /// in a catalog that moves by commit, holds no other writer's commit).
     pub(crate) async fn precheck(&self, store: &TableStore) -> Result<(), SyncError> {
-        xlake_catalog::precheck(self.catalog.as_ref(), &self.ident, &Here(store)).await?;
-        Ok(())
+        let here = Here(store);
+        match xlake_catalog::precheck(self.catalog.as_ref(), &self.ident, &here, None).await {
+            Ok(_) => Ok(()),
+            // Name the table's current version in the refusal (read only then; a table that
+            // cannot be loaded is named by its metadata folder, as the catalog crate did).
+            Err(CatalogError::Diverged {
+                catalog,
+                table,
+                found,
+                expected,
+                reason,
+            }) => {
+                let loaded = match targets::open_default(store) {
+                    Ok(mut target) => target.load(Read::ForCommit).await.ok().flatten(),
+                    Err(_) => None,
+                };
+                let expected = match loaded {
+                    Some(l) => metadata_location(store.location(), l.version),
+                    None => expected,
+                };
+                Err(CatalogError::Diverged {
+                    catalog,
+                    table,
+                    found,
+                    expected,
+                    reason,
+                }
+                .into())
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// After publishing: point the entry at the current version (writing a stale hint
@@ -48,7 +80,7 @@ impl Entry {
         };
         let history = Folder {
             target: target.as_ref(),
-            root: store.location(),
+            store,
             uuid: pointer.uuid,
         };
         let done = xlake_catalog::advance(
@@ -81,16 +113,23 @@ impl TableRoot for Here<'_> {
 /// this table (`uuid`) it holds, as its target identifies them.
 struct Folder<'a> {
     target: &'a dyn TableTarget,
-    root: &'a str,
+    store: &'a TableStore,
     uuid: String,
 }
 
 #[async_trait]
 impl History for Folder<'_> {
     async fn holds(&self, version: u64) -> Result<bool, TableError> {
-        let location = metadata_location(self.root, version);
+        let location = metadata_location(self.store.location(), version);
         let found = self.target.identify(file_name(&location), &self.uuid).await;
         Ok(found.map_err(|e| -> TableError { Box::new(e) })? == Identified::Ours)
+    }
+
+    async fn metadata(&self, version: u64) -> Result<serde_json::Value, TableError> {
+        let location = metadata_location(self.store.location(), version);
+        let path = format!("metadata/{}", file_name(&location));
+        let bytes = self.store.get(&path).await?;
+        Ok(serde_json::from_slice(&bytes)?)
     }
 }
 
@@ -132,12 +171,15 @@ pub(crate) async fn state(
     let entry = Entry::open(target)?;
     let found = entry.catalog.load_pointer(&entry.ident).await?;
     let root = store.location();
-    let pointer = found.map(|p| p.location);
-    let problem = match (&pointer, loaded) {
+    let problem = match (&found, loaded) {
         (None, Some(_)) => Some("no catalog entry: readers cannot find the table by name".into()),
         (None, None) => None,
-        (Some(p), loaded) => problem(store, p, loaded).await?,
+        (Some(p), loaded) if entry.catalog.moves_by_commit() => {
+            committed_problem(&entry, store, p, loaded).await?
+        }
+        (Some(p), loaded) => problem(store, &p.location, loaded).await?,
     };
+    let pointer = found.map(|p| p.location);
     Ok(CatalogState {
         catalog: entry.catalog.describe(),
         table: entry.ident.to_string(),
@@ -179,5 +221,72 @@ async fn problem(
             "the entry points at v{n}, not the current v{}: readers by name see a stale table",
             loaded.version
         ),
+    }))
+}
+
+/// What is wrong with an entry of a catalog that moves by commit (`p`, with the metadata
+/// the catalog returned): it is judged by its table and its `main` snapshot, since the
+/// server names its own metadata files.
+async fn committed_problem(
+    at_catalog: &Entry,
+    store: &TableStore,
+    p: &xlake_catalog::Pointer,
+    loaded: Option<&Pointer>,
+) -> Result<Option<String>, SyncError> {
+    use xlake_catalog::commit::{judge, main_snapshot, position, table_uuid, Position, Refusal};
+    let location = &p.location;
+    let entry = p.metadata.as_ref().unwrap_or(&serde_json::Value::Null);
+    let at = main_snapshot(entry).map_or("no snapshot".into(), |id| format!("snapshot {id}"));
+    match judge(entry, |l| store.is_here(l)) {
+        Err(Refusal::Elsewhere(l)) => {
+            return Ok(Some(format!(
+                "the entry points at {location}, a table at {l}, outside this table's folder"
+            )))
+        }
+        Err(Refusal::ForeignSnapshot(id)) => {
+            return Ok(Some(format!("the entry points at {location}, whose main is at snapshot {id}, which xlake did not write (another writer committed)")))
+        }
+        _ => {}
+    }
+    let Some(loaded) = loaded else {
+        return Ok(Some(format!(
+            "the entry points at {location} ({at}), but the table has no metadata"
+        )));
+    };
+    let uuid = loaded.uuid.clone();
+    if table_uuid(entry).is_none_or(|u| !u.eq_ignore_ascii_case(&uuid)) {
+        return Ok(Some(format!(
+            "the entry points at {location}, another table (table-uuid {}) than this one ({uuid})",
+            table_uuid(entry).unwrap_or("none")
+        )));
+    }
+    let ours = loaded.snapshot_id;
+    if main_snapshot(entry) == ours {
+        let target = targets::open_default(store)?;
+        let folder = Folder {
+            target: target.as_ref(),
+            store,
+            uuid,
+        };
+        let current = folder.metadata(loaded.version).await;
+        let current = current.map_err(|e| {
+            SyncError::Catalog(CatalogError::Table {
+                catalog: at_catalog.catalog.describe(),
+                table: at_catalog.ident.to_string(),
+                location: metadata_location(store.location(), loaded.version),
+                source: e,
+            })
+        })?;
+        return Ok((position(entry, &current).ok() != Some(Position::Same)).then(|| format!(
+            "the entry points at {location}, at the current snapshot but without what v{} published since (an expiry, an upgrade): a sync moves it",
+            loaded.version
+        )));
+    }
+    Ok((main_snapshot(entry) != ours).then(|| {
+        let want = ours.map_or("no snapshot".into(), |id| format!("snapshot {id}"));
+        format!(
+            "the entry points at {location} ({at}), not the current v{}'s {want}: readers by name see a stale table",
+            loaded.version
+        )
     }))
 }

@@ -83,6 +83,10 @@ pub struct CheckReport {
     /// With a catalog: where its entry points, and what is wrong with it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub catalog: Option<CatalogState>,
+    /// The source promises a snapshot per commit written in its commit path (Hudi's
+    /// `hoodie.table.format`), but completed commits have none: why, and what to do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broken_promise: Option<String>,
 }
 
 impl CheckReport {
@@ -112,6 +116,7 @@ impl CheckReport {
             && self.file_differences.is_empty()
             && self.relocated_from.is_none()
             && self.catalog.as_ref().is_none_or(|c| c.problem.is_none())
+            && self.broken_promise.is_none()
     }
 }
 
@@ -159,6 +164,7 @@ pub async fn check_with(
     };
     let seen = compare_commits(&mut report, source.as_ref(), &listing, &ancestry);
     measure_lag(&mut report, &listing, &seen);
+    report.broken_promise = broken_promise(source.as_ref(), &report.missing);
     if deep && report.relocated_from.is_none() {
         let snapshot_of: HashMap<String, i64> = ancestry
             .iter()
@@ -234,18 +240,7 @@ fn compare_commits(
 /// Missing commits, those before mirroring began, and the lag, from the commits `seen`.
 fn measure_lag(report: &mut CheckReport, listing: &CommitListing, seen: &BTreeMap<String, usize>) {
     let mirrored: BTreeSet<&str> = seen.keys().map(String::as_str).collect();
-    let first = listing
-        .commits
-        .iter()
-        .position(|c| mirrored.contains(c.id.as_str()));
-    report.before_mirroring = first.unwrap_or(0);
-    report.missing = listing
-        .commits
-        .iter()
-        .skip(first.unwrap_or(0))
-        .filter(|c| !mirrored.contains(c.id.as_str()))
-        .map(|c| c.id.clone())
-        .collect();
+    (report.before_mirroring, report.missing) = missing_commits(listing, &mirrored);
     let newest = listing
         .commits
         .iter()
@@ -368,4 +363,35 @@ fn compare(
         snapshot_files,
         differences: out,
     }
+}
+
+/// The completed commits older than the first mirrored one (not violations), and those
+/// after it that no snapshot records.
+pub(crate) fn missing_commits(
+    listing: &CommitListing,
+    mirrored: &BTreeSet<&str>,
+) -> (usize, Vec<String>) {
+    let first = listing
+        .commits
+        .iter()
+        .position(|c| mirrored.contains(c.id.as_str()))
+        .unwrap_or(0);
+    let missing = listing.commits[first..]
+        .iter()
+        .filter(|c| !mirrored.contains(c.id.as_str()))
+        .map(|c| c.id.clone())
+        .collect();
+    (first, missing)
+}
+
+/// When the source promises a snapshot per commit written in its commit path
+/// ([`TableSource::commit_path_mirror`]) and `missing` commits have none: the likely cause
+/// and the remedy, for the operator.
+pub(crate) fn broken_promise(source: &dyn TableSource, missing: &[String]) -> Option<String> {
+    let setting = source.commit_path_mirror()?;
+    let first = missing.first()?;
+    Some(format!(
+        "{setting} promises an Iceberg snapshot for every instant, written in the commit path, but {} completed instants have none (the first: {first}): a writer ran without that table format's jar on its classpath, so Hudi silently wrote a native table (or a writer died between completing an instant and mirroring it, which the next write with the jar rolls back). Put the jar on every writer's classpath; `xlake sync` mirrors what is missing",
+        missing.len()
+    ))
 }

@@ -8,6 +8,7 @@ use xlake_storage::TableStore;
 use xlake_target::Read;
 pub use xlake_target::{Files, TargetHealth};
 
+use crate::check::{broken_promise, missing_commits};
 use crate::{sources, targets, InTable, SyncError, SyncOptions};
 
 /// The whole report.
@@ -28,6 +29,10 @@ pub struct InspectReport {
     /// What is mirrored in a degraded way (read-optimized view, unpartitioned fallback, and
     /// what the current snapshot's summary lists under `xlake.degraded`).
     pub degraded: Vec<String>,
+    /// The source promises a snapshot per commit written in its commit path (Hudi's
+    /// `hoodie.table.format`), but completed commits have none (as `check` reports it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broken_promise: Option<String>,
 }
 
 /// Inspect the table at `location`.
@@ -48,6 +53,13 @@ pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectRep
         degraded: health.degraded,
         ..Default::default()
     };
+    if source.commit_path_mirror().is_some() {
+        let state = target.mirror_state();
+        let listing = source.listing(&state).in_table(&store)?;
+        let mirrored = state.commits.iter().map(String::as_str).collect();
+        let (_, missing) = missing_commits(&listing, &mirrored);
+        report.broken_promise = broken_promise(source.as_ref(), &missing);
+    }
     report.iceberg = target.health().await?;
     for note in std::mem::take(&mut report.iceberg.degraded) {
         if !report.degraded.contains(&note) {

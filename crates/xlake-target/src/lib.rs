@@ -287,6 +287,9 @@ pub struct Pointer {
     pub version: u64,
     /// The table's identity (Iceberg's `table-uuid`).
     pub uuid: String,
+    /// The current snapshot, if any (a catalog that moves by commit judges its entry by
+    /// it).
+    pub snapshot_id: Option<i64>,
 }
 
 /// What a file a catalog entry names in the table's metadata folder is.

@@ -192,6 +192,7 @@ mod tests {
             // Files of a Parquet folder, or anything else put there.
             "metadata/part-0.parquet",
             "metadata/stray.avro",
+            // A catalog server's own metadata file (a REST commit), never cleaned up.
             "metadata/00000-9f1a2c3d-4e5f-4a7b-8c9b-5e5f0b5a4c1e.metadata.json",
             &format!("metadata/sub/{commit}-m0.avro"),
             &format!("metadata/{commit}-mx.avro"),

@@ -1,0 +1,152 @@
+"""Real catalog servers for test_catalog_servers.py, started from the pinned jars of
+tests/interop/.jars/ (jars.txt; fetched by .ci/jars) with Java 17 on loopback: each can be
+stopped and started again on the same port and state, as a server that went down."""
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import time
+import urllib.request
+
+JARS = pathlib.Path(__file__).resolve().parent / ".jars"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def java():
+    home = os.environ.get("JAVA_HOME")
+    return str(pathlib.Path(home) / "bin" / "java") if home else "java"
+
+
+class Server:
+    """A JVM server: `command` and `env` run it, `ready` is a URL that answers once it
+    serves; its log is kept in `folder`."""
+
+    def __init__(self, name, folder, command, env, ready):
+        self.name, self.folder, self.command, self.env, self.ready = name, folder, command, env, ready
+        self.proc = None
+
+    def start(self, timeout=120):
+        with open(self.folder / f"{self.name}.log", "ab") as log:  # the child keeps its own copy
+            self.proc = subprocess.Popen(self.command, env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT, cwd=self.folder)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited: {self.log_tail()}")
+            try:
+                with urllib.request.urlopen(self.ready, timeout=2):
+                    return self
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError(f"{self.name} did not start in {timeout} s: {self.log_tail()}")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def log_tail(self):
+        path = self.folder / f"{self.name}.log"
+        return path.read_text(errors="replace")[-3000:] if path.exists() else "(no log)"
+
+
+def iceberg_rest(folder):
+    """Apache Iceberg's REST fixture (RESTCatalogServer, iceberg-open-api 1.10.1): Iceberg's
+    JdbcCatalog on a SQLite file behind the reference REST handlers; it writes table
+    metadata through HadoopFileIO, here into the tables' own folders."""
+    jar = JARS / "iceberg-rest-fixture-1.10.1.jar"
+    assert jar.exists(), f"{jar} missing: run .ci/jars"
+    port = free_port()
+    env = {
+        "CATALOG_URI": f"jdbc:sqlite:file:{folder}/iceberg-rest.db",
+        "CATALOG_WAREHOUSE": f"file://{folder}/warehouse",
+        "CATALOG_REST_PORT": str(port),
+    }
+    url = f"http://127.0.0.1:{port}"
+    return Server("iceberg-rest", folder, [java(), "-Xmx512m", "-jar", str(jar)], env, f"{url}/v1/config"), url
+
+
+def http_json(method, url, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        return json.loads(reply.read() or b"null")
+
+
+class CutProxy:
+    """A loopback TCP proxy in front of a server that passes the first `allow` HTTP
+    requests and then goes away as a stopped server does: it closes every connection and
+    its listening socket, so the next request is refused. (What a server that dies between
+    two requests of one sync looks like, at a point a test can choose.)"""
+
+    def __init__(self, port, allow):
+        import threading
+
+        self.target, self.allow, self.seen = port, allow, 0
+        self.lock = threading.Lock()
+        self.sockets = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        import threading
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            self.sockets += [client, upstream]
+            threading.Thread(target=self.requests, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=self.pipe, args=(upstream, client), daemon=True).start()
+
+    def requests(self, client, upstream):
+        """Client to server, one request at a time (head, then Content-Length bytes)."""
+        reader = client.makefile("rb")
+        try:
+            while True:
+                head = b""
+                while not head.endswith(b"\r\n\r\n"):
+                    line = reader.readline()
+                    if not line:
+                        return
+                    head += line
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                with self.lock:
+                    self.seen += 1
+                    if self.seen > self.allow:
+                        self.cut()
+                        return
+                upstream.sendall(head + reader.read(length))
+        except OSError:
+            return
+
+    def pipe(self, src, dst):
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+
+    def cut(self):
+        for s in [self.listener, *self.sockets]:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
