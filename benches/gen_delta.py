@@ -160,6 +160,61 @@ def rewrite_commit(root, seed):
     return version
 
 
+def live_files(root):
+    """The table's live data paths, from its JSON log (a checkpoint only repeats it), kept
+    in `_bench_live.json` beside the log so that later calls read only that."""
+    root = pathlib.Path(root)
+    cache = root / "_bench_live.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
+    live = {}
+    for path in sorted((root / "_delta_log").glob("*.json")):
+        with open(path) as f:
+            for line in f:
+                action = json.loads(line)
+                if "add" in action:
+                    live[action["add"]["path"]] = True
+                elif "remove" in action:
+                    live.pop(action["remove"]["path"], None)
+    paths = list(live)
+    _replace(cache, json.dumps(paths))
+    return paths
+
+
+def _replace(path, text):
+    """Write `path` as a new file (a table copied with hard links shares the old one)."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def merge_commit(root, files, removes, seed):
+    """One more commit on an existing generated table in the shape of a MERGE, UPDATE or
+    DELETE: `files` new files, and `removes` live files chosen at random across the whole
+    table removed (with their partition values, as Delta writes a remove); its version."""
+    root = pathlib.Path(root)
+    live = live_files(root)
+    rng = random.Random(seed)
+    gone = set()
+    while len(gone) < min(removes, len(live)):
+        gone.add(rng.randrange(len(live)))
+    version = append_commit(root, files, seed)
+    ts = T0 + version * 60_000
+    lines = []
+    for i in sorted(gone):
+        path = live[i]
+        day = path.split("/", 1)[0].removeprefix("day=")
+        lines.append(json.dumps({"remove": {"path": path, "partitionValues": {"day": day},
+                                            "deletionTimestamp": ts, "dataChange": True}}))
+    log = root / "_delta_log" / f"{version:020d}.json"
+    added = log.read_text().splitlines()
+    log.write_text("\n".join(lines + added) + "\n")
+    kept = [p for i, p in enumerate(live) if i not in gone]
+    kept += [json.loads(a)["add"]["path"] for a in added if a.startswith('{"add"')]
+    _replace(root / "_bench_live.json", json.dumps(kept))
+    return version
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("dir")

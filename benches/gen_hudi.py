@@ -128,6 +128,73 @@ def append_commit(root, files, seed, upserts=0):
     return ts
 
 
+def live_groups(root):
+    """The table's file groups as [file id, partition, instant of its base file], from its
+    timeline, kept in `_bench_groups.json` so that later calls read only that."""
+    root = pathlib.Path(root)
+    cache = root / "_bench_groups.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
+    groups = {}
+    for path in sorted((root / ".hoodie").glob("*.commit")):
+        meta = json.loads(path.read_text())
+        for stats in meta["partitionToWriteStats"].values():
+            for s in stats:
+                groups[s["fileId"]] = [s["fileId"], s["partitionPath"], path.name.split(".")[0]]
+    out = list(groups.values())
+    _replace(cache, json.dumps(out))
+    return out
+
+
+def _replace(path, text):
+    """Write `path` as a new file (a table copied with hard links shares the old one)."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def random_upsert_commit(root, files, upserts, seed):
+    """One more commit of `files` base files: `upserts` of them new base files of file
+    groups chosen at random across the whole table (an upsert whose keys live anywhere),
+    the others new groups; its instant."""
+    root = pathlib.Path(root)
+    hoodie = root / ".hoodie"
+    groups = live_groups(root)
+    n = len(list(hoodie.glob("*.commit")))
+    ts = instant(n)
+    rng = random.Random(seed)
+    chosen = rng.sample(range(len(groups)), min(upserts, len(groups)))
+    writes = [(groups[i][0], groups[i][1], groups[i][2]) for i in chosen]
+    for i in range(files - len(writes)):
+        part = f"day=2024-01-{rng.randrange(1, 101):03d}"
+        writes.append((f"rnd{n:05d}{i:03d}-0000-0000-0000-000000000000-0", part, "null"))
+    stats = {}
+    src = real_file(root, 0)
+    for file_id, part, prev in writes:
+        rel = f"{part}/{file_id}_0-1-1_{ts}.parquet"
+        (root / part).mkdir(parents=True, exist_ok=True)
+        os.link(src, root / rel)
+        stats.setdefault(part, []).append({
+            "fileId": file_id, "path": rel, "prevCommit": prev, "numWrites": ROWS,
+            "numDeletes": 0, "numUpdateWrites": 0 if prev == "null" else ROWS,
+            "numInserts": ROWS if prev == "null" else 0,
+            "totalWriteBytes": src.stat().st_size, "totalWriteErrors": 0,
+            "partitionPath": part, "fileSizeInBytes": src.stat().st_size})
+    meta = {"partitionToWriteStats": stats, "compacted": False,
+            "extraMetadata": {"schema": json.dumps(SCHEMA)}, "operationType": "UPSERT"}
+    (hoodie / f"{ts}.commit.requested").write_text("")
+    (hoodie / f"{ts}.inflight").write_text("")
+    (hoodie / f"{ts}.commit").write_text(json.dumps(meta))
+    by_id = {g[0]: i for i, g in enumerate(groups)}
+    for file_id, part, _ in writes:
+        if file_id in by_id:
+            groups[by_id[file_id]][2] = ts
+        else:
+            groups.append([file_id, part, ts])
+    _replace(root / "_bench_groups.json", json.dumps(groups))
+    return ts
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("dir")

@@ -777,3 +777,58 @@ async fn two_adds_of_one_path_in_one_version_are_refused() {
     let report = sync_with(&root, &SyncOptions::default()).await.unwrap();
     assert_eq!((report.written[0].added, report.written[0].removed), (1, 1));
 }
+
+/// The path index a sync leaves (`xlake.path-index`), as its table-relative path.
+fn path_index_of(root: &Path) -> String {
+    let hint = std::fs::read_to_string(root.join("metadata/version-hint.text")).unwrap();
+    let file = root.join(format!("metadata/v{}.metadata.json", hint.trim()));
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    metadata["properties"]["xlake.path-index"]
+        .as_str()
+        .expect("a path index")
+        .to_string()
+}
+
+/// Issue 46: a backfill leaves a path index (which manifest holds which file) for the
+/// next commit that removes files. One that misleads, saying no manifest holds anything,
+/// is set aside: the removal reads the manifests and mirrors as it would without it; an
+/// unreadable one is not used either. Each removal leaves a fresh index.
+#[tokio::test]
+async fn a_path_index_that_misleads_or_cannot_be_read_is_set_aside() {
+    let (_dir, root) = extract("partitioned_3commits");
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    let index = path_index_of(&root);
+    let manifests: Vec<String> = std::fs::read_dir(root.join("metadata"))
+        .unwrap()
+        .map(|e| e.unwrap().path().to_str().unwrap().to_string())
+        .filter(|p| p.contains("-m") && p.ends_with(".avro"))
+        .collect();
+    // Every manifest listed, holding no path.
+    let mut misleading = b"XLPI1".to_vec();
+    misleading.extend((manifests.len() as u32).to_le_bytes());
+    for m in &manifests {
+        misleading.extend((m.len() as u32).to_le_bytes());
+        misleading.extend(m.as_bytes());
+        misleading.extend(0u32.to_le_bytes());
+    }
+    std::fs::write(root.join(&index), &misleading).unwrap();
+    let log = std::fs::read_to_string(root.join("_delta_log/00000000000000000000.json")).unwrap();
+    // Version 1 removes the first and third files version 0 adds; the others stay live.
+    let add = |n: usize| {
+        let line = log.lines().filter(|l| l.starts_with("{\"add\"")).nth(n);
+        let add: serde_json::Value = serde_json::from_str(line.unwrap()).unwrap();
+        add["add"]["path"].as_str().unwrap().to_string()
+    };
+    let remove = |path: &str| {
+        format!("{{\"commitInfo\":{{\"timestamp\":1800000000000,\"operation\":\"DELETE\"}}}}\n{{\"remove\":{{\"path\":\"{path}\",\"deletionTimestamp\":1800000000000,\"dataChange\":true}}}}\n")
+    };
+    write_commit(&root, 3, &remove(&add(1)));
+    common::sync_consistent(&root, 4, "a misleading path index").await;
+    let fresh = path_index_of(&root);
+    assert_ne!(fresh, index, "the removal leaves its own index");
+
+    std::fs::write(root.join(&fresh), b"XLPI1\xff").unwrap();
+    write_commit(&root, 4, &remove(&add(3)));
+    common::sync_consistent(&root, 5, "an unreadable path index").await;
+}

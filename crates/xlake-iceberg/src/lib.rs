@@ -24,6 +24,7 @@
 //! | `body` | a document written in parts: serialized buffers, and large runs of carried text as views of the bytes read |
 //! | [`encode`] | the bytes of `vN.metadata.json`: snapshots in commit order, as Java writes them; carried snapshots written back as read |
 //! | [`relocation`] | a copied or moved table: its old metadata files, set aside for a rebuild |
+//! | [`path_index`] | `metadata/<uuid>-paths.bin`: which manifest holds which file, so that a removal reads only the manifests holding what it removes |
 //! | [`schema`] | neutral schema to Iceberg schema with stable field ids; the name mapping, with reserved ids for file columns readers must skip |
 //! | [`partition`] | partition specs and partition tuples |
 //! | [`value`] | neutral values to Iceberg datums (bounds, partition values); bound truncation |
@@ -61,7 +62,7 @@ mod spec;
 pub use ops::merge;
 #[cfg(not(feature = "testing"))]
 use ops::merge;
-pub use ops::{expire, orphans, relocation, table, v3};
+pub use ops::{expire, orphans, path_index, relocation, table, v3};
 #[cfg(feature = "testing")]
 pub use spec::puffin;
 #[cfg(not(feature = "testing"))]

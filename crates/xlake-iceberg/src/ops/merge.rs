@@ -12,12 +12,13 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use iceberg::spec::{ManifestContentType, ManifestFile, SchemaRef, TableMetadata};
+use futures::StreamExt;
+use iceberg::spec::{ManifestContentType, ManifestEntry, ManifestFile, SchemaRef, TableMetadata};
 
 use crate::error::Result;
 use crate::manifest::{carries_row_ids, carry_row_ids, read_entries, write_manifest};
 use crate::plan::schema_holding;
-use crate::table::IcebergTable;
+use crate::table::{IcebergTable, FILE_CHECK_CONCURRENCY};
 
 /// Small data manifests of one spec that trigger a merge (Iceberg's
 /// `commit.manifest.min-count-to-merge` default).
@@ -123,13 +124,20 @@ impl IcebergTable {
                     out.extend(bin);
                     continue;
                 }
+                // Read side by side (on an object store each is a round trip), in order.
+                let reads: Vec<Result<Vec<ManifestEntry>>> = futures::stream::iter(&bin)
+                    .map(|m| async move {
+                        read_entries(&self.store, m)
+                            .await
+                            .and_then(|read| carry_row_ids(m, read))
+                            .map_err(|e| self.corrupt(&m.manifest_path, e))
+                    })
+                    .buffered(FILE_CHECK_CONCURRENCY)
+                    .collect()
+                    .await;
                 let mut entries = Vec::new();
-                for m in &bin {
-                    let read = read_entries(&self.store, m)
-                        .await
-                        .and_then(|read| carry_row_ids(m, read))
-                        .map_err(|e| self.corrupt(&m.manifest_path, e))?;
-                    entries.extend(read.into_iter().filter(|e| e.is_alive()));
+                for read in reads {
+                    entries.extend(read?.into_iter().filter(|e| e.is_alive()));
                 }
                 let path = location();
                 self.cache_paths(&path, entries.iter().map(|e| e.data_file()));

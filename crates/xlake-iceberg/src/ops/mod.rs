@@ -9,6 +9,7 @@ pub mod merge;
 #[allow(unreachable_pub)]
 pub(crate) mod merge;
 pub mod orphans;
+pub mod path_index;
 pub(crate) mod plan;
 pub(crate) mod publish;
 pub mod relocation;

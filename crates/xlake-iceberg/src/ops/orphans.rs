@@ -48,6 +48,7 @@ async fn referenced(
         return Err(corrupt(&file, reason));
     }
     let mut lists = HashSet::new();
+    let mut indexes = HashSet::new();
     for path in metadata_files {
         let bytes = store.get(path).await?;
         let metadata = crate::table::parse_metadata(&bytes).map_err(|e| corrupt(path, e))?;
@@ -62,6 +63,9 @@ async fn referenced(
         }
         if version_of(path).is_some_and(|v| v >= current) {
             lists.extend(metadata.snapshots().map(|s| s.manifest_list().to_string()));
+            // The path index it names (crate::path_index).
+            let index = metadata.properties().get(crate::path_index::PATH_INDEX);
+            indexes.extend(index.map(|p| store.absolute(p)));
         }
     }
     let mut out: HashSet<String> = HashSet::new();
@@ -83,6 +87,7 @@ async fn referenced(
     }
     out.extend(lists);
     out.extend(manifests);
+    out.extend(indexes);
     Ok(out)
 }
 

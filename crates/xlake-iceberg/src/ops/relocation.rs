@@ -48,7 +48,7 @@ pub async fn foreign_versions(store: &TableStore) -> Result<Vec<ForeignVersion>>
 
 /// The files of the old history present here, table-relative: the foreign versions
 /// themselves and, under `metadata/`, the manifest lists, manifests and delete files
-/// their snapshots name (each named at the old location, found here by its path relative
+/// their snapshots name, and the path indexes they name (each named at the old location, found here by its path relative
 /// to that location). Data files are the source's and never listed. In an order safe to
 /// move them in: a file comes before every file that names it (delete files, manifests,
 /// manifest lists, versions), so a rerun after an interruption finds the rest again.
@@ -65,6 +65,13 @@ pub async fn old_history(store: &TableStore, foreign: &[ForeignVersion]) -> Resu
             rel.starts_with(&format!("{METADATA_DIR}/"))
                 .then(|| rel.to_string())
         };
+        // Its path index (named table-relative; see crate::path_index), moved before the
+        // versions that name it.
+        if let Some(index) = metadata.properties().get(crate::path_index::PATH_INDEX) {
+            if store.size(index).await?.is_some() {
+                deletes.insert(index.clone());
+            }
+        }
         for snapshot in metadata.snapshots() {
             let Some(list) = here(snapshot.manifest_list()) else {
                 continue;

@@ -7,7 +7,7 @@
 //! ([`crate::publish`]). Until that put succeeds nothing a reader sees has changed; a
 //! writer that loses the race gets [`IcebergError::CommitConflict`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 use iceberg::spec::{ManifestContentType, ManifestFile, Snapshot, TableMetadata};
@@ -24,7 +24,7 @@ use crate::manifest_read::Live;
 use crate::plan::{Draft, PathCache};
 use crate::publish::NextBase;
 use crate::summary::{SyncMetadata, XTABLE_METADATA};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Table property: delete metadata files that fall out of the metadata log.
 pub const DELETE_AFTER_COMMIT: &str = "write.metadata.delete-after-commit.enabled";
@@ -234,6 +234,11 @@ pub struct IcebergTable {
     /// about (see [`PathCache`]), so a backfill that removes files reads each manifest
     /// once, not once per commit.
     pub(crate) live_paths: PathCache,
+    /// The path indexes (table-relative) already loaded into `live_paths` (see
+    /// [`crate::path_index`]).
+    pub(crate) path_index_loaded: Arc<Mutex<HashSet<String>>>,
+    /// The manifests whose paths only a path index told (dropped again if it misled).
+    pub(crate) path_indexed: Arc<Mutex<HashSet<String>>>,
 }
 
 impl IcebergTable {
@@ -248,6 +253,8 @@ impl IcebergTable {
             verify_files: true,
             format_version: None,
             live_paths: Arc::default(),
+            path_index_loaded: Arc::default(),
+            path_indexed: Arc::default(),
         }
     }
 
@@ -524,6 +531,8 @@ impl IcebergTable {
             history: history.clone(),
             expired_logs: Vec::new(),
             last_list: None,
+            path_index: None,
+            backfill: changes.len() > 1,
         };
         // Manifests, lists and delete files are written through a journal, so that what
         // no `vN` will refer to can be deleted again (a failed commit leaves `metadata/`
@@ -561,8 +570,9 @@ impl IcebergTable {
             ..Batch::default()
         };
         let expired_logs = std::mem::take(&mut draft.expired_logs);
+        let index = writer.write_path_index(&mut draft).await;
         if let Some(metadata) = draft.metadata.filter(|_| !staged.is_empty()) {
-            if let Err(e) = self.check_carried(on).await {
+            if let Err(e) = index.and(self.check_carried(on).await) {
                 // Nothing refers to the batch's files: the error wins over a later one.
                 self.abandon(journal.since(0)).await;
                 batch.error = Some(e);

@@ -108,7 +108,8 @@ pub fn in_metadata_dir(path: &str) -> bool {
 
 /// Whether a table-relative path names a file xlake writes in `metadata/`, by the exact
 /// patterns above: `vN.metadata.json`, `version-hint.text`, `<uuid>-m<N>.avro`,
-/// `snap-<id>-1-<uuid>.avro`, `<uuid>-deletes.parquet`, `<uuid>-dv.puffin`, and the
+/// `snap-<id>-1-<uuid>.avro`, `<uuid>-deletes.parquet`, `<uuid>-dv.puffin`,
+/// `<uuid>-paths.bin` (the path index, [`crate::path_index`]), and the
 /// put-if-absent probe `.xlake-probe-<uuid>` (deleted after use). Directly in `metadata/`
 /// only: xlake writes no subfolder there. Anything else there (a source's own files, a
 /// file another tool put there) is not xlake's to delete.
@@ -140,7 +141,7 @@ pub fn is_written_by_xlake(path: &str) -> bool {
     if let Some((commit, n)) = name.strip_suffix(".avro").and_then(|r| r.rsplit_once("-m")) {
         return uuid(commit) && digits(n);
     }
-    ["-deletes.parquet", "-dv.puffin"]
+    ["-deletes.parquet", "-dv.puffin", "-paths.bin"]
         .iter()
         .any(|suffix| name.strip_suffix(suffix).is_some_and(uuid))
 }
@@ -173,6 +174,7 @@ mod tests {
     fn only_the_names_xlake_writes_are_its_own() {
         let commit = uuid::Uuid::new_v4();
         for ours in [
+            format!("metadata/{commit}-paths.bin"),
             metadata_file(3),
             VERSION_HINT.to_string(),
             manifest_file(&commit, 0),

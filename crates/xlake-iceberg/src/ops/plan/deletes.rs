@@ -47,6 +47,17 @@ impl PathKeys {
     fn contains(&self, path: &str) -> bool {
         self.0.binary_search(&path_key(path)).is_ok()
     }
+
+    /// The keys, sorted.
+    pub(crate) fn keys(&self) -> &[u128] {
+        &self.0
+    }
+
+    /// Keys already sorted (as a path index holds them).
+    #[cfg(test)]
+    pub(crate) fn from_sorted(keys: Vec<u128>) -> Self {
+        Self(keys.into_boxed_slice())
+    }
 }
 
 /// A manifest a removal looked through: to rewrite, or (`Err`) to keep as it is.
@@ -255,9 +266,22 @@ impl IcebergTable {
             .filter(may_hold_live)
             .map(Some)
             .collect();
-        let (held, in_place) = self
+        // Where a path index says which manifests hold what, a removed file found in none
+        // sets the index aside and every manifest is read again (see crate::path_index).
+        let again = self
+            .uses_path_index()
+            .then(|| (live.clone(), targets.removed.clone()));
+        let (mut held, mut in_place) = self
             .read_newest_first(&mut live, &mut targets, read_all)
             .await?;
+        let missing = targets.removed.values().any(|found| !found);
+        if let Some((all, removed)) = again.filter(|_| missing && self.forget_path_index()) {
+            tracing::warn!(table = %self.table(), commit = %change.commit.id, "a removed file is in no manifest the path index names: reading every manifest");
+            (live, targets.removed) = (all, removed);
+            (held, in_place) = self
+                .read_newest_first(&mut live, &mut targets, read_all)
+                .await?;
+        }
         if let Some((path, _)) = targets.removed.iter().find(|(_, found)| !**found) {
             return Err(IcebergError::RemovedFileNotFound {
                 table: self.table(),
@@ -411,7 +435,7 @@ impl IcebergTable {
     }
 
     /// The paths a manifest's live entries are about, if this process has seen it.
-    fn cached_paths(&self, manifest: &str) -> Option<Arc<PathKeys>> {
+    pub(crate) fn cached_paths(&self, manifest: &str) -> Option<Arc<PathKeys>> {
         self.live_paths.lock().ok()?.get(manifest).cloned()
     }
 
@@ -442,6 +466,11 @@ impl IcebergTable {
 
     fn cache_keys(&self, manifest: &str, mut keys: Vec<u128>) -> Arc<PathKeys> {
         keys.sort_unstable();
+        self.cache_sorted_keys(manifest, keys)
+    }
+
+    /// Remember the sorted `keys` of a manifest's live entries (see [`PathCache`]).
+    pub(crate) fn cache_sorted_keys(&self, manifest: &str, keys: Vec<u128>) -> Arc<PathKeys> {
         let paths = Arc::new(PathKeys(keys.into_boxed_slice()));
         if let Ok(mut cache) = self.live_paths.lock() {
             cache.insert(manifest.to_string(), paths.clone());

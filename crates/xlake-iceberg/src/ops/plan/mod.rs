@@ -33,9 +33,10 @@ use crate::error::{IcebergError, Result};
 use crate::fidelity::PARQUET_VECTORIZATION;
 use crate::history::History;
 use crate::manifest::ListFile;
+use crate::path_index::{path_index_file, PATH_INDEX};
 use crate::table::{IcebergTable, LoadedTable};
 
-pub(crate) use deletes::PathCache;
+pub(crate) use deletes::{PathCache, PathKeys};
 pub(crate) use manifests::schema_holding;
 
 /// A version being built in memory: the published version it starts from (until the
@@ -49,6 +50,11 @@ pub(crate) struct Draft<'a> {
     pub(crate) expired_logs: Vec<iceberg::spec::MetadataLog>,
     /// The manifest list staged last, as written (the next snapshot's parent list).
     pub(crate) last_list: Option<ListFile>,
+    /// The path index this batch writes after its last snapshot (table-relative), named
+    /// by its first commit that removes files (see [`crate::path_index`]).
+    pub(crate) path_index: Option<String>,
+    /// Whether the batch mirrors more than one commit.
+    pub(crate) backfill: bool,
 }
 
 /// What staging one change set added to the draft: the snapshot id and time, and the
@@ -163,6 +169,15 @@ impl IcebergTable {
         let parent = self.parent_list(frame.parent.as_deref(), last_list).await?;
         let (parents, parent_list) = self.parent_manifests(change, &frame, parent)?;
         let spec_id = bound.spec.spec_id();
+        if !change.removed.is_empty() {
+            self.load_path_index(current).await;
+        }
+        // A batch that removes files, or a backfill (which knows every manifest it
+        // wrote), leaves a path index for the next removal.
+        if !change.removed.is_empty() || draft.backfill {
+            let index = draft.path_index.get_or_insert_with(path_index_file);
+            plan.properties.insert(PATH_INDEX.into(), index.clone());
+        }
         let removals = self
             .plan_removals(change, parents, (&added.data, spec_id), read_all)
             .await?;

@@ -1,0 +1,209 @@
+//! The path index: which manifest holds which file, carried between versions, so that a
+//! commit removing old files reads only the manifests holding them, not every manifest
+//! back to them (issue 46).
+//!
+//! It is the process's [`crate::plan::PathCache`] written down: per manifest of the
+//! current list that the writing process had read or written, the sorted 128-bit keys
+//! ([`xlake_model::path_key`]) of the paths its live entries are about. A commit that
+//! removes files writes one (`metadata/<uuid>-paths.bin`, once per published version,
+//! after its last snapshot) and names it in the table property [`PATH_INDEX`]; later
+//! versions carry the property as they carry every property. Appends neither read nor
+//! write it. A later removal loads it into its cache before planning, so a manifest it
+//! covers is read only if it holds a removed file. Manifests are immutable, so an entry
+//! never goes stale: manifests the index covers that the list no longer holds are never
+//! asked for, and manifests it does not cover (added or merged since) are read as
+//! before. An index that cannot be read, or that no manifest of the list matches, only
+//! costs the reads it would have saved (the scan remains the fallback).
+//!
+//! Layout, little-endian: `XLPI1`, the manifest count (u32), then per manifest its
+//! location's length (u32), the location, its key count (u32) and the keys (u128 each).
+
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use iceberg::spec::TableMetadata;
+
+use crate::error::Result;
+use crate::layout::METADATA_DIR;
+use crate::plan::{Draft, PathKeys};
+use crate::table::IcebergTable;
+
+/// The table property naming the current path index (table-relative).
+pub const PATH_INDEX: &str = "xlake.path-index";
+
+const MAGIC: &[u8] = b"XLPI1";
+
+/// A fresh path index file's table-relative path.
+pub(crate) fn path_index_file() -> String {
+    format!("{METADATA_DIR}/{}-paths.bin", uuid::Uuid::new_v4())
+}
+
+/// The index of `manifests` (location, keys), encoded.
+fn encode(manifests: &[(String, Arc<PathKeys>)]) -> Bytes {
+    let keys: usize = manifests.iter().map(|(_, k)| k.keys().len()).sum();
+    let mut out = BytesMut::with_capacity(16 + keys * 16 + manifests.len() * 96);
+    out.put_slice(MAGIC);
+    out.put_u32_le(manifests.len() as u32);
+    for (location, paths) in manifests {
+        out.put_u32_le(location.len() as u32);
+        out.put_slice(location.as_bytes());
+        out.put_u32_le(paths.keys().len() as u32);
+        for key in paths.keys() {
+            out.put_u128_le(*key);
+        }
+    }
+    out.freeze()
+}
+
+/// The manifests of an encoded index with their sorted keys; an error names what is wrong.
+fn decode(bytes: &[u8]) -> std::result::Result<Vec<(String, Vec<u128>)>, String> {
+    let mut rest = bytes
+        .strip_prefix(MAGIC)
+        .ok_or("not a path index (no XLPI1 header)")?;
+    let mut take = |n: usize| -> std::result::Result<&[u8], String> {
+        if rest.len() < n {
+            return Err("truncated path index".into());
+        }
+        let (head, tail) = rest.split_at(n);
+        rest = tail;
+        Ok(head)
+    };
+    let u32_at = |b: &[u8]| b.try_into().map(u32::from_le_bytes).map_err(|_| "bad u32");
+    let count = u32_at(take(4)?)?;
+    let mut out = Vec::new();
+    for _ in 0..count {
+        let len = u32_at(take(4)?)? as usize;
+        let location = std::str::from_utf8(take(len)?).map_err(|e| e.to_string())?;
+        let n = u32_at(take(4)?)? as usize;
+        let raw = take(n.checked_mul(16).ok_or("bad key count")?)?;
+        let keys: Vec<u128> = raw
+            .chunks_exact(16)
+            .filter_map(|c| c.try_into().ok().map(u128::from_le_bytes))
+            .collect();
+        if !keys.is_sorted() {
+            return Err(format!("keys of {location} not sorted"));
+        }
+        out.push((location.to_string(), keys));
+    }
+    Ok(out)
+}
+
+impl IcebergTable {
+    /// Load the path index `metadata` names into this process's path cache, once per
+    /// index. A failure to read or decode it is logged and costs only reads.
+    pub(crate) async fn load_path_index(&self, metadata: Option<&TableMetadata>) {
+        let Some(path) = metadata.and_then(|m| m.properties().get(PATH_INDEX)) else {
+            return;
+        };
+        let loaded = self.path_index_loaded.lock().map(|l| l.contains(path));
+        if loaded.unwrap_or(true) {
+            return;
+        }
+        let decoded = match self.store.get_written_once(path).await {
+            Ok(bytes) => decode(&bytes),
+            Err(e) => Err(e.to_string()),
+        };
+        match decoded {
+            Ok(manifests) => {
+                let mut indexed = self.path_indexed.lock().ok();
+                for (location, keys) in manifests {
+                    // What this process read or wrote itself stays as it knows it.
+                    if self.cached_paths(&location).is_none() {
+                        self.cache_sorted_keys(&location, keys);
+                        indexed.as_mut().map(|i| i.insert(location));
+                    }
+                }
+            }
+            Err(reason) => {
+                let file = self.store.absolute(path);
+                tracing::warn!(table = %self.table(), file = %file, %reason, "path index not used: manifests are read instead");
+            }
+        }
+        if let Ok(mut loaded) = self.path_index_loaded.lock() {
+            loaded.insert(path.clone());
+        }
+    }
+
+    /// Whether the path cache holds what only a path index said.
+    pub(crate) fn uses_path_index(&self) -> bool {
+        self.path_indexed.lock().is_ok_and(|i| !i.is_empty())
+    }
+
+    /// Drop from the path cache what only a path index said; whether there was any.
+    pub(crate) fn forget_path_index(&self) -> bool {
+        let indexed = match self.path_indexed.lock() {
+            Ok(mut indexed) => std::mem::take(&mut *indexed),
+            Err(_) => return false,
+        };
+        if let Ok(mut cache) = self.live_paths.lock() {
+            for manifest in &indexed {
+                cache.remove(manifest);
+            }
+        }
+        !indexed.is_empty()
+    }
+
+    /// Write the path index `draft` names (see [`Draft::path_index`]): of the manifests of
+    /// its last list this process knows the paths of.
+    pub(crate) async fn write_path_index(&self, draft: &mut Draft<'_>) -> Result<()> {
+        let (Some(path), Some(list)) = (draft.path_index.take(), draft.last_list.as_ref()) else {
+            return Ok(());
+        };
+        // Only where a snapshot staged names it (a failed commit's plan named it too).
+        let named = draft
+            .metadata
+            .as_ref()
+            .and_then(|m| m.properties().get(PATH_INDEX));
+        if named != Some(&path) {
+            return Ok(());
+        }
+        let manifests = match &list.decoded {
+            Some(decoded) => decoded.clone(),
+            None => crate::list_read::manifests(&list.bytes, &list.location)
+                .map_err(|e| self.corrupt(&list.location, e))?,
+        };
+        let known: Vec<(String, Arc<PathKeys>)> = manifests
+            .iter()
+            .map(|m| m.manifest_path.as_str())
+            .filter_map(|l| self.cached_paths(l).map(|k| (l.to_string(), k)))
+            .collect();
+        self.store
+            .put_if_absent(&path, encode(&known))
+            .await
+            .map_err(|e| self.write_failed(&path)(e.to_string()))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_index_decodes_as_encoded_and_refuses_damage() {
+        let a = Arc::new(PathKeys::from_sorted(vec![1, 5, u128::MAX]));
+        let b = Arc::new(PathKeys::from_sorted(Vec::new()));
+        let bytes = encode(&[("s3://b/t/metadata/a-m0.avro".into(), a), ("x".into(), b)]);
+        let decoded = decode(&bytes).unwrap();
+        assert_eq!(
+            decoded,
+            vec![
+                (
+                    "s3://b/t/metadata/a-m0.avro".to_string(),
+                    vec![1, 5, u128::MAX]
+                ),
+                ("x".to_string(), vec![]),
+            ]
+        );
+        assert!(decode(&bytes[..bytes.len() - 1]).is_err());
+        assert!(decode(b"XLPI2").is_err());
+        let mut unsorted = BytesMut::from(MAGIC);
+        unsorted.put_u32_le(1);
+        unsorted.put_u32_le(1);
+        unsorted.put_slice(b"m");
+        unsorted.put_u32_le(2);
+        unsorted.put_u128_le(9);
+        unsorted.put_u128_le(3);
+        assert!(decode(&unsorted).is_err());
+    }
+}
