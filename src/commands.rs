@@ -7,11 +7,11 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use xlake_iceberg::Retention;
 use xlake_source::SourceOptions;
 use xlake_sync::inspect::inspect;
 use xlake_sync::job::{run_once, JobConfig};
 use xlake_sync::locate::{locate, Located};
+use xlake_sync::maintain::Retention;
 use xlake_sync::maintain::{self, Expiry};
 use xlake_sync::serve::access::{Allowed, Key};
 use xlake_sync::serve::{bind, serve, MetricsEndpoint, ServeConfig};
@@ -89,92 +89,11 @@ pub async fn run(command: Command) -> Outcome {
             json,
             mirror,
         } => {
-            source_table(&table).await?;
-            let options = SyncOptions {
-                data_roots: data_roots(&table, &allow)?,
-                ..mirror_options(&mirror)?
-            };
             let commit =
                 instant.unwrap_or_else(|| version.map(|v| v.to_string()).unwrap_or_default());
-            if json {
-                let report = mirror_commit(&table, &options, &commit, |_| {}).await?;
-                print::json(&print::SyncJson::of(&table, Some(&commit), &report))?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            let mut progress = Progress::new();
-            let report = mirror_commit(&table, &options, &commit, |m| {
-                progress.snapshot(&print::mirrored_line(m), m.remaining)
-            })
-            .await?;
-            for d in &report.degraded {
-                outln!("degraded: {d}");
-            }
-            print::catalog(&report);
-            outln!(
-                "{table}: source commit {commit} is mirrored ({} snapshots written)",
-                report.written.len()
-            );
-            Ok(ExitCode::SUCCESS)
+            commit_and_print(&table, &commit, &allow, json, &mirror).await
         }
-        Command::Serve {
-            listen,
-            metrics_listen,
-            key_file,
-            insecure_no_key,
-            allow_default_key,
-            allow,
-            config,
-            every,
-            check_every,
-            concurrency,
-            header_timeout,
-            body_timeout,
-            max_body,
-            mirror,
-        } => {
-            let jobs = config.as_deref().map(read_job_config).transpose()?;
-            let key = Key::configured(
-                std::env::var("XLAKE_CALLBACK_KEY").ok(),
-                key_file.as_deref(),
-                insecure_no_key,
-                allow_default_key,
-            )
-            .map_err(usage)?;
-            if insecure_no_key {
-                crate::out::errln!(
-                    "xlake: WARNING: --insecure-no-key: callbacks are not authenticated"
-                );
-            }
-            let settings = ServeConfig {
-                key,
-                allowed: Allowed::for_service(&allow, jobs.as_ref()).map_err(usage)?,
-                options: mirror_options(&mirror)?,
-                concurrency: concurrency
-                    .or(jobs.as_ref().map(|j| j.concurrency))
-                    .unwrap_or(4),
-                header_timeout,
-                body_timeout,
-                max_body,
-                every,
-                check_every,
-                jobs,
-            };
-            let listener = bind(&listen).await?;
-            outln!("listening on {}", listener.local_addr()?);
-            let metrics = match metrics_listen {
-                Some(address) => Some(bind(&address).await?),
-                None => None,
-            };
-            if let Some(m) = &metrics {
-                outln!("metrics on {}", m.local_addr()?);
-            }
-            let mut signals = StopSignals::install()?;
-            let stop = async move {
-                signals.within(Duration::from_secs(u32::MAX.into())).await;
-            };
-            serve(listener, metrics, settings, stop).await?;
-            Ok(ExitCode::SUCCESS)
-        }
+        command @ Command::Serve { .. } => serve_command(command).await,
         Command::Run {
             config,
             once,
@@ -190,6 +109,14 @@ pub async fn run(command: Command) -> Outcome {
             }
             job(config, every, metrics_listen, check_every).await
         }
+        other => table_command(other).await,
+    }
+}
+
+/// The commands on one table's mirror: check, inspect, expire, upgrade, cleanup,
+/// snapshots.
+async fn table_command(command: Command) -> Outcome {
+    match command {
         Command::Check {
             table: TableArg { table },
             deep,
@@ -257,15 +184,8 @@ pub async fn run(command: Command) -> Outcome {
         Command::Snapshots {
             table: TableArg { table },
             json,
-        } => {
-            let list = snapshots(any_table(&table).await?.store).await?;
-            if json {
-                print::json(&list)?;
-            } else {
-                print::snapshots(&list);
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        } => list_snapshots(&table, json).await,
+        _ => Err(usage("not a table command")),
     }
 }
 
@@ -561,6 +481,114 @@ async fn cleanup(table: &str, older_than: (Duration, bool), dry_run: bool) -> Ou
             "{table}: left alone: {} metadata versions above the current one past a gap, which no reader loads (e.g. {first}); the files they name are kept",
             done.strays.len()
         );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `xlake commit`: mirror up to `commit`, print what was written (`json`: as JSON).
+async fn commit_and_print(
+    table: &str,
+    commit: &str,
+    allow: &AllowArg,
+    json: bool,
+    mirror: &MirrorArgs,
+) -> Outcome {
+    source_table(table).await?;
+    let options = SyncOptions {
+        data_roots: data_roots(table, allow)?,
+        ..mirror_options(mirror)?
+    };
+    if json {
+        let report = mirror_commit(table, &options, commit, |_| {}).await?;
+        print::json(&print::SyncJson::of(table, Some(commit), &report))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut progress = Progress::new();
+    let report = mirror_commit(table, &options, commit, |m| {
+        progress.snapshot(&print::mirrored_line(m), m.remaining)
+    })
+    .await?;
+    for d in &report.degraded {
+        outln!("degraded: {d}");
+    }
+    print::catalog(&report);
+    outln!(
+        "{table}: source commit {commit} is mirrored ({} snapshots written)",
+        report.written.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `xlake serve`: the service, until a stop signal.
+async fn serve_command(command: Command) -> Outcome {
+    let Command::Serve {
+        listen,
+        metrics_listen,
+        key_file,
+        insecure_no_key,
+        allow_default_key,
+        allow,
+        config,
+        every,
+        check_every,
+        concurrency,
+        header_timeout,
+        body_timeout,
+        max_body,
+        mirror,
+    } = command
+    else {
+        return Err(usage("not the serve command"));
+    };
+    let jobs = config.as_deref().map(read_job_config).transpose()?;
+    let key = Key::configured(
+        std::env::var("XLAKE_CALLBACK_KEY").ok(),
+        key_file.as_deref(),
+        insecure_no_key,
+        allow_default_key,
+    )
+    .map_err(usage)?;
+    if insecure_no_key {
+        crate::out::errln!("xlake: WARNING: --insecure-no-key: callbacks are not authenticated");
+    }
+    let settings = ServeConfig {
+        key,
+        allowed: Allowed::for_service(&allow, jobs.as_ref()).map_err(usage)?,
+        options: mirror_options(&mirror)?,
+        concurrency: concurrency
+            .or(jobs.as_ref().map(|j| j.concurrency))
+            .unwrap_or(4),
+        header_timeout,
+        body_timeout,
+        max_body,
+        every,
+        check_every,
+        jobs,
+    };
+    let listener = bind(&listen).await?;
+    outln!("listening on {}", listener.local_addr()?);
+    let metrics = match metrics_listen {
+        Some(address) => Some(bind(&address).await?),
+        None => None,
+    };
+    if let Some(m) = &metrics {
+        outln!("metrics on {}", m.local_addr()?);
+    }
+    let mut signals = StopSignals::install()?;
+    let stop = async move {
+        signals.within(Duration::from_secs(u32::MAX.into())).await;
+    };
+    serve(listener, metrics, settings, stop).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `xlake snapshots`: the snapshot list, as text or JSON.
+async fn list_snapshots(table: &str, json: bool) -> Outcome {
+    let list = snapshots(any_table(table).await?.store).await?;
+    if json {
+        print::json(&list)?;
+    } else {
+        print::snapshots(&list);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -17,6 +17,7 @@ mod check;
 mod cleanup;
 mod cli;
 mod commit_mode;
+mod conformance;
 mod delta_sync;
 mod expire;
 mod formats;

@@ -7,7 +7,7 @@ use serde::Serialize;
 use xlake_model::{CommitListing, SourceFormat};
 use xlake_source::{
     numeric_order, CommitState, DetectFuture, ErrorKind, MirrorState, OpenFuture, Replay,
-    SourceError, SourceHealth, SourceKind, SourceOptions, TableSource,
+    SourceError, SourceHealth, SourceKind, SourceOptions, TableSource, TargetTakes,
 };
 use xlake_storage::TableStore;
 
@@ -27,6 +27,7 @@ pub const KIND: SourceKind = SourceKind {
     detectable: true,
     detect,
     open,
+    recorded: &[],
 };
 
 /// A commit (`00000000000000000003.json`) or checkpoint file in `_delta_log/`.
@@ -156,8 +157,8 @@ impl TableSource for DeltaSource {
         })
     }
 
-    fn carry_deletion_vectors(&mut self) {
-        self.decode_deletion_vectors(false);
+    fn target_takes(&mut self, takes: TargetTakes) {
+        self.decode_deletion_vectors(!takes.stored_deletion_vectors);
     }
 
     async fn replay<'a>(&'a self, mirrored: &MirrorState) -> Result<Replay<'a>, SourceError> {

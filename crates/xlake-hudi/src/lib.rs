@@ -37,5 +37,5 @@ pub mod table_source;
 pub mod timeline;
 
 pub use error::{HudiError, Result};
-pub use source::{HudiOptions, HudiSource};
+pub use source::{HudiOptions, HudiSource, READ_OPTIMIZED, VIEW_NOTE};
 pub use table_source::{FORMAT, KIND};

@@ -22,7 +22,7 @@ use crate::instant::{instant_millis, Instant};
 use crate::partition_path::partition_spec;
 use crate::properties::TableType;
 use crate::schema::avro_to_schema;
-use crate::source::{gets_snapshot, kind, Kind, VIEW_NOTE};
+use crate::source::{gets_snapshot, kind, Kind, READ_OPTIMIZED, VIEW_NOTE};
 use crate::HudiSource;
 
 /// A replay of a Hudi timeline in progress.
@@ -258,9 +258,7 @@ impl<'a> HudiReplay<'a> {
         change.data_change = data_change;
         source.fill(&mut change, effect, instant)?;
         if config.table_type == TableType::MergeOnRead {
-            change
-                .notes
-                .insert(VIEW_NOTE.into(), xlake_source::READ_OPTIMIZED.into());
+            change.notes.insert(VIEW_NOTE.into(), READ_OPTIMIZED.into());
         }
         Ok(Some(change))
     }

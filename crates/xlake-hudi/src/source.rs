@@ -14,8 +14,12 @@ use crate::properties::{parse_properties, TableConfig, TableType};
 use crate::schema::{avro_to_schema, META_COLUMNS};
 use crate::timeline::Timeline;
 
-/// Summary note on snapshots of a merge-on-read table mirrored read-optimized.
-pub use xlake_source::VIEW_NOTE;
+/// Summary note a merge-on-read table mirrored as its read-optimized view puts on its
+/// snapshots (value [`READ_OPTIMIZED`]): the operator's choice, read back by later
+/// commands through the kind's [`RecordedChoice`](xlake_source::RecordedChoice).
+pub const VIEW_NOTE: &str = "xlake.hudi.view";
+/// The value of [`VIEW_NOTE`] for the read-optimized view.
+pub const READ_OPTIMIZED: &str = "read_optimized";
 
 /// Choices the operator makes: the neutral source options (`mor_read_optimized` mirrors a
 /// merge-on-read table's base files only; without it, merge-on-read tables are refused).

@@ -7,14 +7,15 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use xlake_model::{CommitListing, DeclaredTable, SourceFormat};
 use xlake_source::{
-    CommitState, DetectFuture, ErrorKind, MirrorState, OpenFuture, Replay, SourceError,
-    SourceHealth, SourceKind, SourceOptions, TableSource,
+    CommitState, DetectFuture, ErrorKind, MirrorState, OpenFuture, RecordedChoice, Replay,
+    SourceError, SourceHealth, SourceKind, SourceOptions, TableSource,
 };
 use xlake_storage::{Entry, TableStore};
 
 use crate::error::HudiError;
 use crate::file_group::parse_base_file_path;
 use crate::properties::{KeyGenerator, TableType};
+use crate::source::{READ_OPTIMIZED, VIEW_NOTE};
 use crate::HudiSource;
 
 /// The format's name in `XTABLE_METADATA`.
@@ -29,6 +30,11 @@ pub const KIND: SourceKind = SourceKind {
     detectable: true,
     detect,
     open,
+    recorded: &[RecordedChoice {
+        note: VIEW_NOTE,
+        value: READ_OPTIMIZED,
+        choose: |options| options.mor_read_optimized = true,
+    }],
 };
 
 fn detect(store: TableStore) -> DetectFuture {

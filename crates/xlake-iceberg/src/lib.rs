@@ -49,6 +49,7 @@
 //! | [`expire`] | snapshot expiry in step with the source's cleaner or vacuum, plus count and age limits |
 //! | [`relocation`] | a copied or moved table: its old metadata files, set aside for a rebuild |
 //! | [`orphans`] | metadata files no retained version references (for cleanup) |
+//! | [`target`] | [`IcebergTarget`]: this crate as the engine's `xlake_target::TableTarget` |
 //!
 //! [`error`]: [`IcebergError`], every failure names the table, commit and file.
 //!
@@ -75,3 +76,6 @@ pub use spec::{
 };
 pub use summary::{SyncMetadata, XTABLE_METADATA};
 pub use table::{IcebergTable, LoadedTable};
+// The crate as the engine's target (`xlake_target::TableTarget`), over the API above.
+pub mod target;
+pub use target::IcebergTarget;

@@ -32,6 +32,7 @@ pub const KIND: SourceKind = SourceKind {
     detectable: false,
     detect: |_| Box::pin(async { Ok(false) }),
     open,
+    recorded: &[],
 };
 
 /// The note holding the listing's fingerprint.

@@ -6,6 +6,9 @@
 //! a commit id is completed, pending or unknown, orders commit ids, reports health facts,
 //! and replays its commits as neutral [`ChangeSet`](xlake_model::ChangeSet)s. The engine
 //! holds one registry, a list of kinds; adding a format is one crate and one line there.
+//! Nothing here names a format: what only one format needs is a general capability (a
+//! [`RecordedChoice`], [`TargetTakes`], [`TableSource::reads_saved_by_live_files`]) or
+//! stays inside that format's crate.
 //!
 //! | item | what it is |
 //! |---|---|
@@ -14,6 +17,8 @@
 //! | [`VecReplay`], [`removals_of`], [`collect`], [`Collected`] | a replay of change sets in memory; a first pass over a replay for its removals; a replay drained |
 //! | [`SourceKind`] | a format: its name and how to open a table of it |
 //! | [`SourceOptions`] | operator choices a source may honour (a merge-on-read view) |
+//! | [`RecordedChoice`] | an operator choice a format records in its snapshots' notes, honoured by later commands |
+//! | [`TargetTakes`] | what the target takes as the source stores it (deletion vectors undecoded) |
 //! | [`CommitState`] | completed, pending (with the source's word for it) or unknown |
 //! | [`MirrorState`] | what the target already records, handed to the source |
 //! | [`SourceHealth`] | what `inspect` shows of the source side |
@@ -33,13 +38,28 @@ use futures::future::BoxFuture;
 use xlake_model::{CommitListing, DeclaredTable, SourceFormat};
 use xlake_storage::TableStore;
 
-/// Summary note a source puts on the snapshots of a merge-on-read table mirrored as its
-/// read-optimized view (value [`READ_OPTIMIZED`]); the engine reads it back so that the
-/// operator's choice holds for later commands. (The key keeps the name the first source
-/// with such a view, Hudi, gave it.)
-pub const VIEW_NOTE: &str = "xlake.hudi.view";
-/// The value of [`VIEW_NOTE`] for the read-optimized view.
-pub const READ_OPTIMIZED: &str = "read_optimized";
+/// An operator choice a format records in the notes of the change sets it gives (so in
+/// the target's snapshots): when a snapshot records `note` = `value`, later commands
+/// honour the choice without being told again (`choose` turns it on). The engine asks the
+/// target for every choice of every registered format; it knows none by name.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordedChoice {
+    /// The note's key (a change set's `notes`).
+    pub note: &'static str,
+    /// The value that records the choice.
+    pub value: &'static str,
+    /// The choice, made on the options.
+    pub choose: fn(&mut SourceOptions),
+}
+
+/// What the target takes from a source as the source stores it, undecoded (the engine
+/// asks the target, then tells the source).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TargetTakes {
+    /// Deletion vectors in the source's stored form (the target copies them as they are):
+    /// a source need not decode them into row positions.
+    pub stored_deletion_vectors: bool,
+}
 
 /// Operator choices a source may honour; a source ignores what does not apply to it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -139,9 +159,9 @@ pub trait TableSource: Send + Sync {
         0
     }
 
-    /// Leave deletion vectors as the source stores them, undecoded (the target copies
-    /// them as they are).
-    fn carry_deletion_vectors(&mut self) {}
+    /// What the target takes as the source stores it (deletion vectors undecoded): a
+    /// source may then skip decoding it. Called before each replay.
+    fn target_takes(&mut self, _takes: TargetTakes) {}
 
     /// One change set per completed commit not in `mirrored.commits`, in source order (a
     /// source may also give ones that are, which the engine skips), as a stream read one
@@ -178,6 +198,9 @@ pub struct SourceKind {
     pub detect: fn(TableStore) -> DetectFuture,
     /// Open the table at the store's root: `None` when it is not a table of this format.
     pub open: fn(TableStore, SourceOptions) -> OpenFuture,
+    /// Operator choices the format records in its change sets' notes, restored for later
+    /// commands (none for most formats).
+    pub recorded: &'static [RecordedChoice],
 }
 
 impl std::fmt::Debug for SourceKind {

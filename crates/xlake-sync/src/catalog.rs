@@ -4,16 +4,15 @@
 //! moved again by the next sync when a crash or a failed call left it behind.
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use xlake_catalog::pointer::{metadata_location, our_version, written_version, TableError};
 use xlake_catalog::{
     Advanced, Catalog, CatalogError, CatalogTarget, History, TableIdent, TableRoot,
 };
-use xlake_iceberg::layout::{metadata_file_name, METADATA_DIR};
-use xlake_iceberg::{IcebergTable, LoadedTable};
-use xlake_storage::{StorageError, TableStore};
+use xlake_storage::TableStore;
+use xlake_target::{Identified, Pointer, Read, TableTarget};
 
-use crate::SyncError;
+use crate::{targets, SyncError};
 
 /// An opened catalog entry.
 pub(crate) struct Entry {
@@ -45,8 +44,11 @@ impl Entry {
                 expected,
                 reason,
             }) => {
-                let loaded = IcebergTable::new(store.clone()).load_for_commit().await;
-                let expected = match loaded.ok().flatten() {
+                let loaded = match targets::open_default(store) {
+                    Ok(mut target) => target.load(Read::ForCommit).await.ok().flatten(),
+                    Err(_) => None,
+                };
+                let expected = match loaded {
                     Some(l) => metadata_location(store.location(), l.version),
                     None => expected,
                 };
@@ -67,22 +69,26 @@ impl Entry {
     /// first, so the pointer never leads the hint). `None` when the table has no Iceberg
     /// metadata yet.
     pub(crate) async fn advance(&self, store: &TableStore) -> Result<Option<Advanced>, SyncError> {
-        let table = IcebergTable::new(store.clone());
+        let mut target = targets::open_default(store)?;
         // Only the version and the hint are needed: no old snapshot is parsed.
-        let Some(mut loaded) = table.load_for_commit().await? else {
+        if target.load(Read::ForCommit).await?.is_none() {
+            return Ok(None);
+        }
+        target.prepare().await?;
+        let Some(pointer) = target.pointer() else {
             return Ok(None);
         };
-        table.heal_hint(&mut loaded).await?;
         let history = Folder {
+            target: target.as_ref(),
             store,
-            uuid: loaded.metadata.uuid().to_string(),
+            uuid: pointer.uuid,
         };
         let done = xlake_catalog::advance(
             self.catalog.as_ref(),
             &self.ident,
             &history,
             &Here(store),
-            loaded.version,
+            pointer.version,
         )
         .await?;
         Ok(Some(done))
@@ -103,9 +109,10 @@ impl TableRoot for Here<'_> {
     }
 }
 
-/// The table's `metadata/` folder, as the pointer rules ask about it: which versions of
-/// this table (`uuid`) it holds.
+/// The table's metadata folder, as the pointer rules ask about it: which versions of
+/// this table (`uuid`) it holds, as its target identifies them.
 struct Folder<'a> {
+    target: &'a dyn TableTarget,
     store: &'a TableStore,
     uuid: String,
 }
@@ -113,47 +120,22 @@ struct Folder<'a> {
 #[async_trait]
 impl History for Folder<'_> {
     async fn holds(&self, version: u64) -> Result<bool, TableError> {
-        let name = metadata_file_name(version);
-        Ok(named(self.store, &name, &self.uuid).await? == Named::Ours)
+        let location = metadata_location(self.store.location(), version);
+        let found = self.target.identify(file_name(&location), &self.uuid).await;
+        Ok(found.map_err(|e| -> TableError { Box::new(e) })? == Identified::Ours)
     }
 
     async fn metadata(&self, version: u64) -> Result<serde_json::Value, TableError> {
-        let path = format!("{METADATA_DIR}/{}", metadata_file_name(version));
+        let location = metadata_location(self.store.location(), version);
+        let path = format!("metadata/{}", file_name(&location));
         let bytes = self.store.get(&path).await?;
         Ok(serde_json::from_slice(&bytes)?)
     }
 }
 
-/// What the file a catalog entry names in the table's `metadata/` folder is.
-#[derive(Debug, PartialEq, Eq)]
-enum Named {
-    /// No such file.
-    Missing,
-    /// Not this table's metadata: another `table-uuid`, or not table metadata at all.
-    Stranger,
-    /// A metadata file of this table.
-    Ours,
-}
-
-/// The file `name` of the table's `metadata/` folder, against the table's `uuid`.
-async fn named(store: &TableStore, name: &str, uuid: &str) -> Result<Named, StorageError> {
-    #[derive(Deserialize)]
-    struct Head {
-        #[serde(rename = "table-uuid")]
-        uuid: Option<String>,
-    }
-    let bytes = match store.get(&format!("{METADATA_DIR}/{name}")).await {
-        Ok(bytes) => bytes,
-        Err(StorageError::NotFound { .. }) => return Ok(Named::Missing),
-        Err(e) => return Err(e),
-    };
-    let found = serde_json::from_slice::<Head>(&bytes)
-        .ok()
-        .and_then(|h| h.uuid);
-    Ok(match found {
-        Some(u) if u.eq_ignore_ascii_case(uuid) => Named::Ours,
-        _ => Named::Stranger,
-    })
+/// The last part of a location (a file's name).
+fn file_name(location: &str) -> &str {
+    location.rsplit('/').next().unwrap_or(location)
 }
 
 /// Point the catalog entry `target` names at the current version of the table in `store`
@@ -184,7 +166,7 @@ pub struct CatalogState {
 pub(crate) async fn state(
     store: &TableStore,
     target: &CatalogTarget,
-    loaded: Option<&LoadedTable>,
+    loaded: Option<&Pointer>,
 ) -> Result<CatalogState, SyncError> {
     let entry = Entry::open(target)?;
     let found = entry.catalog.load_pointer(&entry.ident).await?;
@@ -212,7 +194,7 @@ pub(crate) async fn state(
 async fn problem(
     store: &TableStore,
     p: &str,
-    loaded: Option<&LoadedTable>,
+    loaded: Option<&Pointer>,
 ) -> Result<Option<String>, SyncError> {
     let Some(n) = our_version(p, &Here(store)) else {
         return Ok(Some(format!(
@@ -228,13 +210,14 @@ async fn problem(
     if written == Some(loaded.version) {
         return Ok(None);
     }
-    let name = p.rsplit('/').next().unwrap_or(p);
-    let uuid = loaded.metadata.uuid().to_string();
-    Ok(Some(match named(store, name, &uuid).await? {
-        Named::Missing => format!("the entry points at {p}, which does not exist: readers by name cannot load the table (a sync moves it)"),
-        Named::Stranger => format!("the entry points at {p}, which is not a version of this table (another table-uuid than {uuid}): readers by name see another table (a sync moves it)"),
-        Named::Ours if written.is_none() => format!("the entry points at {p}, a name xlake does not write; the current is v{}", loaded.version),
-        Named::Ours => format!(
+    let name = file_name(p);
+    let uuid = &loaded.uuid;
+    let target = targets::open_default(store)?;
+    Ok(Some(match target.identify(name, uuid).await? {
+        Identified::Missing => format!("the entry points at {p}, which does not exist: readers by name cannot load the table (a sync moves it)"),
+        Identified::Stranger => format!("the entry points at {p}, which is not a version of this table (another table-uuid than {uuid}): readers by name see another table (a sync moves it)"),
+        Identified::Ours if written.is_none() => format!("the entry points at {p}, a name xlake does not write; the current is v{}", loaded.version),
+        Identified::Ours => format!(
             "the entry points at v{n}, not the current v{}: readers by name see a stale table",
             loaded.version
         ),
@@ -248,7 +231,7 @@ async fn committed_problem(
     at_catalog: &Entry,
     store: &TableStore,
     p: &xlake_catalog::Pointer,
-    loaded: Option<&LoadedTable>,
+    loaded: Option<&Pointer>,
 ) -> Result<Option<String>, SyncError> {
     use xlake_catalog::commit::{judge, main_snapshot, position, table_uuid, Position, Refusal};
     let location = &p.location;
@@ -270,16 +253,22 @@ async fn committed_problem(
             "the entry points at {location} ({at}), but the table has no metadata"
         )));
     };
-    let uuid = loaded.metadata.uuid().to_string();
+    let uuid = loaded.uuid.clone();
     if table_uuid(entry).is_none_or(|u| !u.eq_ignore_ascii_case(&uuid)) {
         return Ok(Some(format!(
             "the entry points at {location}, another table (table-uuid {}) than this one ({uuid})",
             table_uuid(entry).unwrap_or("none")
         )));
     }
-    let ours = loaded.metadata.current_snapshot_id();
+    let ours = loaded.snapshot_id;
     if main_snapshot(entry) == ours {
-        let current = Folder { store, uuid }.metadata(loaded.version).await;
+        let target = targets::open_default(store)?;
+        let folder = Folder {
+            target: target.as_ref(),
+            store,
+            uuid,
+        };
+        let current = folder.metadata(loaded.version).await;
         let current = current.map_err(|e| {
             SyncError::Catalog(CatalogError::Table {
                 catalog: at_catalog.catalog.describe(),

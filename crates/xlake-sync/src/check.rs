@@ -1,17 +1,17 @@
 //! The invariant checker: every completed source commit is recorded by exactly one
 //! snapshot of the current Iceberg ancestry, in order; `deep` also compares the live files.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
-use xlake_iceberg::layout::{parse_hint, METADATA_DIR, VERSION_HINT};
-use xlake_iceberg::{IcebergTable, LoadedTable};
 use xlake_model::CommitListing;
 use xlake_source::{MirrorState, TableSource};
-use xlake_storage::{StorageError, TableStore};
+use xlake_storage::TableStore;
+pub use xlake_target::MissingList;
+use xlake_target::{Ancestor, Read, TableTarget};
 
 use crate::catalog::{self, CatalogState};
-use crate::{sources, InTable, SyncError, SyncOptions};
+use crate::{sources, targets, InTable, SyncError, SyncOptions};
 
 /// A snapshot naming a source commit the source does not hold as completed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -35,16 +35,6 @@ pub struct Comparison {
     pub snapshot_files: usize,
     /// Each difference, naming the file.
     pub differences: Vec<String>,
-}
-
-/// A snapshot of the current ancestry whose manifest list is gone: readers of that
-/// snapshot (time travel, incremental reads) fail.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MissingList {
-    /// The snapshot.
-    pub snapshot_id: i64,
-    /// Its manifest list's location.
-    pub manifest_list: String,
 }
 
 /// What `check` found.
@@ -149,52 +139,72 @@ pub async fn check_with(
     all: bool,
 ) -> Result<CheckReport, SyncError> {
     let store = TableStore::open(location)?;
-    let table = IcebergTable::new(store.clone());
+    let mut target = targets::open_default(&store)?;
     // A copied or moved table is reported, not refused: that is a finding.
-    let loaded = table.load_as_found().await?;
-    let options = &crate::with_recorded_view(options, loaded.as_ref());
-    let relocated_from = loaded
-        .as_ref()
-        .and_then(|l| table.recorded_elsewhere(l))
-        .map(str::to_string);
-    if let Some(loaded) = &loaded {
-        // Readers other than Java read exactly the hint: it must name the current version.
-        let hint = store.get(VERSION_HINT).await.map_err(|e| match e {
-            StorageError::NotFound { location } => StorageError::InvalidLocation {
-                location,
-                reason: "version-hint.text is missing: pyiceberg and DuckDB cannot find the current metadata".into(),
-            },
-            other => other,
-        })?;
-        if let Some(reason) = hint_problem(&hint, loaded.version) {
-            return Err(StorageError::InvalidLocation {
-                location: store.absolute(VERSION_HINT),
-                reason,
-            }
-            .into());
-        }
-    }
+    let loaded = target.load(Read::AsFound).await?;
+    let options = &sources::with_recorded_choices(options, target.as_ref());
+    let relocated_from = loaded.as_ref().and_then(|l| l.relocated_from.clone());
+    // Readers must find the current version (else: an error); lost history is a finding.
+    let own = target.self_check().await?;
     // The lag is measured in commit times, which a sync's listing may leave out.
     let mut timed = options.clone();
     timed.source.commit_times = true;
     let source = sources::open(&store, &timed).await?;
-    let state = crate::mirror_state(loaded.as_ref());
+    let state = target.mirror_state();
     let listing: CommitListing = source.listing(&state).in_table(&store)?;
-    let ancestry = loaded.as_ref().map_or(Vec::new(), |l| l.ancestry());
+    let ancestry = target.view().ancestry;
     let mut report = CheckReport {
         table: store.location().to_string(),
         format: source.format().as_str().into(),
         source_commits: listing.commits.len(),
         snapshots: ancestry.len(),
         relocated_from,
+        missing_manifest_lists: own.missing_manifest_lists,
         ..Default::default()
     };
+    let seen = compare_commits(&mut report, source.as_ref(), &listing, &ancestry);
+    measure_lag(&mut report, &listing, &seen);
+    report.broken_promise = broken_promise(source.as_ref(), &report.missing);
+    if deep && report.relocated_from.is_none() {
+        let snapshot_of: HashMap<String, i64> = ancestry
+            .iter()
+            .filter_map(|a| Some((a.source_commit.clone()?, a.snapshot_id)))
+            .collect();
+        report.deep = true;
+        let compare = Compare {
+            source: source.as_ref(),
+            state: &state,
+            target: target.as_ref(),
+            store: &store,
+            snapshot_of: &snapshot_of,
+        };
+        report.compared = compare.files(all).await?;
+        report.file_differences = report
+            .compared
+            .iter()
+            .flat_map(|c| c.differences.iter().cloned())
+            .collect();
+    }
+    if let Some(catalog) = &options.catalog {
+        let pointer = target.pointer();
+        report.catalog = Some(catalog::state(&store, catalog, pointer.as_ref()).await?);
+    }
+    Ok(report.with_allowed_lag(0))
+}
 
+/// Match the ancestry's snapshots with the listed commits: unknown, duplicate and
+/// out-of-order ones into `report`; how often each commit is recorded, returned.
+fn compare_commits(
+    report: &mut CheckReport,
+    source: &dyn TableSource,
+    listing: &CommitListing,
+    ancestry: &[Ancestor],
+) -> BTreeMap<String, usize> {
     let position = listing.positions();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     let mut last_position: Option<usize> = None;
-    for (snapshot_id, _, sync) in &ancestry {
-        let Some(id) = sync.as_ref().and_then(|m| m.source_identifier.clone()) else {
+    for a in ancestry {
+        let Some(id) = a.source_commit.clone() else {
             continue;
         };
         *seen.entry(id.clone()).or_default() += 1;
@@ -212,7 +222,7 @@ pub async fn check_with(
                     .is_some_and(|r| source.order(&id, r).is_lt());
                 if !dropped {
                     report.unknown.push(UnknownCommit {
-                        snapshot_id: *snapshot_id,
+                        snapshot_id: a.snapshot_id,
                         commit: id,
                     });
                 }
@@ -224,9 +234,13 @@ pub async fn check_with(
         .filter(|(_, n)| **n > 1)
         .map(|(id, _)| id.clone())
         .collect();
+    seen
+}
+
+/// Missing commits, those before mirroring began, and the lag, from the commits `seen`.
+fn measure_lag(report: &mut CheckReport, listing: &CommitListing, seen: &BTreeMap<String, usize>) {
     let mirrored: BTreeSet<&str> = seen.keys().map(String::as_str).collect();
-    (report.before_mirroring, report.missing) = missing_commits(&listing, &mirrored);
-    report.broken_promise = broken_promise(source.as_ref(), &report.missing);
+    (report.before_mirroring, report.missing) = missing_commits(listing, &mirrored);
     let newest = listing
         .commits
         .iter()
@@ -235,36 +249,120 @@ pub async fn check_with(
     if let (Some(n), Some(last)) = (newest, listing.commits.last()) {
         report.lag_ms = (last.time_ms - listing.commits[n].time_ms).max(0);
     }
-    // (A relocated table's files are named at the old place: nothing to compare.)
-    if let Some(loaded) = loaded.as_ref().filter(|_| report.relocated_from.is_none()) {
-        report.missing_manifest_lists = missing_lists(&store, loaded).await?;
-    }
-    if deep && report.relocated_from.is_none() {
-        let snapshot_of: HashMap<String, i64> = ancestry
+}
+
+/// What a deep check compares: the source's replay against the target's snapshots.
+struct Compare<'a> {
+    source: &'a dyn TableSource,
+    state: &'a MirrorState,
+    target: &'a dyn TableTarget,
+    store: &'a TableStore,
+    snapshot_of: &'a HashMap<String, i64>,
+}
+
+impl Compare<'_> {
+    /// Replay the source and compare its live files after the newest mirrored commit with
+    /// the current snapshot's, or (`all`) after every mirrored commit with that commit's
+    /// snapshot; one [`Comparison`] per snapshot compared, naming each differing file.
+    async fn files(&self, all: bool) -> Result<Vec<Comparison>, SyncError> {
+        let store = self.store;
+        // Every commit from the start, the newest mirrored one known (for sources that
+        // keep no history).
+        let from_start = MirrorState {
+            commits: BTreeSet::new(),
+            newest: self.state.newest.clone(),
+            live_files: None,
+            source_state: None,
+        };
+        // The newest mirrored commit, in source order (a replay gives the listing's order).
+        let newest = self
+            .source
+            .listing(&from_start)
+            .in_table(store)?
+            .commits
             .iter()
-            .filter_map(|(id, _, m)| Some((m.as_ref()?.source_identifier.clone()?, *id)))
-            .collect();
-        report.deep = true;
-        report.compared = compare_files(
-            source.as_ref(),
-            &state,
-            &table,
-            loaded.as_ref(),
-            &store,
-            &snapshot_of,
-            all,
-        )
-        .await?;
-        report.file_differences = report
-            .compared
-            .iter()
-            .flat_map(|c| c.differences.iter().cloned())
-            .collect();
+            .rev()
+            .find(|c| self.snapshot_of.contains_key(&c.id))
+            .map(|c| c.id.clone());
+        let mut replay = self.source.replay(&from_start).await.in_table(store)?;
+        let mut live: BTreeMap<String, Option<u64>> = BTreeMap::new();
+        let mut compared = Vec::new();
+        let mut past_newest = newest.is_none();
+        while let Some(next) = replay.next().await {
+            // A commit the source cannot read fails the check, even after the newest
+            // mirrored.
+            let change = next.in_table(store)?;
+            if past_newest {
+                continue;
+            }
+            if change.full_state {
+                live.clear();
+            }
+            for path in &change.removed {
+                live.remove(&store.absolute(path));
+            }
+            for f in &change.added {
+                live.insert(store.absolute(&f.path), f.record_count);
+            }
+            let is_newest = newest.as_deref() == Some(change.commit.id.as_str());
+            past_newest = is_newest;
+            let Some(&snapshot) = self.snapshot_of.get(&change.commit.id) else {
+                continue;
+            };
+            if !all && !is_newest {
+                continue;
+            }
+            let Some(entries) = self.target.files_at(snapshot).await? else {
+                continue;
+            };
+            compared.push(compare(snapshot, &change.commit.id, &live, entries));
+        }
+        Ok(compared)
     }
-    if let Some(target) = &options.catalog {
-        report.catalog = Some(catalog::state(&store, target, loaded.as_ref()).await?);
+}
+
+/// The source's `live` files after `commit` against the snapshot's `entries`.
+fn compare(
+    snapshot: i64,
+    commit: &str,
+    live: &BTreeMap<String, Option<u64>>,
+    entries: Vec<(String, u64)>,
+) -> Comparison {
+    let at = format!("snapshot {snapshot} (source commit {commit})");
+    let snapshot_files = entries.len();
+    let mut out = Vec::new();
+    let mut iceberg: HashMap<String, u64> = HashMap::new();
+    for (path, records) in entries {
+        if iceberg.insert(path.clone(), records).is_some() {
+            out.push(format!(
+                "{at}: {path}: listed more than once (its rows count twice)"
+            ));
+        }
     }
-    Ok(report.with_allowed_lag(0))
+    for (path, records) in live {
+        match iceberg.get(path) {
+            None => out.push(format!(
+                "{at}: {path}: live in the source, absent from the snapshot"
+            )),
+            Some(n) if records.is_some_and(|r| r != *n) => out.push(format!(
+                "{at}: {path}: {} rows in the source, {n} in the snapshot",
+                records.unwrap_or_default()
+            )),
+            Some(_) => {}
+        }
+    }
+    for path in iceberg.keys().filter(|p| !live.contains_key(*p)) {
+        out.push(format!(
+            "{at}: {path}: in the snapshot, not live in the source"
+        ));
+    }
+    Comparison {
+        snapshot_id: snapshot,
+        commit: commit.to_string(),
+        source_files: live.len(),
+        snapshot_files,
+        differences: out,
+    }
 }
 
 /// The completed commits older than the first mirrored one (not violations), and those
@@ -296,149 +394,4 @@ pub(crate) fn broken_promise(source: &dyn TableSource, missing: &[String]) -> Op
         "{setting} promises an Iceberg snapshot for every instant, written in the commit path, but {} completed instants have none (the first: {first}): a writer ran without that table format's jar on its classpath, so Hudi silently wrote a native table (or a writer died between completing an instant and mirroring it, which the next write with the jar rolls back). Put the jar on every writer's classpath; `xlake sync` mirrors what is missing",
         missing.len()
     ))
-}
-
-/// What is wrong with the hint `bytes` when the current metadata is `vN` (`version`).
-fn hint_problem(bytes: &[u8], version: u64) -> Option<String> {
-    let text = String::from_utf8_lossy(bytes);
-    match parse_hint(bytes) {
-        Ok(hint) if hint.names_exactly(version) => None,
-        Ok(hint) if hint.version == version => Some(format!(
-            "holds {text:?}, not exactly \"{version}\": readers that read the hint verbatim (pyiceberg, DuckDB) cannot find the current metadata; a sync rewrites it"
-        )),
-        _ => Some(format!("holds {text:?} but the current metadata is v{version}: readers that trust the hint see a stale table")),
-    }
-}
-
-/// The snapshots of the current ancestry whose manifest list is not in storage: lists in
-/// `metadata/` looked up in one listing of it, any other one by itself.
-async fn missing_lists(
-    store: &TableStore,
-    loaded: &LoadedTable,
-) -> Result<Vec<MissingList>, SyncError> {
-    let names = store.list_names(METADATA_DIR).await?;
-    let listed: HashSet<&str> = names.iter().collect();
-    let mut missing = Vec::new();
-    for (snapshot_id, _, _) in loaded.ancestry() {
-        let head = loaded.history.head(snapshot_id);
-        let Some(list) = head.and_then(|h| h.manifest_list.as_deref()) else {
-            continue;
-        };
-        let in_folder = store
-            .relative(list)
-            .and_then(|rel| rel.strip_prefix(METADATA_DIR)?.strip_prefix('/'))
-            .filter(|name| !name.contains('/'));
-        let there = match in_folder {
-            Some(name) => listed.contains(name),
-            None => store.size(list).await?.is_some(),
-        };
-        if !there {
-            missing.push(MissingList {
-                snapshot_id,
-                manifest_list: list.to_string(),
-            });
-        }
-    }
-    Ok(missing)
-}
-
-/// Replay the source and compare its live files after the newest mirrored commit with the
-/// current snapshot's, or (`all`) after every mirrored commit with that commit's snapshot;
-/// one [`Comparison`] per snapshot compared, naming each differing file.
-async fn compare_files(
-    source: &dyn TableSource,
-    state: &MirrorState,
-    table: &IcebergTable,
-    loaded: Option<&LoadedTable>,
-    store: &TableStore,
-    snapshot_of: &HashMap<String, i64>,
-    all: bool,
-) -> Result<Vec<Comparison>, SyncError> {
-    // Every commit from the start, the newest mirrored one known (for sources that keep
-    // no history).
-    let from_start = MirrorState {
-        commits: BTreeSet::new(),
-        newest: state.newest.clone(),
-        live_files: None,
-        source_state: None,
-    };
-    // The newest mirrored commit, in source order (a replay gives the listing's order).
-    let newest = source
-        .listing(&from_start)
-        .in_table(store)?
-        .commits
-        .iter()
-        .rev()
-        .find(|c| snapshot_of.contains_key(&c.id))
-        .map(|c| c.id.clone());
-    let mut replay = source.replay(&from_start).await.in_table(store)?;
-    let mut live: BTreeMap<String, Option<u64>> = BTreeMap::new();
-    let mut compared = Vec::new();
-    let mut past_newest = newest.is_none();
-    while let Some(next) = replay.next().await {
-        // A commit the source cannot read fails the check, even after the newest mirrored.
-        let change = next.in_table(store)?;
-        if past_newest {
-            continue;
-        }
-        if change.full_state {
-            live.clear();
-        }
-        for path in &change.removed {
-            live.remove(&store.absolute(path));
-        }
-        for f in &change.added {
-            live.insert(store.absolute(&f.path), f.record_count);
-        }
-        let is_newest = newest.as_deref() == Some(change.commit.id.as_str());
-        past_newest = is_newest;
-        let Some(&snapshot) = snapshot_of.get(&change.commit.id) else {
-            continue;
-        };
-        if !all && !is_newest {
-            continue;
-        }
-        let Some(entries) = (match loaded {
-            Some(l) => table.files_at(&l.metadata, snapshot).await?,
-            None => None,
-        }) else {
-            continue;
-        };
-        let at = format!("snapshot {snapshot} (source commit {})", change.commit.id);
-        let snapshot_files = entries.len();
-        let mut out = Vec::new();
-        let mut iceberg: HashMap<String, u64> = HashMap::new();
-        for (path, records) in entries {
-            if iceberg.insert(path.clone(), records).is_some() {
-                out.push(format!(
-                    "{at}: {path}: listed more than once (its rows count twice)"
-                ));
-            }
-        }
-        for (path, records) in &live {
-            match iceberg.get(path) {
-                None => out.push(format!(
-                    "{at}: {path}: live in the source, absent from the snapshot"
-                )),
-                Some(n) if records.is_some_and(|r| r != *n) => out.push(format!(
-                    "{at}: {path}: {} rows in the source, {n} in the snapshot",
-                    records.unwrap_or_default()
-                )),
-                Some(_) => {}
-            }
-        }
-        for path in iceberg.keys().filter(|p| !live.contains_key(*p)) {
-            out.push(format!(
-                "{at}: {path}: in the snapshot, not live in the source"
-            ));
-        }
-        compared.push(Comparison {
-            snapshot_id: snapshot,
-            commit: change.commit.id.clone(),
-            source_files: live.len(),
-            snapshot_files,
-            differences: out,
-        });
-    }
-    Ok(compared)
 }

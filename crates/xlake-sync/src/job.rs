@@ -7,9 +7,10 @@ use serde::Deserialize;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::error::{ConfigError, ConfigKind};
+use crate::maintain::{Expired, Retention};
 use crate::{open_store, sync, SyncError, SyncOptions, SyncReport};
 use xlake_catalog::CatalogTarget;
-use xlake_iceberg::{Expired, Retention};
 use xlake_source::SourceOptions;
 use xlake_storage::TableStore;
 
@@ -82,17 +83,17 @@ fn yes() -> bool {
 
 impl TableEntry {
     /// The catalog entry this table asks for, checked.
-    pub fn catalog_target(&self) -> Result<Option<CatalogTarget>, String> {
+    pub fn catalog_target(&self) -> Result<Option<CatalogTarget>, ConfigError> {
         CatalogTarget::from_options(
             self.catalog.as_deref(),
             self.catalog_name.as_deref(),
             self.catalog_table.as_deref(),
         )
-        .map_err(|e| e.to_string())
+        .map_err(|e| ConfigError::caused(ConfigKind::Catalog, e.to_string(), e))
     }
 
     /// The retention this entry asks for, as of `now_ms`.
-    pub fn retention(&self, now_ms: i64) -> Result<Retention, String> {
+    pub fn retention(&self, now_ms: i64) -> Result<Retention, ConfigError> {
         let max_age_ms = self
             .max_snapshot_age
             .as_deref()
@@ -109,9 +110,9 @@ impl TableEntry {
 /// A duration with its unit: `30s`, `5m`, `2h`, `7d`, `1h 30m` (humantime's syntax:
 /// `ms`, `s`, `m`/`min`, `h`, `d`, `w`, ...). A bare number is refused: `5` could mean
 /// seconds or minutes.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, ConfigError> {
     humantime::parse_duration(text.trim()).map_err(|e| {
-        let why = match e {
+        let why = match &e {
             humantime::DurationError::NumberExpected(_) if text.trim().is_empty() => {
                 "empty".to_string()
             }
@@ -120,17 +121,20 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             }
             other => other.to_string(),
         };
-        format!("duration {text:?}: {why}; write a number and a unit, e.g. 30s, 5m, 1h, 7d")
+        let message =
+            format!("duration {text:?}: {why}; write a number and a unit, e.g. 30s, 5m, 1h, 7d");
+        ConfigError::caused(ConfigKind::Duration, message, e)
     })
 }
 
 /// The interval of `xlake run --every`: a [`parse_duration`] of at least one second
 /// (shorter would poll storage in a busy loop).
-pub fn parse_interval(text: &str) -> Result<Duration, String> {
+pub fn parse_interval(text: &str) -> Result<Duration, ConfigError> {
     let interval = parse_duration(text)?;
     if interval < Duration::from_secs(1) {
-        return Err(format!(
-            "interval {text:?}: must be at least 1s (e.g. 30s, 5m, 1h)"
+        return Err(ConfigError::new(
+            ConfigKind::Duration,
+            format!("interval {text:?}: must be at least 1s (e.g. 30s, 5m, 1h)"),
         ));
     }
     Ok(interval)
@@ -150,11 +154,14 @@ pub struct Shard {
 }
 
 impl std::str::FromStr for Shard {
-    type Err = String;
+    type Err = ConfigError;
 
     /// `I/N`, with `0 <= I < N`.
-    fn from_str(text: &str) -> Result<Self, String> {
-        let bad = |why: &str| format!("shard {text:?}: {why}; write I/N with 0 <= I < N, e.g. 0/4");
+    fn from_str(text: &str) -> Result<Self, ConfigError> {
+        let bad = |why: &str| {
+            let message = format!("shard {text:?}: {why}; write I/N with 0 <= I < N, e.g. 0/4");
+            ConfigError::new(ConfigKind::Job, message)
+        };
         let (i, n) = text.split_once('/').ok_or_else(|| bad("no /"))?;
         let index = i.trim().parse().map_err(|_| bad("I is not a number"))?;
         let count = n.trim().parse().map_err(|_| bad("N is not a number"))?;
@@ -194,8 +201,15 @@ impl JobConfig {
     }
 
     /// Parse the TOML text of a config file.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let config: Self = toml::from_str(text).map_err(|e| e.to_string())?;
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        let config: Self = toml::from_str(text)
+            .map_err(|e| ConfigError::caused(ConfigKind::Job, e.to_string(), e))?;
+        config.checked().map_err(ConfigError::job)
+    }
+
+    /// The config, if every entry is valid; else why not.
+    fn checked(self) -> Result<Self, String> {
+        let config = self;
         if config.concurrency == 0 {
             return Err("concurrency must be at least 1".into());
         }
@@ -222,7 +236,9 @@ impl JobConfig {
                 }
             }
             if let Some(n) = t.format_version {
-                xlake_iceberg::v3::format_version(n).map_err(|e| format!("{}: {e}", t.location))?;
+                if let Some(e) = crate::targets::version_problem(n) {
+                    return Err(format!("{}: {e}", t.location));
+                }
             }
             if !t.expire && (t.keep_snapshots.is_some() || t.max_snapshot_age.is_some()) {
                 return Err(format!(
@@ -379,11 +395,16 @@ mod tests {
             "[[tables]]\nlocation = \"/a\"\nexpire = false\nkeep_snapshots = 3\n"
         )
         .is_err());
-        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("1h 30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("0s").unwrap(), Duration::ZERO);
         let bare = parse_duration("5").unwrap_err();
-        assert!(bare.contains("needs a unit"), "{bare}");
+        assert!(bare.to_string().contains("needs a unit"), "{bare}");
+        assert_eq!(bare.kind, ConfigKind::Duration);
+        assert!(
+            std::error::Error::source(&bare).is_some(),
+            "the cause is kept"
+        );
         assert!(
             JobConfig::parse("[[tables]]\nlocation = \"/a\"\nmax_snapshot_age = \"7\"\n").is_err()
         );
@@ -397,7 +418,10 @@ mod tests {
         assert_eq!(fnv1a_64(b"foobar"), 0x8594_4171_f739_67e8);
         assert_eq!(Shard::of("/data/t/", 7), Shard::of("/data/t", 7));
         assert_eq!(Shard::of("s3://b/t", 5), fnv1a_64(b"s3://b/t") % 5);
-        assert_eq!("2/8".parse(), Ok(Shard { index: 2, count: 8 }));
+        assert_eq!(
+            "2/8".parse::<Shard>().unwrap(),
+            Shard { index: 2, count: 8 }
+        );
         for bad in ["8/8", "0/0", "1", "a/2", "-1/2"] {
             assert!(bad.parse::<Shard>().is_err(), "{bad}");
         }
@@ -405,10 +429,16 @@ mod tests {
 
     #[test]
     fn intervals_are_at_least_a_second() {
-        assert_eq!(parse_interval("5s"), Ok(Duration::from_secs(5)));
-        assert!(parse_interval("0s").unwrap_err().contains("at least 1s"));
+        assert_eq!(parse_interval("5s").unwrap(), Duration::from_secs(5));
+        assert!(parse_interval("0s")
+            .unwrap_err()
+            .to_string()
+            .contains("at least 1s"));
         assert!(parse_interval("500ms").is_err());
-        assert!(parse_interval("5").unwrap_err().contains("needs a unit"));
+        assert!(parse_interval("5")
+            .unwrap_err()
+            .to_string()
+            .contains("needs a unit"));
     }
 
     #[test]
@@ -420,7 +450,7 @@ mod tests {
             absolute.to_str().unwrap()
         );
         let err = JobConfig::parse(&text).unwrap_err();
-        assert!(err.contains("listed twice"), "{err}");
+        assert!(err.to_string().contains("listed twice"), "{err}");
         assert!(JobConfig::parse(
             "[[tables]]\nlocation = \"s3://b/t\"\n[[tables]]\nlocation = \"s3://b/t/\"\n"
         )
@@ -449,7 +479,7 @@ mod tests {
             "catalog = \"oracle://h\"\ncatalog_table = \"ns.a\"\n",
         ] {
             let e = JobConfig::parse(&format!("[[tables]]\nlocation = \"/a\"\n{bad}")).unwrap_err();
-            assert!(e.starts_with("/a: "), "{e}");
+            assert!(e.to_string().starts_with("/a: "), "{e}");
         }
     }
 }

@@ -1,10 +1,9 @@
 //! What a location holds, found before a command acts on it, so that a mistyped path fails
 //! at once and plainly instead of looking like an empty table.
 
-use xlake_iceberg::layout::{is_metadata_json, METADATA_DIR, VERSION_HINT};
 use xlake_storage::TableStore;
 
-use crate::{sources, SyncError};
+use crate::{sources, targets, SyncError};
 
 /// What [`locate`] found at a location.
 #[derive(Debug, Clone)]
@@ -26,12 +25,7 @@ pub async fn locate(location: &str, format: Option<&str>) -> Result<Located, Syn
     let format = sources::detect(&store, format)
         .await?
         .map(|k| k.format.as_str());
-    let iceberg = store.size(VERSION_HINT).await?.is_some()
-        || store
-            .list_dir(METADATA_DIR)
-            .await?
-            .iter()
-            .any(|e| is_metadata_json(&e.path));
+    let iceberg = targets::open_default(&store)?.exists().await?;
     Ok(Located {
         store,
         format,

@@ -3,10 +3,10 @@
 //! metadata files. Each lives here once; callers only print what they return.
 
 use xlake_catalog::{Advanced, CatalogTarget};
-use xlake_iceberg::orphans::{orphans, SAFE_AGE};
-use xlake_iceberg::{Expired, IcebergTable, Retention};
 use xlake_storage::TableStore;
+pub use xlake_target::{Expired, Retention};
 
+use crate::targets::{self, SAFE_AGE};
 use crate::SyncError;
 
 /// What [`expire`] did.
@@ -25,7 +25,7 @@ pub async fn expire(
     retention: &Retention,
     catalog: Option<&CatalogTarget>,
 ) -> Result<Expiry, SyncError> {
-    let expired = IcebergTable::new(store.clone()).expire(retention).await?;
+    let expired = targets::open_default(store)?.expire(retention).await?;
     let catalog = match catalog {
         Some(target) => crate::catalog::point(store, target).await?,
         None => None,
@@ -64,7 +64,7 @@ pub async fn cleanup(
     cutoff_ms: i64,
     dry_run: bool,
 ) -> Result<Cleanup, SyncError> {
-    let found = orphans(store, cutoff_ms).await?;
+    let found = targets::open_default(store)?.orphans(cutoff_ms).await?;
     for path in &found.files {
         if !dry_run {
             store.delete(path).await?;

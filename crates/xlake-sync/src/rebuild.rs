@@ -1,6 +1,7 @@
 //! `xlake sync --rebuild`: a table folder copied or moved keeps Iceberg metadata that
 //! names the old place (every manifest list, manifest and data file by absolute location).
-//! Every command that writes or cleans refuses it ([`IcebergError::Relocated`]); a
+//! Every command that writes or cleans refuses it (a target error of kind
+//! [`Relocated`](xlake_target::ErrorKind::Relocated)); a
 //! rebuild mirrors the source's history afresh at the new place and only then sets the
 //! old metadata aside.
 //!
@@ -12,63 +13,20 @@
 //! version, nothing changed; after it, the table is an ordinary mirror and a rerun of
 //! `sync --rebuild` finishes setting the old files aside.
 //!
-//! [`IcebergError::Relocated`]: xlake_iceberg::IcebergError::Relocated
+//! The moving is the target's ([`xlake_target::TableTarget::set_aside_relocated`]).
 
-use serde::Serialize;
-use xlake_iceberg::relocation::{aside_dir, foreign_versions, old_history, set_aside};
-use xlake_iceberg::IcebergTable;
 use xlake_storage::TableStore;
+pub use xlake_target::Rebuilt;
 
 use crate::SyncError;
 
-/// The old history a rebuild set aside.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Rebuilt {
-    /// The location(s) the old metadata was written for.
-    pub old_locations: Vec<String>,
-    /// Where its files are now (a folder beside `metadata/`).
-    pub set_aside_in: String,
-    /// How many files were moved there.
-    pub files: usize,
-}
-
-/// Once the table's current version is its own, move every version written for another
-/// location, and the files it names, aside. `None`: there was nothing to move.
-pub(crate) async fn set_aside_old_history(
-    store: &TableStore,
-) -> Result<Option<Rebuilt>, SyncError> {
-    let table = IcebergTable::new(store.clone());
-    let fail = |reason: String| SyncError::Rebuild {
+/// The current version is still the one written for `recorded`: nothing was mirrored
+/// here, so the old history stays where it is.
+pub(crate) fn not_rebuilt(store: &TableStore, recorded: &str) -> SyncError {
+    SyncError::Rebuild {
         table: store.location().to_string(),
-        reason,
-    };
-    match table.load_as_found().await? {
-        Some(l) => {
-            if let Some(recorded) = table.recorded_elsewhere(&l) {
-                return Err(fail(format!(
-                    "no source commit was mirrored here, so the metadata written for {recorded} was left as it is"
-                )));
-            }
-        }
-        None => return Ok(None),
+        reason: format!(
+            "no source commit was mirrored here, so the metadata written for {recorded} was left as it is"
+        ),
     }
-    let foreign = foreign_versions(store).await?;
-    if foreign.is_empty() {
-        return Ok(None);
-    }
-    let files = old_history(store, &foreign).await?;
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    let dir = aside_dir(now_ms);
-    let moved = set_aside(store, &files, &dir).await?;
-    let mut old_locations: Vec<String> = foreign.into_iter().map(|v| v.recorded).collect();
-    old_locations.sort();
-    old_locations.dedup();
-    tracing::info!(table = %store.location(), aside = %store.absolute(&dir), files = moved.len(), "set the relocated metadata aside");
-    Ok(Some(Rebuilt {
-        old_locations,
-        set_aside_in: store.absolute(&dir),
-        files: moved.len(),
-    }))
 }

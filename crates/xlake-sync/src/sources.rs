@@ -1,9 +1,9 @@
 //! The registry of source formats: the one module of the engine that names the concrete
 //! source crates. Everything else holds a [`TableSource`] and asks it.
 
-use xlake_iceberg::IcebergTable;
 use xlake_source::{SourceKind, TableSource};
 use xlake_storage::TableStore;
+use xlake_target::{Loaded, Read, TableTarget};
 
 use crate::{InTable, SyncError, SyncOptions};
 
@@ -100,10 +100,10 @@ async fn chosen(store: &TableStore, name: &str) -> Result<&'static SourceKind, S
 pub(crate) fn same_as_recorded(
     store: &TableStore,
     source: &dyn TableSource,
-    loaded: Option<&xlake_iceberg::LoadedTable>,
+    loaded: Option<&Loaded>,
 ) -> Result<(), SyncError> {
     let asked = source.format().as_str();
-    let Some(recorded) = loaded.and_then(|l| l.source_format()) else {
+    let Some(recorded) = loaded.and_then(|l| l.source_format.as_deref()) else {
         return Ok(());
     };
     if recorded == asked {
@@ -142,9 +142,27 @@ pub fn detectable() -> Vec<&'static SourceKind> {
 
 /// The format the newest snapshot of the table's Iceberg mirror records, if any.
 async fn recorded(store: &TableStore) -> Result<Option<&'static SourceKind>, SyncError> {
-    let Some(loaded) = IcebergTable::new(store.clone()).load_as_found().await? else {
+    let mut target = crate::targets::open_default(store)?;
+    let Some(loaded) = target.load(Read::AsFound).await? else {
         return Ok(None);
     };
-    let format = loaded.source_format();
+    let format = loaded.source_format;
     Ok(format.and_then(|f| KINDS.iter().find(|k| k.format.as_str() == f)))
+}
+
+/// `options`, with every operator choice a format records in its snapshots' notes (a
+/// merge-on-read table mirrored as its read-optimized view) that the loaded `target`'s
+/// snapshots record: the operator chose it when syncing, and commands that read the table
+/// need not be told again.
+pub(crate) fn with_recorded_choices(
+    options: &SyncOptions,
+    target: &dyn TableTarget,
+) -> SyncOptions {
+    let mut options = options.clone();
+    for choice in KINDS.iter().flat_map(|k| k.recorded) {
+        if target.records_note(choice.note, choice.value) {
+            (choice.choose)(&mut options.source);
+        }
+    }
+    options
 }

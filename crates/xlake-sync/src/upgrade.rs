@@ -9,11 +9,10 @@
 
 use serde::Serialize;
 use xlake_catalog::{Advanced, CatalogTarget};
-use xlake_iceberg::v3::version_number;
-use xlake_iceberg::{IcebergError, IcebergTable, LoadedTable};
 use xlake_storage::TableStore;
+use xlake_target::{FormatChange, TargetOptions};
 
-use crate::{catalog, SyncError};
+use crate::{catalog, targets, SyncError};
 
 /// What an upgrade did.
 #[derive(Debug, Clone, Serialize)]
@@ -29,6 +28,17 @@ pub struct Upgraded {
     pub catalog: Option<Advanced>,
 }
 
+impl From<FormatChange> for Upgraded {
+    fn from(change: FormatChange) -> Self {
+        Self {
+            from: change.from,
+            to: change.to,
+            version: change.version,
+            catalog: None,
+        }
+    }
+}
+
 impl Upgraded {
     /// What the operator is told of an upgrade that happened (`None`: nothing changed).
     pub fn note(&self) -> Option<String> {
@@ -40,14 +50,18 @@ impl Upgraded {
     }
 }
 
-/// Upgrade the mirror in `store` to format version `to`. A table with no Iceberg
-/// metadata yet is an error (the first sync with `--format-version` writes that version).
+/// Upgrade the mirror in `store` to format version `to`. A table with no metadata yet is
+/// an error (the first sync with `--format-version` writes that version).
 pub async fn upgrade(
     store: &TableStore,
     to: u8,
     target: Option<&CatalogTarget>,
 ) -> Result<Upgraded, SyncError> {
-    let iceberg = IcebergTable::new(store.clone()).format_version_number(to)?;
+    let options = TargetOptions {
+        format_version: Some(to),
+        ..TargetOptions::default()
+    };
+    let mut table = targets::open_with(store, &options)?;
     let entry = match target {
         Some(t) => {
             let entry = catalog::Entry::open(t)?;
@@ -56,39 +70,9 @@ pub async fn upgrade(
         }
         None => None,
     };
-    let Some(mut loaded) = iceberg.load().await? else {
-        return Err(IcebergError::FormatVersion {
-            table: store.location().to_string(),
-            asked: to,
-            reason: format!("there is no Iceberg metadata to upgrade yet; `xlake sync --format-version {to}` writes a version-{to} mirror"),
-        }
-        .into());
-    };
-    iceberg.heal_hint(&mut loaded).await?;
-    let mut done = upgrade_loaded(&iceberg, &mut loaded).await?;
+    let mut done = Upgraded::from(table.upgrade().await?);
     if let Some(entry) = entry {
         done.catalog = entry.advance(store).await?;
-    }
-    Ok(done)
-}
-
-/// Upgrade `loaded` to the version `target` asks for, if older (it becomes the upgraded
-/// version): the one upgrade step of `xlake upgrade` and of a sync's start.
-pub(crate) async fn upgrade_loaded(
-    target: &IcebergTable,
-    loaded: &mut LoadedTable,
-) -> Result<Upgraded, SyncError> {
-    let from = version_number(loaded.metadata.format_version());
-    let mut done = Upgraded {
-        from,
-        to: from,
-        version: None,
-        catalog: None,
-    };
-    if let Some(upgraded) = target.upgrade(loaded).await? {
-        done.to = version_number(upgraded.metadata.format_version());
-        done.version = Some(upgraded.version);
-        *loaded = upgraded;
     }
     Ok(done)
 }

@@ -5,6 +5,8 @@ use std::path::{Component, Path, PathBuf};
 
 use subtle::ConstantTimeEq;
 
+use crate::error::ConfigError;
+
 /// The default of `hoodie.write.commit.callback.http.api.key` in Apache Hudi
 /// (`HoodieWriteCommitCallbackConfig.CALLBACK_HTTP_API_KEY_VALUE`): public, so it
 /// authenticates nobody.
@@ -29,7 +31,11 @@ impl std::fmt::Debug for Key {
 
 impl Key {
     /// A required key. Refuses an empty key and, unless `allow_default`, Hudi's default.
-    pub fn required(key: &str, allow_default: bool) -> Result<Self, String> {
+    pub fn required(key: &str, allow_default: bool) -> Result<Self, ConfigError> {
+        Self::required_text(key, allow_default).map_err(ConfigError::access)
+    }
+
+    fn required_text(key: &str, allow_default: bool) -> Result<Self, String> {
         let key = key.trim_end_matches(['\r', '\n']);
         if key.is_empty() {
             return Err("the callback key is empty".into());
@@ -49,6 +55,15 @@ impl Key {
         key_file: Option<&Path>,
         insecure: bool,
         allow_default: bool,
+    ) -> Result<Self, ConfigError> {
+        Self::configured_text(env, key_file, insecure, allow_default).map_err(ConfigError::access)
+    }
+
+    fn configured_text(
+        env: Option<String>,
+        key_file: Option<&Path>,
+        insecure: bool,
+        allow_default: bool,
     ) -> Result<Self, String> {
         let from_file = key_file
             .map(|p| {
@@ -59,7 +74,7 @@ impl Key {
             .transpose()?;
         match (env.filter(|k| !k.is_empty()).or(from_file), insecure) {
             (Some(_), true) => Err("--insecure-no-key contradicts the key given (XLAKE_CALLBACK_KEY or --key-file)".into()),
-            (Some(k), false) => Self::required(&k, allow_default),
+            (Some(k), false) => Self::required_text(&k, allow_default),
             (None, true) => Ok(Self::none()),
             (None, false) => Err("a callback key is required: set XLAKE_CALLBACK_KEY or pass --key-file (the value of hoodie.write.commit.callback.http.api.key), or --insecure-no-key".into()),
         }
@@ -88,7 +103,11 @@ impl Key {
 /// A location brought to one spelling for comparison: `s3a://`/`s3n://` as `s3://`,
 /// `file:` URLs as paths, `.` and `..` resolved, symlinks on local disk resolved (for
 /// the longest existing prefix), no trailing slash.
-pub fn normalise(location: &str) -> Result<String, String> {
+pub fn normalise(location: &str) -> Result<String, ConfigError> {
+    normalise_text(location).map_err(ConfigError::access)
+}
+
+fn normalise_text(location: &str) -> Result<String, String> {
     let location = location.trim();
     match url::Url::parse(location) {
         Ok(u) if u.scheme() == "file" => {
@@ -184,7 +203,7 @@ pub struct Allowed {
 
 impl Allowed {
     /// From `--allow` prefixes and the config's table locations.
-    pub fn new(prefixes: &[String], tables: &[String]) -> Result<Self, String> {
+    pub fn new(prefixes: &[String], tables: &[String]) -> Result<Self, ConfigError> {
         let all = |v: &[String]| {
             v.iter()
                 .map(|l| normalise(l))
@@ -201,7 +220,7 @@ impl Allowed {
     pub fn for_service(
         prefixes: &[String],
         jobs: Option<&crate::job::JobConfig>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ConfigError> {
         let mut all: Vec<String> = prefixes.to_vec();
         let mut tables = Vec::new();
         if let Some(j) = jobs {
@@ -210,7 +229,7 @@ impl Allowed {
         }
         let allowed = Self::new(&all, &tables)?;
         if allowed.is_empty() {
-            return Err("nothing to serve: give --allow <location-prefix> or --config with the tables to serve".into());
+            return Err(ConfigError::access("nothing to serve: give --allow <location-prefix> or --config with the tables to serve".into()));
         }
         Ok(allowed)
     }
