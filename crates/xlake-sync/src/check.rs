@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use serde::Serialize;
 use xlake_iceberg::layout::{parse_hint, METADATA_DIR, VERSION_HINT};
 use xlake_iceberg::{IcebergTable, LoadedTable};
-use xlake_model::CommitListing;
-use xlake_source::{MirrorState, TableSource};
+use xlake_model::{ChangeSet, CommitListing, VectorBytes};
+use xlake_source::{ErrorKind, MirrorState, SourceError, TableSource};
 use xlake_storage::{StorageError, TableStore};
 
 use crate::catalog::{self, CatalogState};
@@ -177,7 +177,10 @@ pub async fn check_with(
     // The lag is measured in commit times, which a sync's listing may leave out.
     let mut timed = options.clone();
     timed.source.commit_times = true;
-    let source = sources::open(&store, &timed).await?;
+    let mut source = sources::open(&store, &timed).await?;
+    // The deep comparison is of files and row counts: vectors are not decoded, so one
+    // VACUUM deleted with the version that replaced it is not read.
+    source.carry_deletion_vectors();
     let state = crate::mirror_state(loaded.as_ref());
     let listing: CommitListing = source.listing(&state).in_table(&store)?;
     let ancestry = loaded.as_ref().map_or(Vec::new(), |l| l.ancestry());
@@ -362,22 +365,34 @@ async fn compare_files(
         live_files: None,
         source_state: None,
     };
-    // The newest mirrored commit, in source order (a replay gives the listing's order).
-    let newest = source
-        .listing(&from_start)
-        .in_table(store)?
+    // The newest mirrored commit, in source order (a replay gives the listing's order),
+    // and the oldest one compared.
+    let listing = source.listing(&from_start).in_table(store)?;
+    let mut mirrored = listing
         .commits
         .iter()
-        .rev()
-        .find(|c| snapshot_of.contains_key(&c.id))
-        .map(|c| c.id.clone());
-    let mut replay = source.replay(&from_start).await.in_table(store)?;
+        .filter(|c| snapshot_of.contains_key(&c.id));
+    let oldest = mirrored.next().map(|c| c.id.clone());
+    let newest = mirrored
+        .next_back()
+        .map(|c| c.id.clone())
+        .or(oldest.clone());
+    // Nothing before the oldest commit compared is needed: the replay may start at the
+    // source's full state there (Delta: the newest checkpoint at or before it).
+    let from = if all { &oldest } else { &newest };
+    let mut replay = match from {
+        Some(from) => source.replay_covering(from, &from_start).await,
+        None => source.replay(&from_start).await,
+    }
+    .in_table(store)?;
     let mut live: BTreeMap<String, Option<u64>> = BTreeMap::new();
     let mut compared = Vec::new();
     let mut past_newest = newest.is_none();
+    let mut vectors = LiveVectors::default();
     while let Some(next) = replay.next().await {
         // A commit the source cannot read fails the check, even after the newest mirrored.
         let change = next.in_table(store)?;
+        vectors.follow(&change, store);
         if past_newest {
             continue;
         }
@@ -440,5 +455,58 @@ async fn compare_files(
             differences: out,
         });
     }
+    vectors.all_there(store).await?;
     Ok(compared)
+}
+
+/// The stored deletion vectors of the files live after the commits followed: a file
+/// VACUUM keeps, whose absence makes the source itself unreadable (a vector only older
+/// versions used may be gone).
+#[derive(Default)]
+struct LiveVectors {
+    /// Data file to its vector's file and the commit that gave it.
+    of: HashMap<String, (String, String)>,
+}
+
+impl LiveVectors {
+    fn follow(&mut self, change: &ChangeSet, store: &TableStore) {
+        if change.full_state {
+            self.of.clear();
+        }
+        for path in &change.removed {
+            self.of.remove(&store.absolute(path));
+        }
+        for f in &change.added {
+            let data = store.absolute(&f.path);
+            match f.deletion_vector.as_ref().map(|v| &v.bytes) {
+                Some(VectorBytes::Stored { path, .. }) => {
+                    let given = (store.absolute(path), change.commit.id.clone());
+                    self.of.insert(data, given);
+                }
+                _ => {
+                    self.of.remove(&data);
+                }
+            }
+        }
+    }
+
+    /// An error naming the first live vector whose file is gone (with its data file and
+    /// the commit that gave it): the source cannot be read, so neither checked.
+    async fn all_there(&self, store: &TableStore) -> Result<(), SyncError> {
+        let mut sorted: Vec<_> = self.of.iter().collect();
+        sorted.sort();
+        let mut asked = HashSet::new();
+        for (data, (vector, commit)) in sorted {
+            if !asked.insert(vector) || store.size(vector).await?.is_some() {
+                continue;
+            }
+            let kind = ErrorKind::Corrupt {
+                commit: Some(commit.clone()),
+                file: Some(vector.clone()),
+            };
+            let reason = format!("source commit {commit}: {data}: deletion vector file {vector} does not exist (it is live: the source's own readers need it)");
+            return Err(SourceError::new(kind, reason)).in_table(store);
+        }
+        Ok(())
+    }
 }
