@@ -52,19 +52,7 @@ impl DeltaSource {
     /// (those between can no longer be told apart).
     pub async fn replay_from(&self, state: &MirrorState) -> Result<DeltaReplay<'_>> {
         let mirrored = &state.commits;
-        let mut replay = DeltaReplay {
-            source: self,
-            state: None,
-            live: HashSet::new(),
-            base: BaseLive::Loaded,
-            base_created_by: None,
-            checkpoint: None,
-            next: 1,
-            latest: 0,
-            later: RemovedLater::default(),
-            notes: Vec::new(),
-            done: false,
-        };
+        let mut replay = self.empty_replay();
         let Some((start, from_checkpoint)) = self.log().start()? else {
             replay.done = true;
             return Ok(replay);
@@ -99,13 +87,65 @@ impl DeltaSource {
                 }
                 .into());
             }
-            let (s, change) = self.checkpoint_state(start).await?;
-            replay.live = change.added.iter().map(|f| path_key(&f.path)).collect();
             replay.notes.push(format!("commits before version {start} are gone from the log; the first snapshot holds the checkpoint's state at version {start}"));
-            replay.state = Some(s);
-            replay.checkpoint = Some((start, change));
-            first = start + 1;
+            first = self.start_at_checkpoint(&mut replay, start).await?;
         }
+        self.plan(&mut replay, first, latest).await;
+        Ok(replay)
+    }
+
+    /// A replay for a checker comparing versions from `from` on: from the newest
+    /// checkpoint at or before `from` after which every commit is in the log (its whole
+    /// state first, then every version after it), else from the log's start as a first
+    /// sync's. Versions the checkpoint supersedes are not read, nor the files only they
+    /// name: a vacuumed deletion vector, data file or commit file of those versions.
+    pub async fn replay_covering(&self, from: u64) -> Result<DeltaReplay<'_>> {
+        let start = self.log().start()?.map(|(s, _)| s);
+        let checkpoint = self
+            .log()
+            .checkpoints
+            .range(..=from)
+            .next_back()
+            .copied()
+            .filter(|c| start.is_some_and(|s| *c >= s));
+        let Some(checkpoint) = checkpoint else {
+            return self.replay_from(&MirrorState::default()).await;
+        };
+        let mut replay = self.empty_replay();
+        let first = self.start_at_checkpoint(&mut replay, checkpoint).await?;
+        let latest = self.log().latest().unwrap_or(checkpoint);
+        self.plan(&mut replay, first, latest).await;
+        Ok(replay)
+    }
+
+    fn empty_replay(&self) -> DeltaReplay<'_> {
+        DeltaReplay {
+            source: self,
+            state: None,
+            live: HashSet::new(),
+            base: BaseLive::Loaded,
+            base_created_by: None,
+            checkpoint: None,
+            next: 1,
+            latest: 0,
+            later: RemovedLater::default(),
+            notes: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// Make `replay` give the checkpoint of `version`'s whole state first; the next
+    /// version to read.
+    async fn start_at_checkpoint(&self, replay: &mut DeltaReplay<'_>, version: u64) -> Result<u64> {
+        let (s, change) = self.checkpoint_state(version).await?;
+        replay.live = change.added.iter().map(|f| path_key(&f.path)).collect();
+        replay.state = Some(s);
+        replay.checkpoint = Some((version, change));
+        Ok(version + 1)
+    }
+
+    /// Set `replay` to read versions `first..=latest`, with the first pass over them.
+    async fn plan(&self, replay: &mut DeltaReplay<'_>, first: u64, latest: u64) {
         replay.next = first;
         replay.latest = latest;
         // One change set alone has no later one to remove its files: no first pass. (A
@@ -114,7 +154,6 @@ impl DeltaSource {
         if first_given < latest {
             replay.later = self.removals(first, latest).await;
         }
-        Ok(replay)
     }
 
     /// The first pass: what versions `first..=latest` remove, from their `remove` lines

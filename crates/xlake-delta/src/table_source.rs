@@ -164,4 +164,17 @@ impl TableSource for DeltaSource {
     async fn replay<'a>(&'a self, mirrored: &MirrorState) -> Result<Replay<'a>, SourceError> {
         Ok(Box::new(self.replay_from(mirrored).await?))
     }
+
+    /// From the newest checkpoint at or before version `from` (see
+    /// [`DeltaSource::replay_covering`]); an id that is no version replays from the start.
+    async fn replay_covering<'a>(
+        &'a self,
+        from: &str,
+        mirrored: &MirrorState,
+    ) -> Result<Replay<'a>, SourceError> {
+        match from.parse::<u64>() {
+            Ok(version) => Ok(Box::new(self.replay_covering(version).await?)),
+            Err(_) => self.replay(mirrored).await,
+        }
+    }
 }

@@ -171,6 +171,20 @@ pub trait TableSource: Send + Sync {
     /// error. An error here (nothing streamed) is about the table as a whole, e.g.
     /// [`ErrorKind::HistoryLost`].
     async fn replay<'a>(&'a self, mirrored: &MirrorState) -> Result<Replay<'a>, SourceError>;
+
+    /// For a checker that needs the live files after `from` and every commit since: a
+    /// replay that may start at a full state of the source at or before `from` (Delta's
+    /// newest checkpoint there), so that files only older commits used (a deletion vector
+    /// VACUUM deleted) are not read. `mirrored` is what [`Self::replay`] would be given to
+    /// replay from the start; by default that replay.
+    async fn replay_covering<'a>(
+        &'a self,
+        from: &str,
+        mirrored: &MirrorState,
+    ) -> Result<Replay<'a>, SourceError> {
+        let _ = from;
+        self.replay(mirrored).await
+    }
 }
 
 /// The future [`SourceKind::detect`] returns.

@@ -1,11 +1,11 @@
 //! The invariant checker: every completed source commit is recorded by exactly one
 //! snapshot of the current Iceberg ancestry, in order; `deep` also compares the live files.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Serialize;
-use xlake_model::CommitListing;
-use xlake_source::{MirrorState, TableSource};
+use xlake_model::{ChangeSet, CommitListing, VectorBytes};
+use xlake_source::{ErrorKind, MirrorState, SourceError, TableSource, TargetTakes};
 use xlake_storage::TableStore;
 pub use xlake_target::MissingList;
 use xlake_target::{Ancestor, Read, TableTarget};
@@ -149,7 +149,12 @@ pub async fn check_with(
     // The lag is measured in commit times, which a sync's listing may leave out.
     let mut timed = options.clone();
     timed.source.commit_times = true;
-    let source = sources::open(&store, &timed).await?;
+    let mut source = sources::open(&store, &timed).await?;
+    // The deep comparison is of files and row counts: vectors are not decoded, so one
+    // VACUUM deleted with the version that replaced it is not read.
+    source.target_takes(TargetTakes {
+        stored_deletion_vectors: true,
+    });
     let state = target.mirror_state();
     let listing: CommitListing = source.listing(&state).in_table(&store)?;
     let ancestry = target.view().ancestry;
@@ -274,24 +279,24 @@ impl Compare<'_> {
             live_files: None,
             source_state: None,
         };
-        // The newest mirrored commit, in source order (a replay gives the listing's order).
-        let newest = self
-            .source
-            .listing(&from_start)
-            .in_table(store)?
-            .commits
-            .iter()
-            .rev()
-            .find(|c| self.snapshot_of.contains_key(&c.id))
-            .map(|c| c.id.clone());
-        let mut replay = self.source.replay(&from_start).await.in_table(store)?;
+        let (oldest, newest) = self.mirrored_span(&from_start)?;
+        // Nothing before the oldest commit compared is needed: the replay may start at
+        // the source's full state there (Delta: the newest checkpoint at or before it).
+        let from = if all { &oldest } else { &newest };
+        let mut replay = match from {
+            Some(from) => self.source.replay_covering(from, &from_start).await,
+            None => self.source.replay(&from_start).await,
+        }
+        .in_table(store)?;
         let mut live: BTreeMap<String, Option<u64>> = BTreeMap::new();
         let mut compared = Vec::new();
         let mut past_newest = newest.is_none();
+        let mut vectors = LiveVectors::default();
         while let Some(next) = replay.next().await {
             // A commit the source cannot read fails the check, even after the newest
             // mirrored.
             let change = next.in_table(store)?;
+            vectors.follow(&change, store);
             if past_newest {
                 continue;
             }
@@ -317,7 +322,27 @@ impl Compare<'_> {
             };
             compared.push(compare(snapshot, &change.commit.id, &live, entries));
         }
+        vectors.all_there(store).await?;
         Ok(compared)
+    }
+
+    /// The oldest and the newest mirrored commit, in source order (a replay gives the
+    /// listing's order).
+    fn mirrored_span(
+        &self,
+        from_start: &MirrorState,
+    ) -> Result<(Option<String>, Option<String>), SyncError> {
+        let listing = self.source.listing(from_start).in_table(self.store)?;
+        let mut mirrored = listing
+            .commits
+            .iter()
+            .filter(|c| self.snapshot_of.contains_key(&c.id));
+        let oldest = mirrored.next().map(|c| c.id.clone());
+        let newest = mirrored
+            .next_back()
+            .map(|c| c.id.clone())
+            .or(oldest.clone());
+        Ok((oldest, newest))
     }
 }
 
@@ -394,4 +419,56 @@ pub(crate) fn broken_promise(source: &dyn TableSource, missing: &[String]) -> Op
         "{setting} promises an Iceberg snapshot for every instant, written in the commit path, but {} completed instants have none (the first: {first}): a writer ran without that table format's jar on its classpath, so Hudi silently wrote a native table (or a writer died between completing an instant and mirroring it, which the next write with the jar rolls back). Put the jar on every writer's classpath; `xlake sync` mirrors what is missing",
         missing.len()
     ))
+}
+
+/// The stored deletion vectors of the files live after the commits followed: a file
+/// VACUUM keeps, whose absence makes the source itself unreadable (a vector only older
+/// versions used may be gone).
+#[derive(Default)]
+struct LiveVectors {
+    /// Data file to its vector's file and the commit that gave it.
+    of: HashMap<String, (String, String)>,
+}
+
+impl LiveVectors {
+    fn follow(&mut self, change: &ChangeSet, store: &TableStore) {
+        if change.full_state {
+            self.of.clear();
+        }
+        for path in &change.removed {
+            self.of.remove(&store.absolute(path));
+        }
+        for f in &change.added {
+            let data = store.absolute(&f.path);
+            match f.deletion_vector.as_ref().map(|v| &v.bytes) {
+                Some(VectorBytes::Stored { path, .. }) => {
+                    let given = (store.absolute(path), change.commit.id.clone());
+                    self.of.insert(data, given);
+                }
+                _ => {
+                    self.of.remove(&data);
+                }
+            }
+        }
+    }
+
+    /// An error naming the first live vector whose file is gone (with its data file and
+    /// the commit that gave it): the source cannot be read, so neither checked.
+    async fn all_there(&self, store: &TableStore) -> Result<(), SyncError> {
+        let mut sorted: Vec<_> = self.of.iter().collect();
+        sorted.sort();
+        let mut asked = HashSet::new();
+        for (data, (vector, commit)) in sorted {
+            if !asked.insert(vector) || store.size(vector).await?.is_some() {
+                continue;
+            }
+            let kind = ErrorKind::Corrupt {
+                commit: Some(commit.clone()),
+                file: Some(vector.clone()),
+            };
+            let reason = format!("source commit {commit}: {data}: deletion vector file {vector} does not exist (it is live: the source's own readers need it)");
+            return Err(SourceError::new(kind, reason)).in_table(store);
+        }
+        Ok(())
+    }
 }
