@@ -387,3 +387,33 @@ fn a_v3_mirror_is_rebuilt_as_v3_with_its_deletion_vectors() {
         "the rebuilt history carries the deletion vectors"
     );
 }
+
+/// The path index property names a source file (any writer can set a table property):
+/// a rebuild neither moves nor reads it, and the source stays whole.
+#[test]
+fn a_path_index_property_naming_a_source_file_is_ignored_by_a_rebuild() {
+    let (dir, root) = common::hudi::extract("sample_table_cow_v9_txns_simple_nometa");
+    let (code, out) = xlake(&["sync", s(&root)]);
+    assert_eq!(code, 0, "{out}");
+    let hint = std::fs::read_to_string(root.join("metadata/version-hint.text")).unwrap();
+    let file = root.join(format!("metadata/v{}.metadata.json", hint.trim()));
+    let mut metadata: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    for named in [".hoodie/hoodie.properties", "/etc/hostname"] {
+        metadata["properties"]["xlake.path-index"] = named.into();
+        std::fs::write(&file, serde_json::to_vec(&metadata).unwrap()).unwrap();
+        let copy = dir.path().join(format!("copy{}", named.len()));
+        copy_dir(&root, &copy);
+        let source = std::fs::read(copy.join(".hoodie/hoodie.properties")).unwrap();
+        let (code, out) = xlake(&["sync", "--rebuild", s(&copy)]);
+        assert_eq!(code, 0, "{out}");
+        assert_eq!(
+            std::fs::read(copy.join(".hoodie/hoodie.properties")).unwrap(),
+            source,
+            "the rebuild moved a source file the property named"
+        );
+        assert!(Path::new("/etc/hostname").exists());
+        let (code, out) = xlake(&["check", "--deep", s(&copy)]);
+        assert_eq!(code, 0, "{out}");
+    }
+}

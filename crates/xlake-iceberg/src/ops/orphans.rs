@@ -67,7 +67,7 @@ async fn referenced(
         if version_of(path).is_some_and(|v| v >= current) {
             lists.extend(metadata.snapshots().map(|s| s.manifest_list().to_string()));
             // The path index it names (crate::path_index).
-            let index = metadata.properties().get(crate::path_index::PATH_INDEX);
+            let index = crate::path_index::named_path_index(&metadata);
             indexes.extend(index.map(|p| store.absolute(p)));
         }
     }

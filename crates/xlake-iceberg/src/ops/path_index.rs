@@ -39,6 +39,18 @@ pub(crate) fn path_index_file() -> String {
     format!("{METADATA_DIR}/{}-paths.bin", uuid::Uuid::new_v4())
 }
 
+/// The path index `metadata` names, if the name is one xlake writes
+/// (`metadata/<uuid>-paths.bin`). Any writer can set a table property: a value naming
+/// anything else (a source file, a path outside the table) is never read, moved or kept.
+pub fn named_path_index(metadata: &TableMetadata) -> Option<&str> {
+    let name = metadata.properties().get(PATH_INDEX)?;
+    let ours = name.ends_with("-paths.bin") && crate::spec::layout::is_written_by_xlake(name);
+    if !ours {
+        tracing::warn!(property = PATH_INDEX, value = %name, "not a path index xlake writes: ignored");
+    }
+    ours.then_some(name.as_str())
+}
+
 /// The index of `manifests` (location, keys), encoded.
 fn encode(manifests: &[(String, Arc<PathKeys>)]) -> Bytes {
     let keys: usize = manifests.iter().map(|(_, k)| k.keys().len()).sum();
@@ -93,7 +105,7 @@ impl IcebergTable {
     /// Load the path index `metadata` names into this process's path cache, once per
     /// index. A failure to read or decode it is logged and costs only reads.
     pub(crate) async fn load_path_index(&self, metadata: Option<&TableMetadata>) {
-        let Some(path) = metadata.and_then(|m| m.properties().get(PATH_INDEX)) else {
+        let Some(path) = metadata.and_then(named_path_index) else {
             return;
         };
         let loaded = self.path_index_loaded.lock().map(|l| l.contains(path));
@@ -121,7 +133,7 @@ impl IcebergTable {
             }
         }
         if let Ok(mut loaded) = self.path_index_loaded.lock() {
-            loaded.insert(path.clone());
+            loaded.insert(path.to_string());
         }
     }
 

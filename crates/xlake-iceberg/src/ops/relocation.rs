@@ -68,9 +68,9 @@ pub async fn old_history(store: &TableStore, foreign: &[ForeignVersion]) -> Resu
         };
         // Its path index (named table-relative; see crate::path_index), moved before the
         // versions that name it.
-        if let Some(index) = metadata.properties().get(crate::path_index::PATH_INDEX) {
+        if let Some(index) = crate::path_index::named_path_index(&metadata) {
             if store.size(index).await?.is_some() {
-                deletes.insert(index.clone());
+                deletes.insert(index.to_string());
             }
         }
         for snapshot in metadata.snapshots() {
