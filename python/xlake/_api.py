@@ -57,6 +57,10 @@ def _message(command: str, proc: subprocess.CompletedProcess[str]) -> str:
     for line in reversed(lines):
         if line.startswith("xlake: "):
             return line[len("xlake: ") :]
+    # The command line's own refusals (clap): `error: <what>`, then usage and a hint.
+    for line in lines:
+        if line.startswith("error: "):
+            return line[len("error: ") :]
     return lines[-1] if lines else f"xlake {command} exited with code {proc.returncode}"
 
 
