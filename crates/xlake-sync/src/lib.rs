@@ -520,7 +520,8 @@ async fn run(
             let chunk: Vec<&ChangeSet> = batch.iter().collect();
             // The version the batch before published, split only now that it is built on.
             let on = next.take().map(NextBase::load).or_else(|| base.take());
-            let mut committed = target.commit_batch_on(on, &chunk).await;
+            let last = batches.ended || refused.is_some();
+            let mut committed = target.commit_run_batch(on, &chunk, last).await;
             next = committed.table.take();
             for (done, change) in committed.committed.into_iter().zip(batch.iter()) {
                 remaining = remaining.saturating_sub(1);
