@@ -100,7 +100,7 @@ async fn mirror(
             return Ok(0);
         }
         let batch: Vec<_> = changes.iter().collect();
-        let published = target.publish(&batch).await;
+        let published = target.publish(&batch, true).await;
         match published.error {
             None => return Ok(published.committed.len()),
             Some(e) if e.is_conflict() => continue,
@@ -431,8 +431,8 @@ async fn crash_and_retry(
     let src = open_source(source, &store).await;
     let changes = drain(src.replay(&MirrorState::default()).await.unwrap()).await;
     let batch: Vec<_> = changes.iter().collect();
-    assert!(a.publish(&batch).await.error.is_none(), "{case}");
-    let lost = b.publish(&batch).await;
+    assert!(a.publish(&batch, true).await.error.is_none(), "{case}");
+    let lost = b.publish(&batch, true).await;
     assert!(
         lost.error.as_ref().is_some_and(TargetError::is_conflict),
         "{case}: {:?}",

@@ -832,3 +832,57 @@ async fn a_path_index_that_misleads_or_cannot_be_read_is_set_aside() {
     write_commit(&root, 4, &remove(&add(3)));
     common::sync_consistent(&root, 5, "an unreadable path index").await;
 }
+
+/// The path index files under `metadata/`.
+fn path_index_files(root: &Path) -> usize {
+    std::fs::read_dir(root.join("metadata"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .to_str()
+                .unwrap()
+                .ends_with("-paths.bin")
+        })
+        .count()
+}
+
+/// A backfill publishes a version per batch of 100 commits but writes the path index
+/// only in its last batch (one index, not one per batch: each holds every live file),
+/// also when the commits fill the last batch exactly; the next removal uses it.
+#[tokio::test]
+async fn a_backfill_of_many_batches_writes_one_path_index() {
+    let (_dir, root) = extract("partitioned_3commits");
+    let add = v2_add(&root, |_| {});
+    let source: serde_json::Value = serde_json::from_str(&add).unwrap();
+    let source = source["add"]["path"].as_str().unwrap().to_string();
+    let dir = Path::new(&source).parent().unwrap().to_path_buf();
+    let commit = |v: u64| {
+        let path = dir.join(format!("part-batch-{v}.parquet"));
+        std::fs::copy(root.join(&source), root.join(&path)).unwrap();
+        let new = v2_add(&root, |a| a["path"] = path.to_str().unwrap().into());
+        let ts = 1_800_000_000_000u64 + v * 1000;
+        write_commit(
+            &root,
+            v,
+            &format!("{{\"commitInfo\":{{\"timestamp\":{ts}}}}}\n{new}\n"),
+        );
+    };
+    // Versions 0..=99: one batch of exactly 100, the last.
+    (3..100).for_each(commit);
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    assert_eq!(path_index_files(&root), 1);
+    let first = path_index_of(&root);
+    // 150 more: two batches, two versions, one more index, named by the second.
+    (100..250).for_each(commit);
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    assert_eq!(path_index_files(&root), 2);
+    assert_ne!(path_index_of(&root), first);
+    let remove = format!(
+        "{{\"commitInfo\":{{\"timestamp\":1900000000000,\"operation\":\"DELETE\"}}}}\n{}\n",
+        serde_json::json!({"remove": {"path": dir.join("part-batch-7.parquet"), "dataChange": true}})
+    );
+    write_commit(&root, 250, &remove);
+    common::sync_consistent(&root, 251, "a removal after a backfill of many batches").await;
+}

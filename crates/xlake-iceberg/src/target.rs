@@ -186,13 +186,13 @@ impl TableTarget for IcebergTarget {
         Ok(self.table.current_files(loaded, reads_saved / 4).await?)
     }
 
-    async fn publish(&mut self, batch: &[&ChangeSet]) -> Published {
+    async fn publish(&mut self, batch: &[&ChangeSet], last: bool) -> Published {
         let on = match self.base.take() {
             Some(Base::Loaded(l)) => Some(*l),
             Some(Base::Next(n)) => Some((*n).load()),
             None => None,
         };
-        let mut done = self.table.commit_batch_on(on, batch).await;
+        let mut done = self.table.commit_run_batch(on, batch, last).await;
         self.base = done.table.take().map(|n| Base::Next(Box::new(n)));
         Published {
             committed: done

@@ -83,6 +83,8 @@ pub(crate) struct Batches<'a> {
     replay: Replay<'a>,
     pending: Pending<'a>,
     until: Option<&'a str>,
+    /// What the replay gave after a full batch, read to learn whether it had ended.
+    ahead: Option<Result<ChangeSet, SourceError>>,
     /// Change sets the replay gave.
     pub(crate) streamed: usize,
     /// Of these, the ones skipped (mirrored already, or expired).
@@ -108,6 +110,7 @@ impl<'a> Batches<'a> {
             replay,
             pending,
             until,
+            ahead: None,
             streamed: 0,
             skipped: 0,
             reached: done,
@@ -116,11 +119,17 @@ impl<'a> Batches<'a> {
         }
     }
 
-    /// Up to `n` pending change sets, read from the replay as they are needed.
+    /// Up to `n` pending change sets, read from the replay as they are needed. A full
+    /// batch reads one change set ahead, so that `ended` tells the last batch (the
+    /// target writes its path index only then in a backfill).
     pub(crate) async fn next_batch(&mut self, n: usize) -> Vec<ChangeSet> {
         let mut batch = Vec::new();
         while !self.ended && batch.len() < n {
-            match self.replay.next().await {
+            let next = match self.ahead.take() {
+                Some(next) => Some(next),
+                None => self.replay.next().await,
+            };
+            match next {
                 None => self.ended = true,
                 Some(Err(e)) => {
                     self.stopped = Some(e);
@@ -140,6 +149,10 @@ impl<'a> Batches<'a> {
                     }
                 }
             }
+        }
+        if !self.ended {
+            self.ahead = self.replay.next().await;
+            self.ended = self.ahead.is_none();
         }
         batch
     }
@@ -330,6 +343,13 @@ mod tests {
         let replay = Box::new(VecReplay::new(changes(), Vec::new(), None));
         let mut b = Batches::new(replay, Pending::new(&mirrored, &all), Some("1"), true);
         assert!(b.next_batch(10).await.is_empty() && b.streamed == 0);
+        // A batch the replay's end fills exactly is known as the last; one before is not.
+        let replay = Box::new(VecReplay::new(changes(), Vec::new(), None));
+        let mut b = Batches::new(replay, Pending::new(&mirrored, &all), None, false);
+        assert_eq!(ids(b.next_batch(2).await), ["2", "3"]);
+        assert!(!b.ended && b.streamed == 3);
+        assert_eq!(ids(b.next_batch(1).await), ["4"]);
+        assert!(b.ended && b.streamed == 4 && b.next_batch(1).await.is_empty());
     }
 
     #[tokio::test]

@@ -405,7 +405,8 @@ impl<'a> Sync<'a> {
                 }
             }
             let chunk: Vec<&ChangeSet> = batch.iter().collect();
-            let done = self.target.publish(&chunk).await;
+            let last = batches.ended || refused.is_some();
+            let done = self.target.publish(&chunk, last).await;
             for (committed, change) in done.committed.into_iter().zip(batch.iter()) {
                 remaining = remaining.saturating_sub(1);
                 self.record(change, committed, remaining, progress);

@@ -342,8 +342,10 @@ pub trait TableTarget: Send + Sync {
         -> Result<Option<Vec<(String, u64)>>, TargetError>;
 
     /// Publish `batch` on the kept base behind put-if-absent, one snapshot per change set;
-    /// the version written becomes the base of the next publish.
-    async fn publish(&mut self, batch: &[&ChangeSet]) -> Published;
+    /// the version written becomes the base of the next publish. `last`: no batch of this
+    /// run follows (a target may keep what a run builds up, such as Iceberg's path index,
+    /// for its last batch only).
+    async fn publish(&mut self, batch: &[&ChangeSet], last: bool) -> Published;
 
     /// A table with `declared`'s schema and no snapshot, when there is none yet; the
     /// version written.

@@ -49,13 +49,25 @@ impl IcebergTable {
         base: Option<LoadedTable>,
         changes: &[&ChangeSet],
     ) -> Batch {
+        self.commit_run_batch(base, changes, true).await
+    }
+
+    /// [`Self::commit_batch_on`] for one batch of a run of batches: unless it is the
+    /// run's `last`, it writes no path index (a backfill of many batches would otherwise
+    /// write the growing index whole in each; see docs/design.md, "The path index").
+    pub async fn commit_run_batch(
+        &self,
+        base: Option<LoadedTable>,
+        changes: &[&ChangeSet],
+        last: bool,
+    ) -> Batch {
         // Atomic only on a store whose put-if-absent works (or with one writer, by the
         // operator's word); checked before anything is written.
         if let Err(e) = self.store.verify_put_if_absent().await {
             return Batch::failed(e.into());
         }
         match self.upgraded(base).await {
-            Ok(base) => self.commit_batch_inner(base, changes).await,
+            Ok(base) => self.commit_batch_inner(base, changes, !last).await,
             Err(e) => Batch::failed(e),
         }
     }
@@ -77,6 +89,7 @@ impl IcebergTable {
         &self,
         loaded: Option<LoadedTable>,
         changes: &[&ChangeSet],
+        more: bool,
     ) -> Batch {
         let next_version = loaded.as_ref().map_or(1, |l| l.version + 1);
         let on = loaded
@@ -91,6 +104,7 @@ impl IcebergTable {
             last_list: None,
             path_index: None,
             backfill: changes.len() > 1,
+            more,
         };
         // Manifests, lists and delete files are written through a journal, so that what
         // no `vN` will refer to can be deleted again (a failed commit leaves `metadata/`

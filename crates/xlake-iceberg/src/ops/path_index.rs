@@ -5,8 +5,9 @@
 //! It is the process's [`crate::ops::live_paths::PathCache`] written down: per manifest of the
 //! current list that the writing process had read or written, the sorted 128-bit keys
 //! ([`xlake_model::path_key`]) of the paths its live entries are about. A commit that
-//! removes files writes one (`metadata/<uuid>-paths.bin`, once per published version,
-//! after its last snapshot) and names it in the table property [`PATH_INDEX`]; later
+//! removes files writes one (`metadata/<uuid>-paths.bin`, after its last snapshot, in a
+//! run of batches by its last batch only) and names it in the table property
+//! [`PATH_INDEX`]; later
 //! versions carry the property as they carry every property. Appends neither read nor
 //! write it. A later removal loads it into its cache before planning, so a manifest it
 //! covers is read only if it holds a removed file. Manifests are immutable, so an entry

@@ -52,6 +52,9 @@ pub(crate) struct Draft<'a> {
     pub(crate) path_index: Option<String>,
     /// Whether the batch mirrors more than one commit.
     pub(crate) backfill: bool,
+    /// Whether more batches of the same run follow: then it writes no path index (the
+    /// run's last batch does), so that a backfill writes one, not one per batch.
+    pub(crate) more: bool,
 }
 
 /// What staging one change set added to the draft.
@@ -179,8 +182,8 @@ impl IcebergTable {
             self.load_path_index(current).await;
         }
         // A batch that removes files, or a backfill (which knows every manifest it
-        // wrote), leaves a path index for the next removal.
-        if !change.removed.is_empty() || draft.backfill {
+        // wrote), leaves a path index for the next removal; a run's last batch only.
+        if !draft.more && (!change.removed.is_empty() || draft.backfill) {
             let index = draft.path_index.get_or_insert_with(path_index_file);
             plan.properties.insert(PATH_INDEX.into(), index.clone());
         }
