@@ -214,17 +214,7 @@ impl TableTarget for IcebergTarget {
     }
 
     async fn expire(&self, retention: &Retention) -> Result<Expired, TargetError> {
-        let retention = crate::Retention {
-            keep_snapshots: retention.keep_snapshots,
-            max_age_ms: retention.max_age_ms,
-            now_ms: retention.now_ms,
-        };
-        let done = self.table.expire(&retention).await?;
-        Ok(Expired {
-            snapshots: done.snapshots,
-            deleted_files: done.deleted_files,
-            version: done.version,
-        })
+        Ok(self.table.expire(retention).await?)
     }
 
     fn view(&self) -> TargetView {

@@ -16,28 +16,8 @@ use crate::ops::table::{IcebergTable, FILE_CHECK_CONCURRENCY};
 use crate::spec::layout::{metadata_file, METADATA_DIR};
 use crate::spec::manifest::read_paths;
 
-/// Limits on top of the files the source deleted.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Retention {
-    /// Keep at most this many snapshots (the newest).
-    pub keep_snapshots: Option<usize>,
-    /// Expire snapshots whose (source commit) time is older than this, in ms before
-    /// `now_ms`.
-    pub max_age_ms: Option<i64>,
-    /// The present, ms since the epoch.
-    pub now_ms: i64,
-}
-
-/// What an expiry did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Expired {
-    /// The snapshots removed, oldest first.
-    pub snapshots: Vec<i64>,
-    /// Metadata files deleted with them (manifest lists, manifests, delete files).
-    pub deleted_files: Vec<String>,
-    /// The metadata version written (0 when nothing expired).
-    pub version: u64,
-}
+// The contract's own types: an expiry here is the target's expiry.
+pub use xlake_target::{Expired, Retention};
 
 impl IcebergTable {
     /// Expire snapshots, always as a prefix of history and never the current one: every
