@@ -213,6 +213,14 @@ impl RestCatalog {
             .await?;
         match status {
             200 => Ok(Swap::Done),
+            // `overwrite` replaces an existing entry whatever it holds: a conflict then is
+            // a server that does not move entries this way, not a race to retry.
+            409 if overwrite => Err(self.refused(
+                table,
+                "register with overwrite (this server does not move an entry by register; unset XLAKE_REST_MOVE to move it by commit)",
+                status,
+                &reply,
+            )),
             409 => Ok(Swap::Lost),
             _ => Err(self.refused(table, "register", status, &reply)),
         }
