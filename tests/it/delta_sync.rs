@@ -886,3 +886,27 @@ async fn a_backfill_of_many_batches_writes_one_path_index() {
     write_commit(&root, 250, &remove);
     common::sync_consistent(&root, 251, "a removal after a backfill of many batches").await;
 }
+
+/// In-commit mode asked for a commit already mirrored writes nothing and says how many
+/// listed commits up to it a snapshot records (not 0 and 0, which read as nothing mirrored).
+#[tokio::test]
+async fn a_commit_already_mirrored_reports_what_is_mirrored_up_to_it() {
+    let (_dir, root) = extract("table_with_deletion_logs");
+    let location = root.to_str().unwrap();
+    let options = SyncOptions::default();
+    let first = xlake_sync::mirror_commit(location, &options, "3", |_| {})
+        .await
+        .unwrap();
+    assert_eq!(first.written.len(), 4, "versions 0-3 mirrored");
+    let again = xlake_sync::mirror_commit(location, &options, "3", |_| {})
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            again.written.len(),
+            again.source_commits,
+            again.already_mirrored
+        ),
+        (0, 4, 4)
+    );
+}

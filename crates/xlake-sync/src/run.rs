@@ -344,6 +344,13 @@ impl<'a> Sync<'a> {
             None if !reduced && batches.stopped.is_none() => {
                 start.listing.commits.len().saturating_sub(batches.streamed)
             }
+            // In-commit mode for a commit already mirrored: the listed commits up to it
+            // that a snapshot records.
+            Some(u) if until_done => {
+                let upto = start.listing.commits.iter().position(|c| c.id == u);
+                let listed = &start.listing.commits[..upto.map_or(0, |p| p + 1)];
+                listed.iter().filter(|c| mirrored.contains(&c.id)).count()
+            }
             _ => 0,
         };
         let report = &mut self.report;
