@@ -37,6 +37,22 @@ pub trait History: Send + Sync {
     }
 }
 
+/// The table's own storage failed ([`History`]) while judging or moving `table`'s entry
+/// toward `location`.
+fn table_error(
+    catalog: &dyn Catalog,
+    table: &TableIdent,
+    location: &str,
+    source: TableError,
+) -> CatalogError {
+    CatalogError::Table {
+        catalog: catalog.describe(),
+        table: table.to_string(),
+        location: location.to_string(),
+        source,
+    }
+}
+
 /// Attempts before giving up on a pointer that keeps changing under us.
 const MAX_ATTEMPTS: usize = 20;
 
@@ -212,12 +228,7 @@ async fn at_or_ahead<R: TableRoot + ?Sized>(
         let held = history
             .holds(next)
             .await
-            .map_err(|source| CatalogError::Table {
-                catalog: catalog.describe(),
-                table: table.to_string(),
-                location: location.to_string(),
-                source,
-            })?;
+            .map_err(|source| table_error(catalog, table, location, source))?;
         if !held {
             tracing::warn!(catalog = %catalog.describe(), table = %table, entry = %location, missing = next, "the entry names no version along this table's chain from the current one; moving it to the current one");
             return Ok(false);
@@ -294,12 +305,7 @@ async fn advance_by_commit<R: TableRoot + ?Sized>(
     let ours = history
         .metadata(version)
         .await
-        .map_err(|source| CatalogError::Table {
-            catalog: catalog.describe(),
-            table: table.to_string(),
-            location: target.clone(),
-            source,
-        })?;
+        .map_err(|source| table_error(catalog, table, &target, source))?;
     for _ in 0..MAX_ATTEMPTS {
         let Some(p) = precheck(catalog, table, table_root, Some(version)).await? else {
             match catalog.register(table, &target).await? {
