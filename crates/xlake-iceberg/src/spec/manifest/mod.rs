@@ -218,6 +218,7 @@ mod tests {
     use iceberg::spec::{DataContentType, DataFileFormat, Datum, Literal, Struct};
 
     use super::*;
+    use crate::spec::manifest_list::tests::listed;
 
     fn data_file(path: &str, rows: u64, first_row_id: Option<i64>) -> DataFile {
         DataFileBuilder::default()
@@ -238,27 +239,6 @@ mod tests {
             sequence_number: Some(1),
             file_sequence_number: Some(1),
             data_file: file,
-        }
-    }
-
-    fn listed(first_row_id: Option<u64>, content: ManifestContentType) -> ManifestFile {
-        ManifestFile {
-            manifest_path: "m.avro".into(),
-            manifest_length: 1,
-            partition_spec_id: 0,
-            content,
-            sequence_number: 1,
-            min_sequence_number: 1,
-            added_snapshot_id: 1,
-            added_files_count: Some(0),
-            existing_files_count: Some(0),
-            deleted_files_count: Some(0),
-            added_rows_count: Some(0),
-            existing_rows_count: Some(0),
-            deleted_rows_count: Some(0),
-            partitions: None,
-            key_metadata: None,
-            first_row_id,
         }
     }
 

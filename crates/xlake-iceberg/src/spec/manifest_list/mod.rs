@@ -222,11 +222,13 @@ async fn iceberg_list(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    fn listed(first_row_id: Option<u64>, content: ManifestContentType) -> ManifestFile {
+    /// A list record of `content` with no files, `first_row_id` as given (manifest tests
+    /// use it too).
+    pub(crate) fn listed(first_row_id: Option<u64>, content: ManifestContentType) -> ManifestFile {
         ManifestFile {
             manifest_path: "m.avro".into(),
             manifest_length: 1,
