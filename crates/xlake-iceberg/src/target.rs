@@ -13,10 +13,8 @@ use xlake_target::{
     TargetTakes, TargetView,
 };
 
-use crate::layout::{
-    is_metadata_json, is_written_by_xlake, metadata_file, parse_hint, METADATA_DIR, VERSION_HINT,
-};
-use crate::orphans::{orphan_files, orphans};
+use crate::layout::{is_metadata_json, metadata_file, parse_hint, METADATA_DIR, VERSION_HINT};
+use crate::orphans::{not_written_by_xlake_among, orphan_files, orphans};
 use crate::relocation::{aside_dir, foreign_versions, old_history, set_aside};
 use crate::summary::{degraded_notes, iso_instant};
 use crate::v3::{format_version, version_number};
@@ -418,11 +416,7 @@ fn files(entries: &[Entry]) -> Files {
 async fn health(target: &IcebergTarget) -> Result<TargetHealth, TargetError> {
     let store = &target.store;
     let metadata = store.list_recursive(METADATA_DIR).await?;
-    let not_written_by_xlake = metadata
-        .iter()
-        .filter(|e| !is_written_by_xlake(&e.path))
-        .map(|e| e.path.clone())
-        .collect();
+    let not_written_by_xlake = not_written_by_xlake_among(&metadata);
     let Some(loaded) = target.loaded() else {
         return Ok(TargetHealth {
             not_written_by_xlake,

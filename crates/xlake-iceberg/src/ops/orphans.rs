@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use xlake_storage::TableStore;
+use xlake_storage::{Entry, TableStore};
 
 use crate::error::{IcebergError, Result};
 use crate::spec::layout::{
@@ -162,11 +162,16 @@ pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
 /// table-relative paths: a source's own files (a Hudi partition or a folder named
 /// `metadata`), or another tool's. Never deleted; a first sync refuses them.
 pub async fn not_written_by_xlake(store: &TableStore) -> Result<Vec<String>> {
-    Ok(store
-        .list_recursive(METADATA_DIR)
-        .await?
-        .into_iter()
+    Ok(not_written_by_xlake_among(
+        &store.list_recursive(METADATA_DIR).await?,
+    ))
+}
+
+/// [`not_written_by_xlake`] of a listing of `metadata/` already made.
+pub fn not_written_by_xlake_among(listed: &[Entry]) -> Vec<String> {
+    listed
+        .iter()
         .filter(|e| !is_written_by_xlake(&e.path))
-        .map(|e| e.path)
-        .collect())
+        .map(|e| e.path.clone())
+        .collect()
 }
