@@ -207,7 +207,7 @@ pub fn check(r: &CheckReport) {
     };
     outln!("{} ({}): {state}", r.table, r.format);
     outln!(
-        "  {} completed source commits, {} snapshots in the current ancestry, {} before mirroring began",
+        "  {} completed source commits, {} snapshots in the current ancestry, {} before the oldest snapshot (before mirroring began, or expired)",
         r.source_commits, r.snapshots, r.before_mirroring
     );
     let allowed = match r.allowed_lag {
