@@ -227,6 +227,47 @@ HISTORIES = {
 }
 
 
+def recorded_commits(table):
+    """The source commits the table's current Iceberg metadata records (none before the
+    first snapshot), read from the files, not through xlake."""
+    hint = pathlib.Path(table) / "metadata" / "version-hint.text"
+    if not hint.is_file():
+        return set()
+    meta = json.loads((hint.parent / f"v{hint.read_text().strip()}.metadata.json").read_text())
+    return {json.loads(s["summary"]["XTABLE_METADATA"])["sourceIdentifier"]
+            for s in meta.get("snapshots", [])}
+
+
+class Callback:
+    """Mirroring by Hudi's write-commit HTTP callback to a running `xlake serve` instead of
+    `xlake commit` (XLAKE_CALLBACK_URL, XLAKE_CALLBACK_KEY): after each write, which of its
+    commits a snapshot records the moment the write returns. After XLAKE_CALLBACK_STOP_AFTER
+    writes, the service (XLAKE_SERVE_PID) is stopped, and the writes after it go on."""
+
+    def __init__(self, env):
+        self.options = {
+            "hoodie.write.commit.callback.on": "true",
+            "hoodie.write.commit.callback.http.url": env["XLAKE_CALLBACK_URL"],
+            "hoodie.write.commit.callback.http.api.key": env["XLAKE_CALLBACK_KEY"],
+            "hoodie.write.commit.callback.http.timeout.seconds": "60",
+        }
+        self.stop_after = int(env.get("XLAKE_CALLBACK_STOP_AFTER", "0")) or None
+        self.serve_pid = int(env.get("XLAKE_SERVE_PID", "0"))
+        self.writes = []
+
+    def after_write(self, table, new_commits):
+        """Record what the write's callback mirrored; stop the service when it is time."""
+        self.writes.append({"commits": new_commits, "mirrored": sorted(set(new_commits) & recorded_commits(table)),
+                            "serve_up": self.stop_after is None or len(self.writes) < self.stop_after})
+        if self.stop_after is not None and len(self.writes) == self.stop_after and self.serve_pid:
+            import os
+            import signal
+            import time
+
+            os.kill(self.serve_pid, signal.SIGTERM)
+            time.sleep(2)
+
+
 def mirror(table, history, commit):
     """`xlake commit`, as the write job's last step; a failure fails the history."""
     sys.path.insert(0, str(HERE))
@@ -238,22 +279,34 @@ def mirror(table, history, commit):
 
 
 def main(history, table, out):
+    import os
+
     h = HISTORIES[history]
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     s = session(h.jars, h.session)
     recorded = []
+    callback = Callback(os.environ) if "XLAKE_CALLBACK_URL" in os.environ else None
+    if callback:
+        HUDI_BASE.update(callback.options)
 
     def done():
-        """Record the engine's rows for the commits the last write completed."""
-        for commit in h.commits(table):
-            if commit not in recorded:
-                h.read(s, table, commit).write.mode("overwrite").parquet(str(out / f"{commit}.parquet"))
-                recorded.append(commit)
+        """Record the engine's rows for the commits the last write completed, then mirror
+        them (`xlake commit`), or see what the callback mirrored."""
+        new = [commit for commit in h.commits(table) if commit not in recorded]
+        if callback:  # before anything else: what exists the moment the write returned
+            callback.after_write(table, new)
+        for commit in new:
+            h.read(s, table, commit).write.mode("overwrite").parquet(str(out / f"{commit}.parquet"))
+            recorded.append(commit)
+            if not callback:
                 mirror(table, h, commit)
 
     h.write(s, table, done)
-    (out / "done.json").write_text(json.dumps({"history": history, "commits": recorded}))
+    result = {"history": history, "commits": recorded}
+    if callback:
+        result["writes"] = callback.writes
+    (out / "done.json").write_text(json.dumps(result))
     s.stop()
 
 
