@@ -221,6 +221,12 @@ pub fn check(r: &CheckReport) {
             r.format.to_lowercase()
         );
     }
+    for u in &r.undone {
+        outln!(
+            "  undone: snapshot {} records source commit {}, which {} later undid (history, not a violation)",
+            u.snapshot_id, u.commit, u.undone_by
+        );
+    }
     for u in &r.unknown {
         outln!("  unknown: snapshot {} records source commit {}, which the source no longer has as completed", u.snapshot_id, u.commit);
     }

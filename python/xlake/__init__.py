@@ -21,6 +21,7 @@ from ._results import (
     Rebuilt,
     Snapshot,
     SyncResult,
+    UndoneCommit,
     UnknownCommit,
 )
 
@@ -40,6 +41,7 @@ __all__ = [
     "Snapshot",
     "SyncOutcome",
     "SyncResult",
+    "UndoneCommit",
     "UnknownCommit",
     "Violations",
     "XlakeError",

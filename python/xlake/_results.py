@@ -107,6 +107,15 @@ class UnknownCommit:
 
 
 @dataclass(frozen=True)
+class UndoneCommit:
+    """A snapshot naming a commit a later rollback or restore undid: history, not a violation."""
+
+    snapshot_id: int
+    commit: str
+    undone_by: str
+
+
+@dataclass(frozen=True)
 class MissingList:
     """A snapshot whose manifest list is gone."""
 
@@ -159,6 +168,7 @@ class CheckResult:
     consistent: bool
     relocated_from: str | None = None
     catalog: CatalogState | None = None
+    undone: list[UndoneCommit] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, d: Json) -> CheckResult:
@@ -182,6 +192,7 @@ class CheckResult:
             consistent=d["consistent"],
             relocated_from=d.get("relocated_from"),
             catalog=CatalogState(**d["catalog"]) if d.get("catalog") else None,
+            undone=[UndoneCommit(**u) for u in d.get("undone", [])],
         )
 
 

@@ -203,6 +203,23 @@ async fn a_rollback_of_a_mirrored_instant_restores_the_files_before_it() {
         got["29990101000000000"], want[&previous],
         "the rollback restores the state before {last}"
     );
+    assert_undone(&root, &[last.as_str()], "29990101000000000").await;
+}
+
+/// `check` calls the mirror consistent, and lists the snapshots of the `undone` commits as
+/// undone by `by`, not as unknown.
+async fn assert_undone(root: &Path, undone: &[&str], by: &str) {
+    let check = xlake_sync::check(root.to_str().unwrap(), &SyncOptions::default(), true)
+        .await
+        .unwrap();
+    assert!(check.consistent() && check.unknown.is_empty(), "{check:?}");
+    let got: Vec<(&str, &str)> = check
+        .undone
+        .iter()
+        .map(|u| (u.commit.as_str(), u.undone_by.as_str()))
+        .collect();
+    let want: Vec<(&str, &str)> = undone.iter().map(|id| (*id, by)).collect();
+    assert_eq!(got, want);
 }
 
 /// The restore schema's fields that matter: per rolled-back instant, its rollback metadata.
@@ -310,6 +327,8 @@ async fn a_restore_undoes_every_mirrored_instant_after_the_savepoint() {
         want[keep],
         "the state at the savepoint"
     );
+    let undone: Vec<&str> = undone.iter().map(String::as_str).collect();
+    assert_undone(&root, &undone, "29990101000000000").await;
 }
 
 #[tokio::test]

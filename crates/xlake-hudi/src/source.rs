@@ -6,6 +6,7 @@ use xlake_model::{ChangeSet, CommitListing, DataFile, DeclaredTable, ListedCommi
 use xlake_source::{Collected, MirrorState};
 use xlake_storage::{StorageError, TableStore};
 
+use crate::commit_metadata::{RestoreMetadata, RollbackMetadata};
 use crate::error::{HistoryLost, HudiError, Result};
 use crate::file_group::{parse_base_file_path, BaseFile, Effect};
 use crate::instant::{instant_millis, Instant};
@@ -153,6 +154,35 @@ impl HudiSource {
                 .map(str::to_string),
             strictly_ordered: self.config.version >= 8,
         }
+    }
+
+    /// The instants the active timeline's completed rollbacks and restores undid, each with
+    /// the rollback or restore that undid it (read from their metadata).
+    pub async fn undone_commits(&self) -> Result<BTreeMap<String, String>> {
+        let mut undone = BTreeMap::new();
+        for instant in &self.timeline.completed {
+            let ids = match kind(instant.action()) {
+                Some(Kind::Rollback) => {
+                    let json = crate::timeline::read_instant(&self.store, instant).await?;
+                    let meta: RollbackMetadata = serde_json::from_value(json).map_err(|e| {
+                        self.instant_error(instant, format!("not rollback metadata: {e}"))
+                    })?;
+                    meta.commits_rollback.unwrap_or_default()
+                }
+                Some(Kind::Restore) => {
+                    let json = crate::timeline::read_instant(&self.store, instant).await?;
+                    let meta: RestoreMetadata = serde_json::from_value(json).map_err(|e| {
+                        self.instant_error(instant, format!("not restore metadata: {e}"))
+                    })?;
+                    meta.rolled_back()
+                }
+                _ => continue,
+            };
+            for id in ids {
+                undone.insert(id, instant.requested().to_string());
+            }
+        }
+        Ok(undone)
     }
 
     /// The table root.

@@ -130,6 +130,10 @@ impl TableSource for HudiSource {
         }
     }
 
+    async fn undone_commits(&self) -> Result<BTreeMap<String, String>, SourceError> {
+        Ok(HudiSource::undone_commits(self).await?)
+    }
+
     /// Instant times sort as text.
     fn order(&self, a: &str, b: &str) -> Ordering {
         a.cmp(b)

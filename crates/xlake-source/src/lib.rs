@@ -136,6 +136,15 @@ pub trait TableSource: Send + Sync {
     /// Health facts for `inspect`.
     async fn health(&self) -> Result<SourceHealth, SourceError>;
 
+    /// Commits that completed and were then undone by a later completed rollback or
+    /// restore (Hudi's restore to a savepoint), each with the id of the commit that undid
+    /// it. A snapshot recording one is the table's true history (readers saw those rows
+    /// then), not an unknown commit. `check` asks only when snapshots name commits the
+    /// listing lacks, so this may read commits.
+    async fn undone_commits(&self) -> Result<BTreeMap<String, String>, SourceError> {
+        Ok(BTreeMap::new())
+    }
+
     /// The table's own setting that promises a snapshot for every completed commit, written
     /// by its writers in their commit path (Hudi's `hoodie.table.format=xlake`), if it has
     /// one: then a completed commit without a snapshot means that promise was broken.

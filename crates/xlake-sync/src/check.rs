@@ -22,6 +22,18 @@ pub struct UnknownCommit {
     pub commit: String,
 }
 
+/// A snapshot naming a commit that a later completed rollback or restore undid (Hudi's
+/// restore to a savepoint): the table's true history, not a violation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UndoneCommit {
+    /// The snapshot.
+    pub snapshot_id: i64,
+    /// The source commit it names.
+    pub commit: String,
+    /// The rollback or restore that undid it.
+    pub undone_by: String,
+}
+
 /// One snapshot compared by a deep check with the source's live files after its commit.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Comparison {
@@ -52,8 +64,11 @@ pub struct CheckReport {
     pub before_mirroring: usize,
     /// Completed in the source, recorded by no snapshot (after mirroring began).
     pub missing: Vec<String>,
-    /// Snapshots naming a commit the source no longer has (e.g. rolled back since).
+    /// Snapshots naming a commit the source does not have and no rollback or restore it
+    /// holds undid (a commit that never completed, another table's history).
     pub unknown: Vec<UnknownCommit>,
+    /// Snapshots naming a commit a later rollback or restore undid: not violations.
+    pub undone: Vec<UndoneCommit>,
     /// Source commits recorded by more than one snapshot.
     pub duplicates: Vec<String>,
     /// Snapshots of the current ancestry whose manifest list is gone (deleted beside the
@@ -168,6 +183,10 @@ pub async fn check_with(
         ..Default::default()
     };
     let seen = compare_commits(&mut report, source.as_ref(), &listing, &ancestry);
+    if !report.unknown.is_empty() {
+        let undone = source.undone_commits().await.in_table(&store)?;
+        set_apart_undone(&mut report, &undone);
+    }
     measure_lag(&mut report, &listing, &seen);
     report.broken_promise = broken_promise(source.as_ref(), &report.missing);
     if deep && report.relocated_from.is_none() {
@@ -240,6 +259,24 @@ fn compare_commits(
         .map(|(id, _)| id.clone())
         .collect();
     seen
+}
+
+/// Move the unknown commits a rollback or restore undid to `report.undone`.
+fn set_apart_undone(report: &mut CheckReport, undone: &BTreeMap<String, String>) {
+    let (found, unknown) = std::mem::take(&mut report.unknown)
+        .into_iter()
+        .partition::<Vec<_>, _>(|u| undone.contains_key(&u.commit));
+    report.unknown = unknown;
+    report.undone = found
+        .into_iter()
+        .filter_map(|u| {
+            Some(UndoneCommit {
+                undone_by: undone.get(&u.commit)?.clone(),
+                snapshot_id: u.snapshot_id,
+                commit: u.commit,
+            })
+        })
+        .collect();
 }
 
 /// Missing commits, those before mirroring began, and the lag, from the commits `seen`.
