@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE))
 
 import real_writers as rw
 
-PLUGIN_JAR = HERE.parents[1] / "integrations" / "hudi-table-format" / "target" / "xlake-hudi-table-format-0.1.0.jar"
+PLUGIN_JAR = rw.PLUGIN_JAR
 FORMAT = {"hoodie.table.format": "xlake", "hoodie.datasource.write.table.type": "COPY_ON_WRITE"}
 FAILED_IDS = list(range(900, 904))
 

@@ -22,8 +22,14 @@ HERE = pathlib.Path(__file__).resolve().parent
 JARS = HERE / ".jars"
 
 
+PLUGIN_JAR = HERE.parents[1] / "integrations" / "hudi-table-format" / "target" / "xlake-hudi-table-format-0.1.0.jar"
+
+
 def jar(name):
-    """A pinned jar from the cache, fetched by `.ci/jars` first if it is missing."""
+    """A pinned jar from the cache, fetched by `.ci/jars` first if it is missing (or a
+    jar's own path)."""
+    if pathlib.Path(name).is_absolute():
+        return name
     path = JARS / f"{name}.jar"
     if not path.is_file():
         subprocess.run([str(HERE.parents[1] / ".ci" / "jars")], check=True)
@@ -41,6 +47,7 @@ def session(jars, conf):
         .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.ui.showConsoleProgress", "false")
     )
     for k, v in conf.items():
         builder = builder.config(k, v)
@@ -238,7 +245,24 @@ def recorded_commits(table):
             for s in meta.get("snapshots", [])}
 
 
-class Callback:
+class Watch:
+    """Mirroring by something other than this script (the table-format plugin, in the
+    commit path): which of each write's commits a snapshot records when the write returns."""
+
+    options = {}
+
+    def __init__(self):
+        self.writes = []
+
+    def after_write(self, table, new_commits):
+        self.writes.append({"commits": new_commits, "mirrored": sorted(set(new_commits) & recorded_commits(table)),
+                            "serve_up": True})
+
+
+PLUGIN = {"hoodie.table.format": "xlake"}
+
+
+class Callback(Watch):
     """Mirroring by Hudi's write-commit HTTP callback to a running `xlake serve` instead of
     `xlake commit` (XLAKE_CALLBACK_URL, XLAKE_CALLBACK_KEY): after each write, which of its
     commits a snapshot records the moment the write returns. After XLAKE_CALLBACK_STOP_AFTER
@@ -253,7 +277,7 @@ class Callback:
         }
         self.stop_after = int(env.get("XLAKE_CALLBACK_STOP_AFTER", "0")) or None
         self.serve_pid = int(env.get("XLAKE_SERVE_PID", "0"))
-        self.writes = []
+        super().__init__()
 
     def after_write(self, table, new_commits):
         """Record what the write's callback mirrored; stop the service when it is time."""
@@ -284,11 +308,14 @@ def main(history, table, out):
     h = HISTORIES[history]
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    s = session(h.jars, h.session)
-    recorded = []
-    callback = Callback(os.environ) if "XLAKE_CALLBACK_URL" in os.environ else None
+    # Who mirrors: `xlake commit` after each commit (default), Hudi's callback to a running
+    # `xlake serve` (XLAKE_CALLBACK_URL), or the table-format plugin (XLAKE_MIRROR_BY=plugin).
+    plugin = os.environ.get("XLAKE_MIRROR_BY") == "plugin"
+    callback = Callback(os.environ) if "XLAKE_CALLBACK_URL" in os.environ else Watch() if plugin else None
     if callback:
-        HUDI_BASE.update(callback.options)
+        HUDI_BASE.update(callback.options, **(PLUGIN if plugin else {}))
+    s = session(h.jars + ([str(PLUGIN_JAR)] if plugin else []), h.session)
+    recorded = []
 
     def done():
         """Record the engine's rows for the commits the last write completed, then mirror
