@@ -155,87 +155,24 @@ impl<'a> HudiReplay<'a> {
     /// What `instant` did, as a change set; `None` for an instant that changes no file.
     async fn change_of(&mut self, instant: &Instant) -> Result<Option<ChangeSet>> {
         let source = self.source;
-        let config = source.config();
         let kind = kind(instant.action()).ok_or_else(|| {
             source.instant_error(instant, format!("unknown action {:?}", instant.action()))
         })?;
-        // A rollback or restore of instants Iceberg mirrors but the timeline no longer
-        // holds: their effect is unknown file by file, so the snapshot is given as the
-        // whole replayed state (the state before them) and the target takes the difference.
-        let mut full_state = false;
-        let (mut effect, data_change) = match kind {
-            Kind::Skip => return Ok(None),
-            Kind::Commit => {
-                let json = crate::timeline::read_instant(source.store(), instant).await?;
-                let meta: CommitMetadata = serde_json::from_value(json).map_err(|e| {
-                    source.instant_error(instant, format!("not commit metadata: {e}"))
-                })?;
-                if let Some(text) = meta.schema() {
-                    self.schema = Some(
-                        avro_to_schema(text, config.meta_fields)
-                            .map_err(|e| source.instant_error(instant, e))?,
-                    );
-                }
-                let effect = self
-                    .groups
-                    .apply_commit(&meta, source.options.mor_read_optimized)
-                    .map_err(|e| source.instant_error(instant, e))?;
-                // Clustering rewrites rows as they are, except that on a merge-on-read
-                // table it also merges log records into the read-optimized view.
-                let rewrite_only = meta.operation_type.as_deref() == Some("CLUSTER")
-                    && config.table_type == TableType::CopyOnWrite;
-                (effect, !rewrite_only)
-            }
-            Kind::Rollback => {
-                let json = crate::timeline::read_instant(source.store(), instant).await?;
-                let meta: RollbackMetadata = serde_json::from_value(json).map_err(|e| {
-                    source.instant_error(instant, format!("not rollback metadata: {e}"))
-                })?;
-                full_state = self.dropped(&meta.commits_rollback.unwrap_or_default());
-                (Effect::default(), true)
-            }
-            Kind::Restore => {
-                let json = crate::timeline::read_instant(source.store(), instant).await?;
-                let meta: RestoreMetadata = serde_json::from_value(json).map_err(|e| {
-                    source.instant_error(instant, format!("not restore metadata: {e}"))
-                })?;
-                full_state = self.dropped(&meta.rolled_back());
-                (Effect::default(), true)
-            }
+        let Some(found) = self.effect_of(instant, kind).await? else {
+            return Ok(None);
         };
-        if self.schema.is_none() {
-            if let Some(text) = &config.create_schema {
-                self.schema = Some(
-                    avro_to_schema(text, config.meta_fields)
-                        .map_err(|e| source.instant_error(instant, e))?,
-                );
-            }
-        }
-        let schema = self.schema.clone().ok_or_else(|| {
-            source.instant_error(
-                instant,
-                "no schema: neither the commit nor hoodie.properties records one",
-            )
-        })?;
-        let (spec, note) = partition_spec(config, &schema);
+        let schema = self.schema_at(instant)?;
+        let (spec, note) = partition_spec(source.config(), &schema);
         if let Some(note) = note {
             if !self.notes.contains(&note) {
                 self.notes.push(note);
             }
         }
-        let commit = SourceCommit {
-            format: crate::FORMAT,
-            id: instant.requested().to_string(),
-            action: instant.action().to_string(),
-            requested_ms: instant_millis(instant.requested()),
-            commit_time_ms: instant_millis(instant.commit_time()).ok_or_else(|| {
-                source.instant_error(
-                    instant,
-                    format!("unreadable instant time {}", instant.commit_time()),
-                )
-            })?,
-        };
-        let mut data_change = data_change;
+        let Found {
+            mut effect,
+            mut data_change,
+            full_state,
+        } = found;
         if !self.unmirrored_seed.is_empty() {
             data_change = true;
             // The first snapshot also holds what archived instants left live.
@@ -252,16 +189,116 @@ impl<'a> HudiReplay<'a> {
                 removed: Vec::new(),
             };
         }
-        let mut change = ChangeSet::new(commit, schema, spec);
+        let mut change = ChangeSet::new(source_commit(source, instant)?, schema, spec);
         change.ignored_columns = source.ignored_columns();
         change.full_state = full_state;
         change.data_change = data_change;
         source.fill(&mut change, effect, instant)?;
-        if config.table_type == TableType::MergeOnRead {
+        if source.config().table_type == TableType::MergeOnRead {
             change.notes.insert(VIEW_NOTE.into(), READ_OPTIMIZED.into());
         }
         Ok(Some(change))
     }
+
+    /// The files `instant` changed, read from its metadata; `None` for an instant that
+    /// changes none (clean, savepoint, ...). Applies a commit to the file groups.
+    async fn effect_of(&mut self, instant: &Instant, kind: Kind) -> Result<Option<Found>> {
+        let source = self.source;
+        let read = || crate::timeline::read_instant(source.store(), instant);
+        // A rollback or restore of instants Iceberg mirrors but the timeline no longer
+        // holds: their effect is unknown file by file, so the snapshot is given as the
+        // whole replayed state (the state before them) and the target takes the difference.
+        let undid = |ids: &[String]| Found {
+            effect: Effect::default(),
+            data_change: true,
+            full_state: self.dropped(ids),
+        };
+        Ok(Some(match kind {
+            Kind::Skip => return Ok(None),
+            Kind::Commit => {
+                let meta: CommitMetadata = serde_json::from_value(read().await?).map_err(|e| {
+                    source.instant_error(instant, format!("not commit metadata: {e}"))
+                })?;
+                if let Some(text) = meta.schema() {
+                    self.schema = Some(
+                        avro_to_schema(text, source.config().meta_fields)
+                            .map_err(|e| source.instant_error(instant, e))?,
+                    );
+                }
+                let effect = self
+                    .groups
+                    .apply_commit(&meta, source.options.mor_read_optimized)
+                    .map_err(|e| source.instant_error(instant, e))?;
+                // Clustering rewrites rows as they are, except that on a merge-on-read
+                // table it also merges log records into the read-optimized view.
+                let rewrite_only = meta.operation_type.as_deref() == Some("CLUSTER")
+                    && source.config().table_type == TableType::CopyOnWrite;
+                Found {
+                    effect,
+                    data_change: !rewrite_only,
+                    full_state: false,
+                }
+            }
+            Kind::Rollback => {
+                let meta: RollbackMetadata =
+                    serde_json::from_value(read().await?).map_err(|e| {
+                        source.instant_error(instant, format!("not rollback metadata: {e}"))
+                    })?;
+                undid(&meta.commits_rollback.unwrap_or_default())
+            }
+            Kind::Restore => {
+                let meta: RestoreMetadata = serde_json::from_value(read().await?).map_err(|e| {
+                    source.instant_error(instant, format!("not restore metadata: {e}"))
+                })?;
+                undid(&meta.rolled_back())
+            }
+        }))
+    }
+
+    /// The table schema as of `instant`: the newest a commit recorded, else the one
+    /// `hoodie.properties` was created with.
+    fn schema_at(&mut self, instant: &Instant) -> Result<Schema> {
+        let source = self.source;
+        if self.schema.is_none() {
+            if let Some(text) = &source.config().create_schema {
+                self.schema = Some(
+                    avro_to_schema(text, source.config().meta_fields)
+                        .map_err(|e| source.instant_error(instant, e))?,
+                );
+            }
+        }
+        self.schema.clone().ok_or_else(|| {
+            source.instant_error(
+                instant,
+                "no schema: neither the commit nor hoodie.properties records one",
+            )
+        })
+    }
+}
+
+/// What an instant did to the live files.
+struct Found {
+    effect: Effect,
+    /// Whether rows changed (a copy-on-write clustering only rewrites them).
+    data_change: bool,
+    /// Whether the change set is given as the whole live state (see `effect_of`).
+    full_state: bool,
+}
+
+/// The source commit `instant` is, timed by its completion.
+fn source_commit(source: &HudiSource, instant: &Instant) -> Result<SourceCommit> {
+    Ok(SourceCommit {
+        format: crate::FORMAT,
+        id: instant.requested().to_string(),
+        action: instant.action().to_string(),
+        requested_ms: instant_millis(instant.requested()),
+        commit_time_ms: instant_millis(instant.commit_time()).ok_or_else(|| {
+            source.instant_error(
+                instant,
+                format!("unreadable instant time {}", instant.commit_time()),
+            )
+        })?,
+    })
 }
 
 #[async_trait::async_trait]

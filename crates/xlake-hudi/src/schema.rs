@@ -52,89 +52,91 @@ fn avro_type(node: &Json, path: &str) -> Result<(DataType, bool), String> {
                 )),
             }
         }
-        Json::Object(obj) => {
-            let kind = obj
-                .get("type")
-                .ok_or_else(|| err("type without \"type\"".into()))?;
-            let logical = obj.get("logicalType").and_then(Json::as_str);
-            match kind.as_str() {
-                Some("record") => {
-                    let fields = obj
-                        .get("fields")
-                        .and_then(Json::as_array)
-                        .ok_or_else(|| err("record without fields".into()))?;
-                    let fields = fields
-                        .iter()
-                        .map(|f| {
-                            let name = f
-                                .get("name")
-                                .and_then(Json::as_str)
-                                .ok_or_else(|| err("field without name".into()))?;
-                            let child = if path.is_empty() {
-                                name.to_string()
-                            } else {
-                                format!("{path}.{name}")
-                            };
-                            let (t, nullable) =
-                                avro_type(f.get("type").unwrap_or(&Json::Null), &child)?;
-                            let mut field = Field::new(name, t, nullable);
-                            field.doc = f.get("doc").and_then(Json::as_str).map(String::from);
-                            Ok(field)
-                        })
-                        .collect::<Result<Vec<_>, String>>()?;
-                    Ok((DataType::Struct(fields), false))
-                }
-                Some("array") => {
-                    let (t, nullable) = avro_type(
-                        obj.get("items").unwrap_or(&Json::Null),
-                        &format!("{path}.element"),
-                    )?;
-                    Ok((
-                        DataType::List(Box::new(Field::new("element", t, nullable))),
-                        false,
-                    ))
-                }
-                Some("map") => {
-                    let (t, nullable) = avro_type(
-                        obj.get("values").unwrap_or(&Json::Null),
-                        &format!("{path}.value"),
-                    )?;
-                    Ok((
-                        DataType::Map {
-                            key: Box::new(Field::required("key", PrimitiveType::String)),
-                            value: Box::new(Field::new("value", t, nullable)),
-                        },
-                        false,
-                    ))
-                }
-                Some("enum") => Ok((DataType::Primitive(PrimitiveType::String), false)),
-                Some("fixed") => {
-                    let size = obj
-                        .get("size")
-                        .and_then(Json::as_u64)
-                        .ok_or_else(|| err("fixed without size".into()))?;
-                    let p = match logical {
-                        Some("decimal") => decimal(obj).map_err(err)?,
-                        Some("uuid") if size == 16 => PrimitiveType::Uuid,
-                        _ => PrimitiveType::Fixed(
-                            u32::try_from(size)
-                                .map_err(|_| err(format!("fixed of {size} bytes")))?,
-                        ),
-                    };
-                    Ok((DataType::Primitive(p), false))
-                }
-                Some(name) => {
-                    let p = match logical {
-                        Some("decimal") => decimal(obj).map_err(err)?,
-                        _ => primitive(name, logical).map_err(err)?,
-                    };
-                    Ok((DataType::Primitive(p), false))
-                }
-                None => avro_type(kind, path),
-            }
-        }
+        Json::Object(obj) => object_type(obj, path).map(|t| (t, false)),
         _ => Err(err(format!("unreadable Avro type {node}"))),
     }
+}
+
+/// The type a `{"type": ...}` object declares (a named or annotated type).
+fn object_type(obj: &serde_json::Map<String, Json>, path: &str) -> Result<DataType, String> {
+    let err = |what: String| format!("column {path}: {what}");
+    let kind = obj
+        .get("type")
+        .ok_or_else(|| err("type without \"type\"".into()))?;
+    let logical = obj.get("logicalType").and_then(Json::as_str);
+    let child = |key: &str, name: &str| {
+        avro_type(
+            obj.get(key).unwrap_or(&Json::Null),
+            &format!("{path}.{name}"),
+        )
+    };
+    Ok(match kind.as_str() {
+        Some("record") => record_type(obj, path)?,
+        Some("array") => {
+            let (t, nullable) = child("items", "element")?;
+            DataType::List(Box::new(Field::new("element", t, nullable)))
+        }
+        Some("map") => {
+            let (t, nullable) = child("values", "value")?;
+            DataType::Map {
+                key: Box::new(Field::required("key", PrimitiveType::String)),
+                value: Box::new(Field::new("value", t, nullable)),
+            }
+        }
+        Some("enum") => DataType::Primitive(PrimitiveType::String),
+        Some("fixed") => DataType::Primitive(fixed_type(obj, logical).map_err(err)?),
+        Some(name) => DataType::Primitive(match logical {
+            Some("decimal") => decimal(obj).map_err(err)?,
+            _ => primitive(name, logical).map_err(err)?,
+        }),
+        None => avro_type(kind, path)?.0,
+    })
+}
+
+/// A record's fields, each named `path.name` in errors.
+fn record_type(obj: &serde_json::Map<String, Json>, path: &str) -> Result<DataType, String> {
+    let err = |what: &str| format!("column {path}: {what}");
+    let fields = obj
+        .get("fields")
+        .and_then(Json::as_array)
+        .ok_or_else(|| err("record without fields"))?;
+    let fields = fields
+        .iter()
+        .map(|f| {
+            let name = f
+                .get("name")
+                .and_then(Json::as_str)
+                .ok_or_else(|| err("field without name"))?;
+            let child = if path.is_empty() {
+                name.to_string()
+            } else {
+                format!("{path}.{name}")
+            };
+            let (t, nullable) = avro_type(f.get("type").unwrap_or(&Json::Null), &child)?;
+            let mut field = Field::new(name, t, nullable);
+            field.doc = f.get("doc").and_then(Json::as_str).map(String::from);
+            Ok(field)
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(DataType::Struct(fields))
+}
+
+/// A `fixed` type: a decimal, a UUID (16 bytes) or plain fixed bytes.
+fn fixed_type(
+    obj: &serde_json::Map<String, Json>,
+    logical: Option<&str>,
+) -> Result<PrimitiveType, String> {
+    let size = obj
+        .get("size")
+        .and_then(Json::as_u64)
+        .ok_or_else(|| "fixed without size".to_string())?;
+    Ok(match logical {
+        Some("decimal") => decimal(obj)?,
+        Some("uuid") if size == 16 => PrimitiveType::Uuid,
+        _ => {
+            PrimitiveType::Fixed(u32::try_from(size).map_err(|_| format!("fixed of {size} bytes"))?)
+        }
+    })
 }
 
 fn decimal(obj: &serde_json::Map<String, Json>) -> Result<PrimitiveType, String> {
