@@ -1,4 +1,4 @@
-"""Real catalog servers for test_catalog_servers.py, started from the pinned jars of
+"""Real catalog servers for test_catalog_servers.py and test_catalog_hms.py, started from the pinned jars of
 tests/interop/.jars/ (jars.txt; fetched by .ci/jars) with Java 17 on loopback: each can be
 stopped and started again on the same port and state, as a server that went down."""
 import json
@@ -25,7 +25,7 @@ def java():
 
 class Server:
     """A JVM server: `command` and `env` run it, `ready` is a URL that answers once it
-    serves; its log is kept in `folder`."""
+    serves (or a (host, port) that accepts connections); its log is kept in `folder`."""
 
     def __init__(self, name, folder, command, env, ready):
         self.name, self.folder, self.command, self.env, self.ready = name, folder, command, env, ready
@@ -39,8 +39,11 @@ class Server:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.name} exited: {self.log_tail()}")
             try:
-                with urllib.request.urlopen(self.ready, timeout=2):
-                    return self
+                if isinstance(self.ready, tuple):  # a TCP server: ready once it accepts
+                    socket.create_connection(self.ready, timeout=2).close()
+                else:
+                    urllib.request.urlopen(self.ready, timeout=2).close()
+                return self
             except OSError:
                 time.sleep(0.3)
         raise RuntimeError(f"{self.name} did not start in {timeout} s: {self.log_tail()}")
@@ -75,6 +78,34 @@ def iceberg_rest(folder):
     return Server("iceberg-rest", folder, [java(), "-Xmx512m", "-jar", str(jar)], env, f"{url}/v1/config"), url
 
 
+def hive_metastore(folder):
+    """The Hive standalone metastore 4.0.1 (with Hadoop 3.3.6) on an embedded Derby database
+    in `folder`, its schema created on first start; Thrift on a loopback port. Returns the
+    server (ready once the port accepts) and its thrift:// URI."""
+    jars = JARS / "hive-metastore-4.0.1"
+    assert (jars / ".complete").exists(), f"{jars} missing: run .ci/jars"
+    port = free_port()
+    conf = folder / "hms-conf"
+    conf.mkdir(exist_ok=True)
+    settings = {
+        "metastore.thrift.bind.host": "127.0.0.1",
+        "metastore.thrift.port": port,
+        "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={folder}/metastore_db;create=true",
+        "javax.jdo.option.ConnectionDriverName": "org.apache.derby.jdbc.EmbeddedDriver",
+        "metastore.warehouse.dir": f"file://{folder}/warehouse",
+        "datanucleus.schema.autoCreateAll": "true",
+        "metastore.schema.verification": "false",
+        # No notification log, compactor or housekeeping threads: a quiet, quick server.
+        "metastore.event.db.notification.api.auth": "false",
+        "metastore.compactor.initiator.on": "false",
+        "metastore.housekeeping.threads.on": "false",
+    }
+    props = "".join(f"<property><name>{k}</name><value>{v}</value></property>" for k, v in settings.items())
+    (conf / "metastore-site.xml").write_text(f"<configuration>{props}</configuration>")
+    command = [java(), "-Xmx512m", "-cp", f"{conf}:{jars}/*", "org.apache.hadoop.hive.metastore.HiveMetaStore"]
+    return Server("hive-metastore", folder, command, {}, ("127.0.0.1", port)), f"thrift://127.0.0.1:{port}"
+
+
 def http_json(method, url, body=None):
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
@@ -84,14 +115,15 @@ def http_json(method, url, body=None):
 
 class CutProxy:
     """A loopback TCP proxy in front of a server that passes the first `allow` HTTP
-    requests and then goes away as a stopped server does: it closes every connection and
-    its listening socket, so the next request is refused. (What a server that dies between
-    two requests of one sync looks like, at a point a test can choose.)"""
+    requests (or, with per="connection", connections: xlake's metastore client opens one per
+    call) and then goes away as a stopped server does: it closes every connection and its
+    listening socket, so the next request is refused. (What a server that dies between two
+    requests of one sync looks like, at a point a test can choose.)"""
 
-    def __init__(self, port, allow):
+    def __init__(self, port, allow, per="request"):
         import threading
 
-        self.target, self.allow, self.seen = port, allow, 0
+        self.target, self.allow, self.seen, self.per = port, allow, 0, per
         self.lock = threading.Lock()
         self.sockets = []
         self.listener = socket.create_server(("127.0.0.1", 0))
@@ -107,9 +139,17 @@ class CutProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
+            if self.per == "connection":
+                with self.lock:
+                    self.seen += 1
+                    if self.seen > self.allow:
+                        self.sockets.append(client)
+                        self.cut()
+                        return
             upstream = socket.create_connection(("127.0.0.1", self.target))
             self.sockets += [client, upstream]
-            threading.Thread(target=self.requests, args=(client, upstream), daemon=True).start()
+            forward = self.pipe if self.per == "connection" else self.requests
+            threading.Thread(target=forward, args=(client, upstream), daemon=True).start()
             threading.Thread(target=self.pipe, args=(upstream, client), daemon=True).start()
 
     def requests(self, client, upstream):
