@@ -106,6 +106,77 @@ def hive_metastore(folder):
     return Server("hive-metastore", folder, command, {}, ("127.0.0.1", port)), f"thrift://127.0.0.1:{port}"
 
 
+# Trino 476 needs Java 24 or newer: $TRINO_JAVA_HOME, else the Temurin 25 Debian machines here have.
+TRINO_JAVA = pathlib.Path(os.environ.get("TRINO_JAVA_HOME", "/usr/lib/jvm/temurin-25-jdk-amd64")) / "bin" / "java"
+
+
+def trino(folder, catalogs):
+    """Trino 476 (the trino-server tarball, unpacked by .ci/trino; it needs Java 24 or newer:
+    TRINO_JAVA, whose absence test_trino.py reports as a skip), one coordinator on loopback with only the Iceberg plugin,
+    and one Iceberg catalog per entry of `catalogs` (name -> connector properties). Returns
+    the server and its HTTP URL; query it with trino_query."""
+    home = JARS / "trino-server-476"
+    assert (home / ".complete").exists(), f"{home} missing: run .ci/trino"
+    port = free_port()
+    etc = folder / "trino-etc"
+    (etc / "catalog").mkdir(parents=True, exist_ok=True)
+    plugins = folder / "trino-plugins"
+    plugins.mkdir(exist_ok=True)
+    if not (plugins / "iceberg").exists():
+        (plugins / "iceberg").symlink_to(home / "plugin" / "iceberg")
+    config = {
+        "coordinator": "true",
+        "node-scheduler.include-coordinator": "true",
+        "http-server.http.port": port,
+        "discovery.uri": f"http://127.0.0.1:{port}",
+        "plugin.dir": plugins,
+        "catalog.config-dir": etc / "catalog",
+        "query.max-memory": "512MB",
+        "query.max-memory-per-node": "512MB",
+    }
+    (etc / "config.properties").write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+    for name, properties in catalogs.items():
+        text = "".join(f"{k}={v}\n" for k, v in {"connector.name": "iceberg", **properties}.items())
+        (etc / "catalog" / f"{name}.properties").write_text(text)
+    command = [
+        str(TRINO_JAVA), "-Xmx2g", "-XX:+UseG1GC", "-Djdk.attach.allowAttachSelf=true",
+        "--enable-native-access=ALL-UNNAMED", "-Dnode.environment=test", "-Dnode.id=xlake-test",
+        f"-Dnode.data-dir={folder / 'trino-data'}", f"-Dconfig={etc / 'config.properties'}",
+        "-cp", f"{home}/lib/*", "io.trino.server.TrinoServer",
+    ]
+    url = f"http://127.0.0.1:{port}"
+    return Server("trino", folder, command, {}, f"{url}/v1/info"), url
+
+
+def trino_query(url, sql, timeout=120):
+    """The rows of `sql` through Trino's client protocol (POST /v1/statement, then nextUri)."""
+    request = urllib.request.Request(f"{url}/v1/statement", data=sql.encode(), method="POST",
+                                     headers={"X-Trino-User": "xlake"})
+    deadline, rows, columns = time.time() + timeout, [], None
+    while True:
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            body = json.loads(reply.read())
+        if "error" in body:
+            raise RuntimeError(f"{sql}: {body['error'].get('message')}")
+        columns = columns or [c["name"] for c in body.get("columns", [])] or None
+        rows += body.get("data", [])
+        if "nextUri" not in body:
+            return [dict(zip(columns or [], r)) for r in rows]
+        if time.time() > deadline:
+            raise RuntimeError(f"{sql}: no answer in {timeout} s")
+        request = urllib.request.Request(body["nextUri"], headers={"X-Trino-User": "xlake"})
+
+
+def trino_ready(url, timeout=180):
+    """Wait until Trino has finished starting (its /v1/info says so)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not http_json("GET", f"{url}/v1/info").get("starting", True):
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"Trino did not finish starting in {timeout} s")
+
+
 def http_json(method, url, body=None):
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})

@@ -109,7 +109,7 @@ def test_concurrent_syncs_never_move_the_pointer_back(tmp_path, hms):
     write(table, 0)
     assert run(hms, name, "sync", table).returncode == 0
     seen = [int(pointer(hms, name).rsplit("/v", 1)[1].split(".")[0])]
-    for step in range(1, 4):
+    for step in range(1, 6):
         write(table, step)
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             results = list(pool.map(lambda _: run(hms, name, "sync", table), range(4)))
