@@ -17,6 +17,11 @@ use thrift::protocol::{
 /// Nesting a reply may have (a metastore table nests about five deep).
 const MAX_DEPTH: usize = 64;
 
+/// The longest string a reply may hold (a table parameter is at most a few tens of KB). The
+/// `thrift` crate's own string reader trusts the length prefix (a negative one panics, a
+/// huge one allocates it), so strings and the message header are read here.
+const MAX_STRING: i32 = 16 << 20;
+
 /// A Thrift value.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Value {
@@ -150,7 +155,7 @@ pub(crate) fn call(
     write_value(&mut output, &Value::Struct(fields)).map_err(thrift)?;
     output.write_message_end().map_err(thrift)?;
     output.flush().map_err(thrift)?;
-    let reply = input.read_message_begin().map_err(thrift)?;
+    let reply = read_message_begin(&mut input).map_err(thrift)?;
     let body = read_value(&mut input, TType::Struct, 0).map_err(thrift)?;
     input.read_message_end().map_err(thrift)?;
     if reply.message_type == TMessageType::Exception {
@@ -174,6 +179,31 @@ fn outcome(body: Value) -> Result<Outcome, String> {
     }
 }
 
+/// The strict binary protocol's message header: version and type, name, sequence number.
+fn read_message_begin(p: &mut dyn TInputProtocol) -> thrift::Result<TMessageIdentifier> {
+    let header = p.read_i32()?;
+    if header as u32 & 0xffff_0000 != 0x8001_0000 {
+        return Err(protocol_error("not a Thrift binary-protocol reply"));
+    }
+    let kind = TMessageType::try_from((header & 0xff) as u8)?;
+    let name = String::from_utf8(read_bytes(p)?)
+        .map_err(|_| protocol_error("a method name that is not UTF-8"))?;
+    Ok(TMessageIdentifier::new(name, kind, p.read_i32()?))
+}
+
+/// A length-prefixed string or binary, its length checked before anything is allocated.
+fn read_bytes(p: &mut dyn TInputProtocol) -> thrift::Result<Vec<u8>> {
+    let len = p.read_i32()?;
+    if !(0..=MAX_STRING).contains(&len) {
+        return Err(protocol_error(&format!("a string of {len} bytes")));
+    }
+    let mut bytes = Vec::new();
+    for _ in 0..len {
+        bytes.push(p.read_byte()?);
+    }
+    Ok(bytes)
+}
+
 fn read_value(p: &mut dyn TInputProtocol, t: TType, depth: usize) -> thrift::Result<Value> {
     if depth > MAX_DEPTH {
         return Err(protocol_error("the reply nests too deep"));
@@ -185,7 +215,7 @@ fn read_value(p: &mut dyn TInputProtocol, t: TType, depth: usize) -> thrift::Res
         TType::I32 => Value::I32(p.read_i32()?),
         TType::I64 => Value::I64(p.read_i64()?),
         TType::Double => Value::Double(p.read_double()?),
-        TType::String => Value::Bytes(p.read_bytes()?),
+        TType::String => Value::Bytes(read_bytes(p)?),
         TType::Struct => {
             p.read_struct_begin()?;
             let mut fields = Vec::new();
@@ -346,9 +376,19 @@ mod tests {
             &[12u8, 0][..],
             &[15, 0, 1, 11, 0xff, 0xff, 0xff, 0xff],
             &nested,
+            &[11, 0, 1, 0xff, 0xff, 0xff, 0xff], // field 1: a string of -1 bytes
+            &[11, 0, 1, 0x7f, 0xff, 0xff, 0xff], // … of 2 GiB
         ] {
             let mut read = TBinaryInputProtocol::new(bytes, true);
             assert!(read_value(&mut read, TType::Struct, 0).is_err());
+        }
+        // A message header with a hostile name length, or none at all (an HTTP server).
+        for bytes in [
+            &[0x80u8, 1, 0, 2, 0xff, 0xff, 0xff, 0xfe][..],
+            b"HTTP/1.1 400 Bad Request\r\n",
+        ] {
+            let mut read = TBinaryInputProtocol::new(bytes, true);
+            assert!(read_message_begin(&mut read).is_err());
         }
     }
 }
