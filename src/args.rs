@@ -104,7 +104,8 @@ pub struct FormatVersionArg {
 #[derive(Args, Default)]
 pub struct CatalogArgs {
     /// Catalog URI: sqlite:///abs/path.db, postgresql://user@host:port/db,
-    /// rest+http(s)://host/path, glue://; credentials from the environment.
+    /// rest+http(s)://host/path, glue://, thrift://host:port (Hive Metastore); credentials
+    /// from the environment.
     #[arg(long, value_name = "URI", requires = "catalog_table")]
     pub catalog: Option<String>,
     /// The table's name in the catalog: <namespace>.<name>.

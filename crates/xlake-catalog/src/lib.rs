@@ -17,12 +17,15 @@
 //! | [`sql`] | the JDBC-catalog layout (Iceberg Java `JdbcCatalog`, pyiceberg `SqlCatalog`) over SQLite and, with `postgres`, PostgreSQL |
 //! | `rest` | an Iceberg REST catalog (feature `rest`) |
 //! | `glue` | the AWS Glue Data Catalog (feature `glue`) |
+//! | `hms` | the Hive Metastore over Thrift (feature `hms`) |
 //! | [`CatalogError`] | errors, each naming the catalog and the table |
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod commit;
 #[cfg(feature = "glue")]
 pub mod glue;
+#[cfg(feature = "hms")]
+pub mod hms;
 pub mod pointer;
 #[cfg(feature = "rest")]
 pub mod rest;

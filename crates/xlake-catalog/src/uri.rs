@@ -6,6 +6,7 @@
 //! | `postgresql://user@host:port/db` | JDBC layout in PostgreSQL (feature `postgres`; password from the URI or `PGPASSWORD`) |
 //! | `rest+http://host:port/path`, `rest+https://…` | Iceberg REST catalog (feature `rest`; credentials from the environment, see `rest`) |
 //! | `glue://`, `glue://<catalog-id>` | AWS Glue (feature `glue`; region, endpoint, keys from the AWS environment) |
+//! | `thrift://host:port` | Hive Metastore (feature `hms`; port 9083 when none is given) |
 
 use crate::sql::SqliteCatalog;
 use crate::{Catalog, CatalogError, Result, TableIdent};
@@ -124,9 +125,10 @@ pub fn open(target: &CatalogTarget) -> Result<Box<dyn Catalog>> {
         "postgresql" | "postgres" => postgres(target),
         "rest+http" | "rest+https" => rest(target),
         "glue" => glue(target),
+        "thrift" => hms(target),
         _ => Err(config_error(
             uri,
-            "unknown catalog kind; expected sqlite:///path, postgresql://user@host:port/db, rest+http(s)://host/path",
+            "unknown catalog kind; expected sqlite:///path, postgresql://user@host:port/db, rest+http(s)://host/path, glue://, thrift://host:port",
         )),
     }
 }
@@ -170,6 +172,19 @@ fn glue(target: &CatalogTarget) -> Result<Box<dyn Catalog>> {
     Err(config_error(
         &target.uri,
         "Glue catalogs need a build with the `glue` feature (or `cloud`)",
+    ))
+}
+
+#[cfg(feature = "hms")]
+fn hms(target: &CatalogTarget) -> Result<Box<dyn Catalog>> {
+    Ok(Box::new(crate::hms::HmsCatalog::new(target)?))
+}
+
+#[cfg(not(feature = "hms"))]
+fn hms(target: &CatalogTarget) -> Result<Box<dyn Catalog>> {
+    Err(config_error(
+        &target.uri,
+        "Hive Metastore catalogs need a build with the `hms` feature (or `cloud`)",
     ))
 }
 
