@@ -2,6 +2,7 @@
 //! time travel never reaches a missing file; syncing goes on afterwards.
 use crate::common;
 
+use std::path::Path;
 use std::process::Command;
 
 use xlake_iceberg::{IcebergTable, Retention};
@@ -170,4 +171,164 @@ async fn count_and_age_limits_expire_the_oldest_snapshots_and_never_the_current(
     );
     // pyiceberg-style readers see a table whose every file exists.
     assert_retained_files_exist(&table).await;
+}
+
+/// The live delete files of every snapshot, by the Delta version it mirrors.
+async fn delete_files(
+    table: &IcebergTable,
+    version: iceberg::spec::FormatVersion,
+) -> std::collections::BTreeMap<u64, Vec<String>> {
+    use iceberg::spec::{Manifest, ManifestContentType, ManifestList};
+    let mut out = std::collections::BTreeMap::new();
+    for (id, _, meta) in table.ancestry().await.unwrap() {
+        let m = table.load().await.unwrap().unwrap().metadata;
+        let snapshot = m.snapshot_by_id(id).unwrap();
+        let list = std::fs::read(snapshot.manifest_list()).unwrap();
+        let list = ManifestList::parse_with_version(&list, version).unwrap();
+        let mut files = Vec::new();
+        for mf in list.entries() {
+            if mf.content != ManifestContentType::Deletes {
+                continue;
+            }
+            let manifest = Manifest::parse_avro(&std::fs::read(&mf.manifest_path).unwrap());
+            for e in manifest.unwrap().entries().iter().filter(|e| e.is_alive()) {
+                files.push(e.data_file().file_path().to_string());
+            }
+        }
+        let v: u64 = meta.unwrap().source_identifier.unwrap().parse().unwrap();
+        out.insert(v, files);
+    }
+    out
+}
+
+/// A deletion vector fixture (`table_with_deletion_logs`: version 3's vector 8e4ca8be…
+/// is replaced by version 4's, a2084964…, live since) with a vector file removed.
+fn vacuumed_fixture(vector: &str) -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let (dir, root) = common::delta::extract("table_with_deletion_logs");
+    let t = root.to_str().unwrap().to_string();
+    std::fs::remove_file(root.join(format!("deletion_vector_{vector}.bin"))).unwrap();
+    (dir, root, t)
+}
+
+const REPLACED: &str = "8e4ca8be-7615-43cf-bc06-5d131148683f";
+const LIVE: &str = "a2084964-69d4-4e1e-95f5-9bbd6571d5c3";
+
+/// Issue 41: a first sync after `VACUUM … RETAIN 0 HOURS` deleted the vector of version 3
+/// (replaced by version 4's) mirrors every version: version 3's snapshot names the gone
+/// vector where Delta kept it, so readers of it fail on the missing file (as Delta's own
+/// readers of version 3 do) instead of showing its deleted row, and says so in
+/// `xlake.degraded`; the versions after it are exact. `expire` then drops the snapshots up
+/// to it, as for a vacuumed data file, and deletes nothing outside `metadata/`. Rows at
+/// every version: tests/interop/test_iceberg_v3.py.
+#[tokio::test]
+async fn a_vector_vacuumed_before_the_first_sync_is_named_and_then_expired() {
+    use iceberg::spec::FormatVersion;
+    for (format_version, v) in [(None, FormatVersion::V2), (Some(3), FormatVersion::V3)] {
+        let (_dir, root, t) = vacuumed_fixture(REPLACED);
+        let options = SyncOptions {
+            format_version,
+            ..Default::default()
+        };
+        let report = sync(&t, &options, |_| {}).await.unwrap();
+        assert_eq!(report.written.len(), 21, "{v:?}");
+        assert!(
+            report.degraded.len() == 1
+                && report.degraded[0].contains(&format!("deletion_vector_{REPLACED}.bin"))
+                && report.degraded[0].contains("cannot be read")
+                && report.degraded[0].ends_with("(from commit 3)"),
+            "{v:?}: {:?}",
+            report.degraded
+        );
+        let table = IcebergTable::new(TableStore::open(&t).unwrap());
+        let deletes = delete_files(&table, v).await;
+        let gone = root.join(format!("deletion_vector_{REPLACED}.bin"));
+        assert_eq!(deletes[&3], [gone.to_str().unwrap()], "{v:?}");
+        for (version, files) in deletes.range(4..) {
+            assert!(
+                files.len() == 1 && files[0].contains("/metadata/"),
+                "{v:?} {version}: {files:?}"
+            );
+        }
+        assert!(check(&t, &options, true).await.unwrap().consistent());
+        // The snapshot naming the gone vector, and those before it, expire; nothing of
+        // the source is deleted.
+        let before: Vec<_> = std::fs::read_dir(&root).unwrap().collect();
+        let expired = table.expire(&Retention::default()).await.unwrap();
+        assert_eq!(expired.snapshots.len(), 4, "{v:?}: {expired:?}");
+        assert_eq!(std::fs::read_dir(&root).unwrap().count(), before.len());
+        assert!(root.join(format!("deletion_vector_{LIVE}.bin")).exists());
+        let kept = delete_files(&table, v).await;
+        assert_eq!(kept.keys().next(), Some(&4), "{v:?}");
+        assert!(kept.values().flatten().all(|f| Path::new(f).exists()));
+        let report = check(&t, &options, true).await.unwrap();
+        assert!(
+            report.consistent() && report.before_mirroring == 4,
+            "{report:?}"
+        );
+    }
+}
+
+/// The current version stays exact: a vector gone whose data file no later version
+/// removes (Delta's own readers need it) stops the sync at its version, after the
+/// versions before it are mirrored, naming the vector and its data file.
+#[tokio::test]
+async fn a_live_vector_gone_stops_the_sync_at_its_version() {
+    for format_version in [None, Some(3)] {
+        let (_dir, _root, t) = vacuumed_fixture(LIVE);
+        let options = SyncOptions {
+            format_version,
+            ..Default::default()
+        };
+        let e = sync(&t, &options, |_| {}).await.unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("deletion_vector_{LIVE}.bin"))
+                && e.contains("part-00000-cb251d5e")
+                && e.contains("does not exist")
+                && e.contains("no later source commit removes"),
+            "{format_version:?}: {e}"
+        );
+        let table = IcebergTable::new(TableStore::open(&t).unwrap());
+        let mirrored = table.ancestry().await.unwrap();
+        assert_eq!(
+            mirrored.len(),
+            4,
+            "{format_version:?}: versions 0-3 mirrored"
+        );
+    }
+}
+
+/// The vector of a commit mirrored before VACUUM deleted it stays readable: xlake copied
+/// its rows (v2: a position-delete file; v3: a Puffin blob) into `metadata/`, so the
+/// snapshot needs nothing of the source's vector file and `expire` rightly keeps it
+/// (issue 41 asked whether it keeps a snapshot it should drop: it does not). A lost delete
+/// file expires its snapshots like a lost data file.
+#[tokio::test]
+async fn a_vector_vacuumed_after_it_was_mirrored_leaves_its_snapshot_readable() {
+    use iceberg::spec::FormatVersion;
+    for (format_version, v) in [(None, FormatVersion::V2), (Some(3), FormatVersion::V3)] {
+        let (_dir, root) = common::delta::extract("table_with_deletion_logs");
+        let t = root.to_str().unwrap();
+        let options = SyncOptions {
+            format_version,
+            ..Default::default()
+        };
+        sync(t, &options, |_| {}).await.unwrap();
+        std::fs::remove_file(root.join(format!("deletion_vector_{REPLACED}.bin"))).unwrap();
+        let table = IcebergTable::new(TableStore::open(t).unwrap());
+        let deletes = delete_files(&table, v).await;
+        assert!(
+            deletes[&3].len() == 1
+                && deletes[&3][0].contains("/metadata/")
+                && Path::new(&deletes[&3][0]).exists(),
+            "{v:?}: {:?}",
+            deletes[&3]
+        );
+        let expired = table.expire(&Retention::default()).await.unwrap();
+        assert!(expired.snapshots.is_empty(), "{v:?}: {expired:?}");
+        // That copy lost (a delete file only older snapshots read) makes version 3's
+        // snapshot unreadable: it expires, with those before it, as for a data file.
+        std::fs::remove_file(&deletes[&3][0]).unwrap();
+        let expired = table.expire(&Retention::default()).await.unwrap();
+        assert_eq!(expired.snapshots.len(), 4, "{v:?}: {expired:?}");
+    }
 }

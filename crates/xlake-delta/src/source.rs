@@ -4,8 +4,8 @@ use std::collections::{HashMap, HashSet};
 
 use deltalake_core::kernel::scalars::ScalarExt;
 use xlake_model::{
-    path_key, ChangeSet, CommitListing, DataFile, ListedCommit, PartitionField, PartitionSpec,
-    SourceCommit,
+    path_key, ChangeSet, CommitListing, DataFile, DeletionVector, ListedCommit, PartitionField,
+    PartitionSpec, SourceCommit, VectorBytes,
 };
 use xlake_storage::TableStore;
 
@@ -70,7 +70,8 @@ pub struct DeltaSource {
     store: TableStore,
     log: LogListing,
     /// Decode deletion vectors into [`DataFile::deleted_rows`] (off for a target that
-    /// carries them as they are: each file's `deletion_vector` is filled either way).
+    /// carries them as they are: each file's `deletion_vector` is filled either way). A
+    /// vector whose file is gone is left undecoded, for the target to judge.
     decode_vectors: bool,
 }
 
@@ -285,17 +286,29 @@ impl DeltaSource {
         if let Some(dv) = &add.deletion_vector {
             let descriptor: Descriptor = serde_json::from_value(dv.clone())
                 .map_err(|e| format!("{}: deletion vector descriptor: {e}", add.path))?;
+            let vector = crate::vector_bytes::vector_of(&descriptor, records)
+                .map_err(|e| format!("{}: deletion vector: {e}", add.path))?;
             if self.decode_vectors {
-                file.deleted_rows = deletion_vector::read(&self.store, &descriptor, records)
-                    .await
-                    .map_err(|e| format!("{}: deletion vector: {e}", add.path))?;
+                match deletion_vector::read(&self.store, &descriptor, records).await {
+                    Ok(rows) => file.deleted_rows = rows,
+                    // Left undecoded: the target mirrors a vector VACUUM deleted as history
+                    // when a later version removes the file, and refuses it otherwise.
+                    Err(_) if self.vector_gone(&vector).await => {}
+                    Err(e) => return Err(format!("{}: deletion vector: {e}", add.path)),
+                }
             }
-            file.deletion_vector = Some(
-                crate::vector_bytes::vector_of(&descriptor, records)
-                    .map_err(|e| format!("{}: deletion vector: {e}", add.path))?,
-            );
+            file.deletion_vector = Some(vector);
         }
         Ok(file)
+    }
+
+    /// Whether `vector` is stored in a file that is not there (a failed lookup is not
+    /// "gone": the read's own error stands).
+    async fn vector_gone(&self, vector: &DeletionVector) -> bool {
+        match &vector.bytes {
+            VectorBytes::Stored { path, .. } => matches!(self.store.size(path).await, Ok(None)),
+            VectorBytes::Inline(_) => false,
+        }
     }
 
     /// The table at `version` as deltalake-core loads it (from the newest checkpoint at or

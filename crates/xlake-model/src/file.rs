@@ -53,7 +53,9 @@ pub struct DataFile {
     /// Delta deletion vector records them. Empty: every row is live.
     pub deleted_rows: Vec<u64>,
     /// The deletion vector as the source stores it, for a target that carries vectors as
-    /// they are (Iceberg v3); `deleted_rows` then holds the same rows, decoded.
+    /// they are (Iceberg v3); `deleted_rows` then holds the same rows, decoded, unless
+    /// the vector's file is gone from storage (VACUUM): the target then names the gone
+    /// vector for a file a later commit removes (`removed_later`), and refuses it otherwise.
     pub deletion_vector: Option<DeletionVector>,
     /// The source removes this file again in a later commit, so it may already be deleted
     /// from storage (Hudi clean, Delta vacuum): its absence is then not an error, and the

@@ -1,6 +1,6 @@
 //! Snapshot expiry in step with the source's retention: snapshots that read data files
-//! Hudi's cleaner or Delta's vacuum deleted go, so Iceberg time travel never reaches a
-//! missing file; optional count and age limits on top. Always a prefix of history, never
+//! (or deletion vectors) Hudi's cleaner or Delta's vacuum deleted go, so Iceberg time
+//! travel never reaches a missing file; optional count and age limits on top. Always a prefix of history, never
 //! the current snapshot, so the retained snapshots stay one unbroken line and the sync's
 //! rule (commits older than the oldest mirrored one were mirrored and expired) holds.
 
@@ -21,9 +21,9 @@ pub use xlake_target::{Expired, Retention};
 
 impl IcebergTable {
     /// Expire snapshots, always as a prefix of history and never the current one: every
-    /// snapshot up to the newest that references a data file no longer in storage
-    /// (deleted by Hudi's cleaner or Delta's vacuum), so time travel never reaches a
-    /// missing file, and those `retention` asks to drop. Writes a new version only if
+    /// snapshot up to the newest that references a data or delete file no longer in
+    /// storage (deleted by Hudi's cleaner or Delta's vacuum), so time travel never reaches
+    /// a missing file, and those `retention` asks to drop. Writes a new version only if
     /// anything expires, then deletes the manifest lists, manifests and delete files that
     /// no retained snapshot references (metadata files only, never data files).
     pub async fn expire(&self, retention: &Retention) -> Result<Expired> {
@@ -37,8 +37,8 @@ impl IcebergTable {
         by_age.sort_by_key(|s| s.sequence_number());
         let mut lists: HashMap<i64, Vec<ManifestFile>> = HashMap::new();
         // Per manifest read once: a data manifest's live file paths; a delete manifest's
-        // delete files.
-        let mut manifests: HashMap<String, Vec<String>> = HashMap::new();
+        // delete files, each with whether its entry is live.
+        let mut manifests: HashMap<String, Vec<(String, bool)>> = HashMap::new();
         for s in &by_age {
             let list = self.manifest_list(s).await?;
             for mf in &list {
@@ -51,53 +51,9 @@ impl IcebergTable {
             }
             lists.insert(s.snapshot_id(), list);
         }
-        let data_manifests = |id: i64| {
-            lists[&id]
-                .iter()
-                .filter(|mf| mf.content == ManifestContentType::Data)
-                .map(|mf| mf.manifest_path.as_str())
-                .collect::<Vec<_>>()
-        };
-        // Files the current snapshot reads exist (the sync checks them); only files that
-        // older snapshots alone still read can have been cleaned or vacuumed, and only
-        // manifests the current snapshot does not use can hold them.
-        let current_manifests: HashSet<&str> = current
-            .map(data_manifests)
-            .unwrap_or_default()
-            .into_iter()
-            .collect();
-        let live: HashSet<&str> = current_manifests
-            .iter()
-            .flat_map(|m| manifests[*m].iter().map(String::as_str))
-            .collect();
-        let older_manifests: HashSet<&str> = by_age
-            .iter()
-            .filter(|s| Some(s.snapshot_id()) != current)
-            .flat_map(|s| data_manifests(s.snapshot_id()))
-            .filter(|m| !current_manifests.contains(m))
-            .collect();
-        let candidates: HashSet<&str> = older_manifests
-            .iter()
-            .flat_map(|m| manifests[*m].iter().map(String::as_str))
-            .filter(|f| !live.contains(f))
-            .collect();
-        let missing: HashSet<&str> = futures::stream::iter(candidates)
-            .map(|path| async move { (path, self.store.size(path).await) })
-            .buffer_unordered(FILE_CHECK_CONCURRENCY)
-            .filter_map(|(path, size)| async move { matches!(size, Ok(None)).then_some(path) })
-            .collect()
+        let needs_missing = self
+            .reading_gone_files(&by_age, current, &lists, &manifests)
             .await;
-        let needs_missing: HashSet<i64> = by_age
-            .iter()
-            .filter(|s| Some(s.snapshot_id()) != current)
-            .filter(|s| {
-                data_manifests(s.snapshot_id()).iter().any(|m| {
-                    older_manifests.contains(m)
-                        && manifests[*m].iter().any(|f| missing.contains(f.as_str()))
-                })
-            })
-            .map(|s| s.snapshot_id())
-            .collect();
         // Position in age order of the newest snapshot to expire, by any rule.
         let cut = by_age
             .iter()
@@ -139,8 +95,82 @@ impl IcebergTable {
         self.publish(version, &metadata, &Default::default())
             .await
             .map_err(|u| u.error)?;
-        // The files only expired snapshots referenced. Older vN.metadata.json files still
-        // name them, as after Iceberg's own expiry; `cleanup --orphans` never needs them.
+        let deleted = self
+            .delete_unreferenced(m, (&by_age, &expired), &lists, &manifests)
+            .await;
+        Ok(Expired {
+            snapshots: expired,
+            deleted_files: deleted,
+            version,
+        })
+    }
+
+    /// The snapshots other than the current one that read a data file or a delete file no
+    /// longer in storage: a data file Hudi's cleaner or Delta's vacuum deleted, a deletion
+    /// vector vacuumed before the commit holding it was first mirrored (see
+    /// `gone_vector`), or a delete file lost. Files the current snapshot reads exist (the
+    /// sync checks them); only files that older snapshots alone still read can be gone,
+    /// and only manifests the current snapshot does not use can hold them.
+    async fn reading_gone_files(
+        &self,
+        by_age: &[&SnapshotRef],
+        current: Option<i64>,
+        lists: &HashMap<i64, Vec<ManifestFile>>,
+        manifests: &HashMap<String, Vec<(String, bool)>>,
+    ) -> HashSet<i64> {
+        let paths_of = |id: i64| lists[&id].iter().map(|mf| mf.manifest_path.as_str());
+        let live_files = |m: &str| {
+            let files = manifests[m].iter().filter(|(_, live)| *live);
+            files.map(|(p, _)| p.clone()).collect::<Vec<String>>()
+        };
+        let current_manifests: HashSet<&str> = current.into_iter().flat_map(paths_of).collect();
+        let live: HashSet<String> = current_manifests
+            .iter()
+            .flat_map(|m| live_files(m))
+            .collect();
+        let older_manifests: HashSet<&str> = by_age
+            .iter()
+            .filter(|s| Some(s.snapshot_id()) != current)
+            .flat_map(|s| paths_of(s.snapshot_id()))
+            .filter(|m| !current_manifests.contains(m))
+            .collect();
+        let candidates: HashSet<String> = older_manifests
+            .iter()
+            .flat_map(|m| live_files(m))
+            .filter(|f| !live.contains(f))
+            .collect();
+        let missing: HashSet<String> = futures::stream::iter(candidates)
+            .map(|path| async move {
+                let size = self.store.size(&path).await;
+                (path, size)
+            })
+            .buffer_unordered(FILE_CHECK_CONCURRENCY)
+            .filter_map(|(path, size)| async move { matches!(size, Ok(None)).then_some(path) })
+            .collect()
+            .await;
+        by_age
+            .iter()
+            .filter(|s| Some(s.snapshot_id()) != current)
+            .filter(|s| {
+                paths_of(s.snapshot_id()).any(|m| {
+                    older_manifests.contains(m) && live_files(m).iter().any(|f| missing.contains(f))
+                })
+            })
+            .map(|s| s.snapshot_id())
+            .collect()
+    }
+
+    /// Delete the files in `metadata/` that only the `expired` snapshots referenced
+    /// (manifest lists, manifests, delete files); the deleted ones. Older
+    /// `vN.metadata.json` files still name them, as after Iceberg's own expiry; `cleanup
+    /// --orphans` never needs them.
+    async fn delete_unreferenced(
+        &self,
+        metadata: &TableMetadata,
+        (by_age, expired): (&[&SnapshotRef], &[i64]),
+        lists: &HashMap<i64, Vec<ManifestFile>>,
+        manifests: &HashMap<String, Vec<(String, bool)>>,
+    ) -> Vec<String> {
         let mut referenced: HashSet<&str> = HashSet::new();
         for s in by_age
             .iter()
@@ -150,18 +180,19 @@ impl IcebergTable {
             for mf in &lists[&s.snapshot_id()] {
                 referenced.insert(&mf.manifest_path);
                 if mf.content == ManifestContentType::Deletes {
-                    referenced.extend(manifests[&mf.manifest_path].iter().map(String::as_str));
+                    referenced.extend(manifests[&mf.manifest_path].iter().map(|(p, _)| p.as_str()));
                 }
             }
         }
         let mut unreferenced: Vec<String> = Vec::new();
-        for id in &expired {
-            let s = m.snapshot_by_id(*id);
+        for id in expired {
+            let s = metadata.snapshot_by_id(*id);
             unreferenced.extend(s.map(|s| s.manifest_list().to_string()));
             for mf in &lists[id] {
                 unreferenced.push(mf.manifest_path.clone());
                 if mf.content == ManifestContentType::Deletes {
-                    unreferenced.extend(manifests[&mf.manifest_path].iter().cloned());
+                    unreferenced
+                        .extend(manifests[&mf.manifest_path].iter().map(|(p, _)| p.clone()));
                 }
             }
         }
@@ -180,10 +211,6 @@ impl IcebergTable {
                 }
             }
         }
-        Ok(Expired {
-            snapshots: expired,
-            deleted_files: deleted,
-            version,
-        })
+        deleted
     }
 }

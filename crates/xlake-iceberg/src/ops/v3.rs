@@ -69,6 +69,13 @@ pub fn needs_v3(schema: &xlake_model::Schema) -> Option<(String, String)> {
     })
 }
 
+/// One added file's deletion vector: read, to be copied with its data file's partition,
+/// or gone from storage and named where it was (see `gone_vector`).
+enum Vector {
+    Read(VectorBlob, Struct),
+    Gone(Box<IcebergDataFile>),
+}
+
 impl IcebergTable {
     /// The same table, writing format version `n` (2 or 3); any other number is
     /// [`IcebergError::FormatVersion`].
@@ -139,7 +146,8 @@ impl IcebergTable {
 
     /// The deletion vectors of the change set's added files (`data`, in the same order),
     /// as one Puffin file and one position-delete entry per vector. Stored vectors are
-    /// copied, checked, never decoded into rows.
+    /// copied, checked, never decoded into rows; one whose file is gone is named where
+    /// it was, if a later source commit removes its data file (see `gone_vector`).
     pub(crate) async fn vector_deletes(
         &self,
         change: &ChangeSet,
@@ -170,31 +178,49 @@ impl IcebergTable {
         if with_vectors.is_empty() {
             return Ok(Vec::new());
         }
-        let results: Vec<Result<VectorBlob>> = futures::stream::iter(with_vectors.iter())
+        let results: Vec<Result<Vector>> = futures::stream::iter(with_vectors.iter())
             .map(|(f, d)| async move {
                 let location = d.file_path();
                 let framed = match &f.deletion_vector {
                     Some(v) => read_vector(&self.store, v, d.record_count()).await,
                     None => frame_positions(&f.deleted_rows),
-                }
-                .map_err(|e| invalid(location, e))?;
+                };
+                let framed = match framed {
+                    Ok(framed) => framed,
+                    Err(e) => {
+                        let gone = self
+                            .gone_vector(f, (d, spec.spec_id()), true, &|r| invalid(location, r))
+                            .await?;
+                        return gone
+                            .map(|g| Vector::Gone(Box::new(g)))
+                            .ok_or_else(|| invalid(location, e));
+                    }
+                };
                 let cardinality = match &f.deletion_vector {
                     Some(v) => v.cardinality,
                     None => f.deleted_rows.len() as u64,
                 };
-                Ok(VectorBlob {
+                let blob = VectorBlob {
                     referenced_data_file: location.to_string(),
                     cardinality,
                     framed,
-                })
+                };
+                Ok(Vector::Read(blob, d.partition().clone()))
             })
             .buffered(FILE_CHECK_CONCURRENCY)
             .collect()
             .await;
-        let blobs = results.into_iter().collect::<Result<Vec<_>>>()?;
-        let partitions = with_vectors.iter().map(|(_, d)| d.partition().clone());
-        self.write_vectors(blobs.into_iter().zip(partitions).collect(), spec.spec_id())
-            .await
+        let (mut blobs, mut gone) = (Vec::new(), Vec::new());
+        for vector in results {
+            match vector? {
+                Vector::Read(blob, partition) => blobs.push((blob, partition)),
+                Vector::Gone(entry) => gone.push(*entry),
+            }
+        }
+        if !blobs.is_empty() {
+            gone.extend(self.write_vectors(blobs, spec.spec_id()).await?);
+        }
+        Ok(gone)
     }
 
     /// `blobs` written into one new Puffin file, each described as the position-delete

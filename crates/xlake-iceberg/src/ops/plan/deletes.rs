@@ -20,7 +20,7 @@ use iceberg::spec::{
     DataContentType, DataFile as IcebergDataFile, DataFileBuilder, DataFileFormat,
     ManifestContentType, ManifestEntry, ManifestFile, Snapshot,
 };
-use xlake_model::{path_key, ChangeSet, DataFile};
+use xlake_model::{path_key, ChangeSet, DataFile, VectorBytes};
 
 use super::files::Invalid;
 use crate::error::{IcebergError, Result};
@@ -109,9 +109,15 @@ impl IcebergTable {
         invalid: &Invalid<'_>,
     ) -> Result<Option<IcebergDataFile>> {
         // A v2 table needs the deleted rows decoded: a vector the source left undecoded
-        // (for a v3 table) must never be dropped silently.
+        // (for a v3 table, or because its file is gone) must never be dropped silently.
         if !v3 && file.deleted_rows.is_empty() {
             if let Some(dv) = file.deletion_vector.as_ref().filter(|d| d.cardinality > 0) {
+                if let Some(gone) = self
+                    .gone_vector(file, (data, spec_id), false, invalid)
+                    .await?
+                {
+                    return Ok(Some(gone));
+                }
                 return Err(invalid(format!(
                     "its deletion vector ({} deleted rows) was not decoded, and a format version 2 table needs the rows",
                     dv.cardinality
@@ -144,6 +150,59 @@ impl IcebergTable {
             .build()
             .map_err(|e| invalid(e.to_string()))?;
         Ok(Some(deletes))
+    }
+
+    /// The delete entry of `file`'s deletion vector when its file is gone from storage
+    /// (VACUUM deleted it after a later source commit replaced it): an entry naming the
+    /// vector where the source kept it, so readers of the snapshot fail on the missing
+    /// file, as the source's own readers fail on that commit, instead of showing its
+    /// deleted rows; `expire` drops such snapshots as it drops those of vacuumed data
+    /// files. A gone vector of a file no later commit removes is refused (the source's
+    /// current state needs it). `None`: the vector is not stored in a file that is gone.
+    /// `v3`: the entry is a deletion vector (Puffin), else a position-delete file.
+    pub(crate) async fn gone_vector(
+        &self,
+        file: &DataFile,
+        (data, spec_id): (&IcebergDataFile, i32),
+        v3: bool,
+        invalid: &Invalid<'_>,
+    ) -> Result<Option<IcebergDataFile>> {
+        let Some(dv) = &file.deletion_vector else {
+            return Ok(None);
+        };
+        let VectorBytes::Stored { path, offset, size } = &dv.bytes else {
+            return Ok(None);
+        };
+        if self.store.size(path).await?.is_some() {
+            return Ok(None);
+        }
+        let location = self.store.absolute(path);
+        if !file.removed_later {
+            return Err(invalid(format!(
+                "its deletion vector file {location} does not exist, and no later source commit removes the file: the source's own readers need that vector"
+            )));
+        }
+        // Iceberg's deletion-vector blob and Delta's stored vector share one framing (size,
+        // magic and bitmap, CRC-32), so the entry's offset and length are the vector's.
+        let framed = size.saturating_add(8);
+        let mut entry = DataFileBuilder::default();
+        entry
+            .content(DataContentType::PositionDeletes)
+            .file_path(location)
+            .partition(data.partition().clone())
+            .partition_spec_id(spec_id)
+            .record_count(dv.cardinality)
+            .file_size_in_bytes(offset.saturating_add(framed))
+            .referenced_data_file(Some(data.file_path().to_string()));
+        if v3 {
+            entry
+                .file_format(DataFileFormat::Puffin)
+                .content_offset(Some(*offset as i64))
+                .content_size_in_bytes(Some(framed as i64));
+        } else {
+            entry.file_format(DataFileFormat::Parquet);
+        }
+        entry.build().map(Some).map_err(|e| invalid(e.to_string()))
     }
 
     /// The manifest list of the parent snapshot: the one just staged in this batch if the

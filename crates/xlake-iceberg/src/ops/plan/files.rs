@@ -19,7 +19,7 @@ use crate::error::{IcebergError, Result};
 use crate::ops::table::{IcebergTable, FILE_CHECK_CONCURRENCY};
 use crate::spec::fidelity::{findings, Finding, Shape};
 use crate::spec::footer::{footer_stats, read_footer};
-use crate::spec::layout::{in_metadata_dir, METADATA_CLASH};
+use crate::spec::layout::{in_metadata_dir, METADATA_CLASH, METADATA_DIR};
 use crate::spec::partition::partition_tuple;
 use crate::spec::value::{to_datum, truncate_lower, truncate_upper};
 
@@ -31,6 +31,9 @@ pub(super) struct AddedFiles {
     pub(super) deletes: Vec<IcebergDataFile>,
     /// Layouts some readers misread, found in their footers.
     pub(super) found: BTreeSet<Finding>,
+    /// `xlake.degraded` entries of deletion vectors gone from storage that `deletes`
+    /// names where the source kept them (see `gone_vector`).
+    pub(super) gone_vectors: BTreeSet<String>,
 }
 
 impl AddedFiles {
@@ -78,6 +81,7 @@ impl IcebergTable {
             data: Vec::new(),
             deletes: Vec::new(),
             found: BTreeSet::new(),
+            gone_vectors: BTreeSet::new(),
         };
         for (d, delete, f) in results.into_iter().collect::<Result<Vec<_>>>()? {
             added.data.push(d);
@@ -88,6 +92,21 @@ impl IcebergTable {
             // Deletion vectors as they are, in one Puffin file (no position-delete files).
             added.deletes = self.vector_deletes(change, &added.data, spec).await?;
         }
+        // Every delete file xlake writes is in `metadata/`: one elsewhere is a source's
+        // vector that is gone.
+        let metadata_dir = format!("{}/", self.store.absolute(METADATA_DIR));
+        added.gone_vectors = added
+            .deletes
+            .iter()
+            .filter(|d| !d.file_path().starts_with(&metadata_dir))
+            .map(|d| {
+                format!(
+                    "{}: its deletion vector ({}) is gone from storage (vacuumed); this snapshot names it and cannot be read, as the source cannot read this commit either",
+                    d.referenced_data_file().unwrap_or_default(),
+                    d.file_path()
+                )
+            })
+            .collect();
         Ok(added)
     }
 

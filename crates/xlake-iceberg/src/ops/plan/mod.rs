@@ -168,8 +168,7 @@ impl IcebergTable {
         let mut added = self
             .added_files(change, &bound, &plan.mapping, frame.v3())
             .await?;
-        let (parent_degraded, degraded) =
-            summary::degraded(frame.parent_summary(), change, &added.found);
+        let (parent_degraded, degraded) = summary::degraded(frame.parent_summary(), change, &added);
         if added.turns_off_vectorization() {
             plan.properties
                 .insert(PARQUET_VECTORIZATION.into(), "false".into());

@@ -17,6 +17,7 @@ use iceberg::spec::{
 use super::deletes::{entry_key, Removals, Rewrite};
 use crate::error::Result;
 use crate::ops::table::IcebergTable;
+use crate::spec::layout::METADATA_DIR;
 use crate::spec::puffin::{check_framed, VectorBlob};
 
 impl IcebergTable {
@@ -42,7 +43,11 @@ impl IcebergTable {
             }
         }
         let mut tainted = HashSet::new();
-        for puffin in live_puffins(removals.rewrites.iter().chain(&candidates)) {
+        // Only xlake's own Puffin files can hold a stale blob: an entry naming a file
+        // elsewhere names a source's vector that is gone (see `gone_vector`).
+        let metadata_dir = format!("{}/", self.store.absolute(METADATA_DIR));
+        let puffins = live_puffins(removals.rewrites.iter().chain(&candidates));
+        for puffin in puffins.into_iter().filter(|p| p.starts_with(&metadata_dir)) {
             let about = self.puffin_references(&puffin).await?;
             if about.iter().any(|r| shrunk.contains(r)) {
                 tainted.insert(puffin);

@@ -18,11 +18,12 @@ use crate::spec::summary::{
 };
 
 /// The parent's degraded entries, and this snapshot's: the parent's layout entries, the
-/// source's notes for this commit, and the layouts `found` in its files.
+/// source's notes for this commit, the layouts found in its `added` files, and the
+/// deletion vectors it names that are gone from storage.
 pub(super) fn degraded(
     parent: Option<&HashMap<String, String>>,
     change: &ChangeSet,
-    found: &BTreeSet<Finding>,
+    added: &AddedFiles,
 ) -> (BTreeSet<String>, BTreeSet<String>) {
     let parent: BTreeSet<String> = parent
         .map(degraded_notes)
@@ -35,7 +36,8 @@ pub(super) fn degraded(
         .cloned()
         .collect();
     degraded.extend(change.degraded.iter().cloned());
-    degraded.extend(found.iter().map(Finding::entry));
+    degraded.extend(added.found.iter().map(Finding::entry));
+    degraded.extend(added.gone_vectors.iter().cloned());
     (parent, degraded)
 }
 

@@ -49,20 +49,21 @@ pub(crate) fn held(bytes: &[u8], manifest: &ManifestFile) -> Result<Held, String
     entries_of(bytes, manifest).map(Held::Entries)
 }
 
-/// The paths of `manifest`'s files: of a data manifest its live data files (read without
-/// their stats where the fast read takes it), of a delete manifest every delete file.
+/// The paths of `manifest`'s files, each with whether its entry is live: of a data
+/// manifest its live data files (read without their stats where the fast read takes it),
+/// of a delete manifest every delete file.
 pub(crate) async fn read_paths(
     store: &TableStore,
     manifest: &ManifestFile,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<(String, bool)>, String> {
     let bytes = read_manifest_bytes(store, manifest).await?;
     let data = manifest.content == ManifestContentType::Data;
     Ok(match held(&bytes, manifest)? {
-        Held::Paths(files) => files.into_iter().map(|f| f.path).collect(),
+        Held::Paths(files) => files.into_iter().map(|f| (f.path, true)).collect(),
         Held::Entries(entries) => entries
             .iter()
             .filter(|e| !data || e.is_alive())
-            .map(|e| e.file_path().to_string())
+            .map(|e| (e.file_path().to_string(), e.is_alive()))
             .collect(),
     })
 }
