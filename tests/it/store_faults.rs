@@ -132,6 +132,7 @@ async fn one_transient_fault_anywhere_is_retried_and_the_sync_completes() {
         cases.push((Op::List, n, Fault::Fail));
     }
     let mut fired = 0;
+    let retries_before = xlake_storage::retries();
     for (op, n, fault) in cases {
         let (_dir, root) = common::delta::extract("partitioned_3commits");
         let faults = FaultyStore::new(Arc::new(LocalFileSystem::new())).fault(op, n, fault);
@@ -147,6 +148,13 @@ async fn one_transient_fault_anywhere_is_retried_and_the_sync_completes() {
         assert!(checked.consistent(), "{op:?} {n} {fault:?}: {checked:?}");
     }
     assert!(fired >= 50, "only {fired} faults fired");
+    // Each fault that fired cost a retry, counted for /metrics (other tests of this
+    // process may retry too: at least).
+    let retried = xlake_storage::retries() - retries_before;
+    assert!(
+        retried >= fired as u64,
+        "{retried} retries counted for {fired} faults"
+    );
 }
 
 #[tokio::test]

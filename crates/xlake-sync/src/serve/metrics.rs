@@ -4,8 +4,9 @@
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use prometheus_client::encoding::prometheus_text;
-use prometheus_client::metrics::counter::Counter;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{prometheus_text, DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
@@ -102,6 +103,7 @@ impl Metrics {
             "Callbacks answered, by HTTP status",
             m.callbacks.clone(),
         );
+        r.register_collector(Box::new(StorageRetries));
         m
     }
 
@@ -172,6 +174,24 @@ impl Metrics {
         // Writing into a String cannot fail.
         let _ = prometheus_text::encode(&mut text, &self.registry);
         text
+    }
+}
+
+/// `xlake_storage_retries_total`: the process's storage requests sent again after a
+/// transient failure ([`xlake_storage::retries`]), read at each scrape.
+#[derive(Debug)]
+struct StorageRetries;
+
+impl Collector for StorageRetries {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let counter = ConstCounter::new(xlake_storage::retries());
+        let metric = encoder.encode_descriptor(
+            "storage_retries",
+            "Storage requests sent again after a transient failure (a reset, a timeout, a 5xx such as 503 SlowDown), all tables",
+            None,
+            counter.metric_type(),
+        )?;
+        counter.encode(metric)
     }
 }
 
