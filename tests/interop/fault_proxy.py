@@ -36,11 +36,14 @@ SLOWDOWN_BODY = (
 
 
 class FaultProxy:
-    """Listens on 127.0.0.1 (`endpoint`), forwards to `upstream` (`host:port`)."""
+    """Listens on 127.0.0.1 (`endpoint`), forwards to `upstream` (`host:port`).
+    `translate((head, body))`, if given, rewrites each request on its way and returns it
+    with a function that rewrites the server's answer (see gcs.py)."""
 
-    def __init__(self, upstream, seed=0):
+    def __init__(self, upstream, seed=0, translate=None):
         host, port = upstream.rsplit(":", 1)
         self.upstream = (host, int(port))
+        self.translate = translate
         self.random = random.Random(seed)
         self.mode, self.share, self.latency = "pass", 0.0, 0.0
         self.counts = Counter()
@@ -94,7 +97,12 @@ class FaultProxy:
                 return
             if fault == "reset" and self.random.random() < 0.5:
                 return reset(writer)
+            rewrite_answer = None
+            if self.translate:
+                request, rewrite_answer = self.translate(request)
             answer = await self._forward(request)
+            if rewrite_answer:
+                answer = rewrite_answer(answer)
             if fault == "reset":
                 return reset(writer)
             if fault == "truncate":
@@ -127,8 +135,7 @@ async def read_message(reader):
     except asyncio.IncompleteReadError:
         return None
     head = head[:-4]
-    headers = {k.strip().lower(): v.strip() for k, _, v in
-               (line.partition(b":") for line in head.split(b"\r\n")[1:])}
+    headers = headers_of(head)
     if headers.get(b"transfer-encoding", b"").lower() == b"chunked":
         body = b""
         while True:
@@ -138,6 +145,12 @@ async def read_message(reader):
             if size == 0:
                 return head, body
     return head, await reader.readexactly(int(headers.get(b"content-length", b"0")))
+
+
+def headers_of(head):
+    """{lower-case name: value} of a message head's header lines, as bytes."""
+    return {k.strip().lower(): v.strip() for k, _, v in
+            (line.partition(b":") for line in head.split(b"\r\n")[1:])}
 
 
 def with_connection_close(head):
