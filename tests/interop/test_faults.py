@@ -23,9 +23,11 @@ import urllib.request
 import uuid
 
 import pytest
+import test_catalog
 from fault_proxy import FaultProxy
 from prometheus_client.parser import text_string_to_metric_families
 from remote import batch, free_port, ok, stop, wait_until_up, write, xlake_command
+from test_catalog_rest import pointer, rest, run  # noqa: F401 (rest: the REST catalog fixture)
 from test_s3 import S3
 from xlake_cli import ROOT
 
@@ -42,6 +44,9 @@ REQUEST_TIMEOUT = "1s"  # object_store's per-request timeout, through AWS_TIMEOU
 SYNC_TIMEOUT = 120  # seconds: a sync that takes longer hangs
 HUDI_CALLBACK_TIMEOUT = 30  # seconds: what Hudi's HTTP callback client waits (its code)
 CALLBACK_KEY = "fault-callback-key"
+# The catalog's faults: not half_open, which the catalog client's fixed 30 s timeout would
+# make minutes long (it is bounded all the same).
+CATALOG_FAULTS = [("reset", 0.3), ("truncate", 0.3), ("slowdown", 0.3)]
 METADATA = re.compile(r"metadata/v\d+\.metadata\.json$")
 
 
@@ -128,6 +133,37 @@ def test_syncs_under_faults_publish_or_fail_cleanly(store, mode, share, latency)
     assert_never_overwritten(seen, store.metadata_files(prefix), f"clean sync after {mode}")
 
 
+def local_metadata(table):
+    return {f.name: ((), f.read_bytes()) for f in (table / "metadata").glob("v*.metadata.json")}
+
+
+@pytest.mark.parametrize("mode,share", CATALOG_FAULTS, ids=[f[0] for f in CATALOG_FAULTS])
+def test_catalog_moves_under_faults_publish_or_fail_cleanly(tmp_path, rest, mode, share):  # noqa: F811
+    """The table on local disk, its REST catalog (rest_server.py) behind the proxy: each
+    sync publishes and moves the pointer, or fails saying the catalog failed; the next
+    clean sync moves the pointer to the current metadata and `check` passes."""
+    proxy = FaultProxy(rest.removeprefix("http://"), seed=47)
+    table, seen, failed = tmp_path / "orders", {}, 0
+    try:
+        proxy.set(mode, share)
+        for step in range(SYNCS):
+            test_catalog.write(table, step)
+            result = run(proxy.endpoint, "sync", table)
+            if result.returncode != 0:
+                failed += 1
+                assert "panicked" not in result.stderr, result.stderr
+                assert "catalog" in result.stderr, f"sync {step} under {mode}: not said to be the catalog\n{result.stderr}"
+            assert_never_overwritten(seen, local_metadata(table), f"sync {step} under {mode}")
+        print(f"\ncatalog {mode}: {SYNCS} syncs, {failed} failed; {proxy.counts['requests']} requests, "
+              f"{proxy.counts[mode]} faults injected")
+        assert proxy.counts[mode] > 0, f"{mode}: no fault injected"
+    finally:
+        proxy.stop()
+    assert run(rest, "sync", table).returncode == 0
+    assert pointer(rest) == test_catalog.current(table)
+    assert run(rest, "check", table).returncode == 0
+
+
 def start_serve(store):
     env = store.env(XLAKE_CALLBACK_KEY=CALLBACK_KEY)
     server = subprocess.Popen(
@@ -154,11 +190,13 @@ def callback(addr, url, version):
     return status, json.loads(text), time.monotonic() - started
 
 
-def storage_retries(addr):
+def retries(addr, what="storage"):
+    """xlake_{what}_retries_total on /metrics (None when absent)."""
     with urllib.request.urlopen(f"http://{addr}/metrics", timeout=10) as answer:
         text = answer.read().decode()
-    return sum(s.value for family in text_string_to_metric_families(text) for s in family.samples
-               if s.name == "xlake_storage_retries_total")
+    found = [s.value for family in text_string_to_metric_families(text) for s in family.samples
+             if s.name == f"xlake_{what}_retries_total"]
+    return found[0] if found else None
 
 
 def test_serve_answers_callbacks_in_time_and_counts_retries(store):
@@ -167,7 +205,7 @@ def test_serve_answers_callbacks_in_time_and_counts_retries(store):
     versions = [write(store, prefix, batch([0]), mode="overwrite")]
     server, addr = start_serve(store)
     try:
-        assert storage_retries(addr) == 0
+        assert retries(addr) == 0 and retries(addr, "catalog") == 0
         store.proxy.set("slowdown", 0.25)
         answered = []
         for i in range(SYNCS):
@@ -176,11 +214,11 @@ def test_serve_answers_callbacks_in_time_and_counts_retries(store):
             assert status in (200, 500), (status, answer)
             assert took < HUDI_CALLBACK_TIMEOUT, f"callback {i} took {took:.1f}s"
             answered.append((status, took))
-        retries = storage_retries(addr)
+        retried = retries(addr)
         print(f"\nserve: {len(answered)} callbacks, {sum(s == 200 for s, _ in answered)} mirrored, "
-              f"slowest {max(t for _, t in answered):.2f}s; xlake_storage_retries_total {retries}; "
+              f"slowest {max(t for _, t in answered):.2f}s; xlake_storage_retries_total {retried}; "
               f"{store.proxy.counts['slowdown']} SlowDown answers injected in all")
-        assert retries > 0, "503 SlowDown answers injected, yet no retry counted in /metrics"
+        assert retried > 0, "503 SlowDown answers injected, yet no retry counted in /metrics"
         store.proxy.set("pass")
         assert callback(addr, url, versions[-1])[0] == 200
     finally:

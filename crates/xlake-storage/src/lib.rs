@@ -248,8 +248,9 @@ pub fn retries() -> u64 {
     RETRIES.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// A pause between half of `bound` and `bound`, drawn at random.
-fn jittered(bound: Duration) -> Duration {
+/// A pause between half of `bound` and `bound`, drawn at random: the jitter of
+/// [`RetryPolicy`]'s backoff (the network catalogs' retries use it too).
+pub fn jittered(bound: Duration) -> Duration {
     use std::hash::{BuildHasher, Hasher};
     // Each RandomState is seeded afresh: a cheap random draw without a dependency.
     let draw = std::collections::hash_map::RandomState::new()

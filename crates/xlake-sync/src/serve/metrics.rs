@@ -103,7 +103,16 @@ impl Metrics {
             "Callbacks answered, by HTTP status",
             m.callbacks.clone(),
         );
-        r.register_collector(Box::new(StorageRetries));
+        r.register_collector(Box::new(ProcessCounter {
+            name: "storage_retries",
+            help: "Storage requests sent again after a transient failure (a reset, a timeout, a 5xx such as 503 SlowDown), all tables",
+            read: xlake_storage::retries,
+        }));
+        r.register_collector(Box::new(ProcessCounter {
+            name: "catalog_retries",
+            help: "Network catalog requests (REST, Glue) sent again after a transient failure (unreachable, reset, timed out, 429, 503)",
+            read: xlake_catalog::uri::retries,
+        }));
         m
     }
 
@@ -177,20 +186,21 @@ impl Metrics {
     }
 }
 
-/// `xlake_storage_retries_total`: the process's storage requests sent again after a
-/// transient failure ([`xlake_storage::retries`]), read at each scrape.
+/// A process-wide counter kept by another crate, read at each scrape: the retries of
+/// storage requests (`xlake_storage_retries_total`, [`xlake_storage::retries`]) and of
+/// network catalog requests (`xlake_catalog_retries_total`, [`xlake_catalog::uri::retries`]).
 #[derive(Debug)]
-struct StorageRetries;
+struct ProcessCounter {
+    name: &'static str,
+    help: &'static str,
+    read: fn() -> u64,
+}
 
-impl Collector for StorageRetries {
+impl Collector for ProcessCounter {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let counter = ConstCounter::new(xlake_storage::retries());
-        let metric = encoder.encode_descriptor(
-            "storage_retries",
-            "Storage requests sent again after a transient failure (a reset, a timeout, a 5xx such as 503 SlowDown), all tables",
-            None,
-            counter.metric_type(),
-        )?;
+        let counter = ConstCounter::new((self.read)());
+        let metric =
+            encoder.encode_descriptor(self.name, self.help, None, counter.metric_type())?;
         counter.encode(metric)
     }
 }
