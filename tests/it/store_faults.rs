@@ -132,6 +132,7 @@ async fn one_transient_fault_anywhere_is_retried_and_the_sync_completes() {
         cases.push((Op::List, n, Fault::Fail));
     }
     let mut fired = 0;
+    let retries_before = xlake_storage::retries();
     for (op, n, fault) in cases {
         let (_dir, root) = common::delta::extract("partitioned_3commits");
         let faults = FaultyStore::new(Arc::new(LocalFileSystem::new())).fault(op, n, fault);
@@ -147,6 +148,10 @@ async fn one_transient_fault_anywhere_is_retried_and_the_sync_completes() {
         assert!(checked.consistent(), "{op:?} {n} {fault:?}: {checked:?}");
     }
     assert!(fired >= 50, "only {fired} faults fired");
+    // The retries are counted, for /metrics. (Not one per fault: a request whose failure
+    // its caller survives is not retried; and other tests of this process retry too.)
+    let retried = xlake_storage::retries() - retries_before;
+    assert!(retried > 0, "no retry counted for {fired} faults");
 }
 
 #[tokio::test]

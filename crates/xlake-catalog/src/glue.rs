@@ -106,13 +106,10 @@ impl GlueCatalog {
         {
             req = req.header(k, v);
         }
-        let resp = req
-            .send()
+        let (status, body) = crate::uri::send_retrying(req)
             .await
             .map_err(|e| self.error(table, format!("{action}: unreachable: {e}")))?;
-        let status = resp.status().as_u16();
-        let reply: Value =
-            serde_json::from_slice(&resp.bytes().await.unwrap_or_default()).unwrap_or(Value::Null);
+        let reply: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         if status == 200 {
             return Ok(Ok(reply));
         }

@@ -96,12 +96,9 @@ impl RestCatalog {
             Some(a) => req.header("Authorization", a),
             None => req,
         };
-        let resp = req
-            .send()
+        let (status, body) = crate::uri::send_retrying(req)
             .await
             .map_err(|e| self.error(table, format!("unreachable: {}", source_chain(&e))))?;
-        let status = resp.status().as_u16();
-        let body = resp.bytes().await.unwrap_or_default();
         Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null)))
     }
 

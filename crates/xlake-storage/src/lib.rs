@@ -208,24 +208,28 @@ impl Journal {
 }
 
 /// How a [`TableStore`] retries a request that failed transiently (a dropped connection,
-/// a server error, an I/O error): the same request again after a pause that doubles each
-/// time. Requests refused for a reason (not found, already exists, permission denied,
-/// not supported) are never retried. Cloud backends also retry inside `object_store`
-/// (HTTP 5xx and timeouts); these retries come on top, for what gets through that. A
-/// backend's generic error that carries an OS refusal (not a directory, permission
-/// denied, ...) is not retried either.
+/// a timeout, a server error such as S3's 503 SlowDown, an I/O error): the same request
+/// again after a pause drawn at random between half and all of a bound that doubles each
+/// time (exponential backoff with jitter, so processes that failed together do not retry
+/// together). Requests refused for a reason (not found, already exists, permission
+/// denied, not supported) are never retried, nor is a backend's generic error that
+/// carries an OS refusal (not a directory, permission denied, ...). Cloud stores are
+/// opened with `object_store`'s own retries off, so this is the one retry layer: every
+/// retry is counted ([`retries`]) and each attempt is bounded by the client's request
+/// timeout (object_store's `timeout`, 30 s unless set), so a connection that never
+/// answers costs at most `attempts` timeouts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Attempts in all, the first included (1: no retry).
     pub attempts: u32,
-    /// Pause before the first retry.
+    /// Bound of the pause before the first retry.
     pub first_backoff: Duration,
-    /// Longest pause.
+    /// Largest bound of a pause.
     pub max_backoff: Duration,
 }
 
 impl Default for RetryPolicy {
-    /// 4 attempts, pausing 200 ms, 400 ms, 800 ms.
+    /// 4 attempts, pausing up to 200 ms, 400 ms, 800 ms (at least half of each).
     fn default() -> Self {
         Self {
             attempts: 4,
@@ -233,6 +237,28 @@ impl Default for RetryPolicy {
             max_backoff: Duration::from_secs(5),
         }
     }
+}
+
+/// Retries made by every [`TableStore`] of this process (see [`retries`]).
+static RETRIES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many requests this process's stores have retried since it started: one per
+/// request sent again after a transient failure (serve exports it in `/metrics`).
+pub fn retries() -> u64 {
+    RETRIES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A pause between half of `bound` and `bound`, drawn at random: the jitter of
+/// [`RetryPolicy`]'s backoff (the network catalogs' retries use it too).
+pub fn jittered(bound: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    // Each RandomState is seeded afresh: a cheap random draw without a dependency.
+    let draw = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let half = bound / 2;
+    let nanos = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
+    half + Duration::from_nanos(draw.checked_rem(nanos.max(1)).unwrap_or(0))
 }
 
 impl RetryPolicy {
@@ -378,6 +404,49 @@ fn unsupported_scheme(scheme: &str) -> String {
     }
 }
 
+/// The cloud store `url` names and the path of its root, configured from `options`
+/// (object_store's keys, lower case; unknown ones ignored) as `object_store::parse_url_opts`
+/// would, except that object_store's own retries are off: [`TableStore::retrying`] is the
+/// one retry layer, so that every retry is bounded, jittered and counted.
+#[cfg(feature = "cloud")]
+fn cloud_store(
+    url: &Url,
+    options: Vec<(String, String)>,
+) -> Result<(Box<dyn ObjectStore>, Path), String> {
+    use object_store::aws::AmazonS3Builder;
+    use object_store::azure::MicrosoftAzureBuilder;
+    use object_store::gcp::GoogleCloudStorageBuilder;
+    use object_store::{ObjectStoreScheme, RetryConfig};
+    let (scheme, root) = ObjectStoreScheme::parse(url).map_err(|e| e.to_string())?;
+    let retry = RetryConfig {
+        max_retries: 0,
+        ..RetryConfig::default()
+    };
+    macro_rules! configured {
+        ($builder:ty) => {{
+            let builder = options.into_iter().fold(
+                <$builder>::new().with_url(url.to_string()),
+                |builder, (key, value)| match key.parse() {
+                    Ok(k) => builder.with_config(k, value),
+                    Err(_) => builder,
+                },
+            );
+            let store = builder
+                .with_retry(retry)
+                .build()
+                .map_err(|e| e.to_string())?;
+            Box::new(store) as Box<dyn ObjectStore>
+        }};
+    }
+    let store = match scheme {
+        ObjectStoreScheme::AmazonS3 => configured!(AmazonS3Builder),
+        ObjectStoreScheme::GoogleCloudStorage => configured!(GoogleCloudStorageBuilder),
+        ObjectStoreScheme::MicrosoftAzure => configured!(MicrosoftAzureBuilder),
+        other => return Err(format!("{other:?} is not a cloud store")),
+    };
+    Ok((store, root))
+}
+
 /// Whether `there` holds exactly the bytes of `body`.
 pub fn same(there: &Bytes, body: &PutPayload) -> bool {
     let mut rest = &there[..];
@@ -466,8 +535,7 @@ impl TableStore {
         let options: Vec<(String, String)> = std::env::vars()
             .map(|(k, v)| (k.to_ascii_lowercase(), v))
             .collect();
-        let (store, mut root) =
-            object_store::parse_url_opts(url, options).map_err(|e| e.to_string())?;
+        let (store, mut root) = cloud_store(url, options)?;
         // object_store 0.12 disagrees with itself on `az://`: its Azure builder takes the
         // host as the container (`az://container/path`, as delta-rs and fsspec write it)
         // while `parse_url` drops the first path segment as if it were the container, so
@@ -524,14 +592,16 @@ impl TableStore {
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = object_store::Result<T>>,
     {
-        let mut pause = self.retry.first_backoff;
+        let mut bound = self.retry.first_backoff;
         let mut attempt = 1;
         loop {
             match request().await {
                 Err(e) if attempt < self.retry.attempts && transient(&e) => {
+                    let pause = jittered(bound);
                     tracing::warn!(location = %self.absolute(path), attempt, error = %e, "transient storage error; retrying in {pause:?}");
+                    RETRIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(self.retry.max_backoff);
+                    bound = (bound * 2).min(self.retry.max_backoff);
                     attempt += 1;
                 }
                 outcome => return outcome,
@@ -1088,6 +1158,21 @@ fn is_absolute(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_backoff_pause_is_drawn_between_half_and_all_of_its_bound() {
+        let bound = Duration::from_millis(200);
+        let pauses: Vec<Duration> = (0..64).map(|_| jittered(bound)).collect();
+        assert!(
+            pauses.iter().all(|p| *p >= bound / 2 && *p <= bound),
+            "{pauses:?}"
+        );
+        assert!(
+            pauses.iter().any(|p| *p != pauses[0]),
+            "no jitter: {pauses:?}"
+        );
+        assert_eq!(jittered(Duration::ZERO), Duration::ZERO);
+    }
 
     #[test]
     fn a_body_in_parts_is_told_from_other_bytes() {

@@ -4,8 +4,9 @@
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use prometheus_client::encoding::prometheus_text;
-use prometheus_client::metrics::counter::Counter;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{prometheus_text, DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
@@ -102,6 +103,16 @@ impl Metrics {
             "Callbacks answered, by HTTP status",
             m.callbacks.clone(),
         );
+        r.register_collector(Box::new(ProcessCounter {
+            name: "storage_retries",
+            help: "Storage requests sent again after a transient failure (a reset, a timeout, a 5xx such as 503 SlowDown), all tables",
+            read: xlake_storage::retries,
+        }));
+        r.register_collector(Box::new(ProcessCounter {
+            name: "catalog_retries",
+            help: "Network catalog requests (REST, Glue) sent again after a transient failure (unreachable, reset, timed out, 429, 503)",
+            read: xlake_catalog::uri::retries,
+        }));
         m
     }
 
@@ -172,6 +183,25 @@ impl Metrics {
         // Writing into a String cannot fail.
         let _ = prometheus_text::encode(&mut text, &self.registry);
         text
+    }
+}
+
+/// A process-wide counter kept by another crate, read at each scrape: the retries of
+/// storage requests (`xlake_storage_retries_total`, [`xlake_storage::retries`]) and of
+/// network catalog requests (`xlake_catalog_retries_total`, [`xlake_catalog::uri::retries`]).
+#[derive(Debug)]
+struct ProcessCounter {
+    name: &'static str,
+    help: &'static str,
+    read: fn() -> u64,
+}
+
+impl Collector for ProcessCounter {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let counter = ConstCounter::new((self.read)());
+        let metric =
+            encoder.encode_descriptor(self.name, self.help, None, counter.metric_type())?;
+        counter.encode(metric)
     }
 }
 
