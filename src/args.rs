@@ -139,6 +139,10 @@ pub enum Command {
         /// Do not check that live data files exist (a copy of the log without the data).
         #[arg(long)]
         skip_file_check: bool,
+        /// Also check the files a commit proves it wrote (Delta adds, Hudi write stats),
+        /// which an incremental sync trusts; a first sync checks every file.
+        #[arg(long, conflicts_with = "skip_file_check")]
+        check_every_file: bool,
         /// On a first sync, write one snapshot of the current state, not the history.
         #[arg(long)]
         from_latest: bool,

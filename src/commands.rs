@@ -16,7 +16,7 @@ use xlake_sync::maintain::{self, Expiry};
 use xlake_sync::serve::access::{Allowed, Key};
 use xlake_sync::serve::{bind, serve, MetricsEndpoint, ServeConfig};
 use xlake_sync::snapshots::snapshots;
-use xlake_sync::{check_with, mirror_commit, sync, SyncOptions};
+use xlake_sync::{check_with, mirror_commit, sync, SyncError, SyncOptions};
 
 use crate::args::{AllowArg, CatalogArgs, Command, MirrorArgs, TableArg, ViewArg, WriterArg};
 use crate::demo::{self, DemoError};
@@ -60,6 +60,7 @@ pub async fn run(command: Command) -> Outcome {
         Command::Sync {
             table: TableArg { table },
             skip_file_check,
+            check_every_file,
             from_latest,
             rebuild,
             format,
@@ -67,10 +68,16 @@ pub async fn run(command: Command) -> Outcome {
             json,
             mirror,
         } => {
-            source_table_of(&table, format.as_deref()).await?;
+            // With no format named, the sync itself finds the table (and refuses a
+            // location without one, as this would): a mirrored table is opened as the
+            // format its mirror records, with no look for the others' markers.
+            if format.is_some() {
+                source_table_of(&table, format.as_deref()).await?;
+            }
             let options = SyncOptions {
                 format,
                 skip_file_check,
+                check_every_file,
                 from_latest,
                 rebuild,
                 data_roots: data_roots(&table, &allow)?,
@@ -240,6 +247,17 @@ fn catalog_target(c: &CatalogArgs) -> Result<Option<xlake_catalog::CatalogTarget
     .map_err(usage)
 }
 
+/// A sync's (or a commit's) error, as the look before other commands would have made it
+/// when that look fails (exit 2: a location without a table, or one that cannot be
+/// read); else the error itself. The look comes after, not before: a mirrored table is
+/// opened as the format its mirror records, with no look for the others' markers.
+async fn refused_or(table: &str, format: Option<&str>, e: SyncError) -> Failure {
+    match source_table_of(table, format).await {
+        Err(refused) => refused,
+        Ok(_) => e.into(),
+    }
+}
+
 /// Refuse (exit 2) a location without a source table (of `format`, when named).
 async fn source_table_of(location: &str, format: Option<&str>) -> Result<Located, Failure> {
     locate(location, format)
@@ -272,10 +290,14 @@ fn now_ms() -> Result<i64, Failure> {
 
 async fn sync_and_print(table: &str, options: &SyncOptions) -> Outcome {
     let mut progress = Progress::new();
-    let report = sync(table, options, |m| {
+    let synced = sync(table, options, |m| {
         progress.snapshot(&print::mirrored_line(m), m.remaining)
     })
-    .await?;
+    .await;
+    let report = match synced {
+        Ok(report) => report,
+        Err(e) => return Err(refused_or(table, options.format.as_deref(), e).await),
+    };
     for note in &report.notes {
         outln!("note: {note}");
     }
@@ -303,7 +325,10 @@ async fn sync_and_print(table: &str, options: &SyncOptions) -> Outcome {
 
 /// `sync --json`: the report as one JSON document, no lines.
 async fn sync_json(table: &str, options: &SyncOptions) -> Outcome {
-    let report = sync(table, options, |_| {}).await?;
+    let report = match sync(table, options, |_| {}).await {
+        Ok(report) => report,
+        Err(e) => return Err(refused_or(table, options.format.as_deref(), e).await),
+    };
     print::json(&print::SyncJson::of(table, None, &report))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -493,21 +518,27 @@ async fn commit_and_print(
     json: bool,
     mirror: &MirrorArgs,
 ) -> Outcome {
-    source_table(table).await?;
     let options = SyncOptions {
         data_roots: data_roots(table, allow)?,
         ..mirror_options(mirror)?
     };
     if json {
-        let report = mirror_commit(table, &options, commit, |_| {}).await?;
+        let report = match mirror_commit(table, &options, commit, |_| {}).await {
+            Ok(report) => report,
+            Err(e) => return Err(refused_or(table, None, e).await),
+        };
         print::json(&print::SyncJson::of(table, Some(commit), &report))?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut progress = Progress::new();
-    let report = mirror_commit(table, &options, commit, |m| {
+    let mirrored = mirror_commit(table, &options, commit, |m| {
         progress.snapshot(&print::mirrored_line(m), m.remaining)
     })
-    .await?;
+    .await;
+    let report = match mirrored {
+        Ok(report) => report,
+        Err(e) => return Err(refused_or(table, None, e).await),
+    };
     for d in &report.degraded {
         outln!("degraded: {d}");
     }

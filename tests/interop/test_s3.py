@@ -8,6 +8,7 @@ pyiceberg (pyarrow's S3 filesystem) and DuckDB (httpfs) read the result through 
 Spark is not used here: its S3A jars (hadoop-aws and the AWS SDK bundle) are not available
 offline. delta-rs 1.6.6 writes its Delta tables straight to the server with no extra option.
 """
+import json
 import os
 import pathlib
 import subprocess
@@ -20,8 +21,20 @@ import pytest
 
 import hudi_source as hudi
 from readers import DuckDB, PyIceberg
-from remote import (RemoteStore, assert_rows_match, batch, concurrent_sync_rounds, delta_expected, delta_history,
-                    free_port, in_commit_mode, stop, sync_and_check, wait_until_up, write)
+from remote import (
+    RemoteStore,
+    assert_rows_match,
+    batch,
+    concurrent_sync_rounds,
+    delta_expected,
+    delta_history,
+    free_port,
+    in_commit_mode,
+    stop,
+    sync_and_check,
+    wait_until_up,
+    write,
+)
 from rows import canonical_rows
 
 KEY_ID = os.environ.get("AWS_ACCESS_KEY_ID", "xlake-test")
@@ -146,6 +159,28 @@ def test_store_without_put_if_absent_is_refused(s3):
     assert result.returncode != 0, f"synced without put-if-absent\nstdout:\n{result.stdout}"
     assert "put-if-absent" in result.stderr, result.stderr
     assert s3.keys(f"{prefix}/metadata/") == [], "refused, yet something written under metadata/"
+
+
+def test_put_if_absent_is_probed_once_per_store_and_recorded(s3):
+    """Issue 47: the table records the store on which its first commit found put-if-absent
+    working, so later syncs there make no probe; the same bucket reached with conditional
+    writes turned off is another store: probed again, and refused with nothing written."""
+    prefix = "probe_recorded"
+    write(s3, prefix, batch([1]), mode="overwrite")
+    first = s3.xlake("sync", s3.url(prefix))
+    assert first.returncode == 0, first.stderr
+    hint = s3.read(f"{prefix}/metadata/version-hint.text").decode()
+    metadata = json.loads(s3.read(f"{prefix}/metadata/v{hint}.metadata.json"))
+    recorded = metadata["properties"]["xlake.put-if-absent-verified"]
+    assert recorded.startswith(f"s3://{s3.bucket} ") and s3.endpoint in recorded, recorded
+    write(s3, prefix, batch([2]))
+    before = s3.keys(f"{prefix}/metadata/")
+    refused = s3.xlake("sync", s3.url(prefix), AWS_CONDITIONAL_PUT="disabled")
+    assert refused.returncode != 0 and "put-if-absent" in refused.stderr, refused.stderr
+    assert s3.keys(f"{prefix}/metadata/") == before, "refused, yet metadata/ changed"
+    again = s3.xlake("sync", s3.url(prefix))
+    assert again.returncode == 0, again.stderr
+    assert not [k for k in s3.keys(f"{prefix}/metadata/") if ".xlake-probe-" in k]
 
 
 def test_hudi_uploaded_to_s3(s3, readers, tmp_path):

@@ -910,3 +910,48 @@ async fn a_commit_already_mirrored_reports_what_is_mirrored_up_to_it() {
         (0, 4, 4)
     );
 }
+
+/// Issue 47: an incremental sync looks up on storage only the added files whose commit does
+/// not prove they exist. An add inside the table with its `size` and `modificationTime` is
+/// its writer's record of the file it wrote; one without a time is looked up (and refused
+/// when missing), as is every file with `--check-every-file`. (A first sync looks up every
+/// file: `a_log_that_starts_at_a_checkpoint_starts_there`, the interop suite's log-only
+/// tables.)
+#[tokio::test]
+async fn an_incremental_sync_looks_up_only_the_files_its_commit_does_not_prove() {
+    let (_dir, root) = extract("partitioned_3commits");
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    let before = metadata_snapshot(&root);
+    let missing = |timed: bool| {
+        let add = v2_add(&root, |a| {
+            a["path"] = "region=eu/missing-3.parquet".into();
+            if !timed {
+                a.as_object_mut().unwrap().remove("modificationTime");
+            }
+        });
+        format!("{{\"commitInfo\":{{\"timestamp\":1900000000000}}}}\n{add}\n")
+    };
+    let refused = |err: String| {
+        assert!(
+            err.contains("missing-3.parquet")
+                && err.contains("does not exist")
+                && err.contains("source commit 3"),
+            "{err}"
+        );
+    };
+    // No time: not proven, looked up, refused; nothing written.
+    write_commit(&root, 3, &missing(false));
+    refused(sync_with(&root, &SyncOptions::default()).await.unwrap_err());
+    assert_eq!(metadata_snapshot(&root), before);
+    // Its writer's time: proven, yet looked up when every file is to be.
+    write_commit(&root, 3, &missing(true));
+    let every = SyncOptions {
+        check_every_file: true,
+        ..Default::default()
+    };
+    refused(sync_with(&root, &every).await.unwrap_err());
+    assert_eq!(metadata_snapshot(&root), before);
+    // By default the writer's record stands: no request for the file.
+    let report = sync_with(&root, &SyncOptions::default()).await.unwrap();
+    assert_eq!(report.written.len(), 1);
+}

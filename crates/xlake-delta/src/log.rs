@@ -17,6 +17,8 @@ pub struct LogListing {
     pub commits: BTreeMap<u64, (String, Option<i64>)>,
     /// Versions with a complete checkpoint (classic, multi-part or V2).
     pub checkpoints: BTreeSet<u64>,
+    /// Listed from this version on only ([`Self::load_from`]): what is older is not known.
+    pub from: Option<u64>,
 }
 
 fn version_of(name: &str) -> Option<u64> {
@@ -32,8 +34,6 @@ impl LogListing {
     /// List `_delta_log/`, with the commit files' times if `times` (else by name alone,
     /// which on local disk spares a `stat` per file).
     pub async fn load(store: &TableStore, times: bool) -> Result<Self> {
-        let mut listing = Self::default();
-        let mut parts: BTreeMap<(u64, u32), BTreeSet<u32>> = BTreeMap::new();
         let entries: Vec<(String, Option<i64>)> = match times {
             true => store
                 .list_dir(LOG_DIR)
@@ -51,6 +51,52 @@ impl LogListing {
                 .map(|name| (name.to_string(), None))
                 .collect(),
         };
+        let (listing, lacking) = Self::of_names(entries);
+        let pointer = read_pointer(store).await?;
+        listing.check_pointer(store, pointer, &lacking, 0)?;
+        Ok(listing)
+    }
+
+    /// The log from version `from` on, for a sync of what follows it: one listing that
+    /// starts there (and `_last_checkpoint`, read beside it), so that its cost does not
+    /// grow with the history. `None` when that part of the log does not show every
+    /// version after `from` as a commit file, and `from` itself (a log cleaned past it, a
+    /// table written anew): then only the whole listing ([`Self::load`]) tells.
+    pub async fn load_from(store: &TableStore, times: bool, from: u64) -> Result<Option<Self>> {
+        let offset = format!("{from:020}");
+        let (entries, pointer) = futures::join!(
+            store.list_dir_from(LOG_DIR, &offset, times),
+            read_pointer(store)
+        );
+        let entries = entries?.into_iter().map(|e| {
+            let name = e.path.rsplit('/').next().unwrap_or_default().to_string();
+            (name, times.then_some(e.modified_ms))
+        });
+        let (mut listing, lacking) = Self::of_names(entries.collect());
+        let Some(latest) = listing.latest() else {
+            return Ok(None);
+        };
+        let has_from = listing.commits.contains_key(&from) || listing.checkpoints.contains(&from);
+        // Every version after `from` as a commit file (no range when there is none).
+        let after = latest.saturating_sub(from) as usize;
+        let listed = match latest > from {
+            true => listing.commits.range(from + 1..=latest).count(),
+            false => 0,
+        };
+        if !has_from || listed != after {
+            return Ok(None);
+        }
+        // A pointer to an older checkpoint is not this listing's to check.
+        listing.check_pointer(store, pointer?, &lacking, from)?;
+        listing.from = Some(from);
+        Ok(Some(listing))
+    }
+
+    /// The listing of the log folder's `(name, modification time)` entries, and the parts
+    /// each incomplete multi-part checkpoint lacks, to name them.
+    fn of_names(entries: Vec<(String, Option<i64>)>) -> (Self, BTreeMap<u64, Vec<String>>) {
+        let mut listing = Self::default();
+        let mut parts: BTreeMap<(u64, u32), BTreeSet<u32>> = BTreeMap::new();
         for (name, modified) in entries {
             let Some(version) = version_of(&name) else {
                 continue;
@@ -90,17 +136,28 @@ impl LogListing {
                 );
             }
         }
-        // `_last_checkpoint` names a checkpoint that must exist.
+        (listing, lacking)
+    }
+
+    /// `_last_checkpoint` (read by [`read_pointer`]) names a checkpoint that must exist,
+    /// if it is of version `from` or later.
+    fn check_pointer(
+        &self,
+        store: &TableStore,
+        found: Option<bytes::Bytes>,
+        lacking: &BTreeMap<u64, Vec<String>>,
+        from: u64,
+    ) -> Result<()> {
+        let listing = self;
         let pointer = format!("{LOG_DIR}/_last_checkpoint");
-        if store.size(&pointer).await?.is_some() {
-            let bytes = store.get(&pointer).await?;
+        if let Some(bytes) = found {
             let version = serde_json::from_slice::<serde_json::Value>(&bytes)
                 .ok()
                 .and_then(|v| v.get("version")?.as_u64())
                 .ok_or_else(|| DeltaError::Incomplete {
                     reason: format!("{}: not a checkpoint pointer", store.absolute(&pointer)),
                 })?;
-            if !listing.checkpoints.contains(&version) {
+            if version >= from && !listing.checkpoints.contains(&version) {
                 let what = match lacking.get(&version) {
                     Some(missing) => format!("whose part(s) {} are missing", missing.join(", ")),
                     None => "which is missing".to_string(),
@@ -113,7 +170,7 @@ impl LogListing {
                 });
             }
         }
-        Ok(listing)
+        Ok(())
     }
 
     /// The newest version.
@@ -127,10 +184,14 @@ impl LogListing {
 
     /// Where a replay starts: `(version, from_checkpoint)`. Version 0 from its commit file
     /// when every commit exists; else the oldest checkpoint after which every commit exists.
+    /// A log listed from a version on starts there.
     pub fn start(&self) -> Result<Option<(u64, bool)>> {
         let Some(latest) = self.latest() else {
             return Ok(None);
         };
+        if let Some(from) = self.from {
+            return Ok(Some((from, false)));
+        }
         // Versions are unique and sorted: every one after `v` is there when as many are.
         let complete_after =
             |v: u64| v >= latest || self.commits.range(v + 1..=latest).count() as u64 == latest - v;
@@ -149,6 +210,15 @@ impl LogListing {
     }
 }
 
+/// `_last_checkpoint`'s bytes, if it exists: one request, found or not.
+async fn read_pointer(store: &TableStore) -> Result<Option<bytes::Bytes>> {
+    match store.get(&format!("{LOG_DIR}/_last_checkpoint")).await {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(xlake_storage::StorageError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +230,7 @@ mod tests {
                 .map(|&v| (v, (format!("{v}"), None)))
                 .collect(),
             checkpoints: checkpoints.iter().copied().collect(),
+            from: None,
         }
     }
 
@@ -208,6 +279,64 @@ pub(crate) fn names_only_table(names: &[&str]) -> (tempfile::TempDir, TableStore
 #[cfg(test)]
 mod listing_tests {
     use super::*;
+
+    /// A log listed from the newest mirrored version holds that part of the whole
+    /// listing; where it cannot stand alone (the version gone, a gap after it), none.
+    #[tokio::test]
+    async fn a_log_listed_from_a_version_holds_what_follows_it_or_nothing() {
+        let names = [
+            "00000000000000000000.json",
+            "00000000000000000001.json",
+            "00000000000000000002.json",
+            "00000000000000000002.checkpoint.parquet",
+            "00000000000000000003.json",
+            "00000000000000000004.json",
+            "_last_checkpoint",
+        ];
+        let (dir, store) = names_only_table(&names);
+        let pointer = dir.path().join("_delta_log/_last_checkpoint");
+        std::fs::write(&pointer, br#"{"version":2,"size":1}"#).unwrap();
+        for times in [false, true] {
+            let whole = LogListing::load(&store, times).await.unwrap();
+            let from = LogListing::load_from(&store, times, 2)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(from.from, Some(2));
+            assert_eq!(from.start().unwrap(), Some((2, false)));
+            assert_eq!(from.latest(), whole.latest());
+            let versions: Vec<u64> = from.commits.keys().copied().collect();
+            assert_eq!(versions, [2, 3, 4]);
+            assert_eq!(from.checkpoints, BTreeSet::from([2]));
+            // Nothing after the newest version: the listing from it holds it alone.
+            let newest = LogListing::load_from(&store, times, 4)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(newest.latest(), Some(4));
+        }
+        // A pointer to a newer checkpoint that is missing is refused, as by `load`.
+        std::fs::write(&pointer, br#"{"version":3,"size":1}"#).unwrap();
+        assert!(LogListing::load_from(&store, false, 2).await.is_err());
+        // A pointer older than the listing's start is not its to check.
+        let found = LogListing::load_from(&store, false, 4).await.unwrap();
+        assert!(found.is_some());
+        std::fs::write(&pointer, br#"{"version":2,"size":1}"#).unwrap();
+        // A version past the log (a table written anew), or a gap after it: none.
+        assert!(LogListing::load_from(&store, false, 9)
+            .await
+            .unwrap()
+            .is_none());
+        std::fs::remove_file(dir.path().join("_delta_log/00000000000000000003.json")).unwrap();
+        assert!(LogListing::load_from(&store, false, 2)
+            .await
+            .unwrap()
+            .is_none());
+        assert!(LogListing::load_from(&store, false, 3)
+            .await
+            .unwrap()
+            .is_none());
+    }
 
     /// By name, a log lists the same versions and checkpoints, only without times.
     #[tokio::test]

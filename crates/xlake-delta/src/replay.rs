@@ -75,6 +75,8 @@ impl DeltaSource {
                     version: m,
                     removed: HashSet::new(),
                 };
+                // The last sync read version m's commit: what it learnt is saved.
+                replay.base_created_by = resume::created_by(saved, m).map(Some);
             }
             first = m + 1;
         } else if from_checkpoint {
@@ -269,10 +271,25 @@ impl DeltaReplay<'_> {
             .and_then(|i| i.operation.clone())
             .unwrap_or_else(|| "commit".into());
         let mut change = s.change_set(version, source.commit(version, action, time));
+        // As `DeltaSource::created_by` would read it from this commit, saved for the next
+        // sync, which starts after this version.
+        let created_by = commit
+            .adds
+            .iter()
+            .filter_map(Add::created)
+            .fold(time, i64::max);
+        change.source_state = Some(resume::save_with(
+            version,
+            &s.metadata,
+            &s.protocol,
+            Some(created_by),
+        ));
         for add in &commit.adds {
-            change
-                .added
-                .push(source.data_file(s, add).await.map_err(&log_error)?);
+            let mut file = source.data_file(s, add).await.map_err(&log_error)?;
+            // The writer's own record of the file it wrote, inside the table.
+            let inside = !file.path.contains("://") && !file.path.starts_with('/');
+            file.proven = add.created().is_some() && inside;
+            change.added.push(file);
         }
         change.removed = commit
             .removes

@@ -23,14 +23,39 @@ struct Resume {
     version: u64,
     meta_data: MetaData,
     protocol: Protocol,
+    /// How late a file live at `version` can say it was created (see
+    /// `DeltaSource::created_by`), when the commit of `version` was read.
+    #[serde(default)]
+    created_by: Option<i64>,
 }
 
 /// The state after `version`, to save.
 pub(crate) fn save(version: u64, metadata: &MetaData, protocol: &Protocol) -> String {
-    let saved = serde_json::json!({
-        "delta": {"version": version, "metaData": metadata, "protocol": protocol}
-    });
-    saved.to_string()
+    save_with(version, metadata, protocol, None)
+}
+
+/// [`save`], with how late a file live at `version` can say it was created, as its
+/// commit tells it: the next sync then need not read that commit again.
+pub(crate) fn save_with(
+    version: u64,
+    metadata: &MetaData,
+    protocol: &Protocol,
+    created_by: Option<i64>,
+) -> String {
+    let mut delta =
+        serde_json::json!({"version": version, "metaData": metadata, "protocol": protocol});
+    if let Some(t) = created_by {
+        delta["createdBy"] = t.into();
+    }
+    serde_json::json!({ "delta": delta }).to_string()
+}
+
+/// The saved `createdBy` of the state after `version`, if it is that state's and has one.
+pub(crate) fn created_by(saved: Option<&str>, version: u64) -> Option<i64> {
+    let Saved { delta } = serde_json::from_str(saved?).ok()?;
+    (delta.version == version)
+        .then_some(delta.created_by)
+        .flatten()
 }
 
 /// The `metaData` and `protocol` a saved state holds, if it is the state after `version`.
@@ -57,10 +82,18 @@ mod tests {
             reader_features: Some(vec!["columnMapping".into()]),
         };
         let saved = save(41, &metadata, &protocol);
-        assert_eq!(load(Some(&saved), 41), Some((metadata, protocol)));
+        let timed = save_with(41, &metadata, &protocol, Some(7));
+        assert_eq!(
+            load(Some(&saved), 41),
+            Some((metadata.clone(), protocol.clone()))
+        );
         assert_eq!(load(Some(&saved), 42), None);
         assert_eq!(load(Some("{\"hudi\":{}}"), 41), None);
         assert_eq!(load(Some("not json"), 41), None);
         assert_eq!(load(None, 41), None);
+        assert_eq!(created_by(Some(&saved), 41), None);
+        assert_eq!(load(Some(&timed), 41), Some((metadata, protocol)));
+        assert_eq!(created_by(Some(&timed), 41), Some(7));
+        assert_eq!(created_by(Some(&timed), 42), None);
     }
 }

@@ -73,6 +73,9 @@ pub struct DeltaSource {
     /// carries them as they are: each file's `deletion_vector` is filled either way). A
     /// vector whose file is gone is left undecoded, for the target to judge.
     decode_vectors: bool,
+    /// Opened after the newest mirrored version ([`Self::open_after`]): the mirrored
+    /// versions older than it, which the log was not listed for, in order.
+    mirrored_before: Vec<u64>,
 }
 
 /// Schema, spec and column mapping in force at a version.
@@ -113,6 +116,30 @@ impl DeltaSource {
             store,
             log,
             decode_vectors: true,
+            mirrored_before: Vec::new(),
+        })
+    }
+
+    /// Open the table to mirror the versions after `newest`, the newest mirrored one:
+    /// `_delta_log/` listed from there ([`LogListing::load_from`]), else whole. The
+    /// listing then names the `mirrored` versions older than `newest` as well, as the
+    /// mirror records them (they were listed when they were mirrored).
+    pub async fn open_after(
+        store: TableStore,
+        times: bool,
+        newest: u64,
+        mirrored: Vec<u64>,
+    ) -> Result<Self> {
+        let Some(log) = LogListing::load_from(&store, times, newest).await? else {
+            return Self::open_with_times(store, times).await;
+        };
+        let mut mirrored_before: Vec<u64> = mirrored.into_iter().filter(|v| *v < newest).collect();
+        mirrored_before.sort_unstable();
+        Ok(Self {
+            store,
+            log,
+            decode_vectors: true,
+            mirrored_before,
         })
     }
 
@@ -140,17 +167,29 @@ impl DeltaSource {
                 ..Default::default()
             });
         };
-        let retained_from = Some(versions.start().to_string());
-        let commits = versions
-            .map(|v| ListedCommit {
-                id: v.to_string(),
-                time_ms: self
-                    .log
-                    .commits
-                    .get(&v)
-                    .and_then(|(_, modified)| *modified)
-                    .unwrap_or(0),
-            })
+        let retained_from = Some(
+            self.mirrored_before
+                .first()
+                .copied()
+                .unwrap_or(*versions.start())
+                .to_string(),
+        );
+        let before = self.mirrored_before.iter().map(|v| ListedCommit {
+            id: v.to_string(),
+            time_ms: 0,
+        });
+        let commits = before
+            .chain(versions.map(|v| {
+                ListedCommit {
+                    id: v.to_string(),
+                    time_ms: self
+                        .log
+                        .commits
+                        .get(&v)
+                        .and_then(|(_, modified)| *modified)
+                        .unwrap_or(0),
+                }
+            }))
             .collect();
         Ok(CommitListing {
             commits,

@@ -27,6 +27,7 @@ pub const KIND: SourceKind = SourceKind {
     detectable: true,
     detect,
     open,
+    open_after: Some(open_after),
     recorded: &[],
 };
 
@@ -52,6 +53,30 @@ fn detect(store: TableStore) -> DetectFuture {
 fn open(store: TableStore, options: SourceOptions) -> OpenFuture {
     Box::pin(async move {
         let delta = DeltaSource::open_with_times(store, options.commit_times).await?;
+        if delta.log().commits.is_empty() && delta.log().checkpoints.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(delta) as Box<dyn TableSource>))
+    })
+}
+
+/// The log from the newest mirrored version on (see [`DeltaSource::open_after`]).
+fn open_after(store: TableStore, options: SourceOptions, state: &MirrorState) -> OpenFuture {
+    let newest = state
+        .commits
+        .iter()
+        .filter_map(|c| c.parse::<u64>().ok())
+        .max();
+    let mirrored: Vec<u64> = state
+        .commits
+        .iter()
+        .filter_map(|c| c.parse().ok())
+        .collect();
+    Box::pin(async move {
+        let delta = match newest {
+            Some(v) => DeltaSource::open_after(store, options.commit_times, v, mirrored).await?,
+            None => DeltaSource::open_with_times(store, options.commit_times).await?,
+        };
         if delta.log().commits.is_empty() && delta.log().checkpoints.is_empty() {
             return Ok(None);
         }

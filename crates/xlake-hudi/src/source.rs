@@ -78,15 +78,20 @@ impl HudiSource {
     /// Open the table: read `hoodie.properties` and list the timeline. A merge-on-read
     /// table is refused unless `options.mor_read_optimized`.
     pub async fn open(store: TableStore, options: HudiOptions) -> Result<Self> {
+        Self::open_if_there(store, options)
+            .await?
+            .ok_or_else(|| HudiError::Properties {
+                reason: "missing: not a Hudi table".into(),
+            })
+    }
+
+    /// [`Self::open`]; `None` when there is no `hoodie.properties` (one request either way).
+    pub async fn open_if_there(store: TableStore, options: HudiOptions) -> Result<Option<Self>> {
         let text = match store.get(".hoodie/hoodie.properties").await {
             Ok(bytes) => String::from_utf8(bytes.to_vec()).map_err(|_| HudiError::Properties {
                 reason: "not UTF-8 text".into(),
             })?,
-            Err(StorageError::NotFound { .. }) => {
-                return Err(HudiError::Properties {
-                    reason: "missing: not a Hudi table".into(),
-                })
-            }
+            Err(StorageError::NotFound { .. }) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
         let config = TableConfig::from_properties(&parse_properties(&text))
@@ -116,13 +121,13 @@ impl HudiSource {
                 ),
             });
         }
-        Ok(Self {
+        Ok(Some(Self {
             store,
             config,
             timeline,
             options,
             earlier_groups: Default::default(),
-        })
+        }))
     }
 
     /// The table's configuration.
@@ -330,9 +335,14 @@ impl HudiSource {
                 &change.schema,
             )
             .map_err(|e| self.instant_error(instant, format!("{}: {e}", f.path)))?;
-            change
-                .added
-                .push(DataFile::parquet(f.path, f.size, f.records).with_partition(values));
+            // Written by this instant (its time in the file's name): its write stat
+            // records the size it wrote.
+            let proven = !f.path.contains("://")
+                && !f.path.starts_with('/')
+                && parse_base_file_path(&f.path).is_some_and(|(_, _, t)| t == instant.requested());
+            let mut file = DataFile::parquet(f.path, f.size, f.records).with_partition(values);
+            file.proven = proven;
+            change.added.push(file);
         }
         change.removed = effect.removed.into_iter().map(|f| f.path).collect();
         Ok(())

@@ -30,6 +30,7 @@ pub const KIND: SourceKind = SourceKind {
     detectable: true,
     detect,
     open,
+    open_after: None,
     recorded: &[RecordedChoice {
         note: VIEW_NOTE,
         value: READ_OPTIMIZED,
@@ -43,11 +44,9 @@ fn detect(store: TableStore) -> DetectFuture {
 
 fn open(store: TableStore, options: SourceOptions) -> OpenFuture {
     Box::pin(async move {
-        if store.size(".hoodie/hoodie.properties").await?.is_none() {
-            return Ok(None);
-        }
-        let source = HudiSource::open(store, options).await?;
-        Ok(Some(Box::new(source) as Box<dyn TableSource>))
+        // No look before the read: a missing `hoodie.properties` is not a Hudi table.
+        let source = HudiSource::open_if_there(store, options).await?;
+        Ok(source.map(|s| Box::new(s) as Box<dyn TableSource>))
     })
 }
 

@@ -94,6 +94,7 @@ impl TableTarget for IcebergTarget {
     async fn load(&mut self, read: Read) -> Result<Option<Loaded>, TargetError> {
         let loaded = match read {
             Read::ForCommit => self.table.load_for_commit().await?,
+            Read::ForFirstCommit => self.table.load_for_commit_by_hint().await?,
             Read::AsFound => self.table.load_as_found().await?,
             Read::Whole => self.table.load().await?,
         };

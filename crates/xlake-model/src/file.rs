@@ -65,6 +65,11 @@ pub struct DataFile {
     /// Parquet folder rewritten in place): where the target holds the path, its entry is
     /// replaced by this one, never kept as it is.
     pub rewritten: bool,
+    /// The source commit that adds this file records it as its writer wrote it, inside the
+    /// table (Delta: an `add` with `size` and `modificationTime`; Hudi: a write stat with
+    /// `fileSizeInBytes`, in the instant that wrote the file): an incremental sync need not
+    /// look it up on storage. Files from a checkpoint or another commit's state are not.
+    pub proven: bool,
 }
 
 impl DataFile {
@@ -81,6 +86,7 @@ impl DataFile {
             deletion_vector: None,
             removed_later: false,
             rewritten: false,
+            proven: false,
         }
     }
 

@@ -32,6 +32,7 @@ pub const KIND: SourceKind = SourceKind {
     detectable: false,
     detect: |_| Box::pin(async { Ok(false) }),
     open,
+    open_after: None,
     recorded: &[],
 };
 

@@ -221,6 +221,12 @@ pub struct SourceKind {
     pub detect: fn(TableStore) -> DetectFuture,
     /// Open the table at the store's root: `None` when it is not a table of this format.
     pub open: fn(TableStore, SourceOptions) -> OpenFuture,
+    /// Open the table to mirror what follows `newest`, the newest commit its mirror
+    /// records: a source whose log grows with its history may read it from there on
+    /// (Delta: `_delta_log/` listed from that version), and must fall back to
+    /// [`Self::open`]'s whole reading where that part cannot stand alone. Its listing then
+    /// names the older mirrored commits as the mirror records them. `None`: [`Self::open`].
+    pub open_after: Option<fn(TableStore, SourceOptions, &MirrorState) -> OpenFuture>,
     /// Operator choices the format records in its change sets' notes, restored for later
     /// commands (none for most formats).
     pub recorded: &'static [RecordedChoice],

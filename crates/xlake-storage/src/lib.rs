@@ -132,6 +132,10 @@ pub struct TableStore {
     known_atomic: bool,
     /// Outcome of the put-if-absent probe, made once per store (other stores only).
     probed: Arc<tokio::sync::OnceCell<Result<(), String>>>,
+    /// The store as far as put-if-absent is concerned (see [`Self::put_if_absent_identity`]):
+    /// its origin and the endpoint it was opened with; `None` for a store built by the
+    /// caller, whose behaviour is its own.
+    identity: Option<String>,
     /// How transient failures are retried.
     retry: RetryPolicy,
     /// The root's folder when it is local disk opened by path: folders are listed and whole
@@ -521,6 +525,7 @@ impl TableStore {
             single_writer: false,
             known_atomic: true,
             probed: Arc::default(),
+            identity: None,
             retry: RetryPolicy::default(),
             local_root: Some(abs.to_path_buf()),
             journal: None,
@@ -535,7 +540,7 @@ impl TableStore {
         let options: Vec<(String, String)> = std::env::vars()
             .map(|(k, v)| (k.to_ascii_lowercase(), v))
             .collect();
-        let (store, mut root) = cloud_store(url, options)?;
+        let (store, mut root) = cloud_store(url, options.clone())?;
         // object_store 0.12 disagrees with itself on `az://`: its Azure builder takes the
         // host as the container (`az://container/path`, as delta-rs and fsspec write it)
         // while `parse_url` drops the first path segment as if it were the container, so
@@ -545,7 +550,28 @@ impl TableStore {
         }
         let origin = format!("{}://{}", url.scheme(), url.authority());
         let location = format!("{origin}/{root}");
-        Ok(Self::from_store(Arc::from(store), root, location, origin))
+        // The endpoint and conditional-write options are part of which store answers
+        // (`s3://b` on AWS and on a MinIO are two stores, whose conditional writes may
+        // differ; `AWS_CONDITIONAL_PUT=disabled` turns them off).
+        let mut settings: Vec<String> = options
+            .iter()
+            .filter(|(k, _)| {
+                (k.contains("endpoint") || k.contains("conditional"))
+                    && ["aws_", "google_", "azure_"]
+                        .iter()
+                        .any(|p| k.starts_with(p))
+            })
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        settings.sort_unstable();
+        settings.dedup();
+        let identity = match settings.is_empty() {
+            true => origin.clone(),
+            false => format!("{origin} ({})", settings.join(", ")),
+        };
+        let mut store = Self::from_store(Arc::from(store), root, location, origin);
+        store.identity = Some(identity);
+        Ok(store)
     }
 
     #[cfg(not(feature = "cloud"))]
@@ -573,6 +599,7 @@ impl TableStore {
             single_writer: false,
             known_atomic: false,
             probed: Arc::default(),
+            identity: None,
             retry: RetryPolicy::default(),
             local_root: None,
             journal: None,
@@ -677,6 +704,27 @@ impl TableStore {
                 location: self.absolute(&probe),
                 reason,
             })
+    }
+
+    /// What a table may record once put-if-absent has been shown to work on this store, so
+    /// that later processes need not probe it again ([`Self::put_if_absent_recorded`]): the
+    /// store's origin and the settings that choose its server and its conditional writes.
+    /// `None` where nothing is probed (local disk, one writer) or where the store is the
+    /// caller's own (it is probed once per handle).
+    pub fn put_if_absent_identity(&self) -> Option<&str> {
+        match self.single_writer || self.known_atomic {
+            true => None,
+            false => self.identity.as_deref(),
+        }
+    }
+
+    /// The table records `recorded` as the store on which put-if-absent was shown to work:
+    /// when that is this store, [`Self::verify_put_if_absent`] makes no probe. (A table
+    /// copied to another bucket or server records another store, and is probed there.)
+    pub fn put_if_absent_recorded(&self, recorded: &str) {
+        if self.put_if_absent_identity() == Some(recorded) {
+            let _ = self.probed.set(Ok(()));
+        }
     }
 
     /// The object store itself, rooted at the store's root (not the table's), for
@@ -987,6 +1035,70 @@ impl TableStore {
                     dir.trim_end_matches('/'),
                     meta.location.filename().unwrap_or_default()
                 ),
+                size: meta.size,
+                modified_ms: meta.last_modified.timestamp_millis(),
+            })
+            .collect();
+        entries.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+        Ok(entries)
+    }
+
+    /// [`Self::list_dir`] from `from` on: the objects directly under `dir` whose names
+    /// sort after `from` (a name that starts with it is after it), sorted by path. On an object store one listing that starts
+    /// there (S3's `start-after`; object_store's `list_with_offset`), so its cost follows
+    /// what is listed, not what the folder holds (the listing is recursive there: objects
+    /// in subfolders are read past, not returned). With `times` false a local folder's
+    /// entries are not stat-ed (sizes and times 0).
+    pub async fn list_dir_from(
+        &self,
+        dir: &str,
+        from: &str,
+        times: bool,
+    ) -> Result<Vec<Entry>, StorageError> {
+        let folder = dir.trim_end_matches('/');
+        if self.local_root.is_some() {
+            let mut entries: Vec<Entry> = match times {
+                true => self.list_dir(dir).await?,
+                false => self
+                    .list_names(dir)
+                    .await?
+                    .iter()
+                    .map(|name| Entry {
+                        path: format!("{folder}/{name}"),
+                        size: 0,
+                        modified_ms: 0,
+                    })
+                    .collect(),
+            };
+            let start = format!("{folder}/{from}");
+            entries.retain(|e| e.path > start);
+            entries.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+            return Ok(entries);
+        }
+        let p = self.object_path(dir)?;
+        let offset = self.object_path(&format!("{folder}/{from}"))?;
+        let listed: Result<Vec<object_store::ObjectMeta>, object_store::Error> = self
+            .retrying(dir, || async {
+                self.store
+                    .list_with_offset(Some(&p), &offset)
+                    .try_collect()
+                    .await
+            })
+            .await;
+        let metas = match listed {
+            Ok(metas) => metas,
+            Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
+            Err(e) => return Err(self.backend_error(dir, e)),
+        };
+        let mut entries: Vec<Entry> = metas
+            .into_iter()
+            .filter(|m| {
+                m.location
+                    .prefix_match(&p)
+                    .is_some_and(|rest| rest.count() == 1)
+            })
+            .map(|meta| Entry {
+                path: format!("{folder}/{}", meta.location.filename().unwrap_or_default()),
                 size: meta.size,
                 modified_ms: meta.last_modified.timestamp_millis(),
             })

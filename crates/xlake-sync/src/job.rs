@@ -50,6 +50,9 @@ pub struct TableEntry {
     /// Do not check that live data files exist.
     #[serde(default)]
     pub skip_file_check: bool,
+    /// Check every added data file, also those the source proves exist.
+    #[serde(default)]
+    pub check_every_file: bool,
     /// Only this job writes the table: accept a store without put-if-absent.
     #[serde(default)]
     pub single_writer: bool,
@@ -308,6 +311,7 @@ pub fn entry_options(entry: &TableEntry) -> SyncOptions {
         },
         format: entry.format.clone(),
         skip_file_check: entry.skip_file_check,
+        check_every_file: entry.check_every_file,
         single_writer: entry.single_writer,
         // `parse` has validated the catalog options.
         catalog: entry.catalog_target().ok().flatten(),

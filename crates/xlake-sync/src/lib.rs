@@ -79,6 +79,10 @@ pub struct SyncOptions {
     /// Do not check that live data files exist with the recorded size (for a copy of a
     /// table's log without its data; a missing file's row count must then be in the log).
     pub skip_file_check: bool,
+    /// Check every added data file on storage, also those whose adding commit proves they
+    /// exist ([`xlake_model::DataFile::proven`]), which an incremental sync otherwise
+    /// trusts (a first sync checks every file anyway).
+    pub check_every_file: bool,
     /// The operator vouches that only this process writes the table's Iceberg metadata:
     /// a store without put-if-absent is then accepted.
     pub single_writer: bool,

@@ -40,11 +40,13 @@ pub async fn mirror_commit(
         reason,
     };
     let mut target = targets::open(&store, options)?;
-    // The source's log and the table's metadata are read at the same time (each is a
-    // few ms on a long history): their I/O overlaps.
-    let (source, loaded) =
-        tokio::join!(sources::open(&store, options), target.load(Read::ForCommit));
-    let mut source = source?;
+    // The table's metadata first: the format it records is the one opened, and where
+    // it stands is where the source's log is read from.
+    let loaded = target.load(Read::ForFirstCommit).await;
+    let recorded = loaded.as_ref().ok().and_then(Option::as_ref);
+    // A rebuild mirrors the history afresh: the source is read whole.
+    let state = (recorded.is_some() && !options.rebuild).then(|| target.mirror_state());
+    let mut source = sources::open_as_recorded(&store, options, recorded, state.as_ref()).await?;
     if let CommitState::Pending(state) = source.commit_state(commit) {
         return Err(not_mirrored(format!(
             "the commit is {state}, not completed"
@@ -68,7 +70,7 @@ pub async fn mirror_commit(
     let preloaded = Preloaded {
         loaded,
         state,
-        listing,
+        listing: Some(listing),
     };
     let preloaded = (!options.rebuild).then_some(preloaded);
     let sync = Sync::new(store.clone(), target, options, Some(commit));
@@ -101,12 +103,12 @@ pub async fn sync_store(
     options: &SyncOptions,
     progress: impl FnMut(&Mirrored),
 ) -> Result<SyncReport, SyncError> {
-    let mut source = sources::open(&store, options).await?;
+    let (mut source, target, preloaded) = open_both(&store, options).await?;
     let entry = precheck_catalog(&store, options).await?;
-    let outcome = match targets::open(&store, options) {
+    let outcome = match target {
         Ok(target) => {
             let sync = Sync::new(store.clone(), target, options, None);
-            sync.run(source.as_mut(), None, progress).await
+            sync.run(source.as_mut(), preloaded, progress).await
         }
         Err(e) => Err(e),
     };
@@ -124,6 +126,43 @@ pub async fn sync_store(
     let mut report = outcome?.0;
     report.catalog = pointed?;
     Ok(report)
+}
+
+/// The source and the target of a sync, the target's metadata loaded first (not for a
+/// rebuild, which loads it as found): the source is opened as the format the mirror
+/// records. A load that fails is made again by the sync, which reports it in its place
+/// (after the source is known to be a table, and the catalog checked).
+async fn open_both(
+    store: &TableStore,
+    options: &SyncOptions,
+) -> Result<
+    (
+        Box<dyn TableSource>,
+        Result<Box<dyn TableTarget>, SyncError>,
+        Option<Preloaded>,
+    ),
+    SyncError,
+> {
+    let mut target = targets::open(store, options);
+    let loaded = match &mut target {
+        Ok(t) if !options.rebuild => t.load(Read::ForFirstCommit).await.ok(),
+        _ => None,
+    };
+    let state = match (&loaded, &target) {
+        (Some(Some(_)), Ok(t)) => Some(t.mirror_state()),
+        _ => None,
+    };
+    let recorded = loaded.as_ref().and_then(Option::as_ref);
+    let source = sources::open_as_recorded(store, options, recorded, state.as_ref()).await?;
+    let preloaded = match (loaded, &target) {
+        (Some(loaded), Ok(t)) => Some(Preloaded {
+            loaded,
+            state: state.unwrap_or_else(|| t.mirror_state()),
+            listing: None,
+        }),
+        _ => None,
+    };
+    Ok((source, target, preloaded))
 }
 
 /// Open the catalog entry the options name and check it before anything is published.
@@ -145,7 +184,7 @@ async fn precheck_catalog(
 struct Preloaded {
     loaded: Option<Loaded>,
     state: MirrorState,
-    listing: CommitListing,
+    listing: Option<CommitListing>,
 }
 
 /// Where a plan starts: whether the target has a table yet, what it mirrors and the
@@ -173,6 +212,10 @@ struct Sync<'a> {
     until: Option<&'a str>,
     report: SyncReport,
     upgrade_note: Option<String>,
+    /// Added files whose source commit proves they exist are not looked up on storage:
+    /// not on a first sync (which checks once every file the history names, as a copy of a
+    /// log without its data shows), nor when the options ask for every file.
+    trust_proven: bool,
 }
 
 impl<'a> Sync<'a> {
@@ -190,6 +233,7 @@ impl<'a> Sync<'a> {
             until,
             report: SyncReport::default(),
             upgrade_note: None,
+            trust_proven: false,
         }
     }
 
@@ -252,7 +296,7 @@ impl<'a> Sync<'a> {
         source.target_takes(self.target.takes());
         // The listing depends on the mirrored commits, not on the live files added below.
         let (mut state, listing) = match known {
-            Some((state, listing)) => (state, Some(listing)),
+            Some((state, listing)) => (state, listing),
             None => (self.target.mirror_state(), None),
         };
         let saved = source.reads_saved_by_live_files(&state).await;
@@ -314,6 +358,7 @@ impl<'a> Sync<'a> {
     ) -> Result<Planned, SyncError> {
         let (replay, engine_notes) = self.replay(source, &start.state).await?;
         let mirrored = &start.state.commits;
+        self.trust_proven = !mirrored.is_empty() && !self.options.check_every_file;
         // In-commit mode for a commit already mirrored: nothing further to do.
         let until_done = self.until.is_some_and(|u| mirrored.contains(u));
         let reduced = self.options.from_latest && mirrored.is_empty();
@@ -409,6 +454,11 @@ impl<'a> Sync<'a> {
             if batch.is_empty() {
                 if let Some((_, e)) = refused.take() {
                     return Err(e);
+                }
+            }
+            if !self.trust_proven {
+                for file in batch.iter_mut().flat_map(|c| c.added.iter_mut()) {
+                    file.proven = false;
                 }
             }
             let chunk: Vec<&ChangeSet> = batch.iter().collect();

@@ -1,7 +1,7 @@
 //! The registry of source formats: the one module of the engine that names the concrete
 //! source crates. Everything else holds a [`TableSource`] and asks it.
 
-use xlake_source::{SourceKind, TableSource};
+use xlake_source::{MirrorState, SourceKind, TableSource};
 use xlake_storage::TableStore;
 use xlake_target::{Loaded, Read, TableTarget};
 
@@ -45,6 +45,41 @@ pub async fn open(
         }
     }
     Err(not_a_table(store, &candidates))
+}
+
+/// [`open`], for a table whose mirror was just `loaded`: with no format named, the format
+/// the mirror records is opened first, without probing the others' markers (a sync of a
+/// mirrored Delta table on an object store then makes no request for `.hoodie/`). A
+/// format never detected (a Parquet folder) is still opened only after detection, as
+/// [`open`] does, so that a folder that has become a Delta table is refused, not read as
+/// Parquet. A table marked as both Hudi and Delta is read as its mirror records.
+///
+/// With `state`, what the mirror holds, a format that can (Delta) reads its log from the
+/// newest mirrored commit on, not whole (`SourceKind::open_after`).
+pub async fn open_as_recorded(
+    store: &TableStore,
+    options: &SyncOptions,
+    loaded: Option<&Loaded>,
+    state: Option<&MirrorState>,
+) -> Result<Box<dyn TableSource>, SyncError> {
+    let recorded = loaded
+        .and_then(|l| l.source_format.as_deref())
+        .and_then(|f| {
+            KINDS
+                .iter()
+                .find(|k| k.detectable && k.format.as_str() == f)
+        })
+        .filter(|_| options.format.is_none());
+    if let Some(k) = recorded {
+        let opened = match (k.open_after, state.filter(|s| !s.commits.is_empty())) {
+            (Some(after), Some(state)) => after(store.clone(), options.source, state),
+            _ => (k.open)(store.clone(), options.source),
+        };
+        if let Some(source) = opened.await.in_table(store)? {
+            return Ok(source);
+        }
+    }
+    open(store, options).await
 }
 
 /// The format of the table at the store's root, from names alone: the one `format` names,

@@ -69,6 +69,11 @@ impl Default for TargetOptions {
 pub enum Read {
     /// What a commit builds on; a table written for another location is refused.
     ForCommit,
+    /// [`Self::ForCommit`], taking the version the target's own pointer names (Iceberg's
+    /// hint) as the newest without looking for a newer one, for a commit's first plan: a
+    /// newer one makes the commit lose its race, and the plan after that reads with
+    /// [`Self::ForCommit`]. One request less per commit on an object store.
+    ForFirstCommit,
     /// The same, but a table written for another location is read as it is (reported,
     /// rebuilt), not refused.
     AsFound,

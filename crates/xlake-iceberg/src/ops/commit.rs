@@ -7,7 +7,7 @@ use xlake_model::ChangeSet;
 use crate::error::Result;
 use crate::ops::plan::Draft;
 use crate::ops::publish::{Batch, Committed, Published};
-use crate::ops::table::{IcebergTable, LoadedTable};
+use crate::ops::table::{IcebergTable, LoadedTable, PUT_IF_ABSENT_VERIFIED};
 use crate::spec::layout::METADATA_DIR;
 
 impl IcebergTable {
@@ -62,7 +62,14 @@ impl IcebergTable {
         last: bool,
     ) -> Batch {
         // Atomic only on a store whose put-if-absent works (or with one writer, by the
-        // operator's word); checked before anything is written.
+        // operator's word); checked before anything is written, unless the table records
+        // that it was checked on this store before.
+        if let Some(recorded) = base
+            .as_ref()
+            .and_then(|l| l.metadata.properties().get(PUT_IF_ABSENT_VERIFIED))
+        {
+            self.store.put_if_absent_recorded(recorded);
+        }
         if let Err(e) = self.store.verify_put_if_absent().await {
             return Batch::failed(e.into());
         }
@@ -105,6 +112,7 @@ impl IcebergTable {
             path_index: None,
             backfill: changes.len() > 1,
             more,
+            base_list_read: false,
         };
         // Manifests, lists and delete files are written through a journal, so that what
         // no `vN` will refer to can be deleted again (a failed commit leaves `metadata/`
@@ -144,7 +152,13 @@ impl IcebergTable {
         let expired_logs = std::mem::take(&mut draft.expired_logs);
         let index = writer.write_path_index(&mut draft).await;
         if let Some(metadata) = draft.metadata.filter(|_| !staged.is_empty()) {
-            if let Err(e) = index.and(self.check_carried(on).await) {
+            // The base's list, when this batch did not just read it (a lost race after
+            // the read is the put-if-absent's to find).
+            let carried = match draft.base_list_read {
+                true => Ok(()),
+                false => self.check_carried(on).await,
+            };
+            if let Err(e) = index.and(carried) {
                 // Nothing refers to the batch's files: the error wins over a later one.
                 self.abandon(journal.since(0)).await;
                 batch.error = Some(e);

@@ -38,6 +38,10 @@ pub const SOURCE_FORMAT_PROPERTY: &str = "xlake.source-format";
 /// ([`ChangeSet::source_state`](xlake_model::ChangeSet::source_state)); only the newest is
 /// kept, so the history does not grow with it.
 pub const SOURCE_STATE: &str = "xlake.source-state";
+/// Table property: the store (origin and endpoint) on which put-if-absent was shown to
+/// work by the probe before this table's first commit there; a later process writing to
+/// the same store makes no probe (`TableStore::put_if_absent_recorded`).
+pub const PUT_IF_ABSENT_VERIFIED: &str = "xlake.put-if-absent-verified";
 /// How many data files have their existence checked (and footers read) at once.
 pub(crate) const FILE_CHECK_CONCURRENCY: usize = 16;
 
@@ -264,18 +268,26 @@ impl IcebergTable {
     /// that xlake (or XTable) did not write, and metadata written for another location
     /// ([`IcebergError::Relocated`]: the table folder was copied or moved).
     pub async fn load(&self) -> Result<Option<LoadedTable>> {
-        self.load_checked(Parse::Whole).await
+        self.load_checked(Parse::Whole, true).await
     }
 
     /// [`Self::load`] for a commit: every snapshot but the current one and those a ref
     /// names is carried as its JSON text, unparsed (see [`crate::spec::history`]). For what
     /// builds on the current snapshot only; what reads older snapshots loads whole.
     pub async fn load_for_commit(&self) -> Result<Option<LoadedTable>> {
-        self.load_checked(Parse::ForCommit).await
+        self.load_checked(Parse::ForCommit, true).await
     }
 
-    async fn load_checked(&self, parse: Parse) -> Result<Option<LoadedTable>> {
-        let loaded = self.read_current(parse).await?;
+    /// [`Self::load_for_commit`] of the version the hint names, not looked past (one
+    /// request less): a newer version (a writer died before its hint) makes the commit's
+    /// put-if-absent fail as a lost race, and the plan after it loads with
+    /// [`Self::load_for_commit`]. With no hint, the highest version listed, as always.
+    pub async fn load_for_commit_by_hint(&self) -> Result<Option<LoadedTable>> {
+        self.load_checked(Parse::ForCommit, false).await
+    }
+
+    async fn load_checked(&self, parse: Parse, look_past: bool) -> Result<Option<LoadedTable>> {
+        let loaded = self.read_current_with(parse, look_past).await?;
         if let Some(l) = &loaded {
             if let Some(recorded) = self.recorded_elsewhere(l) {
                 return Err(IcebergError::Relocated {
@@ -323,18 +335,19 @@ impl IcebergTable {
     /// consecutive one after it; with no hint, the highest `vN` listed. `None`: no metadata.
     /// A `vN` above it past a gap is a stray, never the current version.
     pub async fn current_version(&self) -> Result<Option<u64>> {
-        Ok(self.locate_current().await?.map(|(version, _)| version))
+        Ok(self.locate_current(true).await?.map(|(version, _)| version))
     }
 
     /// [`Self::current_version`], with the hint as read.
-    async fn locate_current(&self) -> Result<Option<(u64, Option<Hint>)>> {
+    async fn locate_current(&self, look_past: bool) -> Result<Option<(u64, Option<Hint>)>> {
         let hinted = match self.store.get(VERSION_HINT).await {
             Ok(bytes) => Some(parse_hint(&bytes).map_err(|e| self.corrupt(VERSION_HINT, e))?),
             Err(StorageError::NotFound { .. }) => None,
             Err(e) => return Err(e.into()),
         };
         let version = match hinted {
-            Some(h) => self.newest_from(h.version).await?,
+            Some(h) if look_past => self.newest_from(h.version).await?,
+            Some(h) => h.version,
             None => match self.listed_version().await? {
                 Some(v) => v,
                 None => return Ok(None),
@@ -344,7 +357,15 @@ impl IcebergTable {
     }
 
     async fn read_current(&self, parse: Parse) -> Result<Option<LoadedTable>> {
-        let Some((version, hinted)) = self.locate_current().await? else {
+        self.read_current_with(parse, true).await
+    }
+
+    async fn read_current_with(
+        &self,
+        parse: Parse,
+        look_past: bool,
+    ) -> Result<Option<LoadedTable>> {
+        let Some((version, hinted)) = self.locate_current(look_past).await? else {
             return Ok(None);
         };
         let path = metadata_file(version);

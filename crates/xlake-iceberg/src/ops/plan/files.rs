@@ -178,9 +178,10 @@ impl IcebergTable {
 
     /// Whether `file` is gone from storage, which only a file a later source commit removes
     /// may be (cleaned, vacuumed: it is only history, described by what the source
-    /// recorded). Checked when files are verified; otherwise the source is trusted.
+    /// recorded). Checked when files are verified and the source does not prove that the
+    /// file exists ([`DataFile::proven`]); otherwise the source is trusted.
     async fn is_gone(&self, file: &DataFile, invalid: &Invalid<'_>) -> Result<bool> {
-        if !self.verify_files && !file.removed_later {
+        if (!self.verify_files || file.proven) && !file.removed_later {
             return Ok(false);
         }
         match self.store.size(&file.path).await? {

@@ -55,6 +55,9 @@ pub(crate) struct Draft<'a> {
     /// Whether more batches of the same run follow: then it writes no path index (the
     /// run's last batch does), so that a backfill writes one, not one per batch.
     pub(crate) more: bool,
+    /// The base's current manifest list was read by this batch (to build on it): it need
+    /// not be looked up again before the commit point.
+    pub(crate) base_list_read: bool,
 }
 
 /// What staging one change set added to the draft.
@@ -174,7 +177,18 @@ impl IcebergTable {
                 .insert(PARQUET_VECTORIZATION.into(), "false".into());
         }
         // 3. Removed files: the parent manifests that hold them.
+        let read = last_list.is_none();
         let parent = self.parent_list(frame.parent.as_deref(), last_list).await?;
+        let base_list = draft
+            .base
+            .and_then(|b| b.metadata.current_snapshot())
+            .map(|s| s.manifest_list());
+        if read
+            && parent.is_some()
+            && frame.parent.as_deref().map(|p| p.manifest_list()) == base_list
+        {
+            draft.base_list_read = true;
+        }
         let (parents, parent_list) = self.parent_manifests(change, &frame, parent)?;
         let spec_id = bound.spec.spec_id();
         if !change.removed.is_empty() {

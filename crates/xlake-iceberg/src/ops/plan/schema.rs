@@ -14,7 +14,10 @@ use xlake_model::{ChangeSet, DeclaredTable, Schema};
 
 use super::{json, Draft, Frame};
 use crate::error::{IcebergError, Result};
-use crate::ops::table::{IcebergTable, METRICS_MODE_DEFAULT, SOURCE_FORMAT_PROPERTY, SOURCE_STATE};
+use crate::ops::table::{
+    IcebergTable, METRICS_MODE_DEFAULT, PUT_IF_ABSENT_VERIFIED, SOURCE_FORMAT_PROPERTY,
+    SOURCE_STATE,
+};
 use crate::spec::layout::{metadata_file, METADATA_DIR};
 use crate::spec::partition::{same_fields, to_unbound_spec};
 use crate::spec::schema::{
@@ -154,6 +157,10 @@ impl IcebergTable {
         current: Option<&TableMetadata>,
     ) -> (HashMap<String, String>, Option<i32>, NameMapping) {
         let mut properties = self.properties.clone();
+        // A commit is written only after put-if-absent was checked on this store.
+        if let Some(store) = self.store.put_if_absent_identity() {
+            properties.insert(PUT_IF_ABSENT_VERIFIED.to_string(), store.to_string());
+        }
         // Bounds xlake writes are safe for pruning but not always exact (Delta truncates
         // timestamps, footers are rescaled, strings cut): engines must not answer MIN/MAX
         // from them, which Iceberg Spark does unless the metrics mode says counts.
