@@ -107,3 +107,36 @@ fn the_job_expires_snapshots_as_each_table_asks() {
     };
     assert_eq!((snapshots(&kept), snapshots(&limited)), (3, 1));
 }
+
+#[test]
+fn a_pass_with_nothing_new_still_expires_what_a_vacuum_deleted() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        config.path(),
+        format!("[[tables]]\nlocation = \"{}\"\n", root.display()),
+    )
+    .unwrap();
+    let run = || common::xlake(&["run", "--config", config.path().to_str().unwrap(), "--once"]);
+    let (code, out) = run();
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("3 snapshots written\n"), "{out}");
+    // VACUUM (no new version): the files version 1 removed are gone.
+    let log = std::fs::read_to_string(root.join("_delta_log/00000000000000000001.json")).unwrap();
+    let removed: Vec<String> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("remove")?.get("path")?.as_str().map(String::from))
+        .collect();
+    assert!(!removed.is_empty());
+    for p in &removed {
+        let _ = std::fs::remove_file(root.join(p));
+    }
+    let (code, out) = run();
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("0 snapshots written, 1 expired"), "{out}");
+    // Two snapshots are left: a further pass has nothing new and nothing to expire.
+    let (code, out) = run();
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("0 snapshots written\n"), "{out}");
+}

@@ -104,6 +104,7 @@ impl TableTarget for IcebergTarget {
             relocated_from: self.table.recorded_elsewhere(l).map(str::to_string),
             source_format: l.source_format(),
             format_version: version_number(l.metadata.format_version()),
+            snapshots: l.history.entries().len(),
         }))
     }
 

@@ -326,7 +326,7 @@ pub async fn sync_entry(entry: TableEntry) -> TableResult {
     let options = entry_options(&entry);
     let mut outcome = sync(&entry.location, &options, |_| {}).await;
     let mut expired = None;
-    if outcome.is_ok() && entry.expire {
+    if entry.expire && !nothing_to_expire(&outcome, &options) {
         match expire(&entry, &options).await {
             Ok(e) => expired = Some(e),
             Err(e) => outcome = Err(e),
@@ -340,7 +340,19 @@ pub async fn sync_entry(entry: TableEntry) -> TableResult {
     }
 }
 
-/// The expiry of one entry, now.
+/// Whether an expiry after `outcome` would find nothing to do, so that it need not read
+/// the table again: the sync failed, or it wrote nothing on a table retaining at most one
+/// snapshot (an expiry never removes the current snapshot). Not with a catalog entry,
+/// which an expiry also points at the current version.
+fn nothing_to_expire(outcome: &Result<SyncReport, SyncError>, options: &SyncOptions) -> bool {
+    match outcome {
+        Err(_) => true,
+        Ok(report) => {
+            options.catalog.is_none() && report.written.is_empty() && report.snapshots_found <= 1
+        }
+    }
+}
+
 /// One check of every table of the config, in order (the periodic check of `xlake run
 /// --every --check-every`); `each` is given each table's report, or why it could not be
 /// checked, as it comes (as [`run_once`] gives each sync's result).
@@ -354,6 +366,7 @@ pub async fn check_tables(
     }
 }
 
+/// The expiry of one entry, now.
 async fn expire(entry: &TableEntry, options: &SyncOptions) -> Result<Expired, SyncError> {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -429,6 +442,31 @@ mod tests {
         for bad in ["8/8", "0/0", "1", "a/2", "-1/2"] {
             assert!(bad.parse::<Shard>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_expiry_is_skipped_only_when_it_could_take_nothing() {
+        let none = SyncOptions::default();
+        let report = |found| {
+            Ok(SyncReport {
+                snapshots_found: found,
+                ..Default::default()
+            })
+        };
+        assert!(nothing_to_expire(&report(1), &none));
+        assert!(nothing_to_expire(&report(0), &none));
+        // Older snapshots may read files a vacuum or cleaner deleted since.
+        assert!(!nothing_to_expire(&report(2), &none));
+        let catalog = SyncOptions {
+            catalog: xlake_catalog::CatalogTarget::from_options(
+                Some("sqlite:///c.db"),
+                None,
+                Some("ns.t"),
+            )
+            .unwrap(),
+            ..Default::default()
+        };
+        assert!(!nothing_to_expire(&report(1), &catalog));
     }
 
     #[test]

@@ -155,4 +155,7 @@ pub struct SyncReport {
     pub created_empty: Option<u64>,
     /// What was done to the catalog entry, when there is one.
     pub catalog: Option<Advanced>,
+    /// The snapshots the table's metadata retained when the sync's last plan started (0
+    /// with no metadata): with nothing written, what an expiry right after would find.
+    pub snapshots_found: usize,
 }

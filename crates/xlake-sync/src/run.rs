@@ -284,6 +284,7 @@ impl<'a> Sync<'a> {
             None => (self.target.load(Read::ForCommit).await?, None),
         };
         sources::same_as_recorded(&self.store, source, loaded.as_ref())?;
+        self.report.snapshots_found = loaded.as_ref().map_or(0, |l| l.snapshots);
         // Asked for a newer format version: upgrade first, in its own version, and say
         // so. What an upgraded table mirrors is read from the new version. (A plan after
         // a lost race finds the table upgraded: the note stays.)

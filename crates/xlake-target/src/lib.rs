@@ -92,6 +92,8 @@ pub struct Loaded {
     pub source_format: Option<String>,
     /// The target's format version.
     pub format_version: u8,
+    /// The snapshots the current version retains.
+    pub snapshots: usize,
 }
 
 /// One change set written.

@@ -33,6 +33,10 @@ impl IcebergTable {
         };
         let m = &loaded.metadata;
         let current = m.current_snapshot().map(|s| s.snapshot_id());
+        // The current snapshot is never expired: with no other, nothing is read.
+        if m.snapshots().all(|s| Some(s.snapshot_id()) == current) {
+            return Ok(Expired::default());
+        }
         let mut by_age: Vec<&SnapshotRef> = m.snapshots().collect();
         by_age.sort_by_key(|s| s.sequence_number());
         let mut lists: HashMap<i64, Vec<ManifestFile>> = HashMap::new();
