@@ -15,7 +15,7 @@ use xlake_sync::maintain::Retention;
 use xlake_sync::maintain::{self, Expiry};
 use xlake_sync::serve::access::{Allowed, Key};
 use xlake_sync::serve::{bind, serve, MetricsEndpoint, ServeConfig};
-use xlake_sync::snapshots::snapshots;
+use xlake_sync::snapshots::snapshots_of;
 use xlake_sync::{check_with, mirror_commit, sync, SyncOptions};
 
 use crate::args::{AllowArg, CatalogArgs, Command, MirrorArgs, TableArg, ViewArg, WriterArg};
@@ -125,10 +125,12 @@ async fn table_command(command: Command) -> Outcome {
             json,
             catalog,
             view,
+            to,
         } => {
             source_table(&table).await?;
             let options = SyncOptions {
                 catalog: catalog_target(&catalog)?,
+                target: to.target,
                 ..options(&view, &WriterArg::default())
             };
             let report = check_with(&table, &options, deep, all)
@@ -145,9 +147,14 @@ async fn table_command(command: Command) -> Outcome {
             table: TableArg { table },
             json,
             view,
+            to,
         } => {
             source_table(&table).await?;
-            let report = inspect(&table, &options(&view, &WriterArg::default())).await?;
+            let options = SyncOptions {
+                target: to.target,
+                ..options(&view, &WriterArg::default())
+            };
+            let report = inspect(&table, &options).await?;
             if json {
                 print::json(&report)?;
             } else {
@@ -184,7 +191,8 @@ async fn table_command(command: Command) -> Outcome {
         Command::Snapshots {
             table: TableArg { table },
             json,
-        } => list_snapshots(&table, json).await,
+            to,
+        } => list_snapshots(&table, json, to.target.as_deref()).await,
         _ => Err(usage("not a table command")),
     }
 }
@@ -215,6 +223,7 @@ fn mirror_options(m: &MirrorArgs) -> Result<SyncOptions, Failure> {
     Ok(SyncOptions {
         catalog: catalog_target(&m.catalog)?,
         format_version: m.target.format_version,
+        target: m.to.target.clone(),
         ..options(&m.view, &m.writer)
     })
 }
@@ -583,8 +592,8 @@ async fn serve_command(command: Command) -> Outcome {
 }
 
 /// `xlake snapshots`: the snapshot list, as text or JSON.
-async fn list_snapshots(table: &str, json: bool) -> Outcome {
-    let list = snapshots(any_table(table).await?.store).await?;
+async fn list_snapshots(table: &str, json: bool, target: Option<&str>) -> Outcome {
+    let list = snapshots_of(any_table(table).await?.store, target).await?;
     if json {
         print::json(&list)?;
     } else {
