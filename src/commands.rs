@@ -18,7 +18,9 @@ use xlake_sync::serve::{bind, serve, MetricsEndpoint, ServeConfig};
 use xlake_sync::snapshots::snapshots_of;
 use xlake_sync::{check_with, mirror_commit, sync, SyncOptions};
 
-use crate::args::{AllowArg, CatalogArgs, Command, MirrorArgs, TableArg, ViewArg, WriterArg};
+use crate::args::{
+    AllowArg, CatalogArgs, Command, MirrorArgs, TableArg, TargetArg, ViewArg, WriterArg,
+};
 use crate::demo::{self, DemoError};
 use crate::out::outln;
 use crate::print;
@@ -150,6 +152,7 @@ async fn table_command(command: Command) -> Outcome {
             to,
         } => {
             source_table(&table).await?;
+            let delta = is_delta(&to);
             let options = SyncOptions {
                 target: to.target,
                 ..options(&view, &WriterArg::default())
@@ -158,7 +161,7 @@ async fn table_command(command: Command) -> Outcome {
             if json {
                 print::json(&report)?;
             } else {
-                print::inspect(&report);
+                print::inspect(&report, delta);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -195,6 +198,13 @@ async fn table_command(command: Command) -> Outcome {
         } => list_snapshots(&table, json, to.target.as_deref()).await,
         _ => Err(usage("not a table command")),
     }
+}
+
+/// Whether the target chosen is Delta (for printing).
+fn is_delta(to: &TargetArg) -> bool {
+    to.target
+        .as_deref()
+        .is_some_and(|t| t.eq_ignore_ascii_case("delta"))
 }
 
 /// Exit 0 when `ok`, else 1.
@@ -597,7 +607,10 @@ async fn list_snapshots(table: &str, json: bool, target: Option<&str>) -> Outcom
     if json {
         print::json(&list)?;
     } else {
-        print::snapshots(&list);
+        print::snapshots(
+            &list,
+            target.is_some_and(|t| t.eq_ignore_ascii_case("delta")),
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

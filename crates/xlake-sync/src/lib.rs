@@ -63,7 +63,7 @@ use xlake_catalog::{Advanced, CatalogTarget};
 use xlake_model::SourceCommit;
 use xlake_source::SourceOptions;
 use xlake_storage::TableStore;
-pub use xlake_target::Committed;
+pub use xlake_target::{Committed, TargetHealth};
 
 /// Operator choices.
 #[derive(Debug, Clone, Default)]

@@ -5,8 +5,9 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::{json, Map, Value as Json};
-use xlake_model::{ChangeSet, DataFile, DataType, Field, VectorBytes};
+use xlake_model::{ChangeSet, ColumnStats, DataFile, DataType, Field, FileFormat, VectorBytes};
 use xlake_storage::TableStore;
+use xlake_target::footer::{footer_stats, read_footer};
 
 use super::error::TargetFault;
 use super::log_state::{vector_id, LogState, XlakeMetadata, XLAKE_FIELD};
@@ -336,11 +337,11 @@ async fn add_action(
         values.insert(physical.clone(), json!(text));
         skip.push(column.clone());
     }
-    let rows = rows_of(store, file, verify).await?;
+    let (rows, columns) = measured(store, change, file, verify).await?;
     let tight = file.deletion_vector.is_none();
     let stats = stats_json(
         rows,
-        &file.column_stats,
+        &columns,
         &change.schema,
         &shape.physical,
         &skip,
@@ -364,27 +365,41 @@ async fn add_action(
     Ok(Json::Object(add))
 }
 
-/// The file's rows: as the source records them, else from its Parquet footer (a file a
-/// later commit removed may be gone: then none).
-async fn rows_of(store: &TableStore, file: &DataFile, verify: bool) -> Result<Option<u64>, String> {
-    if let (Some(n), false) = (file.record_count, verify) {
-        return Ok(Some(n));
+/// The file's rows and column statistics: as the source records them, else from its
+/// Parquet footer (a file a later commit removed may be gone: then what the source gave).
+async fn measured(
+    store: &TableStore,
+    change: &ChangeSet,
+    file: &DataFile,
+    verify: bool,
+) -> Result<(Option<u64>, Vec<(String, ColumnStats)>), String> {
+    let known = (file.record_count, file.column_stats.clone());
+    if file.record_count.is_some() && !file.column_stats.is_empty() && !verify {
+        return Ok(known);
     }
-    if file.removed_later
-        && store
-            .size(&file.path)
-            .await
-            .map_err(|e| e.to_string())?
-            .is_none()
+    if file.format != FileFormat::Parquet
+        || (file.removed_later
+            && store
+                .size(&file.path)
+                .await
+                .map_err(|e| e.to_string())?
+                .is_none())
     {
-        return Ok(file.record_count);
+        return Ok(known);
     }
-    let meta = xlake_storage::footer::read_footer(store, &file.path, file.size_bytes)
+    let meta = read_footer(store, &file.path, file.size_bytes)
         .await
         .map_err(|e| e.to_string())?;
-    let n = meta.file_metadata().num_rows().max(0) as u64;
-    match file.record_count {
-        Some(r) if r != n => Err(format!("the source records {r} rows, the footer {n}")),
-        _ => Ok(Some(n)),
+    let footer = footer_stats(&meta, &change.schema);
+    if let Some(r) = file.record_count.filter(|r| *r != footer.record_count) {
+        return Err(format!(
+            "the source records {r} rows, the footer {}",
+            footer.record_count
+        ));
     }
+    let columns = match file.column_stats.is_empty() {
+        true => footer.columns.into_iter().collect(),
+        false => known.1,
+    };
+    Ok((Some(footer.record_count), columns))
 }

@@ -214,7 +214,7 @@ impl TableTarget for DeltaTarget {
         Ok(state
             .live
             .iter()
-            .map(|(p, l)| Some((p.clone(), l.rows?)))
+            .map(|(p, l)| Some((self.store.absolute(p), l.rows?)))
             .collect())
     }
 
@@ -309,7 +309,7 @@ impl TableTarget for DeltaTarget {
         Ok(state
             .live
             .into_iter()
-            .map(|(p, l)| Some((p, l.rows?)))
+            .map(|(p, l)| Some((self.store.absolute(&p), l.rows?)))
             .collect())
     }
 
