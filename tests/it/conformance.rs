@@ -474,7 +474,8 @@ async fn crash_and_retry(
     } else {
         2
     };
-    let faults = FaultyStore::new(Arc::new(LocalFileSystem::new())).fault(Op::Put, nth, Fault::Fail);
+    let faults =
+        FaultyStore::new(Arc::new(LocalFileSystem::new())).fault(Op::Put, nth, Fault::Fail);
     let faulty = TableStore::from_store(
         Arc::new(faults),
         object_store::path::Path::from_filesystem_path(&table.root).unwrap(),

@@ -77,8 +77,14 @@ pub(super) async fn actions(
     removals(change, state_or_empty, &mut out);
     for file in &change.added {
         if let Some(live) = state_or_empty.live.get(&file.path) {
-            let new_id = vector_of(store, file).map(|v| vector_id(Some(&v)));
-            if new_id.flatten() != live.vector_id() {
+            let new_id = vector_of(store, file).and_then(|v| vector_id(Some(&v)));
+            let same_vector = new_id == live.vector_id();
+            let same_size = live.add.get("size").and_then(Json::as_u64) == Some(file.size_bytes);
+            // A full state lists every live file: one unchanged stays as it is.
+            if change.full_state && same_vector && same_size && !file.rewritten {
+                continue;
+            }
+            if !same_vector {
                 out.push(json!({"remove": remove_of(&live.add, change)}));
             }
         }
@@ -241,6 +247,8 @@ fn commit_info(store: &TableStore, change: &ChangeSet, state: &LogState) -> Json
         json!({"mode": if blind { "Append" } else { "Overwrite" }}),
     );
     info.insert("isBlindAppend".into(), json!(blind));
+    // Each attempt's own: a writer that lost the race never finds its bytes there.
+    info.insert("txnId".into(), json!(uuid::Uuid::new_v4().to_string()));
     if let Some(v) = state.latest() {
         info.insert("readVersion".into(), json!(v.version));
     }
