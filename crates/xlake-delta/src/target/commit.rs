@@ -123,6 +123,9 @@ fn shape(state: Option<&LogState>, change: &ChangeSet) -> Result<Shape, String> 
     let current = state.and_then(|s| s.metadata.as_ref());
     let mapping = wants_column_mapping(&change.schema).then(|| physical_names(current));
     let schema = delta_schema(&change.schema, mapping.as_ref())?;
+    if let Some(column) = changed_type(current, &schema) {
+        return Err(column);
+    }
     let physical = match &mapping {
         Some(_) => physical_of(&schema),
         None => HashMap::new(),
@@ -178,6 +181,27 @@ fn shape(state: Option<&LogState>, change: &ChangeSet) -> Result<Shape, String> 
         metadata,
         partitions,
         physical,
+    })
+}
+
+/// A top-level column whose type the new schema changes (Delta readers read every file
+/// with the table's one type, and older files hold the old one).
+fn changed_type(current: Option<&Map<String, Json>>, new: &Json) -> Option<String> {
+    let old: Json = serde_json::from_str(current?.get("schemaString")?.as_str()?).ok()?;
+    let types = |s: &Json| -> HashMap<String, Json> {
+        s.get("fields")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|f| Some((f.get("name")?.as_str()?.to_string(), f.get("type")?.clone())))
+            .collect()
+    };
+    let before = types(&old);
+    types(new).into_iter().find_map(|(name, ty)| {
+        let was = before.get(&name)?;
+        (was.is_string() && ty.is_string() && *was != ty).then(|| {
+            format!("column {name} changes type from {was} to {ty}, which a Delta table cannot hold (its older files keep {was})")
+        })
     })
 }
 
