@@ -5,18 +5,16 @@ own (hudi-rs as of the instant; pyarrow over the folder). Bad input: another wri
 `_delta_log/`, two syncs at once, and a Delta writer appending to xlake's log."""
 import concurrent.futures
 import dataclasses
-import functools
 import json
 import pathlib
 import subprocess
 
+import hudi_source as hudi
 import pyarrow as pa
 import pytest
-
-import hudi_source as hudi
 import real_writers
 from rows import canonical_rows
-from test_hudi import ORACLE_CASTS, REFUSED_AT
+from test_hudi import REFUSED_AT, oracle
 from test_parquet import COLUMNS, folder_rows, write
 from xlake_cli import sync, xlake
 
@@ -70,15 +68,6 @@ def synced(tmp_path_factory):
         return done[name]
 
     return get
-
-
-@functools.lru_cache(maxsize=None)
-def oracle(name, table, instant):
-    got = hudi.oracle_table(table, instant)
-    for column, type_ in ORACLE_CASTS.get(name, {}).items():
-        i = got.schema.get_field_index(column)
-        got = got.set_column(i, column, got.column(i).cast(type_))
-    return got.column_names, canonical_rows(got.to_pylist(), got.column_names)
 
 
 def deltars_rows(table, version):
@@ -159,6 +148,8 @@ def test_spark_reads_every_version_as_hudi_rs_reads_the_instant(synced, delta_sp
 
 
 def test_a_parquet_folder_at_every_sync(tmp_path, delta_spark):
+    """Each version read right after its sync (a removed file is gone from the folder, so
+    older versions cannot be read after it)."""
     table = tmp_path / "t"
     steps = [
         lambda: write(table, [1, 2, 3], "eu"),
@@ -166,15 +157,12 @@ def test_a_parquet_folder_at_every_sync(tmp_path, delta_spark):
         lambda: next((table / "region=eu").glob("*.parquet")).unlink(),
         lambda: write(table, [6], "eu"),
     ]
-    expected = []
-    for i, step in enumerate(steps):
+    for v, step in enumerate(steps):
         step()
-        flags = DELTA + (["--format", "parquet"] if i == 0 else [])
-        r = sync(table, flags)
+        r = sync(table, DELTA + (["--format", "parquet"] if v == 0 else []))
         assert r.returncode == 0, r.stderr
-        expected.append(folder_rows(table))
-    assert len(versions(table)) == len(steps)
-    for v, want in enumerate(expected):
+        assert len(versions(table)) == v + 1
+        want = folder_rows(table)
         assert canonical_rows(deltars_rows(table, v), COLUMNS) == want, f"delta-rs, version {v}"
         assert canonical_rows(spark_rows(delta_spark, table, v), COLUMNS) == want, f"Spark, version {v}"
 
