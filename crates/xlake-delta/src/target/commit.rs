@@ -435,3 +435,66 @@ async fn measured(
     };
     Ok((Some(footer.record_count), columns))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xlake_model::{PrimitiveType, Schema, SourceCommit, SourceFormat};
+
+    fn change(fields: Vec<Field>) -> ChangeSet {
+        let commit = SourceCommit {
+            format: SourceFormat::new("ICEBERG"),
+            id: "1".into(),
+            action: "append".into(),
+            requested_ms: None,
+            commit_time_ms: 0,
+        };
+        ChangeSet::new(
+            commit,
+            Schema::new(fields),
+            xlake_model::PartitionSpec::default(),
+        )
+    }
+
+    fn with_id(mut f: Field, id: i32) -> Field {
+        f.id = Some(id);
+        f
+    }
+
+    #[test]
+    fn field_ids_turn_column_mapping_on_and_a_rename_keeps_the_physical_name() {
+        let first = change(vec![
+            with_id(Field::required("id", PrimitiveType::Long), 1),
+            with_id(Field::optional("name", PrimitiveType::String), 2),
+        ]);
+        let shape1 = shape(None, &first).unwrap();
+        let config = &shape1.metadata["configuration"];
+        assert_eq!(config["delta.columnMapping.mode"], "id");
+        assert_eq!(config["delta.columnMapping.maxColumnId"], "2");
+        let state = LogState {
+            metadata: Some(shape1.metadata.clone()),
+            ..Default::default()
+        };
+        let renamed = change(vec![
+            with_id(Field::required("id", PrimitiveType::Long), 1),
+            with_id(Field::optional("label", PrimitiveType::String), 2),
+        ]);
+        let shape2 = shape(Some(&state), &renamed).unwrap();
+        assert_eq!(shape2.physical["label"], "name");
+        assert_eq!(shape2.metadata["id"], shape1.metadata["id"]);
+        // Without ids (Hudi, Parquet): no column mapping.
+        let plain = change(vec![Field::required("id", PrimitiveType::Long)]);
+        let shape3 = shape(None, &plain).unwrap();
+        assert!(shape3.metadata["configuration"]
+            .get("delta.columnMapping.mode")
+            .is_none());
+        // A type change is refused naming the column.
+        let state = LogState {
+            metadata: Some(shape3.metadata),
+            ..Default::default()
+        };
+        let changed = change(vec![Field::required("id", PrimitiveType::String)]);
+        let err = shape(Some(&state), &changed).err().unwrap();
+        assert!(err.contains("column id changes type"), "{err}");
+    }
+}
