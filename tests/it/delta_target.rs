@@ -314,3 +314,24 @@ async fn a_stored_deletion_vector_is_pointed_at_in_place_byte_for_byte() {
         .unwrap();
     assert_eq!(rows, [1, 3]);
 }
+
+#[test]
+fn the_command_line_takes_target_delta_and_refuses_what_it_does_not_do() {
+    let (_dir, root) = common::hudi::extract("sample_table_cow_v6_nonpartitioned");
+    let table = root.to_str().unwrap();
+    let (code, out) = common::xlake(&["sync", table, "--target", "delta"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = common::xlake(&["snapshots", table, "--target", "delta"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("_delta_log/00000000000000000001.json"), "{out}");
+    let (code, out) = common::xlake(&["check", table, "--target", "delta", "--deep"]);
+    assert_eq!(code, 0, "{out}");
+    for command in ["expire", "cleanup"] {
+        let (code, out) = common::xlake(&[command, table, "--target", "delta"]);
+        assert_eq!(code, 2, "{out}");
+        assert!(out.contains("not done for a Delta target"), "{out}");
+    }
+    let (code, out) = common::xlake(&["sync", table, "--target", "hive"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("unknown target \"hive\""), "{out}");
+}
