@@ -76,8 +76,11 @@ pub(super) async fn actions(
     }
     removals(change, state_or_empty, &mut out);
     for file in &change.added {
+        let dv = vector_of(store, file)
+            .await
+            .map_err(|e| unsupported(format!("data file {}: {e}", file.path)))?;
         if let Some(live) = state_or_empty.live.get(&file.path) {
-            let new_id = vector_of(store, file).and_then(|v| vector_id(Some(&v)));
+            let new_id = vector_id(dv.as_ref());
             let same_vector = new_id == live.vector_id();
             let same_size = live.add.get("size").and_then(Json::as_u64) == Some(file.size_bytes);
             // A full state lists every live file: one unchanged stays as it is.
@@ -88,7 +91,7 @@ pub(super) async fn actions(
                 out.push(json!({"remove": remove_of(&live.add, change)}));
             }
         }
-        let add = add_action(store, change, file, &shape, verify)
+        let add = add_action(store, change, file, (&shape, dv), verify)
             .await
             .map_err(|e| unsupported(format!("data file {}: {e}", file.path)))?;
         out.push(json!({"add": add}));
@@ -322,31 +325,59 @@ fn remove_of(add: &Map<String, Json>, change: &ChangeSet) -> Json {
     Json::Object(remove)
 }
 
-/// The deletion vector descriptor of `file`, from the vector as the source stores it.
-fn vector_of(store: &TableStore, file: &DataFile) -> Option<Json> {
-    let dv = file.deletion_vector.as_ref()?;
-    Some(match &dv.bytes {
-        VectorBytes::Inline(bytes) => json!({
-            "storageType": "i",
-            "pathOrInlineDv": z85(bytes),
-            "sizeInBytes": bytes.len(),
-            "cardinality": dv.cardinality,
-        }),
-        VectorBytes::Stored { path, offset, size } => json!({
-            "storageType": "p",
-            "pathOrInlineDv": absolute_uri(store.location(), path),
-            "offset": offset,
-            "sizeInBytes": size,
-            "cardinality": dv.cardinality,
-        }),
-    })
+/// The deletion vector descriptor of `file`. A vector in a Delta vector file (whose first
+/// byte is the format version, 1) is pointed at in place. One stored in another file (a
+/// Puffin file begins with its magic, and Delta readers check that byte) is copied, its
+/// bytes as they are (length, vector, CRC), into a new `deletion_vector_<uuid>.bin` at the
+/// table root; never decoded.
+async fn vector_of(store: &TableStore, file: &DataFile) -> Result<Option<Json>, String> {
+    let Some(dv) = file.deletion_vector.as_ref() else {
+        return Ok(None);
+    };
+    let (path, offset, size) = match &dv.bytes {
+        VectorBytes::Inline(bytes) => {
+            return Ok(Some(json!({
+                "storageType": "i",
+                "pathOrInlineDv": z85(bytes),
+                "sizeInBytes": bytes.len(),
+                "cardinality": dv.cardinality,
+            })))
+        }
+        VectorBytes::Stored { path, offset, size } => (path, *offset, *size),
+    };
+    let fail = |e: xlake_storage::StorageError| format!("deletion vector {path}: {e}");
+    let first = store.get_range(path, 0..1).await.map_err(fail)?;
+    let (at, offset) = if first.as_ref() == [1] {
+        (absolute_uri(store.location(), path), offset)
+    } else {
+        let framed = store
+            .get_range(path, offset..offset + size + 8)
+            .await
+            .map_err(fail)?;
+        let length = framed.get(..4).and_then(|b| <[u8; 4]>::try_from(b).ok());
+        if length.map(u32::from_be_bytes).map(u64::from) != Some(size) {
+            return Err(format!("deletion vector {path} at {offset}: its length field is not the {size} bytes the source records"));
+        }
+        let name = format!("deletion_vector_{}.bin", uuid::Uuid::new_v4());
+        let mut body = vec![1u8];
+        body.extend_from_slice(&framed);
+        store.put_if_absent(&name, body).await.map_err(fail)?;
+        (absolute_uri(store.location(), &name), 1)
+    };
+    Ok(Some(json!({
+        "storageType": "p",
+        "pathOrInlineDv": at,
+        "offset": offset,
+        "sizeInBytes": size,
+        "cardinality": dv.cardinality,
+    })))
 }
 
 async fn add_action(
     store: &TableStore,
     change: &ChangeSet,
     file: &DataFile,
-    shape: &Shape,
+    (shape, dv): (&Shape, Option<Json>),
     verify: bool,
 ) -> Result<Json, String> {
     if !file.deleted_rows.is_empty() && file.deletion_vector.is_none() {
@@ -391,7 +422,7 @@ async fn add_action(
     if let Some(stats) = stats {
         add.insert("stats".into(), json!(stats));
     }
-    if let Some(dv) = vector_of(store, file) {
+    if let Some(dv) = dv {
         add.insert("deletionVector".into(), dv);
     }
     Ok(Json::Object(add))
