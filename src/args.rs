@@ -85,9 +85,20 @@ pub struct MirrorArgs {
     #[command(flatten)]
     pub target: FormatVersionArg,
     #[command(flatten)]
+    pub to: TargetArg,
+    #[command(flatten)]
     pub catalog: CatalogArgs,
     #[command(flatten)]
     pub writer: WriterArg,
+}
+
+/// The format a table is mirrored into.
+#[derive(Args, Default)]
+pub struct TargetArg {
+    /// The format to mirror into: `iceberg` (the default, in `metadata/`) or `delta` (a
+    /// `_delta_log/` at the table root, for Hudi and Parquet sources; docs/targets.md).
+    #[arg(long = "target", value_name = "FORMAT")]
+    pub target: Option<String>,
 }
 
 /// The Iceberg format version a sync writes.
@@ -304,6 +315,8 @@ pub enum Command {
         catalog: CatalogArgs,
         #[command(flatten)]
         view: ViewArg,
+        #[command(flatten)]
+        to: TargetArg,
     },
     /// The health report: side by side, the metadata each format keeps, and anything
     /// mirrored in a degraded way.
@@ -318,6 +331,8 @@ pub enum Command {
         json: bool,
         #[command(flatten)]
         view: ViewArg,
+        #[command(flatten)]
+        to: TargetArg,
     },
     /// Expire the Iceberg snapshots that reference data files the source has deleted
     /// (Hudi's cleaner, Delta's vacuum), so time travel never reaches a missing file, and
@@ -339,6 +354,8 @@ pub enum Command {
         catalog: CatalogArgs,
         #[command(flatten)]
         writer: WriterArg,
+        #[command(flatten)]
+        to: TargetArg,
     },
     /// Upgrade the Iceberg mirror to a newer format version now, in one new
     /// `vN.metadata.json` with the same snapshots (a sync with --format-version does the
@@ -384,6 +401,8 @@ pub enum Command {
         /// List what would be deleted, delete nothing.
         #[arg(long)]
         dry_run: bool,
+        #[command(flatten)]
+        to: TargetArg,
     },
     /// List the Iceberg snapshots of a table and the source commit each one mirrors.
     #[command(
@@ -395,6 +414,8 @@ pub enum Command {
         /// Print the list as JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        to: TargetArg,
     },
 }
 

@@ -59,6 +59,10 @@ pub struct TableEntry {
     /// The Iceberg format version to write (2 or 3; default: the table's own, 2 if new).
     #[serde(default)]
     pub format_version: Option<u8>,
+    /// The target format (`iceberg`, `delta`; default `iceberg`). A Delta target is not
+    /// expired (its log keeps every version).
+    #[serde(default)]
+    pub target: Option<String>,
     /// After syncing, expire snapshots that read files the source deleted (default on).
     #[serde(default = "yes")]
     pub expire: bool,
@@ -238,10 +242,18 @@ impl JobConfig {
                     ));
                 }
             }
+            let target = crate::targets::kind(t.target.as_deref())
+                .map_err(|e| format!("{}: {e}", t.location))?;
             if let Some(n) = t.format_version {
-                if let Some(e) = crate::targets::version_problem(n) {
+                if let Some(e) = (target.version_problem)(n) {
                     return Err(format!("{}: {e}", t.location));
                 }
+            }
+            if target.writes_marker_of.is_some() && t.catalog.is_some() {
+                return Err(format!(
+                    "{}: a catalog entry is kept for the Iceberg target only",
+                    t.location
+                ));
             }
             if !t.expire && (t.keep_snapshots.is_some() || t.max_snapshot_age.is_some()) {
                 return Err(format!(
@@ -316,6 +328,7 @@ pub fn entry_options(entry: &TableEntry) -> SyncOptions {
         // `parse` has validated the catalog options.
         catalog: entry.catalog_target().ok().flatten(),
         format_version: entry.format_version,
+        target: entry.target.clone(),
         ..Default::default()
     }
 }
@@ -326,7 +339,9 @@ pub async fn sync_entry(entry: TableEntry) -> TableResult {
     let options = entry_options(&entry);
     let mut outcome = sync(&entry.location, &options, |_| {}).await;
     let mut expired = None;
-    if entry.expire && !nothing_to_expire(&outcome, &options) {
+    let expires =
+        crate::targets::kind(entry.target.as_deref()).is_ok_and(|k| k.writes_marker_of.is_none());
+    if entry.expire && expires && !nothing_to_expire(&outcome, &options) {
         match expire(&entry, &options).await {
             Ok(e) => expired = Some(e),
             Err(e) => outcome = Err(e),
@@ -394,6 +409,29 @@ mod tests {
         assert!(JobConfig::parse("concurrency = 0\n").is_err());
         assert_eq!(JobConfig::parse("").unwrap().concurrency, 4);
         assert!(config.tables[0].expire);
+    }
+
+    #[test]
+    fn a_target_is_chosen_per_table_and_checked_when_parsed() {
+        let config =
+            JobConfig::parse("[[tables]]\nlocation = \"/a\"\ntarget = \"delta\"\n").unwrap();
+        assert_eq!(
+            entry_options(&config.tables[0]).target.as_deref(),
+            Some("delta")
+        );
+        let refused = |toml: &str| JobConfig::parse(toml).unwrap_err().to_string();
+        assert!(
+            refused("[[tables]]\nlocation = \"/a\"\ntarget = \"hive\"\n")
+                .contains("unknown target \"hive\"")
+        );
+        assert!(
+            refused("[[tables]]\nlocation = \"/a\"\ntarget = \"delta\"\nformat_version = 3\n")
+                .contains("Iceberg format version")
+        );
+        assert!(refused(
+            "[[tables]]\nlocation = \"/a\"\ntarget = \"delta\"\ncatalog = \"sqlite:///x.db\"\ncatalog_table = \"a.b\"\n"
+        )
+        .contains("Iceberg target only"));
     }
 
     #[test]
