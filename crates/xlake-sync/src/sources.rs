@@ -7,8 +7,15 @@ use xlake_target::{Loaded, Read, TableTarget};
 
 use crate::{InTable, SyncError, SyncOptions};
 
-/// Every source format, in the order a folder is tried against them.
-pub const KINDS: &[SourceKind] = &[xlake_hudi::KIND, xlake_delta::KIND, xlake_parquet::KIND];
+/// Every source format, in the order a folder is tried against them: Hudi and Delta before
+/// Iceberg, so that a Hudi or Delta table with an Iceberg mirror in `metadata/` is read as
+/// Hudi or Delta (the Iceberg kind also declines a `metadata/` that is a mirror).
+pub const KINDS: &[SourceKind] = &[
+    xlake_hudi::KIND,
+    xlake_delta::KIND,
+    xlake_iceberg::source::KIND,
+    xlake_parquet::KIND,
+];
 
 /// The format named `name` (`hudi`, `delta`, `parquet`), case-insensitive.
 pub fn kind(name: &str) -> Option<&'static SourceKind> {
