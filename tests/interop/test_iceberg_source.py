@@ -10,7 +10,6 @@ import os
 import subprocess
 
 import pytest
-
 from iceberg_writers import write_table
 from xlake_cli import ROOT
 
