@@ -85,9 +85,20 @@ pub struct MirrorArgs {
     #[command(flatten)]
     pub target: FormatVersionArg,
     #[command(flatten)]
+    pub to: TargetArg,
+    #[command(flatten)]
     pub catalog: CatalogArgs,
     #[command(flatten)]
     pub writer: WriterArg,
+}
+
+/// The format a table is mirrored into.
+#[derive(Args, Default)]
+pub struct TargetArg {
+    /// The format to mirror into: `iceberg` (the default, in `metadata/`) or `delta` (a
+    /// `_delta_log/` at the table root, for Hudi and Parquet sources; docs/targets.md).
+    #[arg(long = "target", value_name = "FORMAT")]
+    pub target: Option<String>,
 }
 
 /// The Iceberg format version a sync writes.
@@ -299,6 +310,8 @@ pub enum Command {
         catalog: CatalogArgs,
         #[command(flatten)]
         view: ViewArg,
+        #[command(flatten)]
+        to: TargetArg,
     },
     /// The health report: side by side, the metadata each format keeps, and anything
     /// mirrored in a degraded way.
@@ -313,6 +326,8 @@ pub enum Command {
         json: bool,
         #[command(flatten)]
         view: ViewArg,
+        #[command(flatten)]
+        to: TargetArg,
     },
     /// Expire the Iceberg snapshots that reference data files the source has deleted
     /// (Hudi's cleaner, Delta's vacuum), so time travel never reaches a missing file, and
@@ -390,6 +405,8 @@ pub enum Command {
         /// Print the list as JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        to: TargetArg,
     },
 }
 

@@ -15,10 +15,12 @@ use xlake_sync::maintain::Retention;
 use xlake_sync::maintain::{self, Expiry};
 use xlake_sync::serve::access::{Allowed, Key};
 use xlake_sync::serve::{bind, serve, MetricsEndpoint, ServeConfig};
-use xlake_sync::snapshots::snapshots;
+use xlake_sync::snapshots::snapshots_of;
 use xlake_sync::{check_with, mirror_commit, sync, SyncOptions};
 
-use crate::args::{AllowArg, CatalogArgs, Command, MirrorArgs, TableArg, ViewArg, WriterArg};
+use crate::args::{
+    AllowArg, CatalogArgs, Command, MirrorArgs, TableArg, TargetArg, ViewArg, WriterArg,
+};
 use crate::demo::{self, DemoError};
 use crate::out::outln;
 use crate::print;
@@ -125,10 +127,12 @@ async fn table_command(command: Command) -> Outcome {
             json,
             catalog,
             view,
+            to,
         } => {
             source_table(&table).await?;
             let options = SyncOptions {
                 catalog: catalog_target(&catalog)?,
+                target: to.target,
                 ..options(&view, &WriterArg::default())
             };
             let report = check_with(&table, &options, deep, all)
@@ -145,13 +149,19 @@ async fn table_command(command: Command) -> Outcome {
             table: TableArg { table },
             json,
             view,
+            to,
         } => {
             source_table(&table).await?;
-            let report = inspect(&table, &options(&view, &WriterArg::default())).await?;
+            let delta = is_delta(&to);
+            let options = SyncOptions {
+                target: to.target,
+                ..options(&view, &WriterArg::default())
+            };
+            let report = inspect(&table, &options).await?;
             if json {
                 print::json(&report)?;
             } else {
-                print::inspect(&report);
+                print::inspect(&report, delta);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -184,9 +194,17 @@ async fn table_command(command: Command) -> Outcome {
         Command::Snapshots {
             table: TableArg { table },
             json,
-        } => list_snapshots(&table, json).await,
+            to,
+        } => list_snapshots(&table, json, to.target.as_deref()).await,
         _ => Err(usage("not a table command")),
     }
+}
+
+/// Whether the target chosen is Delta (for printing).
+fn is_delta(to: &TargetArg) -> bool {
+    to.target
+        .as_deref()
+        .is_some_and(|t| t.eq_ignore_ascii_case("delta"))
 }
 
 /// Exit 0 when `ok`, else 1.
@@ -215,6 +233,7 @@ fn mirror_options(m: &MirrorArgs) -> Result<SyncOptions, Failure> {
     Ok(SyncOptions {
         catalog: catalog_target(&m.catalog)?,
         format_version: m.target.format_version,
+        target: m.to.target.clone(),
         ..options(&m.view, &m.writer)
     })
 }
@@ -583,12 +602,15 @@ async fn serve_command(command: Command) -> Outcome {
 }
 
 /// `xlake snapshots`: the snapshot list, as text or JSON.
-async fn list_snapshots(table: &str, json: bool) -> Outcome {
-    let list = snapshots(any_table(table).await?.store).await?;
+async fn list_snapshots(table: &str, json: bool, target: Option<&str>) -> Outcome {
+    let list = snapshots_of(any_table(table).await?.store, target).await?;
     if json {
         print::json(&list)?;
     } else {
-        print::snapshots(&list);
+        print::snapshots(
+            &list,
+            target.is_some_and(|t| t.eq_ignore_ascii_case("delta")),
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

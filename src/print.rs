@@ -131,7 +131,7 @@ pub fn table_result(r: &TableResult) {
 }
 
 /// The snapshot list as a table.
-pub fn snapshots(list: &SnapshotList) {
+pub fn snapshots(list: &SnapshotList, delta: bool) {
     let Some(version) = list.version else {
         outln!(
             "{}: no Iceberg metadata yet (run xlake sync first)",
@@ -139,7 +139,10 @@ pub fn snapshots(list: &SnapshotList) {
         );
         return;
     };
-    outln!("{}: metadata/v{version}.metadata.json", list.table);
+    match delta {
+        true => outln!("{}: _delta_log/{version:020}.json", list.table),
+        false => outln!("{}: metadata/v{version}.metadata.json", list.table),
+    }
     outln!(
         "{:>4}  {:<20}  {:<24}  {:<9}  source commit",
         "seq",
@@ -162,8 +165,23 @@ pub fn snapshots(list: &SnapshotList) {
     }
 }
 
-/// The health report.
-pub fn inspect(r: &InspectReport) {
+/// The Delta target's side of the health report.
+fn inspect_delta(i: &xlake_sync::TargetHealth) {
+    match i.version {
+        None => outln!("  delta:   no _delta_log/ yet (run xlake sync --target delta first)"),
+        Some(v) => outln!(
+            "  delta:   _delta_log/ {} files, {} bytes; version {v} ({} bytes); {} versions; partitioning [{}]",
+            i.metadata.files,
+            i.metadata.bytes,
+            i.current_metadata_bytes,
+            i.snapshots,
+            i.partitioning.join(", ")
+        ),
+    }
+}
+
+/// The health report (`delta`: of a Delta target).
+pub fn inspect(r: &InspectReport, delta: bool) {
     outln!("{}", r.table);
     outln!(
         "  {:<8} {}",
@@ -171,6 +189,9 @@ pub fn inspect(r: &InspectReport) {
         r.source_line
     );
     let i = &r.iceberg;
+    if delta {
+        return inspect_delta(i);
+    }
     match i.version {
         None => outln!("  iceberg: no metadata yet (run xlake sync first)"),
         Some(v) => outln!(

@@ -19,6 +19,7 @@ mod cli;
 mod commit_mode;
 mod conformance;
 mod delta_sync;
+mod delta_target;
 mod expire;
 mod formats;
 mod fuzz_corpora;

@@ -33,6 +33,7 @@ mod resume;
 pub mod schema;
 pub mod source;
 pub mod table_source;
+pub mod target;
 pub mod values;
 pub mod vector_bytes;
 

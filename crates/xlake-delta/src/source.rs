@@ -576,7 +576,7 @@ impl deltalake_core::logstore::LogStoreFactory for ReadOnlyLogStores {
     }
 }
 
-fn register_log_store(url: &url::Url) {
+pub(crate) fn register_log_store(url: &url::Url) {
     let Ok(scheme) = url::Url::parse(&format!("{}://", url.scheme())) else {
         return;
     };
@@ -586,7 +586,7 @@ fn register_log_store(url: &url::Url) {
     }
 }
 
-fn table_url(location: &str) -> std::result::Result<url::Url, String> {
+pub(crate) fn table_url(location: &str) -> std::result::Result<url::Url, String> {
     if location.contains("://") {
         url::Url::parse(location).map_err(|e| e.to_string())
     } else {

@@ -139,7 +139,7 @@ pub async fn check_with(
     all: bool,
 ) -> Result<CheckReport, SyncError> {
     let store = TableStore::open(location)?;
-    let mut target = targets::open_default(&store)?;
+    let mut target = targets::open_chosen(&store, options)?;
     // A copied or moved table is reported, not refused: that is a finding.
     let loaded = target.load(Read::AsFound).await?;
     let options = &sources::with_recorded_choices(options, target.as_ref());

@@ -50,6 +50,30 @@ pub enum SyncError {
         /// The formats xlake reads.
         known: String,
     },
+    /// The target format asked for is not one xlake writes.
+    #[error("unknown target {target:?} (known: {known})")]
+    UnknownTarget {
+        /// The target asked for.
+        target: String,
+        /// The targets xlake writes.
+        known: String,
+    },
+    /// The source and the target are the same format.
+    #[error("{table}: the source is a {format} table and the target is {format} too: xlake mirrors a table into another format, never into its own (nothing written)")]
+    SameFormat {
+        /// Table location.
+        table: String,
+        /// The format.
+        format: String,
+    },
+    /// A command the chosen target does not support.
+    #[error("{table}: {what}")]
+    NotForTarget {
+        /// Table location.
+        table: String,
+        /// What, and why.
+        what: String,
+    },
     /// The location holds no table at all: no source and no Iceberg metadata.
     #[error("{table}: not a table: no {formats} table ({markers}) and no Iceberg metadata (metadata/*.metadata.json) found")]
     NoTable {

@@ -38,7 +38,7 @@ pub struct InspectReport {
 /// Inspect the table at `location`.
 pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectReport, SyncError> {
     let store = TableStore::open(location)?;
-    let mut target = targets::open_default(&store)?;
+    let mut target = targets::open_chosen(&store, options)?;
     // A copied or moved table is reported, not refused.
     target.load(Read::AsFound).await?;
     let options = sources::with_recorded_choices(options, target.as_ref());

@@ -56,6 +56,10 @@ pub struct TableEntry {
     /// The Iceberg format version to write (2 or 3; default: the table's own, 2 if new).
     #[serde(default)]
     pub format_version: Option<u8>,
+    /// The target format (`iceberg`, `delta`; default `iceberg`). A Delta target is not
+    /// expired (its log keeps every version).
+    #[serde(default)]
+    pub target: Option<String>,
     /// After syncing, expire snapshots that read files the source deleted (default on).
     #[serde(default = "yes")]
     pub expire: bool,
@@ -235,10 +239,18 @@ impl JobConfig {
                     ));
                 }
             }
+            let target = crate::targets::kind(t.target.as_deref())
+                .map_err(|e| format!("{}: {e}", t.location))?;
             if let Some(n) = t.format_version {
-                if let Some(e) = crate::targets::version_problem(n) {
+                if let Some(e) = (target.version_problem)(n) {
                     return Err(format!("{}: {e}", t.location));
                 }
+            }
+            if target.writes_marker_of.is_some() && t.catalog.is_some() {
+                return Err(format!(
+                    "{}: a catalog entry is kept for the Iceberg target only",
+                    t.location
+                ));
             }
             if !t.expire && (t.keep_snapshots.is_some() || t.max_snapshot_age.is_some()) {
                 return Err(format!(
@@ -312,6 +324,7 @@ pub fn entry_options(entry: &TableEntry) -> SyncOptions {
         // `parse` has validated the catalog options.
         catalog: entry.catalog_target().ok().flatten(),
         format_version: entry.format_version,
+        target: entry.target.clone(),
         ..Default::default()
     }
 }
@@ -322,7 +335,9 @@ pub async fn sync_entry(entry: TableEntry) -> TableResult {
     let options = entry_options(&entry);
     let mut outcome = sync(&entry.location, &options, |_| {}).await;
     let mut expired = None;
-    if outcome.is_ok() && entry.expire {
+    let expires =
+        crate::targets::kind(entry.target.as_deref()).is_ok_and(|k| k.writes_marker_of.is_none());
+    if outcome.is_ok() && entry.expire && expires {
         match expire(&entry, &options).await {
             Ok(e) => expired = Some(e),
             Err(e) => outcome = Err(e),

@@ -63,7 +63,7 @@ use xlake_catalog::{Advanced, CatalogTarget};
 use xlake_model::SourceCommit;
 use xlake_source::SourceOptions;
 use xlake_storage::TableStore;
-pub use xlake_target::Committed;
+pub use xlake_target::{Committed, TargetHealth};
 
 /// Operator choices.
 #[derive(Debug, Clone, Default)]
@@ -96,6 +96,8 @@ pub struct SyncOptions {
     /// The Iceberg format version to write (2 or 3); `None`: the table's own, 2 for a new
     /// table. A v2 table asked for 3 is upgraded in place at the start of the sync.
     pub format_version: Option<u8>,
+    /// The target format (`iceberg`, `delta`; [`targets::KINDS`]); `None`: Iceberg.
+    pub target: Option<String>,
 }
 
 /// Open the table root at `location` as `options` say.

@@ -134,6 +134,12 @@ async fn precheck_catalog(
     let Some(target) = &options.catalog else {
         return Ok(None);
     };
+    if targets::kind(options.target.as_deref())?.name != targets::KINDS[0].name {
+        return Err(SyncError::NotForTarget {
+            table: store.location().to_string(),
+            what: "a catalog entry is kept for the Iceberg target only (--catalog with --target delta)".into(),
+        });
+    }
     let entry = catalog::Entry::open(target)?;
     entry.precheck(store).await?;
     Ok(Some(entry))

@@ -19,13 +19,26 @@ pub struct SnapshotList {
     pub snapshots: Vec<SnapshotEntry>,
 }
 
-/// List the snapshots of the table at `store`.
+/// List the snapshots of the table at `store` (its Iceberg mirror).
 pub async fn snapshots(store: TableStore) -> Result<SnapshotList, SyncError> {
+    snapshots_of(store, None).await
+}
+
+/// List the snapshots of the table's mirror in the `target` format (Iceberg when `None`;
+/// a Delta target lists one entry per version).
+pub async fn snapshots_of(
+    store: TableStore,
+    target: Option<&str>,
+) -> Result<SnapshotList, SyncError> {
     let mut list = SnapshotList {
         table: store.location().to_string(),
         ..Default::default()
     };
-    let mut target = targets::open_default(&store)?;
+    let options = crate::SyncOptions {
+        target: target.map(str::to_string),
+        ..Default::default()
+    };
+    let mut target = targets::open_chosen(&store, &options)?;
     let Some(loaded) = target.load(Read::Whole).await? else {
         return Ok(list);
     };

@@ -33,7 +33,34 @@ pub async fn open(
         Some(name) => vec![chosen(store, name).await?],
         None => KINDS.iter().filter(|k| k.detectable).collect(),
     };
-    for k in &candidates {
+    let source = open_among(store, options, &candidates).await?;
+    let target = crate::targets::kind(options.target.as_deref())?;
+    if let Some((format, _)) = target.writes_marker_of {
+        if source.format().as_str() == format {
+            return Err(SyncError::SameFormat {
+                table: store.location().to_string(),
+                format: target.title.to_string(),
+            });
+        }
+    }
+    Ok(source)
+}
+
+/// The first of `candidates` that opens the table (a folder's marker that is a mirror
+/// skipped), else the format its mirror records.
+async fn open_among(
+    store: &TableStore,
+    options: &SyncOptions,
+    candidates: &[&'static SourceKind],
+) -> Result<Box<dyn TableSource>, SyncError> {
+    let mirror_target = options.target.is_some();
+    for k in candidates {
+        if options.format.is_none()
+            && mirror_target
+            && crate::targets::marker_is_a_mirror(store, k.format.as_str()).await?
+        {
+            continue;
+        }
         if let Some(source) = (k.open)(store.clone(), options.source)
             .await
             .in_table(store)?
@@ -51,7 +78,7 @@ pub async fn open(
             }
         }
     }
-    Err(not_a_table(store, &candidates))
+    Err(not_a_table(store, candidates))
 }
 
 /// The format of the table at the store's root, from names alone: the one `format` names,
@@ -64,7 +91,9 @@ pub async fn detect(
         return Ok(Some(chosen(store, name).await?));
     }
     for k in KINDS.iter().filter(|k| k.detectable) {
-        if (k.detect)(store.clone()).await.in_table(store)? {
+        if (k.detect)(store.clone()).await.in_table(store)?
+            && !crate::targets::marker_is_a_mirror(store, k.format.as_str()).await?
+        {
             return Ok(Some(k));
         }
     }
@@ -87,7 +116,9 @@ async fn chosen(store: &TableStore, name: &str) -> Result<&'static SourceKind, S
         .iter()
         .filter(|k| k.detectable && k.name != asked.name)
     {
-        if (other.detect)(store.clone()).await.in_table(store)? {
+        if (other.detect)(store.clone()).await.in_table(store)?
+            && !crate::targets::marker_is_a_mirror(store, other.format.as_str()).await?
+        {
             return Err(SyncError::FormatMismatch {
                 table: store.location().to_string(),
                 asked: asked.format.as_str().into(),
@@ -147,14 +178,21 @@ pub fn detectable() -> Vec<&'static SourceKind> {
     KINDS.iter().filter(|k| k.detectable).collect()
 }
 
-/// The format the newest snapshot of the table's Iceberg mirror records, if any.
+/// The format the newest snapshot of the table's mirror records (of the first target
+/// with a mirror there), if any.
 async fn recorded(store: &TableStore) -> Result<Option<&'static SourceKind>, SyncError> {
-    let mut target = crate::targets::open_default(store)?;
-    let Some(loaded) = target.load(Read::AsFound).await? else {
-        return Ok(None);
-    };
-    let format = loaded.source_format;
-    Ok(format.and_then(|f| KINDS.iter().find(|k| k.format.as_str() == f)))
+    for kind in crate::targets::KINDS {
+        let mut target = (kind.open)(store.clone(), &Default::default())?;
+        if !target.exists().await? {
+            continue;
+        }
+        let Some(loaded) = target.load(Read::AsFound).await? else {
+            continue;
+        };
+        let format = loaded.source_format;
+        return Ok(format.and_then(|f| KINDS.iter().find(|k| k.format.as_str() == f)));
+    }
+    Ok(None)
 }
 
 /// `options`, with every operator choice a format records in its snapshots' notes (a

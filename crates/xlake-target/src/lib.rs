@@ -29,9 +29,11 @@
 //! | [`Orphans`] | metadata files nothing references, for `cleanup` (the engine deletes them) |
 //! | [`Pointer`], [`Identified`], [`IdentifyFuture`] | the catalog hand-off: which version a pointer should name, what a named file is |
 //! | [`TargetError`], [`ErrorKind`] | one error for every target, by kind; the message names table, commit and file |
+//! | [`footer`] | record counts and column statistics from a Parquet footer, for files a source described without them |
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 mod error;
+pub mod footer;
 
 pub use error::{ErrorKind, TargetError};
 pub use xlake_source::{MirrorState, TargetTakes};
