@@ -246,7 +246,7 @@ impl JobConfig {
                     return Err(format!("{}: {e}", t.location));
                 }
             }
-            if target.writes_marker_of.is_some() && t.catalog.is_some() {
+            if !crate::targets::is_default(target) && t.catalog.is_some() {
                 return Err(format!(
                     "{}: a catalog entry is kept for the Iceberg target only",
                     t.location
@@ -336,7 +336,7 @@ pub async fn sync_entry(entry: TableEntry) -> TableResult {
     let mut outcome = sync(&entry.location, &options, |_| {}).await;
     let mut expired = None;
     let expires =
-        crate::targets::kind(entry.target.as_deref()).is_ok_and(|k| k.writes_marker_of.is_none());
+        crate::targets::kind(entry.target.as_deref()).is_ok_and(crate::targets::is_default);
     if outcome.is_ok() && entry.expire && expires {
         match expire(&entry, &options).await {
             Ok(e) => expired = Some(e),

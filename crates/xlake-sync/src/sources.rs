@@ -53,10 +53,10 @@ async fn open_among(
     options: &SyncOptions,
     candidates: &[&'static SourceKind],
 ) -> Result<Box<dyn TableSource>, SyncError> {
-    let mirror_target = options.target.is_some();
+    // A marker that is a mirror xlake wrote (its own `_delta_log/` beside an Iceberg
+    // table) never makes the folder a table of that format, whatever the target.
     for k in candidates {
         if options.format.is_none()
-            && mirror_target
             && crate::targets::marker_is_a_mirror(store, k.format.as_str()).await?
         {
             continue;

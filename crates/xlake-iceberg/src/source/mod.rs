@@ -53,6 +53,17 @@ fn open(store: TableStore, _: SourceOptions) -> OpenFuture {
     })
 }
 
+/// Whether `metadata/` holds a metadata file that is a mirror of another format's table
+/// (xlake's or XTable's: a snapshot records `XTABLE_METADATA`); false without one.
+pub async fn metadata_is_a_mirror(store: &TableStore) -> Result<bool, SourceError> {
+    let Some(path) = current::newest_metadata(store).await? else {
+        return Ok(false);
+    };
+    Ok(current::is_mirror(
+        &current::read_metadata(store, &path).await?,
+    ))
+}
+
 /// An Iceberg table opened for reading, at its current metadata file.
 #[derive(Debug)]
 pub struct IcebergSource {
@@ -206,7 +217,7 @@ impl TableSource for IcebergSource {
     }
 
     async fn health(&self) -> Result<SourceHealth, SourceError> {
-        let version = self.metadata.format_version().to_string();
+        let version = (self.metadata.format_version() as u8).to_string();
         let current = self.chain.last().map(|s| s.snapshot_id());
         let line = format!(
             "{}; format version {version}; {} snapshots on main{}; current snapshot {}",
