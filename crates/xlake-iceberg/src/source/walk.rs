@@ -351,3 +351,143 @@ impl Walk<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use iceberg::spec::{DataFileBuilder, ManifestEntry, Operation, Struct, Summary};
+
+    use super::*;
+
+    fn metadata() -> TableMetadata {
+        let json = serde_json::json!({
+            "format-version": 2, "table-uuid": "9c12d441-03fe-4693-9a96-a0705ddf69c1",
+            "location": "/t", "last-sequence-number": 1, "last-updated-ms": 1,
+            "last-column-id": 1, "current-schema-id": 0,
+            "schemas": [{"type": "struct", "schema-id": 0, "fields": [
+                {"id": 1, "name": "id", "required": false, "type": "long"}]}],
+            "default-spec-id": 0, "partition-specs": [{"spec-id": 0, "fields": []}],
+            "last-partition-id": 999, "default-sort-order-id": 0,
+            "sort-orders": [{"order-id": 0, "fields": []}],
+        });
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn snapshot() -> Snapshot {
+        Snapshot::builder()
+            .with_snapshot_id(42)
+            .with_sequence_number(1)
+            .with_timestamp_ms(1)
+            .with_manifest_list("/t/metadata/snap-42.avro")
+            .with_summary(Summary {
+                operation: Operation::Delete,
+                additional_properties: HashMap::new(),
+            })
+            .build()
+    }
+
+    fn entry(content: DataContentType, format: DataFileFormat, path: &str) -> Entry {
+        let mut b = DataFileBuilder::default();
+        b.content(content)
+            .file_path(path.to_string())
+            .file_format(format)
+            .partition(Struct::empty())
+            .partition_spec_id(0)
+            .record_count(2)
+            .file_size_in_bytes(100)
+            .referenced_data_file(Some("/t/data/a.parquet".into()))
+            .content_offset(Some(4))
+            .content_size_in_bytes(Some(50));
+        if content == DataContentType::EqualityDeletes {
+            b.equality_ids(Some(vec![1]));
+        }
+        let entry = ManifestEntry::builder()
+            .status(ManifestStatus::Added)
+            .snapshot_id(42)
+            .data_file(b.build().unwrap())
+            .build();
+        Entry { spec_id: 0, entry }
+    }
+
+    fn add(e: &Entry, live: &mut Live) -> Result<BTreeSet<String>, SourceError> {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let metadata = metadata();
+        let walk = Walk {
+            store: &store,
+            metadata: &metadata,
+            decode: false,
+        };
+        let mut touched = BTreeSet::new();
+        walk.add(
+            &snapshot(),
+            e,
+            live,
+            &PartitionSpec::unpartitioned(),
+            &mut touched,
+        )?;
+        Ok(touched)
+    }
+
+    #[test]
+    fn equality_and_v2_position_deletes_are_refused_naming_snapshot_and_file() {
+        let mut live = Live::default();
+        let eq = entry(
+            DataContentType::EqualityDeletes,
+            DataFileFormat::Parquet,
+            "/t/data/eq.parquet",
+        );
+        let err = add(&eq, &mut live).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Unsupported);
+        let message = err.to_string();
+        assert!(
+            message.starts_with("snapshot 42 (/t/data/eq.parquet): an equality-delete file"),
+            "{message}"
+        );
+        let pos = entry(
+            DataContentType::PositionDeletes,
+            DataFileFormat::Parquet,
+            "/t/data/pos.parquet",
+        );
+        let message = add(&pos, &mut live).unwrap_err().to_string();
+        assert!(
+            message.starts_with("snapshot 42 (/t/data/pos.parquet): a position-delete file"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_deletion_vector_points_at_its_blob_undecoded() {
+        let mut live = Live::default();
+        let data = entry(
+            DataContentType::Data,
+            DataFileFormat::Parquet,
+            "/t/data/a.parquet",
+        );
+        add(&data, &mut live).unwrap();
+        let dv = entry(
+            DataContentType::PositionDeletes,
+            DataFileFormat::Puffin,
+            "/t/data/dv.puffin",
+        );
+        let touched = add(&dv, &mut live).unwrap();
+        assert_eq!(
+            touched.into_iter().collect::<Vec<_>>(),
+            ["/t/data/a.parquet"]
+        );
+        let vector = &live.vectors["/t/data/a.parquet"];
+        // The blob's offset is its length field's; the vector is the blob less length and CRC.
+        assert_eq!(
+            vector.bytes,
+            VectorBytes::Stored {
+                path: "/t/data/dv.puffin".into(),
+                offset: 4,
+                size: 42
+            }
+        );
+        assert_eq!(vector.cardinality, 2);
+        // A vector for a file that is not live is corrupt, named.
+        let mut empty = Live::default();
+        let message = add(&dv, &mut empty).unwrap_err().to_string();
+        assert!(message.contains("which is not live"), "{message}");
+    }
+}
