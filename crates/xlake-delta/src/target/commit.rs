@@ -435,3 +435,51 @@ async fn measured(
     };
     Ok((Some(footer.record_count), columns))
 }
+
+/// `change` with every stored deletion vector that lies in a file of another layout than
+/// Delta's (a Puffin file of an Iceberg source: its first byte is not Delta's format
+/// version 1, which Delta readers check) copied inline into the log: the blob's bytes as
+/// they are (length and CRC checked, then left off), never decoded. A vector in a Delta
+/// vector file is still pointed at in place.
+pub(super) async fn vectors_in_delta_files(
+    store: &TableStore,
+    change: &ChangeSet,
+) -> Result<Option<ChangeSet>, TargetFault> {
+    let mut copied: Option<ChangeSet> = None;
+    for (i, file) in change.added.iter().enumerate() {
+        let Some(dv) = &file.deletion_vector else {
+            continue;
+        };
+        let VectorBytes::Stored { path, offset, size } = &dv.bytes else {
+            continue;
+        };
+        if store.get_range(path, 0..1).await?.as_ref() == [1] {
+            continue;
+        }
+        let end = offset.saturating_add(*size).saturating_add(8);
+        let framed = store.get_range(path, *offset..end).await?;
+        let serialized = unframed(&framed, *size).map_err(|reason| TargetFault::Unreadable {
+            file: store.absolute(path),
+            reason: format!("deletion vector at offset {offset}: {reason}"),
+        })?;
+        let out = copied.get_or_insert_with(|| change.clone());
+        if let Some(vector) = out.added[i].deletion_vector.as_mut() {
+            vector.bytes = VectorBytes::Inline(serialized);
+        }
+    }
+    Ok(copied)
+}
+
+/// The serialized vector of a framed blob (4-byte big-endian length, vector, 4-byte
+/// big-endian CRC-32 of the vector), its length and CRC checked.
+fn unframed(framed: &[u8], size: u64) -> Result<Vec<u8>, String> {
+    let (len, rest) = framed.split_first_chunk::<4>().ok_or("truncated")?;
+    let (body, crc) = rest.split_last_chunk::<4>().ok_or("truncated")?;
+    if u64::from(u32::from_be_bytes(*len)) != size || body.len() as u64 != size {
+        return Err(format!("the length field does not say {size} bytes"));
+    }
+    if crc32fast::hash(body) != u32::from_be_bytes(*crc) {
+        return Err("CRC-32 mismatch".into());
+    }
+    Ok(body.to_vec())
+}
