@@ -248,8 +248,10 @@ async fn a_stored_deletion_vector_is_pointed_at_in_place_byte_for_byte() {
     let root = dir.path();
     let size = write_ids(&root.join("data/a.parquet"), &[10, 11, 12, 13, 14]);
     let (serialized, framed) = framed_vector(&[1, 3]);
-    // The vector inside a bigger file (a Puffin file holds blobs after its magic).
-    let mut blob_file = b"PFA1".to_vec();
+    // The vector inside a file of Delta's layout (its first byte the format version 1,
+    // which Delta readers check; a Puffin file, which starts `PFA1`, has its blobs copied
+    // inline instead: `a_vector_in_a_puffin_file_is_copied_inline_as_it_is`).
+    let mut blob_file = vec![1u8];
     let offset = blob_file.len() as u64;
     blob_file.extend_from_slice(&framed);
     std::fs::write(root.join("data/deletes.puffin"), &blob_file).unwrap();

@@ -164,13 +164,17 @@ pub fn not_a_table(store: &TableStore, looked_for: &[&SourceKind]) -> SyncError 
     }
 }
 
-/// The formats (`Hudi or Delta`) and what marks a table of each
+/// The formats (`Hudi, Delta or Iceberg`) and what marks a table of each
 /// (`.hoodie/hoodie.properties, _delta_log/`), for messages.
 pub fn describe(kinds: &[&SourceKind]) -> (String, String) {
-    let list = |f: fn(&SourceKind) -> &'static str, sep| {
-        kinds.iter().map(|k| f(k)).collect::<Vec<_>>().join(sep)
+    let names = |f: fn(&SourceKind) -> &'static str| kinds.iter().map(|k| f(k)).collect::<Vec<_>>();
+    let titles = names(|k| k.title);
+    // `Hudi`, `Hudi or Delta`, `Hudi, Delta or Iceberg`.
+    let formats = match titles.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => titles.join(""),
     };
-    (list(|k| k.title, " or "), list(|k| k.marker, ", "))
+    (formats, names(|k| k.marker).join(", "))
 }
 
 /// The detectable formats, for "not a table" messages.

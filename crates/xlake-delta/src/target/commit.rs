@@ -483,3 +483,61 @@ fn unframed(framed: &[u8], size: u64) -> Result<Vec<u8>, String> {
     }
     Ok(body.to_vec())
 }
+
+#[cfg(test)]
+mod tests {
+    use xlake_model::{DeletionVector, PartitionSpec, Schema, SourceCommit, SourceFormat};
+
+    use super::*;
+
+    fn with_vector_in(
+        store_dir: &std::path::Path,
+        first: &[u8],
+    ) -> (TableStore, ChangeSet, Vec<u8>) {
+        let serialized = vec![0xD1, 0xD3, 0x39, 0x64, 0, 0, 0, 0, 0, 0, 0, 0];
+        let mut file = first.to_vec();
+        let offset = file.len() as u64;
+        file.extend((serialized.len() as u32).to_be_bytes());
+        file.extend(&serialized);
+        file.extend(crc32fast::hash(&serialized).to_be_bytes());
+        std::fs::write(store_dir.join("v.bin"), file).unwrap();
+        let store = TableStore::open(store_dir.to_str().unwrap()).unwrap();
+        let commit = SourceCommit {
+            format: SourceFormat::new("ICEBERG"),
+            id: "1".into(),
+            action: "delete".into(),
+            requested_ms: None,
+            commit_time_ms: 0,
+        };
+        let mut change = ChangeSet::new(commit, Schema::default(), PartitionSpec::unpartitioned());
+        let mut data = DataFile::parquet("a.parquet", 1, Some(5));
+        data.deletion_vector = Some(DeletionVector {
+            bytes: VectorBytes::Stored {
+                path: "v.bin".into(),
+                offset,
+                size: serialized.len() as u64,
+            },
+            cardinality: 0,
+        });
+        change.added.push(data);
+        (store, change, serialized)
+    }
+
+    #[tokio::test]
+    async fn a_vector_in_a_puffin_file_is_copied_inline_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, change, serialized) = with_vector_in(dir.path(), b"PFA1");
+        let copied = vectors_in_delta_files(&store, &change)
+            .await
+            .unwrap()
+            .unwrap();
+        let bytes = &copied.added[0].deletion_vector.as_ref().unwrap().bytes;
+        assert_eq!(bytes, &VectorBytes::Inline(serialized));
+        // In a Delta vector file (first byte 1) it stays where it is.
+        let (store, change, _) = with_vector_in(dir.path(), &[1]);
+        assert!(vectors_in_delta_files(&store, &change)
+            .await
+            .unwrap()
+            .is_none());
+    }
+}
