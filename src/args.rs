@@ -349,6 +349,8 @@ pub enum Command {
         catalog: CatalogArgs,
         #[command(flatten)]
         writer: WriterArg,
+        #[command(flatten)]
+        to: TargetArg,
     },
     /// Upgrade the Iceberg mirror to a newer format version now, in one new
     /// `vN.metadata.json` with the same snapshots (a sync with --format-version does the
@@ -394,6 +396,8 @@ pub enum Command {
         /// List what would be deleted, delete nothing.
         #[arg(long)]
         dry_run: bool,
+        #[command(flatten)]
+        to: TargetArg,
     },
     /// List the Iceberg snapshots of a table and the source commit each one mirrors.
     #[command(

@@ -171,7 +171,11 @@ async fn table_command(command: Command) -> Outcome {
             max_snapshot_age,
             catalog,
             writer,
+            to,
         } => {
+            if is_delta(&to) {
+                return Err(usage(format!("{table}: expire is not done for a Delta target: its _delta_log/ keeps every version (docs/targets.md)")));
+            }
             let catalog = catalog_target(&catalog)?;
             expire(&table, keep_snapshots, max_snapshot_age, catalog, &writer).await
         }
@@ -190,7 +194,13 @@ async fn table_command(command: Command) -> Outcome {
             older_than,
             no_writer_running,
             dry_run,
-        } => cleanup(&table, (older_than, no_writer_running), dry_run).await,
+            to,
+        } => {
+            if is_delta(&to) {
+                return Err(usage(format!("{table}: cleanup is not done for a Delta target: xlake writes nothing into _delta_log/ that a version does not name (docs/targets.md)")));
+            }
+            cleanup(&table, (older_than, no_writer_running), dry_run).await
+        }
         Command::Snapshots {
             table: TableArg { table },
             json,

@@ -242,24 +242,18 @@ fn framed_vector(rows: &[u64]) -> (Vec<u8>, Vec<u8>) {
     (serialized, framed)
 }
 
-#[tokio::test]
-async fn a_stored_deletion_vector_is_pointed_at_in_place_byte_for_byte() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    let size = write_ids(&root.join("data/a.parquet"), &[10, 11, 12, 13, 14]);
-    let (serialized, framed) = framed_vector(&[1, 3]);
-    // The vector inside a file of Delta's layout (its first byte the format version 1,
-    // which Delta readers check; a Puffin file, which starts `PFA1`, has its blobs copied
-    // inline instead: `a_vector_in_a_puffin_file_is_copied_inline_as_it_is`).
-    let mut blob_file = vec![1u8];
-    let offset = blob_file.len() as u64;
-    blob_file.extend_from_slice(&framed);
-    std::fs::write(root.join("data/deletes.puffin"), &blob_file).unwrap();
-
+/// Publish `a.parquet` (5 rows), then the same file with the vector stored in `file` at
+/// `offset`; the descriptor the log holds for it.
+async fn publish_with_vector(
+    root: &Path,
+    file: &str,
+    offset: u64,
+    size: u64,
+) -> xlake_delta::deletion_vector::Descriptor {
+    let data = write_ids(&root.join("data/a.parquet"), &[10, 11, 12, 13, 14]);
     let store = TableStore::open(root.to_str().unwrap()).unwrap();
-    let mut target: Box<dyn TableTarget> = Box::new(
-        xlake_delta::target::DeltaTarget::open(store.clone(), &TargetOptions::default()).unwrap(),
-    );
+    let mut target: Box<dyn TableTarget> =
+        Box::new(xlake_delta::target::DeltaTarget::open(store, &TargetOptions::default()).unwrap());
     assert!(target.load(Read::ForCommit).await.unwrap().is_none());
     assert!(target.takes().stored_deletion_vectors);
     let schema = ModelSchema::new(vec![ModelField::required("id", PrimitiveType::Long)]);
@@ -271,22 +265,21 @@ async fn a_stored_deletion_vector_is_pointed_at_in_place_byte_for_byte() {
         commit_time_ms: 1_700_000_000_000,
     };
     let mut first = ChangeSet::new(commit("1"), schema.clone(), PartitionSpec::unpartitioned());
-    first.added = vec![DataFile::parquet("data/a.parquet", size, Some(5))];
+    first.added = vec![DataFile::parquet("data/a.parquet", data, Some(5))];
     let mut second = ChangeSet::new(commit("2"), schema, PartitionSpec::unpartitioned());
-    let mut file = DataFile::parquet("data/a.parquet", size, Some(5));
-    file.deleted_rows = vec![1, 3];
-    file.deletion_vector = Some(DeletionVector {
+    let mut added = DataFile::parquet("data/a.parquet", data, Some(5));
+    added.deleted_rows = vec![1, 3];
+    added.deletion_vector = Some(DeletionVector {
         bytes: VectorBytes::Stored {
-            path: "data/deletes.puffin".into(),
+            path: file.into(),
             offset,
-            size: serialized.len() as u64,
+            size,
         },
         cardinality: 2,
     });
-    second.added = vec![file];
+    second.added = vec![added];
     let published = target.publish(&[&first, &second], true).await;
     assert!(published.error.is_none(), "{:?}", published.error);
-
     let versions = log(root);
     let protocol = versions[1].iter().find_map(|a| a.get("protocol")).unwrap();
     assert_eq!(
@@ -297,22 +290,102 @@ async fn a_stored_deletion_vector_is_pointed_at_in_place_byte_for_byte() {
     let removed = versions[1].iter().find_map(|a| a.get("remove")).unwrap();
     assert!(removed.get("deletionVector").is_none());
     let add = versions[1].iter().find_map(|a| a.get("add")).unwrap();
-    let descriptor: xlake_delta::deletion_vector::Descriptor =
-        serde_json::from_value(add["deletionVector"].clone()).unwrap();
-    assert_eq!(descriptor.storage_type, "p");
-    assert_eq!(descriptor.offset, Some(offset));
-    // Read through the descriptor: the same bytes as the blob, and rows 1 and 3.
-    let path = root.join("data/deletes.puffin");
-    let path = path.to_str().unwrap();
-    assert_eq!(descriptor.path_or_inline_dv, format!("file://{path}"));
-    let at = descriptor.offset.unwrap() + 4;
-    let read = store
-        .get_range(path, at..at + descriptor.size_in_bytes)
+    serde_json::from_value(add["deletionVector"].clone()).unwrap()
+}
+
+/// The serialized vector a descriptor names, read through it, and the rows it deletes.
+async fn read_through(
+    root: &Path,
+    d: &xlake_delta::deletion_vector::Descriptor,
+) -> (Vec<u8>, Vec<u64>) {
+    let store = TableStore::open(root.to_str().unwrap()).unwrap();
+    let path = d.path_or_inline_dv.strip_prefix("file://").unwrap();
+    let at = d.offset.unwrap() + 4;
+    let bytes = store
+        .get_range(path, at..at + d.size_in_bytes)
         .await
         .unwrap();
-    assert_eq!(read.as_ref(), serialized.as_slice());
-    let rows = xlake_delta::deletion_vector::read(&store, &descriptor, Some(5))
+    let rows = xlake_delta::deletion_vector::read(&store, d, Some(5))
         .await
         .unwrap();
-    assert_eq!(rows, [1, 3]);
+    (bytes.to_vec(), rows)
+}
+
+#[tokio::test]
+async fn a_vector_in_a_delta_vector_file_is_pointed_at_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let (serialized, framed) = framed_vector(&[1, 3]);
+    let mut dv_file = vec![1u8];
+    dv_file.extend_from_slice(&framed);
+    std::fs::create_dir_all(root.join("data")).unwrap();
+    std::fs::write(root.join("data/deletes.bin"), &dv_file).unwrap();
+    let d = publish_with_vector(root, "data/deletes.bin", 1, serialized.len() as u64).await;
+    assert_eq!((d.storage_type.as_str(), d.offset), ("p", Some(1)));
+    let there = root.join("data/deletes.bin");
+    assert_eq!(
+        d.path_or_inline_dv,
+        format!("file://{}", there.to_str().unwrap())
+    );
+    assert_eq!(read_through(root, &d).await, (serialized, vec![1, 3]));
+}
+
+#[tokio::test]
+async fn a_vector_in_a_puffin_file_is_copied_byte_for_byte_never_decoded() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let (serialized, framed) = framed_vector(&[1, 3]);
+    // A Puffin file begins with its magic; Delta readers (delta-kernel) refuse a vector
+    // file whose first byte is not the format version 1, so the blob cannot be pointed at.
+    let mut puffin = b"PFA1".to_vec();
+    puffin.extend_from_slice(&framed);
+    std::fs::create_dir_all(root.join("data")).unwrap();
+    std::fs::write(root.join("data/deletes.puffin"), &puffin).unwrap();
+    let d = publish_with_vector(root, "data/deletes.puffin", 4, serialized.len() as u64).await;
+    assert_eq!((d.storage_type.as_str(), d.offset), ("p", Some(1)));
+    let copy = pathlib_name(&d.path_or_inline_dv);
+    assert!(
+        copy.starts_with("deletion_vector_") && copy.ends_with(".bin"),
+        "{copy}"
+    );
+    let written = std::fs::read(root.join(&copy)).unwrap();
+    assert_eq!(written[0], 1);
+    assert_eq!(
+        &written[1..],
+        framed.as_slice(),
+        "the blob's bytes as they are"
+    );
+    assert_eq!(read_through(root, &d).await, (serialized, vec![1, 3]));
+    assert_eq!(
+        std::fs::read(root.join("data/deletes.puffin")).unwrap(),
+        puffin
+    );
+}
+
+fn pathlib_name(uri: &str) -> String {
+    uri.rsplit('/').next().unwrap().to_string()
+}
+
+#[test]
+fn the_command_line_takes_target_delta_and_refuses_what_it_does_not_do() {
+    let (_dir, root) = common::hudi::extract("sample_table_cow_v6_nonpartitioned");
+    let table = root.to_str().unwrap();
+    let (code, out) = common::xlake(&["sync", table, "--target", "delta"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = common::xlake(&["snapshots", table, "--target", "delta"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("_delta_log/00000000000000000001.json"),
+        "{out}"
+    );
+    let (code, out) = common::xlake(&["check", table, "--target", "delta", "--deep"]);
+    assert_eq!(code, 0, "{out}");
+    for command in ["expire", "cleanup"] {
+        let (code, out) = common::xlake(&[command, table, "--target", "delta"]);
+        assert_eq!(code, 2, "{out}");
+        assert!(out.contains("not done for a Delta target"), "{out}");
+    }
+    let (code, out) = common::xlake(&["sync", table, "--target", "hive"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("unknown target \"hive\""), "{out}");
 }

@@ -395,6 +395,29 @@ mod tests {
     }
 
     #[test]
+    fn a_target_is_chosen_per_table_and_checked_when_parsed() {
+        let config =
+            JobConfig::parse("[[tables]]\nlocation = \"/a\"\ntarget = \"delta\"\n").unwrap();
+        assert_eq!(
+            entry_options(&config.tables[0]).target.as_deref(),
+            Some("delta")
+        );
+        let refused = |toml: &str| JobConfig::parse(toml).unwrap_err().to_string();
+        assert!(
+            refused("[[tables]]\nlocation = \"/a\"\ntarget = \"hive\"\n")
+                .contains("unknown target \"hive\"")
+        );
+        assert!(
+            refused("[[tables]]\nlocation = \"/a\"\ntarget = \"delta\"\nformat_version = 3\n")
+                .contains("Iceberg format version")
+        );
+        assert!(refused(
+            "[[tables]]\nlocation = \"/a\"\ntarget = \"delta\"\ncatalog = \"sqlite:///x.db\"\ncatalog_table = \"a.b\"\n"
+        )
+        .contains("Iceberg target only"));
+    }
+
+    #[test]
     fn retention_options_are_checked_when_parsed() {
         let config = JobConfig::parse(
             "[[tables]]\nlocation = \"/a\"\nkeep_snapshots = 10\nmax_snapshot_age = \"7d\"\n",

@@ -76,8 +76,11 @@ pub(super) async fn actions(
     }
     removals(change, state_or_empty, &mut out);
     for file in &change.added {
+        let dv = vector_of(store, file)
+            .await
+            .map_err(|e| unsupported(format!("data file {}: {e}", file.path)))?;
         if let Some(live) = state_or_empty.live.get(&file.path) {
-            let new_id = vector_of(store, file).and_then(|v| vector_id(Some(&v)));
+            let new_id = vector_id(dv.as_ref());
             let same_vector = new_id == live.vector_id();
             let same_size = live.add.get("size").and_then(Json::as_u64) == Some(file.size_bytes);
             // A full state lists every live file: one unchanged stays as it is.
@@ -88,7 +91,7 @@ pub(super) async fn actions(
                 out.push(json!({"remove": remove_of(&live.add, change)}));
             }
         }
-        let add = add_action(store, change, file, &shape, verify)
+        let add = add_action(store, change, file, (&shape, dv), verify)
             .await
             .map_err(|e| unsupported(format!("data file {}: {e}", file.path)))?;
         out.push(json!({"add": add}));
@@ -322,31 +325,59 @@ fn remove_of(add: &Map<String, Json>, change: &ChangeSet) -> Json {
     Json::Object(remove)
 }
 
-/// The deletion vector descriptor of `file`, from the vector as the source stores it.
-fn vector_of(store: &TableStore, file: &DataFile) -> Option<Json> {
-    let dv = file.deletion_vector.as_ref()?;
-    Some(match &dv.bytes {
-        VectorBytes::Inline(bytes) => json!({
-            "storageType": "i",
-            "pathOrInlineDv": z85(bytes),
-            "sizeInBytes": bytes.len(),
-            "cardinality": dv.cardinality,
-        }),
-        VectorBytes::Stored { path, offset, size } => json!({
-            "storageType": "p",
-            "pathOrInlineDv": absolute_uri(store.location(), path),
-            "offset": offset,
-            "sizeInBytes": size,
-            "cardinality": dv.cardinality,
-        }),
-    })
+/// The deletion vector descriptor of `file`. A vector in a Delta vector file (whose first
+/// byte is the format version, 1) is pointed at in place. One stored in another file (a
+/// Puffin file begins with its magic, and Delta readers check that byte) is copied, its
+/// bytes as they are (length, vector, CRC), into a new `deletion_vector_<uuid>.bin` at the
+/// table root; never decoded.
+async fn vector_of(store: &TableStore, file: &DataFile) -> Result<Option<Json>, String> {
+    let Some(dv) = file.deletion_vector.as_ref() else {
+        return Ok(None);
+    };
+    let (path, offset, size) = match &dv.bytes {
+        VectorBytes::Inline(bytes) => {
+            return Ok(Some(json!({
+                "storageType": "i",
+                "pathOrInlineDv": z85(bytes),
+                "sizeInBytes": bytes.len(),
+                "cardinality": dv.cardinality,
+            })))
+        }
+        VectorBytes::Stored { path, offset, size } => (path, *offset, *size),
+    };
+    let fail = |e: xlake_storage::StorageError| format!("deletion vector {path}: {e}");
+    let first = store.get_range(path, 0..1).await.map_err(fail)?;
+    let (at, offset) = if first.as_ref() == [1] {
+        (absolute_uri(store.location(), path), offset)
+    } else {
+        let framed = store
+            .get_range(path, offset..offset + size + 8)
+            .await
+            .map_err(fail)?;
+        let length = framed.get(..4).and_then(|b| <[u8; 4]>::try_from(b).ok());
+        if length.map(u32::from_be_bytes).map(u64::from) != Some(size) {
+            return Err(format!("deletion vector {path} at {offset}: its length field is not the {size} bytes the source records"));
+        }
+        let name = format!("deletion_vector_{}.bin", uuid::Uuid::new_v4());
+        let mut body = vec![1u8];
+        body.extend_from_slice(&framed);
+        store.put_if_absent(&name, body).await.map_err(fail)?;
+        (absolute_uri(store.location(), &name), 1)
+    };
+    Ok(Some(json!({
+        "storageType": "p",
+        "pathOrInlineDv": at,
+        "offset": offset,
+        "sizeInBytes": size,
+        "cardinality": dv.cardinality,
+    })))
 }
 
 async fn add_action(
     store: &TableStore,
     change: &ChangeSet,
     file: &DataFile,
-    shape: &Shape,
+    (shape, dv): (&Shape, Option<Json>),
     verify: bool,
 ) -> Result<Json, String> {
     if !file.deleted_rows.is_empty() && file.deletion_vector.is_none() {
@@ -391,7 +422,7 @@ async fn add_action(
     if let Some(stats) = stats {
         add.insert("stats".into(), json!(stats));
     }
-    if let Some(dv) = vector_of(store, file) {
+    if let Some(dv) = dv {
         add.insert("deletionVector".into(), dv);
     }
     Ok(Json::Object(add))
@@ -436,108 +467,65 @@ async fn measured(
     Ok((Some(footer.record_count), columns))
 }
 
-/// `change` with every stored deletion vector that lies in a file of another layout than
-/// Delta's (a Puffin file of an Iceberg source: its first byte is not Delta's format
-/// version 1, which Delta readers check) copied inline into the log: the blob's bytes as
-/// they are (length and CRC checked, then left off), never decoded. A vector in a Delta
-/// vector file is still pointed at in place.
-pub(super) async fn vectors_in_delta_files(
-    store: &TableStore,
-    change: &ChangeSet,
-) -> Result<Option<ChangeSet>, TargetFault> {
-    let mut copied: Option<ChangeSet> = None;
-    for (i, file) in change.added.iter().enumerate() {
-        let Some(dv) = &file.deletion_vector else {
-            continue;
-        };
-        let VectorBytes::Stored { path, offset, size } = &dv.bytes else {
-            continue;
-        };
-        if store.get_range(path, 0..1).await?.as_ref() == [1] {
-            continue;
-        }
-        let end = offset.saturating_add(*size).saturating_add(8);
-        let framed = store.get_range(path, *offset..end).await?;
-        let serialized = unframed(&framed, *size).map_err(|reason| TargetFault::Unreadable {
-            file: store.absolute(path),
-            reason: format!("deletion vector at offset {offset}: {reason}"),
-        })?;
-        let out = copied.get_or_insert_with(|| change.clone());
-        if let Some(vector) = out.added[i].deletion_vector.as_mut() {
-            vector.bytes = VectorBytes::Inline(serialized);
-        }
-    }
-    Ok(copied)
-}
-
-/// The serialized vector of a framed blob (4-byte big-endian length, vector, 4-byte
-/// big-endian CRC-32 of the vector), its length and CRC checked.
-fn unframed(framed: &[u8], size: u64) -> Result<Vec<u8>, String> {
-    let (len, rest) = framed.split_first_chunk::<4>().ok_or("truncated")?;
-    let (body, crc) = rest.split_last_chunk::<4>().ok_or("truncated")?;
-    if u64::from(u32::from_be_bytes(*len)) != size || body.len() as u64 != size {
-        return Err(format!("the length field does not say {size} bytes"));
-    }
-    if crc32fast::hash(body) != u32::from_be_bytes(*crc) {
-        return Err("CRC-32 mismatch".into());
-    }
-    Ok(body.to_vec())
-}
-
 #[cfg(test)]
 mod tests {
-    use xlake_model::{DeletionVector, PartitionSpec, Schema, SourceCommit, SourceFormat};
-
     use super::*;
+    use xlake_model::{PrimitiveType, Schema, SourceCommit, SourceFormat};
 
-    fn with_vector_in(
-        store_dir: &std::path::Path,
-        first: &[u8],
-    ) -> (TableStore, ChangeSet, Vec<u8>) {
-        let serialized = vec![0xD1, 0xD3, 0x39, 0x64, 0, 0, 0, 0, 0, 0, 0, 0];
-        let mut file = first.to_vec();
-        let offset = file.len() as u64;
-        file.extend((serialized.len() as u32).to_be_bytes());
-        file.extend(&serialized);
-        file.extend(crc32fast::hash(&serialized).to_be_bytes());
-        std::fs::write(store_dir.join("v.bin"), file).unwrap();
-        let store = TableStore::open(store_dir.to_str().unwrap()).unwrap();
+    fn change(fields: Vec<Field>) -> ChangeSet {
         let commit = SourceCommit {
             format: SourceFormat::new("ICEBERG"),
             id: "1".into(),
-            action: "delete".into(),
+            action: "append".into(),
             requested_ms: None,
             commit_time_ms: 0,
         };
-        let mut change = ChangeSet::new(commit, Schema::default(), PartitionSpec::unpartitioned());
-        let mut data = DataFile::parquet("a.parquet", 1, Some(5));
-        data.deletion_vector = Some(DeletionVector {
-            bytes: VectorBytes::Stored {
-                path: "v.bin".into(),
-                offset,
-                size: serialized.len() as u64,
-            },
-            cardinality: 0,
-        });
-        change.added.push(data);
-        (store, change, serialized)
+        ChangeSet::new(
+            commit,
+            Schema::new(fields),
+            xlake_model::PartitionSpec::default(),
+        )
     }
 
-    #[tokio::test]
-    async fn a_vector_in_a_puffin_file_is_copied_inline_as_it_is() {
-        let dir = tempfile::tempdir().unwrap();
-        let (store, change, serialized) = with_vector_in(dir.path(), b"PFA1");
-        let copied = vectors_in_delta_files(&store, &change)
-            .await
-            .unwrap()
-            .unwrap();
-        let bytes = &copied.added[0].deletion_vector.as_ref().unwrap().bytes;
-        assert_eq!(bytes, &VectorBytes::Inline(serialized));
-        // In a Delta vector file (first byte 1) it stays where it is.
-        let (store, change, _) = with_vector_in(dir.path(), &[1]);
-        assert!(vectors_in_delta_files(&store, &change)
-            .await
-            .unwrap()
+    fn with_id(mut f: Field, id: i32) -> Field {
+        f.id = Some(id);
+        f
+    }
+
+    #[test]
+    fn field_ids_turn_column_mapping_on_and_a_rename_keeps_the_physical_name() {
+        let first = change(vec![
+            with_id(Field::required("id", PrimitiveType::Long), 1),
+            with_id(Field::optional("name", PrimitiveType::String), 2),
+        ]);
+        let shape1 = shape(None, &first).unwrap();
+        let config = &shape1.metadata["configuration"];
+        assert_eq!(config["delta.columnMapping.mode"], "id");
+        assert_eq!(config["delta.columnMapping.maxColumnId"], "2");
+        let state = LogState {
+            metadata: Some(shape1.metadata.clone()),
+            ..Default::default()
+        };
+        let renamed = change(vec![
+            with_id(Field::required("id", PrimitiveType::Long), 1),
+            with_id(Field::optional("label", PrimitiveType::String), 2),
+        ]);
+        let shape2 = shape(Some(&state), &renamed).unwrap();
+        assert_eq!(shape2.physical["label"], "name");
+        assert_eq!(shape2.metadata["id"], shape1.metadata["id"]);
+        // Without ids (Hudi, Parquet): no column mapping.
+        let plain = change(vec![Field::required("id", PrimitiveType::Long)]);
+        let shape3 = shape(None, &plain).unwrap();
+        assert!(shape3.metadata["configuration"]
+            .get("delta.columnMapping.mode")
             .is_none());
+        // A type change is refused naming the column.
+        let state = LogState {
+            metadata: Some(shape3.metadata),
+            ..Default::default()
+        };
+        let changed = change(vec![Field::required("id", PrimitiveType::String)]);
+        let err = shape(Some(&state), &changed).err().unwrap();
+        assert!(err.contains("column id changes type"), "{err}");
     }
 }

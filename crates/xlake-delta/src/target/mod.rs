@@ -90,8 +90,6 @@ impl DeltaTarget {
     }
 
     async fn publish_one(&mut self, change: &ChangeSet) -> Result<Committed, TargetFault> {
-        let copied = commit::vectors_in_delta_files(&self.store, change).await?;
-        let change = copied.as_ref().unwrap_or(change);
         let actions =
             commit::actions(&self.store, self.state.as_ref(), change, self.verify_files).await?;
         let version = self
