@@ -227,7 +227,7 @@ fn every_wrong_location_exits_2_with_one_clear_line() {
             assert_eq!(code, 2, "{command:?}: {stdout}{err}");
             let source_only = ["sync", "commit", "check", "inspect"].contains(&command[0]);
             let said = match (location == e, source_only) {
-                (true, true) => "not a Hudi or Delta table",
+                (true, true) => "not a Hudi, Delta or Iceberg table",
                 (true, false) => "not a table: no Hudi",
                 _ => said,
             };

@@ -353,6 +353,9 @@ fn tables(kind: &SourceKind) -> Vec<(&'static str, Table)> {
         ],
         "delta" => vec![("history", delta_history()), ("empty", delta_empty())],
         "parquet" => vec![("history", parquet_history()), ("empty", parquet_empty())],
+        // Not yet: Iceberg histories are written by pyiceberg and Spark in
+        // tests/interop/test_iceberg_source.py, which judges Iceberg -> Delta there.
+        "iceberg" => Vec::new(),
         other => panic!("source format {other} has no conformance tables: add them here"),
     }
 }
@@ -527,6 +530,7 @@ async fn every_source_and_target_pair_conforms() {
             let make: fn() -> Table = match source.name {
                 "hudi" => || hudi("sample_table_cow_v9_txns_simple_nometa"),
                 "delta" => delta_history,
+                "iceberg" => continue,
                 _ => parquet_history,
             };
             let case = format!("{} -> {}", source.title, target.title);

@@ -38,7 +38,10 @@ fn one_broken_table_never_stops_the_others_and_is_reported() {
     );
     let failed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("FAILED")).collect();
     assert_eq!(failed.len(), 1, "{stdout}");
-    assert!(failed[0].contains("not a Hudi or Delta table"), "{stdout}");
+    assert!(
+        failed[0].contains("not a Hudi, Delta or Iceberg table"),
+        "{stdout}"
+    );
     assert!(stdout.contains("20 tables: 19 synced"), "{stdout}");
 
     // A second cycle finds the 19 up to date.

@@ -26,6 +26,7 @@ mod fuzz_corpora;
 mod hudi_sync;
 mod hudi_timelines;
 mod iceberg_roundtrip;
+mod iceberg_source;
 mod iceberg_v3;
 mod inspect;
 mod job;

@@ -51,6 +51,10 @@
 //! | [`orphans`] | metadata files no retained version references (for cleanup) |
 //! | [`target`] | [`IcebergTarget`]: this crate as the engine's `xlake_target::TableTarget` |
 //!
+//! **`source/`: this crate as a source** ([`IcebergSource`], [`source::KIND`]): a table
+//! Iceberg writers wrote, each snapshot of its main branch one change set, read with the
+//! codecs of `spec/` (none of its own).
+//!
 //! [`error`]: [`IcebergError`], every failure names the table, commit and file.
 //!
 //! Spec types and Avro writers are iceberg-rust's; all bytes go through one
@@ -59,6 +63,7 @@
 
 pub mod error;
 mod ops;
+pub mod source;
 mod spec;
 
 // The layers' modules, under the paths this crate has always exported.
@@ -78,4 +83,5 @@ pub use summary::{SyncMetadata, XTABLE_METADATA};
 pub use table::{IcebergTable, LoadedTable};
 // The crate as the engine's target (`xlake_target::TableTarget`), over the API above.
 pub mod target;
+pub use source::IcebergSource;
 pub use target::IcebergTarget;

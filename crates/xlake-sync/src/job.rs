@@ -249,7 +249,7 @@ impl JobConfig {
                     return Err(format!("{}: {e}", t.location));
                 }
             }
-            if target.writes_marker_of.is_some() && t.catalog.is_some() {
+            if !crate::targets::is_default(target) && t.catalog.is_some() {
                 return Err(format!(
                     "{}: a catalog entry is kept for the Iceberg target only",
                     t.location
@@ -340,7 +340,7 @@ pub async fn sync_entry(entry: TableEntry) -> TableResult {
     let mut outcome = sync(&entry.location, &options, |_| {}).await;
     let mut expired = None;
     let expires =
-        crate::targets::kind(entry.target.as_deref()).is_ok_and(|k| k.writes_marker_of.is_none());
+        crate::targets::kind(entry.target.as_deref()).is_ok_and(crate::targets::is_default);
     if entry.expire && expires && !nothing_to_expire(&outcome, &options) {
         match expire(&entry, &options).await {
             Ok(e) => expired = Some(e),

@@ -73,7 +73,8 @@ mod tests {
         assert_eq!((found.format, found.iceberg), (None, false));
         let err = found.clone().require_source().unwrap_err();
         assert!(
-            err.to_string().contains("not a Hudi or Delta table"),
+            err.to_string()
+                .contains("not a Hudi, Delta or Iceberg table"),
             "{err}"
         );
         let err = found.require_table().unwrap_err();

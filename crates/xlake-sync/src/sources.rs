@@ -7,8 +7,15 @@ use xlake_target::{Loaded, Read, TableTarget};
 
 use crate::{InTable, SyncError, SyncOptions};
 
-/// Every source format, in the order a folder is tried against them.
-pub const KINDS: &[SourceKind] = &[xlake_hudi::KIND, xlake_delta::KIND, xlake_parquet::KIND];
+/// Every source format, in the order a folder is tried against them: Hudi and Delta before
+/// Iceberg, so that a Hudi or Delta table with an Iceberg mirror in `metadata/` is read as
+/// Hudi or Delta (the Iceberg kind also declines a `metadata/` that is a mirror).
+pub const KINDS: &[SourceKind] = &[
+    xlake_hudi::KIND,
+    xlake_delta::KIND,
+    xlake_iceberg::source::KIND,
+    xlake_parquet::KIND,
+];
 
 /// The format named `name` (`hudi`, `delta`, `parquet`), case-insensitive.
 pub fn kind(name: &str) -> Option<&'static SourceKind> {
@@ -46,10 +53,10 @@ async fn open_among(
     options: &SyncOptions,
     candidates: &[&'static SourceKind],
 ) -> Result<Box<dyn TableSource>, SyncError> {
-    let mirror_target = options.target.is_some();
+    // A marker that is a mirror xlake wrote (its own `_delta_log/` beside an Iceberg
+    // table) never makes the folder a table of that format, whatever the target.
     for k in candidates {
         if options.format.is_none()
-            && mirror_target
             && crate::targets::marker_is_a_mirror(store, k.format.as_str()).await?
         {
             continue;
@@ -192,13 +199,17 @@ pub fn not_a_table(store: &TableStore, looked_for: &[&SourceKind]) -> SyncError 
     }
 }
 
-/// The formats (`Hudi or Delta`) and what marks a table of each
+/// The formats (`Hudi, Delta or Iceberg`) and what marks a table of each
 /// (`.hoodie/hoodie.properties, _delta_log/`), for messages.
 pub fn describe(kinds: &[&SourceKind]) -> (String, String) {
-    let list = |f: fn(&SourceKind) -> &'static str, sep| {
-        kinds.iter().map(|k| f(k)).collect::<Vec<_>>().join(sep)
+    let names = |f: fn(&SourceKind) -> &'static str| kinds.iter().map(|k| f(k)).collect::<Vec<_>>();
+    let titles = names(|k| k.title);
+    // `Hudi`, `Hudi or Delta`, `Hudi, Delta or Iceberg`.
+    let formats = match titles.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => titles.join(""),
     };
-    (list(|k| k.title, " or "), list(|k| k.marker, ", "))
+    (formats, names(|k| k.marker).join(", "))
 }
 
 /// The detectable formats, for "not a table" messages.

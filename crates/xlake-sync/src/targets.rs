@@ -47,7 +47,7 @@ pub const KINDS: &[TargetKind] = &[
         title: "Iceberg",
         open: open_iceberg,
         version_problem: |n| xlake_iceberg::v3::format_version(n).err(),
-        writes_marker_of: None,
+        writes_marker_of: Some(("ICEBERG", iceberg_metadata_is_ours)),
     },
     TargetKind {
         name: "delta",
@@ -82,10 +82,28 @@ fn open_delta(
     )?))
 }
 
+/// Whether `metadata/` holds a mirror (its snapshots record `XTABLE_METADATA`), not an
+/// Iceberg table of its own.
+fn iceberg_metadata_is_ours(
+    store: TableStore,
+) -> futures::future::BoxFuture<'static, Result<bool, TargetError>> {
+    Box::pin(async move {
+        xlake_iceberg::source::metadata_is_a_mirror(&store)
+            .await
+            .map_err(|e| TargetError::new(xlake_target::ErrorKind::Other, e))
+    })
+}
+
 fn delta_log_is_ours(
     store: TableStore,
 ) -> futures::future::BoxFuture<'static, Result<bool, TargetError>> {
     Box::pin(async move { Ok(xlake_delta::target::DeltaTarget::written_by_xlake(&store).await?) })
+}
+
+/// Whether `kind` is the default target (Iceberg), the one that keeps catalog entries and
+/// expires with a job's `expire`.
+pub fn is_default(kind: &TargetKind) -> bool {
+    kind.name == KINDS[0].name
 }
 
 /// The target kind `name` names (`iceberg`, `delta`, case-insensitive); Iceberg when `None`.

@@ -143,7 +143,7 @@ impl TableTarget for DeltaTarget {
             return Ok(None);
         };
         if !self.store.is_here(&latest.xlake.table_location) {
-            if read == Read::ForCommit {
+            if matches!(read, Read::ForCommit | Read::ForFirstCommit) {
                 return Err(TargetFault::Relocated {
                     file: self.store.absolute(&Self::commit_file(latest.version)),
                     recorded: latest.xlake.table_location,

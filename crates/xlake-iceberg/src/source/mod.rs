@@ -1,0 +1,270 @@
+//! An Iceberg table as a source ([`IcebergSource`], [`KIND`]): each snapshot of the main
+//! branch's ancestry, oldest first, is one change set, read with the codecs of
+//! [`crate::spec`] (metadata, manifest lists, manifests). The source commit id is the
+//! snapshot id in decimal, which the target records as its `sourceIdentifier`.
+//!
+//! | module | what it does |
+//! |---|---|
+//! | `current` | the current metadata file (`vN.metadata.json` or `NNNNN-<uuid>.metadata.json`); whether it is a mirror of another format |
+//! | `neutral` | schema (field ids kept), identity partition specs, partition tuples |
+//! | `walk` | a snapshot's manifest entries into a change set over the live files |
+
+mod current;
+mod neutral;
+mod walk;
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use iceberg::spec::{SnapshotRef, TableMetadata};
+use xlake_model::{CommitListing, DeclaredTable, ListedCommit, SourceFormat};
+use xlake_source::{
+    CommitState, DetectFuture, ErrorKind, MirrorState, OpenFuture, Replay, SourceError,
+    SourceHealth, SourceKind, SourceOptions, TableSource, TargetTakes, VecReplay,
+};
+use xlake_storage::TableStore;
+
+use walk::{Live, Walk};
+
+/// The format's name in `XTABLE_METADATA`.
+pub const FORMAT: SourceFormat = SourceFormat::new("ICEBERG");
+
+/// The Iceberg format, for the engine's registry. A folder whose `metadata/` is a mirror
+/// of another format (its snapshots record `XTABLE_METADATA`) is not an Iceberg source.
+pub const KIND: SourceKind = SourceKind {
+    name: "iceberg",
+    title: "Iceberg",
+    format: FORMAT,
+    marker: "metadata/*.metadata.json",
+    detectable: true,
+    detect,
+    open,
+    open_after: None,
+    recorded: &[],
+};
+
+fn detect(store: TableStore) -> DetectFuture {
+    Box::pin(async move { Ok(IcebergSource::open(store).await?.is_some()) })
+}
+
+fn open(store: TableStore, _: SourceOptions) -> OpenFuture {
+    Box::pin(async move {
+        let source = IcebergSource::open(store).await?;
+        Ok(source.map(|s| Box::new(s) as Box<dyn TableSource>))
+    })
+}
+
+/// Whether `metadata/` holds a metadata file that is a mirror of another format's table
+/// (xlake's or XTable's: a snapshot records `XTABLE_METADATA`); false without one.
+pub async fn metadata_is_a_mirror(store: &TableStore) -> Result<bool, SourceError> {
+    let Some(path) = current::newest_metadata(store).await? else {
+        return Ok(false);
+    };
+    Ok(current::is_mirror(
+        &current::read_metadata(store, &path).await?,
+    ))
+}
+
+/// An Iceberg table opened for reading, at its current metadata file.
+#[derive(Debug)]
+pub struct IcebergSource {
+    store: TableStore,
+    /// Table-relative path of the current metadata file.
+    path: String,
+    metadata: TableMetadata,
+    /// The main branch's ancestry, oldest first, as far as its snapshots are kept.
+    chain: Vec<SnapshotRef>,
+    decode: bool,
+}
+
+impl IcebergSource {
+    /// The Iceberg table at the store's root; `None` when `metadata/` holds no metadata
+    /// file, or holds a mirror of another format's table.
+    pub async fn open(store: TableStore) -> Result<Option<Self>, SourceError> {
+        let Some(path) = current::newest_metadata(&store).await? else {
+            return Ok(None);
+        };
+        let metadata = current::read_metadata(&store, &path).await?;
+        if current::is_mirror(&metadata) {
+            return Ok(None);
+        }
+        let chain = ancestry(&metadata);
+        Ok(Some(Self {
+            store,
+            path,
+            metadata,
+            chain,
+            decode: true,
+        }))
+    }
+
+    /// Table-relative path of the metadata file the source reads.
+    pub fn metadata_path(&self) -> &str {
+        &self.path
+    }
+
+    /// Whether the oldest kept snapshot has a parent that expired.
+    fn history_expired(&self) -> bool {
+        self.chain
+            .first()
+            .is_some_and(|s| s.parent_snapshot_id().is_some())
+    }
+
+    fn position(&self, id: &str) -> Option<usize> {
+        self.chain
+            .iter()
+            .position(|s| s.snapshot_id().to_string() == id)
+    }
+
+    /// The change sets after the newest mirrored snapshot of the ancestry, then the error
+    /// that stopped them, if any.
+    async fn changes(&self, mirrored: &MirrorState) -> VecReplay {
+        let start = self
+            .chain
+            .iter()
+            .rposition(|s| mirrored.commits.contains(&s.snapshot_id().to_string()))
+            .map_or(0, |i| i + 1);
+        let walk = Walk {
+            store: &self.store,
+            metadata: &self.metadata,
+            decode: self.decode,
+        };
+        let mut live = Live::default();
+        let mut changes = Vec::new();
+        if start > 0 {
+            // The state as of the newest mirrored snapshot, read whole.
+            if let Err(e) = walk.change(&self.chain[start - 1], &mut live, true).await {
+                return VecReplay::new(changes, Vec::new(), Some(e));
+            }
+        }
+        for (i, snapshot) in self.chain.iter().enumerate().skip(start) {
+            let full = i == 0 && self.history_expired();
+            match walk.change(snapshot, &mut live, full).await {
+                Ok(change) => changes.push(change),
+                Err(e) => return VecReplay::new(changes, Vec::new(), Some(e)),
+            }
+        }
+        VecReplay::new(changes, Vec::new(), None)
+    }
+}
+
+/// The main branch's snapshots from its head back to the oldest kept, oldest first.
+fn ancestry(metadata: &TableMetadata) -> Vec<SnapshotRef> {
+    let by_id: HashMap<i64, &SnapshotRef> =
+        metadata.snapshots().map(|s| (s.snapshot_id(), s)).collect();
+    let mut chain = Vec::new();
+    let mut next = metadata
+        .snapshot_for_ref("main")
+        .or_else(|| metadata.current_snapshot())
+        .map(|s| s.snapshot_id());
+    while let Some(id) = next {
+        // A cycle would be corrupt metadata: stop rather than loop.
+        let Some(s) = by_id.get(&id).filter(|_| chain.len() < by_id.len()) else {
+            break;
+        };
+        chain.push((*s).clone());
+        next = s.parent_snapshot_id();
+    }
+    chain.reverse();
+    chain
+}
+
+#[async_trait::async_trait]
+impl TableSource for IcebergSource {
+    fn format(&self) -> SourceFormat {
+        FORMAT
+    }
+
+    /// Every snapshot of the main branch's ancestry; snapshots before the oldest kept one
+    /// expired, as archived commits do.
+    fn listing(&self, _: &MirrorState) -> Result<CommitListing, SourceError> {
+        Ok(CommitListing {
+            commits: self
+                .chain
+                .iter()
+                .map(|s| ListedCommit {
+                    id: s.snapshot_id().to_string(),
+                    time_ms: s.timestamp_ms(),
+                })
+                .collect(),
+            retained_from: self
+                .history_expired()
+                .then(|| self.chain[0].snapshot_id().to_string()),
+            strictly_ordered: true,
+        })
+    }
+
+    /// A snapshot of the main branch's ancestry is completed; Iceberg has no pending
+    /// commits (a snapshot exists once a metadata file names it).
+    fn commit_state(&self, id: &str) -> CommitState {
+        match self.position(id) {
+            Some(_) => CommitState::Completed,
+            None => CommitState::Unknown,
+        }
+    }
+
+    /// By place in the ancestry; ids not in it (expired, or of another branch) by their
+    /// sequence number where the metadata still has them, before those in it.
+    fn order(&self, a: &str, b: &str) -> Ordering {
+        let key = |id: &str| {
+            let sequence = id
+                .parse::<i64>()
+                .ok()
+                .and_then(|n| self.metadata.snapshot_by_id(n))
+                .map(|s| s.sequence_number());
+            (self.position(id), sequence)
+        };
+        key(a).cmp(&key(b)).then_with(|| a.cmp(b))
+    }
+
+    async fn health(&self) -> Result<SourceHealth, SourceError> {
+        let version = (self.metadata.format_version() as u8).to_string();
+        let current = self.chain.last().map(|s| s.snapshot_id());
+        let line = format!(
+            "{}; format version {version}; {} snapshots on main{}; current snapshot {}",
+            self.path,
+            self.chain.len(),
+            if self.history_expired() {
+                " (older ones expired)"
+            } else {
+                ""
+            },
+            current.map_or("none".into(), |c| c.to_string()),
+        );
+        Ok(SourceHealth {
+            line,
+            json: serde_json::json!({
+                "metadata": self.path,
+                "format_version": version,
+                "snapshots": self.chain.len(),
+                "current_snapshot": current,
+                "history_expired": self.history_expired(),
+            }),
+            degraded: Vec::new(),
+        })
+    }
+
+    /// A table created without a snapshot yet: its current schema and spec.
+    async fn declared_table(&self) -> Result<Option<DeclaredTable>, SourceError> {
+        if !self.chain.is_empty() {
+            return Ok(None);
+        }
+        let schema = self.metadata.current_schema();
+        let spec = neutral::partition_spec(self.metadata.default_partition_spec(), schema)
+            .map_err(|e| SourceError::new(ErrorKind::Unsupported, format!("{}: {e}", self.path)))?;
+        Ok(Some(DeclaredTable {
+            format: FORMAT,
+            schema: neutral::schema(schema),
+            partition_spec: spec,
+            ignored_columns: Vec::new(),
+        }))
+    }
+
+    fn target_takes(&mut self, takes: TargetTakes) {
+        self.decode = !takes.stored_deletion_vectors;
+    }
+
+    async fn replay<'a>(&'a self, mirrored: &MirrorState) -> Result<Replay<'a>, SourceError> {
+        Ok(Box::new(self.changes(mirrored).await))
+    }
+}
