@@ -254,9 +254,9 @@ class Watch:
     def __init__(self):
         self.writes = []
 
-    def after_write(self, table, new_commits):
+    def after_write(self, table, new_commits, kind="write"):
         self.writes.append({"commits": new_commits, "mirrored": sorted(set(new_commits) & recorded_commits(table)),
-                            "serve_up": True})
+                            "serve_up": True, "kind": kind})
 
 
 PLUGIN = {"hoodie.table.format": "xlake"}
@@ -279,10 +279,11 @@ class Callback(Watch):
         self.serve_pid = int(env.get("XLAKE_SERVE_PID", "0"))
         super().__init__()
 
-    def after_write(self, table, new_commits):
+    def after_write(self, table, new_commits, kind="write"):
         """Record what the write's callback mirrored; stop the service when it is time."""
         self.writes.append({"commits": new_commits, "mirrored": sorted(set(new_commits) & recorded_commits(table)),
-                            "serve_up": self.stop_after is None or len(self.writes) < self.stop_after})
+                            "serve_up": self.stop_after is None or len(self.writes) < self.stop_after,
+                            "kind": kind})
         if self.stop_after is not None and len(self.writes) == self.stop_after and self.serve_pid:
             import os
             import signal
@@ -317,12 +318,13 @@ def main(history, table, out):
     s = session(h.jars + ([str(PLUGIN_JAR)] if plugin else []), h.session)
     recorded = []
 
-    def done():
-        """Record the engine's rows for the commits the last write completed, then mirror
-        them (`xlake commit`), or see what the callback mirrored."""
+    def done(kind="write"):
+        """Record the engine's rows for the commits the last write (or, `kind`, another
+        action such as a restore) completed, then mirror them (`xlake commit`), or see what
+        the callback or the plugin mirrored."""
         new = [commit for commit in h.commits(table) if commit not in recorded]
         if callback:  # before anything else: what exists the moment the write returned
-            callback.after_write(table, new)
+            callback.after_write(table, new, kind)
         for commit in new:
             h.read(s, table, commit).write.mode("overwrite").parquet(str(out / f"{commit}.parquet"))
             recorded.append(commit)
