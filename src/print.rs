@@ -276,7 +276,7 @@ pub fn check(r: &CheckReport) {
         }
     }
     if let Some(old) = &r.relocated_from {
-        outln!("  relocated: the Iceberg metadata was written for {old}, but the table is at {} (copied or moved): its paths point at the old place. Run `xlake sync --rebuild {}`", r.table, r.table);
+        outln!("  relocated: the mirror was written for {old}, but the table is at {} (copied or moved): its paths point at the old place. For an Iceberg mirror run `xlake sync --rebuild {}`; a Delta mirror has no rebuild (docs/targets.md)", r.table, r.table);
     }
     if let Some(why) = &r.broken_promise {
         outln!("  table format: {why}");

@@ -389,3 +389,30 @@ fn the_command_line_takes_target_delta_and_refuses_what_it_does_not_do() {
     assert_ne!(code, 0, "{out}");
     assert!(out.contains("unknown target \"hive\""), "{out}");
 }
+
+#[tokio::test]
+async fn its_own_delta_mirror_is_never_read_as_a_delta_source_nor_rebuilt() {
+    let (_dir, root) = common::hudi::extract("sample_table_cow_v6_nonpartitioned");
+    let location = root.to_str().unwrap();
+    sync(location, &delta_options(), |_| {}).await.unwrap();
+    let versions = log(&root).len();
+    // `--format delta` beside xlake's own `_delta_log/`: refused, nothing written.
+    let as_delta = SyncOptions {
+        format: Some("delta".into()),
+        ..Default::default()
+    };
+    let err = sync(location, &as_delta, |_| {}).await.unwrap_err();
+    assert!(matches!(err, SyncError::FormatMismatch { .. }), "{err}");
+    assert!(
+        !root.join("metadata").exists(),
+        "no Iceberg mirror of the mirror"
+    );
+    // `--rebuild` has nothing to set aside in a Delta log: refused, nothing written.
+    let rebuild = SyncOptions {
+        rebuild: true,
+        ..delta_options()
+    };
+    let err = sync(location, &rebuild, |_| {}).await.unwrap_err();
+    assert!(err.to_string().contains("no rebuild"), "{err}");
+    assert_eq!(log(&root).len(), versions);
+}

@@ -35,7 +35,7 @@ async fn mirrored(root: &Path) {
 }
 
 /// Every metadata file of `root` rewritten by `edit`.
-fn edit_metadata(root: &Path, edit: impl Fn(&mut serde_json::Value)) {
+fn edit_metadata(root: &Path, mut edit: impl FnMut(&mut serde_json::Value)) {
     for entry in std::fs::read_dir(root.join("metadata")).unwrap() {
         let path = entry.unwrap().path();
         if path.to_str().unwrap().ends_with(".metadata.json") {
@@ -153,4 +153,93 @@ async fn a_bucket_partition_is_refused_naming_table_snapshot_and_field() {
         !root.join("_delta_log").exists()
             || std::fs::read_dir(root.join("_delta_log")).unwrap().count() == 0
     );
+}
+
+#[tokio::test]
+async fn a_main_branch_rolled_back_under_its_delta_mirror_is_refused_naming_the_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    mirrored(root).await;
+    write_parquet(&root.join("data/b.parquet"), &[4, 5]);
+    let parquet = SyncOptions {
+        format: Some("parquet".into()),
+        ..Default::default()
+    };
+    sync(root.to_str().unwrap(), &parquet, |_| {})
+        .await
+        .unwrap();
+    edit_metadata(root, foreign);
+    let to_delta = SyncOptions {
+        target: Some("delta".into()),
+        ..Default::default()
+    };
+    let report = sync(root.to_str().unwrap(), &to_delta, |_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.written.len(), 2);
+    // The branch is set back to the first snapshot, and a new one is committed on it: the
+    // second, which the Delta log holds, is no longer in the main branch's history.
+    let mut second = 0;
+    edit_metadata(root, |json| {
+        let snapshots = json["snapshots"].as_array_mut().unwrap();
+        if snapshots.len() < 2 {
+            return; // an older metadata file
+        }
+        let first = snapshots[0]["snapshot-id"].clone();
+        second = snapshots[1]["snapshot-id"].as_i64().unwrap();
+        let mut third = snapshots[1].clone();
+        third["snapshot-id"] = 777.into();
+        third["parent-snapshot-id"] = first;
+        snapshots.push(third);
+        json["current-snapshot-id"] = 777.into();
+        json["refs"]["main"]["snapshot-id"] = 777.into();
+    });
+    let versions = std::fs::read_dir(root.join("_delta_log")).unwrap().count();
+    let err = sync(root.to_str().unwrap(), &to_delta, |_| {})
+        .await
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!("snapshot {second}")) && message.contains("rolled back"),
+        "{message}"
+    );
+    assert_eq!(
+        std::fs::read_dir(root.join("_delta_log")).unwrap().count(),
+        versions,
+        "nothing written"
+    );
+}
+
+#[tokio::test]
+async fn two_metadata_files_of_one_version_are_refused_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    mirrored(root).await;
+    edit_metadata(root, foreign);
+    let newest = std::fs::read_dir(root.join("metadata"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_str().unwrap().ends_with(".metadata.json"))
+        .max()
+        .unwrap();
+    let name = newest.file_name().unwrap().to_str().unwrap().to_string();
+    let number: String = name.chars().filter(char::is_ascii_digit).collect();
+    let twin = root.join(format!(
+        "metadata/{:05}-ffffffff-0000-0000-0000-000000000000.metadata.json",
+        number.parse::<u64>().unwrap()
+    ));
+    std::fs::copy(&newest, &twin).unwrap();
+    let to_delta = SyncOptions {
+        target: Some("delta".into()),
+        ..Default::default()
+    };
+    let err = sync(root.to_str().unwrap(), &to_delta, |_| {})
+        .await
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("two metadata files of version"),
+        "{message}"
+    );
+    assert!(!root.join("_delta_log").exists());
 }

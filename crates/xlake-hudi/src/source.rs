@@ -183,7 +183,11 @@ impl HudiSource {
                 }
                 _ => continue,
             };
-            for id in ids {
+            // Only an instant made after a commit can undo it.
+            for id in ids
+                .into_iter()
+                .filter(|id| id.as_str() < instant.requested())
+            {
                 undone.insert(id, instant.requested().to_string());
             }
         }

@@ -103,6 +103,12 @@ pub async fn sync_store(
     options: &SyncOptions,
     progress: impl FnMut(&Mirrored),
 ) -> Result<SyncReport, SyncError> {
+    if options.rebuild && !targets::kind(options.target.as_deref()).is_ok_and(targets::is_default) {
+        return Err(SyncError::NotForTarget {
+            table: store.location().to_string(),
+            what: "--rebuild sets a relocated Iceberg history aside; a Delta target's log holds one history and has no rebuild (nothing written): move the copied _delta_log/ away to mirror the table afresh".into(),
+        });
+    }
     let (mut source, target, preloaded) = open_both(&store, options).await?;
     let entry = precheck_catalog(&store, options).await?;
     let outcome = match target {

@@ -144,7 +144,8 @@ async fn chosen(store: &TableStore, name: &str) -> Result<&'static SourceKind, S
         format: name.to_string(),
         known: KINDS.iter().map(|k| k.name).collect::<Vec<_>>().join(", "),
     })?;
-    if asked.detectable && (asked.detect)(store.clone()).await.in_table(store)? {
+    let mirror = crate::targets::marker_is_a_mirror(store, asked.format.as_str()).await?;
+    if asked.detectable && !mirror && (asked.detect)(store.clone()).await.in_table(store)? {
         return Ok(asked);
     }
     for other in KINDS
@@ -163,6 +164,15 @@ async fn chosen(store: &TableStore, name: &str) -> Result<&'static SourceKind, S
                 ),
             });
         }
+    }
+    if mirror {
+        // xlake's own mirror in that format (`--format delta` beside a Delta target's
+        // `_delta_log/`) is never a source.
+        return Err(SyncError::FormatMismatch {
+            table: store.location().to_string(),
+            asked: asked.format.as_str().into(),
+            found: format!("its {} is xlake's own mirror, not a source", asked.marker),
+        });
     }
     Ok(asked)
 }

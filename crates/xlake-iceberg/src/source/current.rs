@@ -34,11 +34,30 @@ pub(crate) fn metadata_number(name: &str) -> Option<u64> {
 /// The table-relative path of the newest metadata file in `metadata/`, if any.
 pub(crate) async fn newest_metadata(store: &TableStore) -> Result<Option<String>, SourceError> {
     let entries = store.list_dir(METADATA_DIR).await?;
-    let newest = entries
+    let mut numbered: Vec<(u64, &str)> = entries
         .iter()
         .filter(|e| is_metadata_json(&e.path))
         .filter_map(|e| Some((metadata_number(&e.path)?, e.path.as_str())))
-        .max();
+        .collect();
+    numbered.sort_unstable();
+    let newest = numbered.last().copied();
+    // Two files of one number (a catalog commit whose outcome was unknown leaves one
+    // behind): which is current cannot be told from names, so neither is chosen.
+    if let [.., (a, first), (b, second)] = numbered.as_slice() {
+        if a == b {
+            return Err(SourceError::new(
+                ErrorKind::Corrupt {
+                    commit: None,
+                    file: Some(store.absolute(second)),
+                },
+                format!(
+                    "{} and {}: two metadata files of version {a}; which one is current cannot be told from their names (point a catalog at one, or move the other away)",
+                    store.absolute(first),
+                    store.absolute(second)
+                ),
+            ));
+        }
+    }
     Ok(newest.map(|(_, path)| {
         let name = path.rsplit('/').next().unwrap_or(path);
         format!("{METADATA_DIR}/{name}")

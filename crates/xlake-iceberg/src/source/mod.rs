@@ -110,6 +110,27 @@ impl IcebergSource {
             .is_some_and(|s| s.parent_snapshot_id().is_some())
     }
 
+    /// The newest mirrored snapshot is still in the table but no longer in the main
+    /// branch's ancestry: the branch was rolled back (or set to another snapshot). A
+    /// target cannot undo what it mirrored after that point, so nothing is mirrored.
+    fn rolled_back(&self, mirrored: &MirrorState) -> Option<SourceError> {
+        let (newest, _) = mirrored.newest.as_ref()?;
+        let off_branch = self.position(newest).is_none()
+            && self
+                .metadata
+                .snapshots()
+                .any(|s| s.snapshot_id().to_string() == *newest);
+        off_branch.then(|| {
+            let file = self.store.absolute(&self.path);
+            SourceError::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "{file}: snapshot {newest}, the newest the mirror records, is no longer in the main branch's history (the branch was rolled back or set to another snapshot); the mirror cannot undo it, so nothing is mirrored: mirror the table afresh into a new folder"
+                ),
+            )
+        })
+    }
+
     fn position(&self, id: &str) -> Option<usize> {
         self.chain
             .iter()
@@ -119,6 +140,9 @@ impl IcebergSource {
     /// The change sets after the newest mirrored snapshot of the ancestry, then the error
     /// that stopped them, if any.
     async fn changes(&self, mirrored: &MirrorState) -> VecReplay {
+        if let Some(e) = self.rolled_back(mirrored) {
+            return VecReplay::new(Vec::new(), Vec::new(), Some(e));
+        }
         let start = self
             .chain
             .iter()
