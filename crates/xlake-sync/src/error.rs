@@ -74,8 +74,8 @@ pub enum SyncError {
         /// What, and why.
         what: String,
     },
-    /// The location holds no table at all: no source and no Iceberg metadata.
-    #[error("{table}: not a table: no {formats} table ({markers}) and no Iceberg metadata (metadata/*.metadata.json) found")]
+    /// The location holds no table at all: no source and no mirror.
+    #[error("{table}: not a table: no {formats} table ({markers}) and no mirror found")]
     NoTable {
         /// Table location.
         table: String,
