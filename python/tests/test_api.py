@@ -116,7 +116,8 @@ def test_errors_follow_the_exit_codes(xlake, tmp_path):
     empty.mkdir()
     with pytest.raises(xlake.RefusedInput) as refused:
         xlake.sync(empty)
-    assert refused.value.exit_code == 2 and "not a Hudi or Delta table" in refused.value.message
+    assert refused.value.exit_code == 2
+    assert "not a Hudi, Delta or Iceberg table" in refused.value.message
 
     broken = delta_table(tmp_path / "broken")
     break_table(broken)
@@ -169,5 +170,5 @@ def test_python_m_xlake_is_the_binary(site, tmp_path):
         text=True,
         env=env_with(site),
     )
-    assert run.returncode == 2 and "not a Hudi or Delta table" in run.stderr
+    assert run.returncode == 2 and "not a Hudi, Delta or Iceberg table" in run.stderr
     assert pathlib.Path(site / "bin" / "xlake").is_file()
