@@ -278,11 +278,13 @@ fn catalog_target(c: &CatalogArgs) -> Result<Option<xlake_catalog::CatalogTarget
 
 /// A sync's (or a commit's) error, as the look before other commands would have made it
 /// when that look fails (exit 2: a location without a table, or one that cannot be
-/// read); else the error itself. The look comes after, not before: a mirrored table is
+/// read); else the error itself, exit 2 when it refused what was asked
+/// ([`SyncError::is_refusal`]), else 1. The look comes after, not before: a mirrored table is
 /// opened as the format its mirror records, with no look for the others' markers.
 async fn refused_or(table: &str, format: Option<&str>, e: SyncError) -> Failure {
     match source_table_of(table, format).await {
         Err(refused) => refused,
+        Ok(_) if e.is_refusal() => usage(e),
         Ok(_) => e.into(),
     }
 }

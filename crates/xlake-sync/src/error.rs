@@ -107,6 +107,23 @@ pub enum SyncError {
     Service(String),
 }
 
+impl SyncError {
+    /// Whether the command was refused before it could start, for what it was asked
+    /// (a format or target that does not apply to the table): the CLI's exit 2.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            Self::FormatMismatch { .. }
+                | Self::UnknownFormat { .. }
+                | Self::UnknownTarget { .. }
+                | Self::SameFormat { .. }
+                | Self::NotForTarget { .. }
+                | Self::NotATable { .. }
+                | Self::NoTable { .. }
+        )
+    }
+}
+
 /// A source's result entering the engine: its error gets the table, once, here. No
 /// `From<SourceError>` exists, so no source error reaches the engine without its table.
 pub(crate) trait InTable<T> {
