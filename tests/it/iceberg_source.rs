@@ -61,6 +61,14 @@ fn foreign(json: &mut serde_json::Value) {
         .retain(|k, _| !k.starts_with("xlake."));
 }
 
+/// Options mirroring into a Delta log.
+fn to_delta() -> SyncOptions {
+    SyncOptions {
+        target: Some("delta".into()),
+        ..Default::default()
+    }
+}
+
 async fn detected(root: &Path) -> Option<&'static str> {
     let store = xlake_storage::TableStore::open(root.to_str().unwrap()).unwrap();
     sources::detect(&store, None).await.unwrap().map(|k| k.name)
@@ -98,10 +106,7 @@ async fn a_mirror_is_never_an_iceberg_source_and_iceberg_into_iceberg_is_refused
     assert!(message.contains("Iceberg"), "{message}");
     assert_eq!(metadata_files(root), before, "nothing written");
     // Into Delta it is mirrored, one version per snapshot.
-    let to_delta = SyncOptions {
-        target: Some("delta".into()),
-        ..Default::default()
-    };
+    let to_delta = to_delta();
     let report = sync(root.to_str().unwrap(), &to_delta, |_| {})
         .await
         .unwrap();
@@ -129,10 +134,7 @@ async fn a_bucket_partition_is_refused_naming_table_snapshot_and_field() {
         json["default-spec-id"] = 1.into();
         json["last-partition-id"] = 1000.into();
     });
-    let to_delta = SyncOptions {
-        target: Some("delta".into()),
-        ..Default::default()
-    };
+    let to_delta = to_delta();
     let err = sync(root.to_str().unwrap(), &to_delta, |_| {})
         .await
         .unwrap_err();
@@ -169,10 +171,7 @@ async fn a_main_branch_rolled_back_under_its_delta_mirror_is_refused_naming_the_
         .await
         .unwrap();
     edit_metadata(root, foreign);
-    let to_delta = SyncOptions {
-        target: Some("delta".into()),
-        ..Default::default()
-    };
+    let to_delta = to_delta();
     let report = sync(root.to_str().unwrap(), &to_delta, |_| {})
         .await
         .unwrap();
@@ -229,10 +228,7 @@ async fn two_metadata_files_of_one_version_are_refused_naming_both() {
         number.parse::<u64>().unwrap()
     ));
     std::fs::copy(&newest, &twin).unwrap();
-    let to_delta = SyncOptions {
-        target: Some("delta".into()),
-        ..Default::default()
-    };
+    let to_delta = to_delta();
     let err = sync(root.to_str().unwrap(), &to_delta, |_| {})
         .await
         .unwrap_err();
