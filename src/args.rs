@@ -16,7 +16,7 @@ use xlake_sync::job::{parse_duration, parse_interval, Shard};
     after_help = "Exit codes: 0 done; 1 failed (for check: violations found); 2 cannot start (bad arguments, a location that is not a table, a config that does not parse; for check: could not check); 141 standard output closed (e.g. `| head`). See docs/cli.md."
 )]
 pub struct Cli {
-    /// Log format on stderr (logs are filtered with RUST_LOG, e.g. RUST_LOG=info).
+    /// Log format on stderr (logs are filtered with RUST_LOG, e.g. RUST_LOG=info; warnings by default).
     #[arg(
         long,
         global = true,

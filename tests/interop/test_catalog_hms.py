@@ -1,8 +1,8 @@
-"""The Hive Metastore (standalone 4.0.1 on Derby, started once per module from the pinned
-jars: catalog_servers.py). xlake registers a Delta table on the first sync as Iceberg's
+"""The Hive Metastore (standalone 4.0.1, and 3.1.3 with its lock tables, each on Derby,
+started once per module from the pinned jars: catalog_servers.py). xlake registers a Delta table on the first sync as Iceberg's
 HiveCatalog does and moves `metadata_location` by a conditional alter_table after each later
-commit; pyiceberg's HiveCatalog reads it by name and equals delta-rs at the mirrored
-version. Also: concurrent syncs never move the pointer back, another writer's pointer is
+commit (under the metastore's table lock where it has lock tables); pyiceberg's
+HiveCatalog reads it by name and equals delta-rs at the mirrored version. Also: concurrent syncs never move the pointer back, another writer's pointer is
 refused, the metastore refuses a stale conditional alter itself, and a stopped server
 leaves `metadata/` published and the pointer for the next sync.
 
@@ -29,12 +29,12 @@ from xlake_cli import xlake
 NAMES = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def hms(tmp_path_factory):
+@pytest.fixture(scope="module", params=["4.0.1", "3.1.3"])
+def hms(request, tmp_path_factory):
     folder = tmp_path_factory.mktemp("hive-metastore")
-    server, uri = catalog_servers.hive_metastore(folder)
+    server, uri = catalog_servers.hive_metastore(folder, request.param)
     server.start()
-    server.uri = uri
+    server.uri, server.version = uri, request.param
     try:
         yield server
     finally:
@@ -129,6 +129,9 @@ def test_the_metastore_refuses_a_stale_conditional_alter(tmp_path, hms):
     """What the pointer move relies on: Hive 4 checks `expected_parameter_value` itself."""
     from hive_metastore.ttypes import EnvironmentContext
 
+    if hms.version.startswith("3."):
+        pytest.skip("Hive 3.x ignores the expected parameter: the table lock is what guards the move there")
+
     table, name = tmp_path / "orders", table_name()
     write(table, 0)
     assert run(hms, name, "sync", table).returncode == 0
@@ -141,6 +144,50 @@ def test_the_metastore_refuses_a_stale_conditional_alter(tmp_path, hms):
     with catalog(hms)._client as client, pytest.raises(Exception, match="has been modified"):
         client.alter_table_with_environment_context(t.dbName, t.tableName, t, stale)
     assert pointer(hms, name) == ours(table)
+
+
+def test_a_move_waits_for_another_writers_table_lock(tmp_path, hms):
+    """The move runs under the metastore's table lock (as Iceberg's and pyiceberg's commits
+    do): while another writer holds it the pointer stays, once released the move is made.
+    The 3.1.3 server has the lock tables (catalog_servers.py), the 4.0.1 one has none."""
+    from hive_metastore.ttypes import (
+        LockComponent,
+        LockLevel,
+        LockRequest,
+        LockState,
+        LockType,
+        UnlockRequest,
+    )
+
+    table, name = tmp_path / "orders", table_name()
+    write(table, 0)
+    assert run(hms, name, "sync", table).returncode == 0
+    before = pointer(hms, name)
+    write(table, 1)
+    if hms.version.startswith("4."):
+        # This one's database has no lock tables (DataNucleus made its schema): on Hive 4 the
+        # move goes on by the conditional alter alone, and says so.
+        result = run(hms, name, "sync", table)
+        assert result.returncode == 0 and "cannot lock tables" in result.stderr, result.stdout + result.stderr
+        assert pointer(hms, name) == ours(table) != before
+        return
+    db, short = name.split(".")
+    component = LockComponent(type=LockType.EXCLUSIVE, level=LockLevel.TABLE, dbname=db, tablename=short,
+                              isTransactional=True)
+    with catalog(hms)._client as client:
+        held = client.lock(LockRequest(component=[component], user="other", hostname="elsewhere"))
+        assert held.state == LockState.ACQUIRED
+        sync = subprocess.Popen([os.environ["XLAKE_BIN"], "sync", str(table), "--catalog", hms.uri,
+                                 "--catalog-table", name], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            with pytest.raises(subprocess.TimeoutExpired):
+                sync.wait(4)
+            assert pointer(hms, name) == before
+        finally:
+            client.unlock(UnlockRequest(lockid=held.lockid))
+    out, err = sync.communicate(timeout=60)
+    assert sync.returncode == 0 and "catalog: moved from" in out, out + err
+    assert pointer(hms, name) == ours(table) != before
 
 
 def test_a_pointer_moved_by_another_writer_is_refused(tmp_path, hms):

@@ -14,8 +14,10 @@
 //! metastore refuses the alter ("The table has been modified …") when the entry no longer
 //! holds it. Hive Metastore 4.0.0 and later honour these keys (HIVE-26882, which 4.0.1
 //! checks with a conditional SQL `UPDATE` in the same transaction); 3.x and older ignore
-//! them, so against those the move is a read-check-write (see docs/catalogs.md).
+//! them, so the read-check-alter runs under the metastore's table lock (`lock`), as
+//! Iceberg's default commit does (see docs/catalogs.md).
 
+mod lock;
 mod wire;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -87,13 +89,23 @@ impl HmsCatalog {
 
     /// `method(args…)` on the metastore, off the async runtime's threads.
     async fn call(&self, table: &TableIdent, method: &str, args: Vec<Value>) -> Result<Outcome> {
+        self.try_call(method, args)
+            .await
+            .map_err(|reason| self.error(table, reason))
+    }
+
+    /// [`Self::call`], failing with the reason alone.
+    async fn try_call(
+        &self,
+        method: &str,
+        args: Vec<Value>,
+    ) -> std::result::Result<Outcome, String> {
         let (address, name) = (self.address.clone(), method.to_string());
         let done =
             tokio::task::spawn_blocking(move || wire::call(&address, &name, args, TIMEOUT)).await;
         match done {
-            Ok(Ok(outcome)) => Ok(outcome),
-            Ok(Err(reason)) => Err(self.error(table, reason)),
-            Err(e) => Err(self.error(table, format!("{method}: reading the reply failed: {e}"))),
+            Ok(outcome) => outcome,
+            Err(e) => Err(format!("{method}: reading the reply failed: {e}")),
         }
     }
 
@@ -229,6 +241,18 @@ impl Catalog for HmsCatalog {
     }
 
     async fn swap(&self, table: &TableIdent, expected: &Pointer, location: &str) -> Result<Swap> {
+        let lock = self.lock(table).await?;
+        let moved = self.alter(table, expected, location).await;
+        if let Some(lock) = lock {
+            self.unlock(table, lock).await;
+        }
+        moved
+    }
+}
+
+impl HmsCatalog {
+    /// Move the pointer from `expected` to `location` by a conditional `alter_table`.
+    async fn alter(&self, table: &TableIdent, expected: &Pointer, location: &str) -> Result<Swap> {
         // Re-read to keep everything else the table holds (alter_table replaces it whole).
         let Some(mut t) = self.get(table).await? else {
             return Ok(Swap::Lost);
