@@ -70,6 +70,19 @@ pub enum CatalogError {
         /// This table's `metadata/` folder.
         expected: String,
     },
+    /// The entry under this name points at a metadata file in this table's own `metadata/`
+    /// folder that xlake did not write (another writer committed to the table).
+    #[error("catalog {catalog}, table {table}: the entry points at {found}, a metadata file in this table's metadata folder {folder} that xlake did not write (another writer committed to the table); refusing to move it (stop the other writer and drop the entry, or choose another --catalog-table)")]
+    OtherWriter {
+        /// The catalog URI (credentials removed).
+        catalog: String,
+        /// `namespace.table`.
+        table: String,
+        /// Where the entry points.
+        found: String,
+        /// This table's `metadata/` folder.
+        folder: String,
+    },
     /// The table's own metadata, read to judge where the entry points, could not be read.
     #[error(
         "catalog {catalog}, table {table}: reading the file the entry names ({location}): {source}"

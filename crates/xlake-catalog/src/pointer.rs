@@ -132,12 +132,32 @@ fn strip_file_scheme(location: &str) -> &str {
     }
 }
 
-fn foreign(catalog: &dyn Catalog, table: &TableIdent, found: &str, root: &str) -> CatalogError {
+/// The error for an entry that names no version of this table: another table's metadata, or
+/// another writer's file in this table's own `metadata/` folder.
+fn foreign<R: TableRoot + ?Sized>(
+    catalog: &dyn Catalog,
+    table: &TableIdent,
+    found: &str,
+    table_root: &R,
+) -> CatalogError {
+    let (catalog, table, found) = (catalog.describe(), table.to_string(), found.to_string());
+    let folder = metadata_dir(table_root.root());
+    let in_our_folder = found
+        .rsplit_once("/metadata/")
+        .is_some_and(|(root, name)| !name.contains('/') && table_root.is_here(root));
+    if in_our_folder {
+        return CatalogError::OtherWriter {
+            catalog,
+            table,
+            found,
+            folder,
+        };
+    }
     CatalogError::Foreign {
-        catalog: catalog.describe(),
-        table: table.to_string(),
-        found: found.to_string(),
-        expected: metadata_dir(root),
+        catalog,
+        table,
+        found,
+        expected: folder,
     }
 }
 
@@ -157,7 +177,7 @@ pub async fn precheck<R: TableRoot + ?Sized>(
     };
     if !catalog.moves_by_commit() {
         if our_version(&p.location, table_root).is_none() {
-            return Err(foreign(catalog, table, &p.location, table_root.root()));
+            return Err(foreign(catalog, table, &p.location, table_root));
         }
         return Ok(found);
     }
@@ -187,7 +207,7 @@ fn refused<R: TableRoot + ?Sized>(
 ) -> CatalogError {
     let reason = match refusal {
         Refusal::Elsewhere(location) if !location.is_empty() => {
-            return foreign(catalog, table, &location, table_root.root());
+            return foreign(catalog, table, &location, table_root);
         }
         Refusal::Elsewhere(_) => "a table without a location".to_string(),
         Refusal::ForeignSnapshot(id) => format!(

@@ -352,6 +352,35 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn another_writers_file_in_our_metadata_folder_is_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = SqliteCatalog::new(dir.path().join("c.db"), "xlake", "sqlite:///c.db");
+        let t = TableIdent::parse("ns.t").unwrap();
+        advance(&cat, &t, &Holds(&[1]), "/d/t", 1).await.unwrap();
+        let theirs = "/d/t/metadata/00002-0f0e0d0c-0000-4000-8000-000000000001.metadata.json";
+        let held = Pointer {
+            location: "/d/t/metadata/v1.metadata.json".into(),
+            token: None,
+            metadata: None,
+        };
+        assert_eq!(cat.swap(&t, &held, theirs).await.unwrap(), Swap::Done);
+        let e = advance(&cat, &t, &Holds(&[1, 2]), "/d/t", 2)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, CatalogError::OtherWriter { .. }), "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains(theirs) && text.contains("that xlake did not write"),
+            "{text}"
+        );
+        assert!(!text.contains("not this table's metadata folder"), "{text}");
+        assert_eq!(
+            cat.load_pointer(&t).await.unwrap().unwrap().location,
+            theirs
+        );
+    }
+
+    #[tokio::test]
     async fn a_newer_entry_the_table_does_not_hold_is_moved() {
         let dir = tempfile::tempdir().unwrap();
         let cat = SqliteCatalog::new(dir.path().join("c.db"), "xlake", "sqlite:///c.db");
