@@ -124,8 +124,9 @@ TRINO_JAVA = pathlib.Path(os.environ.get("TRINO_JAVA_HOME", "/usr/lib/jvm/temuri
 
 def trino(folder, catalogs):
     """Trino 476 (the trino-server tarball, unpacked by .ci/trino; it needs Java 24 or newer:
-    TRINO_JAVA, whose absence test_trino.py reports as a skip), one coordinator on loopback with only the Iceberg plugin,
-    and one Iceberg catalog per entry of `catalogs` (name -> connector properties). Returns
+    TRINO_JAVA, whose absence test_trino.py reports as a skip), one coordinator on loopback with only the plugins
+    its catalogs use, and one catalog per entry of `catalogs` (name -> connector properties;
+    `connector.name` is `iceberg` unless they say otherwise). Returns
     the server and its HTTP URL; query it with trino_query."""
     home = JARS / "trino-server-476"
     assert (home / ".complete").exists(), f"{home} missing: run .ci/trino"
@@ -134,8 +135,10 @@ def trino(folder, catalogs):
     (etc / "catalog").mkdir(parents=True, exist_ok=True)
     plugins = folder / "trino-plugins"
     plugins.mkdir(exist_ok=True)
-    if not (plugins / "iceberg").exists():
-        (plugins / "iceberg").symlink_to(home / "plugin" / "iceberg")
+    connectors = {properties.get("connector.name", "iceberg") for properties in catalogs.values()}
+    for plugin in (c.replace("_", "-") for c in connectors):  # delta_lake lives in plugin/delta-lake
+        if not (plugins / plugin).exists():
+            (plugins / plugin).symlink_to(home / "plugin" / plugin)
     config = {
         "coordinator": "true",
         "node-scheduler.include-coordinator": "true",
