@@ -49,21 +49,7 @@ pub(super) async fn actions(
         .added
         .iter()
         .any(|f| f.deletion_vector.is_some() || !f.deleted_rows.is_empty());
-    let mut features = BTreeSet::new();
-    if shape
-        .metadata
-        .get("configuration")
-        .and_then(|c| c.get("delta.columnMapping.mode"))
-        .is_some()
-    {
-        features.insert("columnMapping");
-    }
-    if uses_vectors {
-        features.insert("deletionVectors");
-    }
-    if has_timestamp_ntz(&change.schema.fields) {
-        features.insert("timestampNtz");
-    }
+    let features = features(&shape, change, uses_vectors);
     let new_protocol = protocol(&features, state_or_empty.protocol.as_ref());
     if state_or_empty
         .protocol
@@ -109,6 +95,27 @@ pub(super) async fn actions(
         out.push(json!({"add": add}));
     }
     Ok(out)
+}
+
+/// The table features the version uses: column mapping, deletion vectors, zone-less
+/// timestamps.
+fn features(shape: &Shape, change: &ChangeSet, uses_vectors: bool) -> BTreeSet<&'static str> {
+    let mut features = BTreeSet::new();
+    if shape
+        .metadata
+        .get("configuration")
+        .and_then(|c| c.get("delta.columnMapping.mode"))
+        .is_some()
+    {
+        features.insert("columnMapping");
+    }
+    if uses_vectors {
+        features.insert("deletionVectors");
+    }
+    if has_timestamp_ntz(&change.schema.fields) {
+        features.insert("timestampNtz");
+    }
+    features
 }
 
 fn vectors_on(state: &LogState) -> bool {
