@@ -111,6 +111,38 @@ def test_sync_commit_check_inspect_return_the_json_content(xlake, tmp_path):
     assert "delta" in inspected.source
 
 
+def test_the_demo_table_mirrored_to_delta_reads_in_deltalake_as_in_pyiceberg(xlake, tmp_path):
+    import pyarrow as pa
+    from deltalake import DeltaTable, QueryBuilder
+    from pyiceberg.table import StaticTable
+
+    table = xlake.demo(tmp_path / "demo")  # a Hudi table, mirrored as Iceberg
+    synced = xlake.sync(table, target="delta")
+    assert isinstance(synced, xlake.SyncResult)
+    assert (synced.format, synced.source_commits) == ("HUDI", 12)
+    assert [s.version for s in synced.written] == list(range(12))
+    assert xlake.sync(table, target="delta").written == []
+    assert xlake.commit(table, instant=synced.written[-1].commit, target="delta").written == []
+    checked = xlake.check(table, deep=True, target="delta")
+    assert checked.consistent and checked.snapshots == 12
+    inspected = xlake.inspect(table, target="delta")
+    assert (inspected.format, inspected.iceberg.version) == ("HUDI", 11)
+    assert (pathlib.Path(table) / "_delta_log" / f"{11:020}.json").exists()
+
+    delta = DeltaTable(table)
+    rows = pa.table(QueryBuilder().register("t", delta).execute("select * from t").read_all())
+    newest = max(
+        (pathlib.Path(table) / "metadata").glob("v*.metadata.json"),
+        key=lambda p: int(p.name[1:].split(".")[0]),
+    )
+    iceberg = StaticTable.from_metadata(str(newest)).scan().to_arrow()
+    key = ["txn_id", "amount", "region"]
+    assert sorted(rows.select(key).to_pylist(), key=str) == sorted(
+        iceberg.select(key).to_pylist(), key=str
+    )
+    assert rows.num_rows == iceberg.num_rows > 0
+
+
 def test_errors_follow_the_exit_codes(xlake, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()

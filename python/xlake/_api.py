@@ -94,12 +94,15 @@ def sync(
     mor_read_optimized: bool = False,
     single_writer: bool = False,
     allow: Iterable[str] = (),
+    target: str = "iceberg",
     env: Mapping[str, str] | None = None,
 ) -> SyncResult:
     """`xlake sync`: mirror every pending completed commit, one snapshot each (and point
-    `catalog`'s entry `catalog_table` at the new version). `env` replaces the environment
-    (storage credentials); by default the process's."""
-    flags = _mirror_flags(
+    `catalog`'s entry `catalog_table` at the new version). `target` is the format mirrored
+    into, `"iceberg"` (`metadata/`) or `"delta"` (`_delta_log/`): the CLI's `--target`.
+    `env` replaces the environment (storage credentials); by default the process's."""
+    flags = ["--target", target]
+    flags += _mirror_flags(
         catalog,
         catalog_table,
         catalog_name,
@@ -127,10 +130,12 @@ def commit(
     mor_read_optimized: bool = False,
     single_writer: bool = False,
     allow: Iterable[str] = (),
+    target: str = "iceberg",
     env: Mapping[str, str] | None = None,
 ) -> SyncResult:
     """`xlake commit`, the last step of a write job: mirror everything pending up to the Hudi
-    `instant` or Delta `version` just written; returns only once that commit is mirrored."""
+    `instant` or Delta `version` just written into `target` (`"iceberg"` or `"delta"`);
+    returns only once that commit is mirrored."""
     if (instant is None) == (version is None):
         raise RefusedInput(
             "commit: give exactly one of instant= (Hudi) or version= (Delta)",
@@ -138,6 +143,7 @@ def commit(
             2,
         )
     flags = ["--instant", instant] if instant is not None else ["--version", str(version)]
+    flags += ["--target", target]
     flags += _mirror_flags(
         catalog,
         catalog_table,
@@ -161,12 +167,15 @@ def check(
     catalog_name: str | None = None,
     mor_read_optimized: bool = False,
     raise_on_violations: bool = True,
+    target: str = "iceberg",
     env: Mapping[str, str] | None = None,
 ) -> CheckResult:
-    """`xlake check`: one snapshot per completed source commit, in order (with `deep`, the
-    same files). Violations raise `Violations` (its `result` is the report) unless
-    `raise_on_violations=False`; a table that cannot be checked raises `CannotCheck`."""
-    flags = ["--deep"] if deep else []
+    """`xlake check`: one snapshot (or Delta version, with `target="delta"`) per completed
+    source commit, in order (with `deep`, the same files). Violations raise `Violations`
+    (its `result` is the report) unless `raise_on_violations=False`; a table that cannot be
+    checked raises `CannotCheck`."""
+    flags = ["--target", target]
+    flags += ["--deep"] if deep else []
     flags += ["--all"] if all else []
     flags += ["--allowed-lag", str(allowed_lag)]
     flags += _catalog_flags(catalog, catalog_table, catalog_name)
@@ -190,11 +199,14 @@ def inspect(
     location: Location,
     *,
     mor_read_optimized: bool = False,
+    target: str = "iceberg",
     env: Mapping[str, str] | None = None,
 ) -> InspectResult:
     """`xlake inspect`: the metadata each format keeps, side by side, and anything mirrored
-    in a degraded way."""
-    flags = ["--mor-read-optimized"] if mor_read_optimized else []
+    in a degraded way. With `target="delta"`, the mirror's part (`.iceberg`, named as
+    for the default target) describes the Delta log."""
+    flags = ["--target", target]
+    flags += ["--mor-read-optimized"] if mor_read_optimized else []
     return InspectResult.from_json(_json("inspect", [*flags, "--", os.fspath(location)], env))
 
 

@@ -174,13 +174,40 @@ def test_spark_v3_deletion_vectors_reach_delta_in_place(tmp_path, spark):
     assert all("/deletion_vector_" in dv["pathOrInlineDv"] for dv in dvs), dvs
 
 
-def test_spark_v2_position_deletes_are_refused_by_name(tmp_path, spark):
+def assert_delta_equals_spark(spark, table, table_dir, start=0):
+    """delta-rs reads every Delta version from `start` on as Spark reads the snapshot it
+    mirrors; the number of snapshots."""
+    history = spark.sql(f"SELECT snapshot_id FROM {table}.history ORDER BY made_current_at").collect()
+    for version, row in list(enumerate(history))[start:]:
+        expected = [r.asDict() for r in spark.sql(f"SELECT * FROM {table} VERSION AS OF {row.snapshot_id}").collect()]
+        assert by_id(deltars_rows(table_dir, version)) == by_id(expected), version
+    return len(history)
+
+
+def test_spark_v2_position_deletes_become_delta_deletion_vectors(tmp_path, spark):
     table_dir = spark_table(spark, tmp_path / "wh", "pos2", 2)
-    refused = sync(table_dir, ["--target", "delta"])
-    assert refused.returncode != 0
-    delete_snapshot = spark.sql(
-        "SELECT snapshot_id FROM src_pos2.db.pos2.snapshots WHERE operation = 'delete' OR operation = 'overwrite'"
-    ).collect()[-1].snapshot_id
-    assert f"snapshot {delete_snapshot} (" in refused.stderr, refused.stderr
-    assert "a position-delete file" in refused.stderr and "-deletes.parquet" in refused.stderr, refused.stderr
-    assert str(table_dir) in refused.stderr
+    table = "src_pos2.db.pos2"
+    delete_files = sorted(p.name for p in table_dir.rglob("*-deletes.parquet"))
+    assert delete_files, "Spark wrote position-delete files"
+    synced = sync(table_dir, ["--target", "delta"])
+    assert synced.returncode == 0, synced.stderr
+    assert assert_delta_equals_spark(spark, table, table_dir) == 3
+    # More deletes for files that already had some (id 1 of the first insert's `eu`
+    # file is deleted), now partition-scoped: one delete file covers several data files.
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('write.delete.granularity'='partition')")
+    spark.sql(f"DELETE FROM {table} WHERE id IN (3, 4, 5, 101)")
+    spark.sql(f"INSERT INTO {table} VALUES (200, 'eu')")
+    synced = sync(table_dir, ["--target", "delta"])
+    assert synced.returncode == 0, synced.stderr
+    assert len(list((table_dir / "_delta_log").glob("*.json"))) == 5, synced.stdout
+    assert assert_delta_equals_spark(spark, table, table_dir, start=3) == 5
+    # Delete files are only read; the vectors are Delta vector files, one per version.
+    assert set(delete_files) <= {p.name for p in table_dir.rglob("*-deletes.parquet")}
+    dvs = [
+        json.loads(line)["add"]["deletionVector"]
+        for log in sorted((table_dir / "_delta_log").glob("*.json"))
+        for line in log.read_text().splitlines()
+        if json.loads(line).get("add", {}).get("deletionVector")
+    ]
+    assert dvs and all(dv["storageType"] == "u" for dv in dvs), dvs
+    assert len({dv["pathOrInlineDv"] for dv in dvs}) == len(list(table_dir.glob("deletion_vector_*.bin"))) == 2

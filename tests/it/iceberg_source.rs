@@ -239,3 +239,296 @@ async fn two_metadata_files_of_one_version_are_refused_naming_both() {
     );
     assert!(!root.join("_delta_log").exists());
 }
+
+/// An Iceberg v2 table at `root` whose deletes are position-delete files, written by
+/// xlake's Iceberg target from change sets (then xlake's marks taken out): `a` (5 rows)
+/// and `b` (3 rows); the second snapshot deletes row 1 of `a`; the third deletes rows 1
+/// and 3 of `a` (more deletes for a file that had some) and row 0 of `b`; the fourth adds
+/// `c`. Returns the paths of the delete files each snapshot added, by snapshot.
+async fn v2_with_position_deletes(root: &Path) -> Vec<Vec<String>> {
+    use xlake_model::{ChangeSet, DataFile, PartitionSpec, SourceCommit, SourceFormat};
+    use xlake_target::{Read, TableTarget, TargetOptions};
+    let size = |name: &str, ids: &[i64]| {
+        write_parquet(&root.join(name), ids);
+        std::fs::metadata(root.join(name)).unwrap().len()
+    };
+    let a = DataFile::parquet(
+        "data/a.parquet",
+        size("data/a.parquet", &[10, 11, 12, 13, 14]),
+        Some(5),
+    );
+    let b = DataFile::parquet(
+        "data/b.parquet",
+        size("data/b.parquet", &[20, 21, 22]),
+        Some(3),
+    );
+    let c = DataFile::parquet("data/c.parquet", size("data/c.parquet", &[30]), Some(1));
+    let deleting = |f: &DataFile, rows: &[u64]| {
+        let mut f = f.clone();
+        f.deleted_rows = rows.to_vec();
+        f
+    };
+    let store = xlake_storage::TableStore::open(root.to_str().unwrap()).unwrap();
+    let options = TargetOptions {
+        format_version: Some(2),
+        ..Default::default()
+    };
+    let mut target = xlake_iceberg::IcebergTarget::open(store, &options).unwrap();
+    target.load(Read::ForCommit).await.unwrap();
+    target.prepare().await.unwrap();
+    let schema = xlake_model::Schema::new(vec![xlake_model::Field::optional(
+        "id",
+        xlake_model::PrimitiveType::Long,
+    )]);
+    let mut added = Vec::new();
+    let steps = [
+        vec![a.clone(), b.clone()],
+        vec![deleting(&a, &[1])],
+        vec![deleting(&a, &[1, 3]), deleting(&b, &[0])],
+        vec![c],
+    ];
+    for (i, files) in steps.into_iter().enumerate() {
+        let before = delete_files(root);
+        let commit = SourceCommit {
+            format: SourceFormat::new("PARQUET"),
+            id: i.to_string(),
+            action: "commit".into(),
+            requested_ms: None,
+            commit_time_ms: 1_700_000_000_000 + i as i64,
+        };
+        let mut change = ChangeSet::new(commit, schema.clone(), PartitionSpec::unpartitioned());
+        change.added = files;
+        let published = target.publish(&[&change], true).await;
+        assert!(published.error.is_none(), "{:?}", published.error);
+        let after = delete_files(root);
+        added.push(after.into_iter().filter(|f| !before.contains(f)).collect());
+    }
+    edit_metadata(root, foreign);
+    added
+}
+
+fn delete_files(root: &Path) -> Vec<String> {
+    if !root.join("metadata").exists() {
+        return Vec::new();
+    }
+    metadata_files(root)
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| p.ends_with("-deletes.parquet"))
+        .collect()
+}
+
+/// The `add` actions of Delta version `v` by file name, and the rows its vector deletes.
+async fn delta_adds(root: &Path, v: u64) -> Vec<(String, Vec<u64>, serde_json::Value)> {
+    let store = xlake_storage::TableStore::open(root.to_str().unwrap()).unwrap();
+    let text = std::fs::read_to_string(root.join(format!("_delta_log/{v:020}.json"))).unwrap();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let action: serde_json::Value = serde_json::from_str(line).unwrap();
+        let Some(add) = action.get("add") else {
+            continue;
+        };
+        let rows = match add.get("deletionVector") {
+            Some(dv) => {
+                let d = serde_json::from_value(dv.clone()).unwrap();
+                xlake_delta::deletion_vector::read(&store, &d, Some(5))
+                    .await
+                    .unwrap()
+            }
+            None => Vec::new(),
+        };
+        let name = add["path"]
+            .as_str()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .to_string();
+        out.push((
+            name,
+            rows,
+            add.get("deletionVector").cloned().unwrap_or_default(),
+        ));
+    }
+    out.sort_by(|x, y| x.0.cmp(&y.0));
+    out
+}
+
+/// The metadata files of the newest `n` versions moved aside (the table as it was before
+/// them); the returned closure puts them back.
+fn hide_newest(root: &Path, n: usize) -> impl FnOnce() {
+    let mut files: Vec<_> = metadata_files(root)
+        .into_iter()
+        .map(|(p, _)| std::path::PathBuf::from(p))
+        .filter(|p| p.to_str().unwrap().ends_with(".metadata.json"))
+        .collect();
+    files.sort_by_key(|p| {
+        let name = p.file_name().unwrap().to_str().unwrap();
+        name.trim_start_matches('v')
+            .split(['.', '-'])
+            .next()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    });
+    let hidden: Vec<_> = files.split_off(files.len() - n);
+    let aside = root.join("aside");
+    std::fs::create_dir_all(&aside).unwrap();
+    for p in &hidden {
+        std::fs::rename(p, aside.join(p.file_name().unwrap())).unwrap();
+    }
+    move || {
+        for p in &hidden {
+            std::fs::rename(aside.join(p.file_name().unwrap()), p).unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn v2_position_deletes_become_delta_deletion_vectors_of_their_union_per_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let deletes = v2_with_position_deletes(root).await;
+    assert_eq!(
+        deletes.iter().map(Vec::len).collect::<Vec<_>>(),
+        [0, 1, 2, 0]
+    );
+    let before = metadata_files(root);
+    // The first two snapshots, then the rest incrementally.
+    let put_back = hide_newest(root, 2);
+    let report = sync(root.to_str().unwrap(), &to_delta(), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.written.len(), 2, "{report:?}");
+    put_back();
+    let report = sync(root.to_str().unwrap(), &to_delta(), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.written.len(), 2, "incremental: {report:?}");
+    assert_eq!(
+        metadata_files(root),
+        before,
+        "the Iceberg table is only read"
+    );
+    let names = |adds: &[(String, Vec<u64>, serde_json::Value)]| {
+        adds.iter()
+            .map(|(n, r, _)| (n.clone(), r.clone()))
+            .collect::<Vec<_>>()
+    };
+    let s = |n: &str| n.to_string();
+    assert_eq!(
+        names(&delta_adds(root, 0).await),
+        [(s("a.parquet"), vec![]), (s("b.parquet"), vec![])]
+    );
+    assert_eq!(
+        names(&delta_adds(root, 1).await),
+        [(s("a.parquet"), vec![1])]
+    );
+    let third = delta_adds(root, 2).await;
+    assert_eq!(
+        names(&third),
+        [(s("a.parquet"), vec![1, 3]), (s("b.parquet"), vec![0])]
+    );
+    assert_eq!(
+        names(&delta_adds(root, 3).await),
+        [(s("c.parquet"), vec![])]
+    );
+    // One vector file per version: both vectors of the third, at their offsets, `u`
+    // descriptors naming `deletion_vector_<uuid>.bin` by the Z85 of its uuid.
+    let (a, b) = (&third[0].2, &third[1].2);
+    assert_eq!(
+        (a["storageType"].as_str(), b["storageType"].as_str()),
+        (Some("u"), Some("u"))
+    );
+    assert_eq!(a["pathOrInlineDv"], b["pathOrInlineDv"]);
+    assert_eq!(a["pathOrInlineDv"].as_str().unwrap().len(), 20);
+    assert_eq!(a["offset"], 1);
+    assert!(b["offset"].as_u64().unwrap() > 1);
+    let files: Vec<_> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("deletion_vector_") && n.ends_with(".bin"))
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    for f in &files {
+        assert_eq!(
+            std::fs::read(root.join(f)).unwrap()[0],
+            1,
+            "format version byte"
+        );
+    }
+    // The vector of `a` in version 1 is removed with its file in version 2.
+    let log = std::fs::read_to_string(root.join(format!("_delta_log/{:020}.json", 2))).unwrap();
+    let removed: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter_map(|a| a.get("remove").cloned())
+        .collect();
+    assert_eq!(removed.len(), 2);
+    let first_vector = delta_adds(root, 1).await[0].2.clone();
+    assert!(removed.iter().any(|r| r["deletionVector"] == first_vector));
+}
+
+#[tokio::test]
+async fn a_bad_position_delete_file_is_refused_naming_snapshot_and_file_with_nothing_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let deletes = v2_with_position_deletes(root).await;
+    let json: serde_json::Value = serde_json::from_slice(
+        &metadata_files(root)
+            .iter()
+            .rev()
+            .find(|(p, _)| p.ends_with(".metadata.json"))
+            .unwrap()
+            .1,
+    )
+    .unwrap();
+    let third = json["snapshots"][2]["snapshot-id"].as_i64().unwrap();
+    let bad = &deletes[2][0];
+    let original = std::fs::read(bad).unwrap();
+    let refused = |why: &str| {
+        let root = root.to_path_buf();
+        let bad = bad.clone();
+        let why = why.to_string();
+        async move {
+            let err = sync(root.to_str().unwrap(), &to_delta(), |_| {})
+                .await
+                .unwrap_err();
+            let message = err.to_string();
+            assert!(
+                message.contains(&format!("snapshot {third} ({bad}): position-delete file: ")),
+                "{message}"
+            );
+            assert!(message.contains(&why), "{message}");
+            // The versions before it stand; nothing for it, no vector file for it.
+            assert!(!root.join(format!("_delta_log/{:020}.json", 2)).exists());
+        }
+    };
+    // Not found, not a position-delete file (a data file), a row past the file's rows.
+    std::fs::remove_file(bad).unwrap();
+    refused("not found").await;
+    write_parquet(Path::new(bad), &[1]);
+    refused("no `file_path` column").await;
+    let data = root.join("data/a.parquet");
+    let past =
+        xlake_iceberg::deletes::position_delete_file(data.to_str().unwrap(), &[1, 5]).unwrap();
+    std::fs::write(bad, &past).unwrap();
+    refused("deletes row 5 of").await;
+    let vectors = std::fs::read_dir(root)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_str()
+                .unwrap()
+                .starts_with("deletion_vector_")
+        })
+        .count();
+    assert_eq!(vectors, 1, "only version 1's");
+    std::fs::write(bad, original).unwrap();
+    let report = sync(root.to_str().unwrap(), &to_delta(), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.written.len(), 2);
+}

@@ -4,9 +4,12 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use delta_kernel::actions::deletion_vector_writer::{
+    KernelDeletionVector, StreamingDeletionVectorWriter,
+};
 use serde_json::{json, Map, Value as Json};
 use xlake_model::{ChangeSet, ColumnStats, DataFile, DataType, Field, FileFormat, VectorBytes};
-use xlake_storage::TableStore;
+use xlake_storage::{PutOutcome, TableStore};
 use xlake_target::footer::{footer_stats, read_footer};
 
 use super::error::TargetFault;
@@ -42,22 +45,11 @@ pub(super) async fn actions(
     let empty = LogState::default();
     let state_or_empty = state.unwrap_or(&empty);
     let mut out = vec![json!({"commitInfo": commit_info(store, change, state_or_empty)})];
-    let uses_vectors = change.added.iter().any(|f| f.deletion_vector.is_some());
-    let mut features = BTreeSet::new();
-    if shape
-        .metadata
-        .get("configuration")
-        .and_then(|c| c.get("delta.columnMapping.mode"))
-        .is_some()
-    {
-        features.insert("columnMapping");
-    }
-    if uses_vectors {
-        features.insert("deletionVectors");
-    }
-    if has_timestamp_ntz(&change.schema.fields) {
-        features.insert("timestampNtz");
-    }
+    let uses_vectors = change
+        .added
+        .iter()
+        .any(|f| f.deletion_vector.is_some() || !f.deleted_rows.is_empty());
+    let features = features(&shape, change, uses_vectors);
     let new_protocol = protocol(&features, state_or_empty.protocol.as_ref());
     if state_or_empty
         .protocol
@@ -75,10 +67,16 @@ pub(super) async fn actions(
         out.push(json!({"metaData": metadata}));
     }
     removals(change, state_or_empty, &mut out);
+    let mut written = written_vectors(store, change)
+        .await
+        .map_err(|(path, e)| unsupported(format!("data file {path}: {e}")))?;
     for file in &change.added {
-        let dv = vector_of(store, file)
-            .await
-            .map_err(|e| unsupported(format!("data file {}: {e}", file.path)))?;
+        let dv = match written.remove(&file.path) {
+            Some(dv) => Some(dv),
+            None => vector_of(store, file)
+                .await
+                .map_err(|e| unsupported(format!("data file {}: {e}", file.path)))?,
+        };
         if let Some(live) = state_or_empty.live.get(&file.path) {
             let new_id = vector_id(dv.as_ref());
             let same_vector = new_id == live.vector_id();
@@ -97,6 +95,27 @@ pub(super) async fn actions(
         out.push(json!({"add": add}));
     }
     Ok(out)
+}
+
+/// The table features the version uses: column mapping, deletion vectors, zone-less
+/// timestamps.
+fn features(shape: &Shape, change: &ChangeSet, uses_vectors: bool) -> BTreeSet<&'static str> {
+    let mut features = BTreeSet::new();
+    if shape
+        .metadata
+        .get("configuration")
+        .and_then(|c| c.get("delta.columnMapping.mode"))
+        .is_some()
+    {
+        features.insert("columnMapping");
+    }
+    if uses_vectors {
+        features.insert("deletionVectors");
+    }
+    if has_timestamp_ntz(&change.schema.fields) {
+        features.insert("timestampNtz");
+    }
+    features
 }
 
 fn vectors_on(state: &LogState) -> bool {
@@ -373,6 +392,60 @@ async fn vector_of(store: &TableStore, file: &DataFile) -> Result<Option<Json>, 
     })))
 }
 
+/// The deletion vectors of the files `change` gives as row positions only (Iceberg v2
+/// position deletes), written as Delta writers write them: one vector file per version,
+/// `deletion_vector_<uuid>.bin` at the table root (format version byte 1, then per
+/// vector its big-endian length, the RoaringBitmapArray, its big-endian CRC-32; by
+/// delta-kernel's writer), each vector a `u` descriptor (the Z85 of the uuid) at its
+/// offset. Descriptors by data file path; nothing written when no file needs one.
+async fn written_vectors(
+    store: &TableStore,
+    change: &ChangeSet,
+) -> Result<HashMap<String, Json>, (String, String)> {
+    let wanted: Vec<&DataFile> = change
+        .added
+        .iter()
+        .filter(|f| f.deletion_vector.is_none() && !f.deleted_rows.is_empty())
+        .collect();
+    let mut out = HashMap::new();
+    let Some(first) = wanted.first() else {
+        return Ok(out);
+    };
+    let uuid = uuid::Uuid::new_v4();
+    let mut body = Vec::new();
+    let mut writer = StreamingDeletionVectorWriter::new(&mut body);
+    for file in &wanted {
+        let mut dv = KernelDeletionVector::new();
+        dv.add_deleted_row_indexes(&file.deleted_rows);
+        let at = writer
+            .write_deletion_vector(dv)
+            .map_err(|e| (file.path.clone(), format!("deletion vector: {e}")))?;
+        out.insert(
+            file.path.clone(),
+            json!({
+                "storageType": "u",
+                "pathOrInlineDv": z85(uuid.as_bytes()),
+                "offset": at.offset,
+                "sizeInBytes": at.size_in_bytes,
+                "cardinality": at.cardinality,
+            }),
+        );
+    }
+    let name = format!("deletion_vector_{uuid}.bin");
+    let fail = |e: String| {
+        (
+            first.path.clone(),
+            format!("deletion vector file {name}: {e}"),
+        )
+    };
+    writer.finalize().map_err(|e| fail(e.to_string()))?;
+    match store.put_if_absent(&name, body).await {
+        Ok(PutOutcome::Created) => Ok(out),
+        Ok(PutOutcome::AlreadyExists) => Err(fail("already exists".into())),
+        Err(e) => Err(fail(e.to_string())),
+    }
+}
+
 async fn add_action(
     store: &TableStore,
     change: &ChangeSet,
@@ -380,9 +453,6 @@ async fn add_action(
     (shape, dv): (&Shape, Option<Json>),
     verify: bool,
 ) -> Result<Json, String> {
-    if !file.deleted_rows.is_empty() && file.deletion_vector.is_none() {
-        return Err(format!("{} deleted rows given as positions, not as a stored deletion vector: the Delta target carries stored vectors only", file.deleted_rows.len()));
-    }
     let mut values = Map::new();
     let mut skip = Vec::new();
     for (i, column, physical) in &shape.partitions {
@@ -401,7 +471,7 @@ async fn add_action(
         skip.push(column.clone());
     }
     let (rows, columns) = measured(store, change, file, verify).await?;
-    let tight = file.deletion_vector.is_none();
+    let tight = file.deletion_vector.is_none() && file.deleted_rows.is_empty();
     let stats = stats_json(
         rows,
         &columns,

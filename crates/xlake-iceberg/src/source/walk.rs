@@ -1,6 +1,6 @@
 //! The replay: each snapshot of the main branch's ancestry as one change set, from the
 //! manifest entries that snapshot wrote (status ADDED or DELETED with its snapshot id),
-//! over the live data files and deletion vectors as of its parent.
+//! over the live data files, deletion vectors and position deletes as of its parent.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -8,6 +8,7 @@ use iceberg::spec::{
     DataContentType, DataFileFormat, ManifestEntry, ManifestFile, ManifestStatus, Snapshot,
     TableMetadata,
 };
+use roaring::RoaringTreemap;
 use xlake_model::{
     ChangeSet, DataFile, DeletionVector, FileFormat, PartitionSpec, SourceCommit, VectorBytes,
 };
@@ -17,12 +18,32 @@ use xlake_storage::TableStore;
 use super::neutral;
 use super::FORMAT;
 
-/// What is live as of a snapshot: data files by their location in the manifests, and the
-/// deletion vector of each data file that has one.
+/// What is live as of a snapshot: data files by their location in the manifests, the
+/// deletion vector of each data file that has one, and the rows v2 position-delete files
+/// delete from each data file, by delete file.
 #[derive(Debug, Default)]
 pub(crate) struct Live {
     files: HashMap<String, DataFile>,
     vectors: HashMap<String, DeletionVector>,
+    /// Data file -> position-delete file -> the rows it deletes there.
+    positions: HashMap<String, HashMap<String, RoaringTreemap>>,
+    /// Position-delete file -> the live data files it deletes rows of.
+    position_files: HashMap<String, Vec<String>>,
+}
+
+impl Live {
+    /// The rows every live position-delete file deletes from `path`, ascending (the
+    /// union: a later delete adds to the rows earlier ones deleted).
+    fn deleted_positions(&self, path: &str) -> Vec<u64> {
+        let Some(by_file) = self.positions.get(path) else {
+            return Vec::new();
+        };
+        let mut union = RoaringTreemap::new();
+        for rows in by_file.values() {
+            union |= rows;
+        }
+        union.iter().collect()
+    }
 }
 
 /// One manifest entry with the partition spec of its manifest.
@@ -121,8 +142,16 @@ impl Walk<'_> {
         for e in &deleted {
             self.remove(snapshot, e, live, &mut change, &mut touched)?;
         }
-        for e in &added {
-            self.add(snapshot, e, live, &change.partition_spec, &mut touched)?;
+        // Data files before deletes: a delete may apply to a file of its own snapshot.
+        let (data, deletes): (Vec<_>, Vec<_>) = added
+            .into_iter()
+            .partition(|e| e.entry.data_file().content_type() == DataContentType::Data);
+        for e in data.iter().chain(&deletes) {
+            if is_position_file(e) {
+                self.add_positions(snapshot, e, live, &mut touched).await?;
+            } else {
+                self.add(snapshot, e, live, &change.partition_spec, &mut touched)?;
+            }
         }
         if full {
             change.full_state = true;
@@ -134,7 +163,11 @@ impl Walk<'_> {
             };
             let mut file = file.clone();
             file.deletion_vector = live.vectors.get(&path).cloned();
-            if self.decode {
+            if file.deletion_vector.is_none() {
+                // A data file with a deletion vector has its older position deletes
+                // merged into it (format version 3): the vector wins.
+                file.deleted_rows = live.deleted_positions(&path);
+            } else if self.decode {
                 file.deleted_rows = self.decoded(snapshot, &file).await?;
             }
             change.added.push(file);
@@ -180,7 +213,22 @@ impl Walk<'_> {
                     change.removed.push(self.relative(path));
                 }
                 live.vectors.remove(path);
+                live.positions.remove(path);
                 touched.remove(path);
+            }
+            DataContentType::PositionDeletes if is_position_file(e) => {
+                for target in live.position_files.remove(path).unwrap_or_default() {
+                    let Some(by_file) = live.positions.get_mut(&target) else {
+                        continue;
+                    };
+                    by_file.remove(path);
+                    if by_file.is_empty() {
+                        live.positions.remove(&target);
+                    }
+                    if live.files.contains_key(&target) {
+                        touched.insert(target);
+                    }
+                }
             }
             DataContentType::PositionDeletes => {
                 let target = self.vector_target(snapshot, e)?;
@@ -225,6 +273,74 @@ impl Walk<'_> {
             }
         }
         Ok(())
+    }
+
+    /// An ADDED (or, for a full state, live) v2 position-delete file: read whole (it may
+    /// delete rows of many data files), its rows kept for each live data file it names. A
+    /// data file it names that is not live is skipped (its deletes dangle: the file was
+    /// removed before, which Iceberg allows). Never written or changed.
+    async fn add_positions(
+        &self,
+        snapshot: &Snapshot,
+        e: &Entry,
+        live: &mut Live,
+        touched: &mut BTreeSet<String>,
+    ) -> Result<(), SourceError> {
+        let path = e.entry.data_file().file_path().to_string();
+        let bytes =
+            self.store.get(&self.relative(&path)).await.map_err(|err| {
+                self.corrupt(snapshot, &path, format!("position-delete file: {err}"))
+            })?;
+        let by_data_file = crate::spec::deletes::read_position_deletes(bytes)
+            .map_err(|why| self.corrupt(snapshot, &path, format!("position-delete file: {why}")))?;
+        let mut targets = Vec::new();
+        let mut spelled = None;
+        for (named, rows) in by_data_file {
+            let Some(target) = self.live_key(live, &named, &mut spelled) else {
+                continue;
+            };
+            let records = live.files.get(&target).and_then(|f| f.record_count);
+            if let (Some(n), Some(max)) = (records, rows.max()) {
+                if max >= n {
+                    let why = format!(
+                        "position-delete file: deletes row {max} of {named}, which has {n} rows"
+                    );
+                    return Err(self.corrupt(snapshot, &path, why));
+                }
+            }
+            let by_file = live.positions.entry(target.clone()).or_default();
+            match by_file.get_mut(&path) {
+                Some(held) => *held |= rows,
+                None => {
+                    by_file.insert(path.clone(), rows);
+                }
+            }
+            touched.insert(target.clone());
+            targets.push(target);
+        }
+        live.position_files.insert(path, targets);
+        Ok(())
+    }
+
+    /// The key in `live.files` of the data file a position-delete file names: the same
+    /// string, else the same location spelled another way (`file:/t/a` and `/t/a`), through
+    /// `spelled` (live keys by their table-relative form, built at the first miss).
+    fn live_key(
+        &self,
+        live: &Live,
+        named: &str,
+        spelled: &mut Option<HashMap<String, String>>,
+    ) -> Option<String> {
+        if live.files.contains_key(named) {
+            return Some(named.to_string());
+        }
+        let index = spelled.get_or_insert_with(|| {
+            live.files
+                .keys()
+                .map(|k| (self.relative(k), k.clone()))
+                .collect()
+        });
+        index.get(&self.relative(named)).cloned()
     }
 
     /// The neutral data file of a data entry, in the change set's partition spec.
@@ -275,16 +391,11 @@ impl Walk<'_> {
         Ok(out)
     }
 
-    /// The data file (its location in the manifests) a position-delete entry applies to:
-    /// only deletion vectors (Puffin, v3) are mirrored; a v2 position-delete file is
-    /// refused by name.
+    /// The data file (its location in the manifests) a deletion vector (a Puffin blob,
+    /// format version 3) applies to.
     fn vector_target(&self, snapshot: &Snapshot, e: &Entry) -> Result<String, SourceError> {
         let file = e.entry.data_file();
         let path = file.file_path();
-        if file.file_format() != DataFileFormat::Puffin {
-            let why = "a position-delete file (format version 2 merge-on-read): not mirrored yet; compact the table (rewrite_data_files) or upgrade it to format version 3, whose deletion vectors are mirrored".to_string();
-            return Err(self.refuse(snapshot, path, why));
-        }
         file.referenced_data_file().ok_or_else(|| {
             self.corrupt(
                 snapshot,
@@ -293,7 +404,16 @@ impl Walk<'_> {
             )
         })
     }
+}
 
+/// Whether an entry is a v2 position-delete file (not a v3 deletion vector in Puffin).
+fn is_position_file(e: &Entry) -> bool {
+    let file = e.entry.data_file();
+    file.content_type() == DataContentType::PositionDeletes
+        && file.file_format() != DataFileFormat::Puffin
+}
+
+impl Walk<'_> {
     /// The deletion vector of a Puffin entry, where the blob is: Puffin's
     /// `deletion-vector-v1` blob is Delta's stored layout (length, magic and bitmap, CRC),
     /// so `content_offset` is the offset of the length field, and the vector is the blob
@@ -354,7 +474,13 @@ impl Walk<'_> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
     use iceberg::spec::{DataFileBuilder, ManifestEntry, Operation, Struct, Summary};
+    use parquet::arrow::ArrowWriter;
 
     use super::*;
 
@@ -429,7 +555,7 @@ mod tests {
     }
 
     #[test]
-    fn equality_and_v2_position_deletes_are_refused_naming_snapshot_and_file() {
+    fn equality_deletes_are_refused_naming_snapshot_and_file() {
         let mut live = Live::default();
         let eq = entry(
             DataContentType::EqualityDeletes,
@@ -443,15 +569,109 @@ mod tests {
             message.starts_with("snapshot 42 (/t/data/eq.parquet): an equality-delete file"),
             "{message}"
         );
-        let pos = entry(
+    }
+
+    /// A v2 position-delete file at `root/name` deleting `rows` of each data file named.
+    fn position_file(root: &Path, name: &str, rows: &[(&str, &[u64])]) -> Entry {
+        let mut paths = Vec::new();
+        let mut pos = Vec::new();
+        for (file, r) in rows {
+            paths.extend(r.iter().map(|_| *file));
+            pos.extend(r.iter().map(|p| *p as i64));
+        }
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("file_path", DataType::Utf8, false),
+            Field::new("pos", DataType::Int64, false),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from(paths)) as ArrayRef,
+                Arc::new(Int64Array::from(pos)),
+            ],
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut out, schema, None).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let path = root.join(name);
+        std::fs::write(&path, out).unwrap();
+        entry(
             DataContentType::PositionDeletes,
             DataFileFormat::Parquet,
-            "/t/data/pos.parquet",
+            path.to_str().unwrap(),
+        )
+    }
+
+    #[tokio::test]
+    async fn position_deletes_are_the_union_of_the_live_delete_files_of_a_data_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let store = TableStore::open(root.to_str().unwrap()).unwrap();
+        let metadata = metadata();
+        let walk = Walk {
+            store: &store,
+            metadata: &metadata,
+            decode: false,
+        };
+        let (snap, mut live, mut touched) = (snapshot(), Live::default(), BTreeSet::new());
+        let spec = PartitionSpec::unpartitioned();
+        // `a` has 2 rows; `gone` is not live (its deletes dangle, and are skipped).
+        let a = "/t/data/a.parquet";
+        let data = entry(DataContentType::Data, DataFileFormat::Parquet, a);
+        walk.add(&snap, &data, &mut live, &spec, &mut touched)
+            .unwrap();
+        let first = position_file(
+            root,
+            "d1.parquet",
+            &[(a, &[0]), ("/t/data/gone.parquet", &[7])],
         );
-        let message = add(&pos, &mut live).unwrap_err().to_string();
+        let second = position_file(root, "d2.parquet", &[(a, &[1])]);
+        for e in [&first, &second] {
+            walk.add_positions(&snap, e, &mut live, &mut touched)
+                .await
+                .unwrap();
+        }
+        assert_eq!(live.deleted_positions(a), [0, 1]);
+        assert_eq!(touched.iter().collect::<Vec<_>>(), [a]);
+        // The first delete file removed (a rewrite of the deletes): its rows show again.
+        let mut change = walk.change_set(&snap).unwrap();
+        touched.clear();
+        walk.remove(&snap, &first, &mut live, &mut change, &mut touched)
+            .unwrap();
+        assert_eq!(live.deleted_positions(a), [1]);
+        assert_eq!(touched.iter().collect::<Vec<_>>(), [a]);
+        // Bad delete files name snapshot and file: a row past the file's 2 rows, no file.
+        let past = position_file(root, "d3.parquet", &[(a, &[2])]);
+        let err = walk
+            .add_positions(&snap, &past, &mut live, &mut touched)
+            .await;
+        let message = err.unwrap_err().to_string();
+        let d3 = root.join("d3.parquet");
         assert!(
-            message.starts_with("snapshot 42 (/t/data/pos.parquet): a position-delete file"),
+            message.starts_with(&format!(
+                "snapshot 42 ({}): position-delete file: deletes row 2 of {a}, which has 2 rows",
+                d3.display()
+            )),
             "{message}"
+        );
+        std::fs::remove_file(&d3).unwrap();
+        let err = walk
+            .add_positions(&snap, &past, &mut live, &mut touched)
+            .await;
+        let message = err.unwrap_err().to_string();
+        assert!(
+            message.starts_with(&format!(
+                "snapshot 42 ({}): position-delete file: ",
+                d3.display()
+            )),
+            "{message}"
+        );
+        assert_eq!(
+            live.deleted_positions(a),
+            [1],
+            "a refused file changes nothing"
         );
     }
 
