@@ -18,8 +18,10 @@ use aws_sigv4::sign::v4;
 use aws_smithy_runtime_api::client::identity::Identity;
 use serde_json::{json, Value};
 
-use crate::uri::{http_client, CatalogTarget};
-use crate::{Catalog, CatalogError, Pointer, Result, Swap, TableIdent};
+use crate::contract::{Catalog, Pointer, Swap, TableIdent};
+use crate::error::{CatalogError, Result};
+use crate::http::{http_client, send_retrying};
+use crate::target::CatalogTarget;
 
 /// A Glue Data Catalog.
 #[derive(Debug)]
@@ -106,7 +108,7 @@ impl GlueCatalog {
         {
             req = req.header(k, v);
         }
-        let (status, body) = crate::uri::send_retrying(req)
+        let (status, body) = send_retrying(req)
             .await
             .map_err(|e| self.error(table, format!("{action}: unreachable: {e}")))?;
         let reply: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);

@@ -19,10 +19,11 @@
 use async_trait::async_trait;
 
 use crate::commit::{self, Position, Refusal};
-use crate::{Catalog, CatalogError, Committed, Pointer, Result, Swap, TableIdent};
+use crate::contract::{Catalog, Committed, Pointer, Swap, TableIdent};
+use crate::error::{CatalogError, Result};
 
 /// An error of the table's own storage, as [`History`] gives it.
-pub type TableError = Box<dyn std::error::Error + Send + Sync>;
+pub use crate::error::TableError;
 
 /// The table's side of the rules, which a catalog cannot know: what its folder holds.
 #[async_trait]

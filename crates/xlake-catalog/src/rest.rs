@@ -26,8 +26,10 @@ use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde_json::{json, Value};
 use tokio::sync::OnceCell;
 
-use crate::uri::{http_client, redact, CatalogTarget};
-use crate::{Catalog, CatalogError, Committed, Pointer, Result, Swap, TableIdent};
+use crate::contract::{Catalog, Committed, Pointer, Swap, TableIdent};
+use crate::error::{CatalogError, Result};
+use crate::http::{http_client, send_retrying};
+use crate::target::{redact, CatalogTarget};
 
 /// A session: the prefix and the authorization header.
 #[derive(Debug, Clone)]
@@ -96,7 +98,7 @@ impl RestCatalog {
             Some(a) => req.header("Authorization", a),
             None => req,
         };
-        let (status, body) = crate::uri::send_retrying(req)
+        let (status, body) = send_retrying(req)
             .await
             .map_err(|e| self.error(table, format!("unreachable: {}", source_chain(&e))))?;
         Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null)))

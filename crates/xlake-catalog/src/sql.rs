@@ -10,7 +10,8 @@
 
 use async_trait::async_trait;
 
-use crate::{Catalog, CatalogError, Pointer, Result, Swap, TableIdent};
+use crate::contract::{Catalog, Pointer, Swap, TableIdent};
+use crate::error::{CatalogError, Result};
 
 /// Iceberg Java's current (V1) layout; pyiceberg ignores `iceberg_type`, Java reads a NULL
 /// there as a table.

@@ -23,8 +23,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use wire::{Outcome, Value};
 
-use crate::uri::{redact, CatalogTarget};
-use crate::{Catalog, CatalogError, Pointer, Result, Swap, TableIdent};
+use crate::contract::{Catalog, Pointer, Swap, TableIdent};
+use crate::error::{CatalogError, Result};
+use crate::target::{redact, CatalogTarget};
 
 /// One call's connect, read and write timeout.
 const TIMEOUT: Duration = Duration::from_secs(30);
