@@ -100,11 +100,11 @@ pub trait Catalog: Send + Sync {
         ours: &serde_json::Value,
     ) -> Result<Committed> {
         let _ = (expected, ours);
-        Err(CatalogError::Request {
-            catalog: self.describe(),
-            table: table.to_string(),
-            reason: "this catalog kind does not move entries by commit".into(),
-        })
+        Err(CatalogError::request(
+            &self.describe(),
+            table,
+            "this catalog kind does not move entries by commit",
+        ))
     }
 }
 

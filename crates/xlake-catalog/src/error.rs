@@ -4,6 +4,9 @@
 /// error, boxed: the catalog crate knows no table format).
 pub type TableError = Box<dyn std::error::Error + Send + Sync>;
 
+/// The error beneath a failed request (the HTTP client's, SQLite's, the Thrift wire's).
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
+
 /// Errors of a catalog; each names the catalog (its URI without credentials) and the table.
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
@@ -22,8 +25,11 @@ pub enum CatalogError {
         catalog: String,
         /// `namespace.table`.
         table: String,
-        /// What failed.
+        /// What failed (naming the cause, if there is one, in its own words).
         reason: String,
+        /// The error of the client or the wire beneath, where there is one.
+        #[source]
+        source: Option<Cause>,
     },
     /// The entry under this name points at another table's metadata.
     #[error("catalog {catalog}, table {table}: the entry points at {found}, which is not this table's metadata folder {expected}; refusing to move it (drop or rename the entry, or choose another --catalog-table)")]
@@ -76,6 +82,34 @@ pub enum CatalogError {
         /// Attempts made.
         attempts: usize,
     },
+}
+
+impl CatalogError {
+    /// A request to `catalog` for `table` that failed as `reason` says.
+    pub fn request(catalog: &str, table: impl ToString, reason: impl ToString) -> Self {
+        Self::Request {
+            catalog: catalog.to_string(),
+            table: table.to_string(),
+            reason: reason.to_string(),
+            source: None,
+        }
+    }
+
+    /// A request that failed because of `cause`; `reason` reads as the message (it names
+    /// the cause in its own words), the cause stays as its source.
+    pub fn request_caused(
+        catalog: &str,
+        table: impl ToString,
+        reason: impl ToString,
+        cause: impl Into<Cause>,
+    ) -> Self {
+        Self::Request {
+            catalog: catalog.to_string(),
+            table: table.to_string(),
+            reason: reason.to_string(),
+            source: Some(cause.into()),
+        }
+    }
 }
 
 /// Result type of this crate.

@@ -163,14 +163,14 @@ pub async fn precheck<R: TableRoot + ?Sized>(
         return Ok(found);
     }
     let Some(metadata) = &p.metadata else {
-        return Err(CatalogError::Request {
-            catalog: catalog.describe(),
-            table: table.to_string(),
-            reason: format!(
+        return Err(CatalogError::request(
+            &catalog.describe(),
+            table,
+            format!(
                 "the entry at {} came without its table metadata",
                 p.location
             ),
-        });
+        ));
     };
     match commit::judge(metadata, |l| table_root.is_here(l)) {
         Ok(()) => Ok(found),

@@ -24,7 +24,7 @@ use async_trait::async_trait;
 use wire::{Outcome, Value};
 
 use crate::contract::{Catalog, Pointer, Swap, TableIdent};
-use crate::error::{CatalogError, Result};
+use crate::error::{CatalogError, Cause, Result};
 use crate::target::{redact, CatalogTarget};
 
 /// One call's connect, read and write timeout.
@@ -79,11 +79,16 @@ impl HmsCatalog {
     }
 
     fn error(&self, table: &TableIdent, reason: impl std::fmt::Display) -> CatalogError {
-        CatalogError::Request {
-            catalog: self.uri.clone(),
-            table: table.to_string(),
-            reason: reason.to_string(),
-        }
+        CatalogError::request(&self.uri, table, reason)
+    }
+
+    fn caused(
+        &self,
+        table: &TableIdent,
+        reason: impl std::fmt::Display,
+        cause: impl Into<Cause>,
+    ) -> CatalogError {
+        CatalogError::request_caused(&self.uri, table, reason, cause)
     }
 
     /// `method(args…)` on the metastore, off the async runtime's threads.
@@ -93,8 +98,10 @@ impl HmsCatalog {
             tokio::task::spawn_blocking(move || wire::call(&address, &name, args, TIMEOUT)).await;
         match done {
             Ok(Ok(outcome)) => Ok(outcome),
-            Ok(Err(reason)) => Err(self.error(table, reason)),
-            Err(e) => Err(self.error(table, format!("{method}: reading the reply failed: {e}"))),
+            Ok(Err(e)) => Err(self.caused(table, e.to_string(), e)),
+            Err(e) => {
+                Err(self.caused(table, format!("{method}: reading the reply failed: {e}"), e))
+            }
         }
     }
 
