@@ -1,5 +1,6 @@
 //! `.hoodie/hoodie.properties`: the table's configuration.
 
+use crate::error::Reason;
 use std::collections::HashMap;
 
 /// Copy-on-write or merge-on-read.
@@ -94,7 +95,7 @@ pub fn parse_properties(text: &str) -> HashMap<String, String> {
 
 impl TableConfig {
     /// Read the configuration from parsed properties.
-    pub fn from_properties(props: &HashMap<String, String>) -> Result<Self, String> {
+    pub fn from_properties(props: &HashMap<String, String>) -> Result<Self, Reason> {
         let get = |k: &str| props.get(k).map(String::as_str);
         let flag =
             |k: &str, default: bool| get(k).map_or(default, |v| v.eq_ignore_ascii_case("true"));
@@ -103,14 +104,14 @@ impl TableConfig {
             .parse::<u32>()
             .map_err(|_| "hoodie.table.version is not a number".to_string())?;
         if !matches!(version, 6 | 8 | 9) {
-            return Err(format!(
-                "table version {version} is not supported (6, 8 and 9 are)"
-            ));
+            return Err(
+                format!("table version {version} is not supported (6, 8 and 9 are)").into(),
+            );
         }
         let table_type = match get("hoodie.table.type").unwrap_or("COPY_ON_WRITE") {
             "COPY_ON_WRITE" => TableType::CopyOnWrite,
             "MERGE_ON_READ" => TableType::MergeOnRead,
-            other => return Err(format!("unknown hoodie.table.type {other}")),
+            other => return Err(format!("unknown hoodie.table.type {other}").into()),
         };
         let partition_fields: Vec<String> = get("hoodie.table.partition.fields")
             .unwrap_or("")
