@@ -449,7 +449,8 @@ fn cloud_store(
     use object_store::azure::MicrosoftAzureBuilder;
     use object_store::gcp::GoogleCloudStorageBuilder;
     use object_store::{ObjectStoreScheme, RetryConfig};
-    let (scheme, root) = ObjectStoreScheme::parse(url).map_err(|e| RemoteError::Url(Box::new(e)))?;
+    let (scheme, root) =
+        ObjectStoreScheme::parse(url).map_err(|e| RemoteError::Url(Box::new(e)))?;
     let retry = RetryConfig {
         max_retries: 0,
         ..RetryConfig::default()
