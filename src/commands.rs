@@ -126,32 +126,7 @@ pub async fn run(command: Command) -> Outcome {
 /// snapshots.
 async fn table_command(command: Command) -> Outcome {
     match command {
-        Command::Check {
-            table: TableArg { table },
-            deep,
-            all,
-            allowed_lag,
-            json,
-            catalog,
-            view,
-            to,
-        } => {
-            source_table(&table).await?;
-            let options = SyncOptions {
-                catalog: catalog_target(&catalog)?,
-                target: to.target,
-                ..options(&view, &WriterArg::default())
-            };
-            let report = check_with(&table, &options, deep, all)
-                .await?
-                .with_allowed_lag(allowed_lag);
-            if json {
-                print::json(&report)?;
-            } else {
-                print::check(&report);
-            }
-            Ok(exit(report.consistent))
-        }
+        check @ Command::Check { .. } => check_command(check).await,
         Command::Inspect {
             table: TableArg { table },
             json,
@@ -215,6 +190,39 @@ async fn table_command(command: Command) -> Outcome {
         } => list_snapshots(&table, json, to.target.as_deref()).await,
         _ => Err(usage("not a table command")),
     }
+}
+
+/// `xlake check`: the mirror compared with its source, the exit code saying whether they
+/// agree.
+async fn check_command(command: Command) -> Outcome {
+    let Command::Check {
+        table: TableArg { table },
+        deep,
+        all,
+        allowed_lag,
+        json,
+        catalog,
+        view,
+        to,
+    } = command
+    else {
+        return Err(usage("not a check"));
+    };
+    source_table(&table).await?;
+    let options = SyncOptions {
+        catalog: catalog_target(&catalog)?,
+        target: to.target,
+        ..options(&view, &WriterArg::default())
+    };
+    let report = check_with(&table, &options, deep, all)
+        .await?
+        .with_allowed_lag(allowed_lag);
+    if json {
+        print::json(&report)?;
+    } else {
+        print::check(&report);
+    }
+    Ok(exit(report.consistent))
 }
 
 /// Whether the target chosen is Delta (for printing).

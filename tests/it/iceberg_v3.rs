@@ -151,18 +151,25 @@ async fn bad_vectors_are_refused_with_the_reason() {
         framed
     );
     // The log's cardinality disagrees with the vector.
-    let err = read_vector(&store, &stored(size, 3), 10).await.unwrap_err();
+    let err = read_vector(&store, &stored(size, 3), 10)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("holds 2 rows") && err.contains("says 3"),
         "{err}"
     );
     // A row beyond the file's rows.
-    let err = read_vector(&store, &stored(size, 2), 5).await.unwrap_err();
+    let err = read_vector(&store, &stored(size, 2), 5)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("row 7 of a file of 5 rows"), "{err}");
     // A descriptor pointing past the end of its file.
     let err = read_vector(&store, &stored(size + 10, 2), 10)
         .await
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("past the file's end") && err.contains("dv.bin"),
         "{err}"
@@ -171,7 +178,10 @@ async fn bad_vectors_are_refused_with_the_reason() {
     let mut bad = file.clone();
     *bad.last_mut().unwrap() ^= 0xFF;
     let (_d, store) = store_with("dv.bin", &bad).await;
-    let err = read_vector(&store, &stored(size, 2), 10).await.unwrap_err();
+    let err = read_vector(&store, &stored(size, 2), 10)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("CRC-32") && err.contains("dv.bin"), "{err}");
     // Inline vectors get their length and CRC added.
     let inline = DeletionVector {

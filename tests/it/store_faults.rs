@@ -273,7 +273,7 @@ async fn scan_rows(metadata_file: &Path, snapshot_id: i64) -> Result<Vec<String>
 /// mirrors, and that snapshot's rows.
 async fn current(metadata_file: &Path) -> Result<(String, Vec<String>), String> {
     let bytes = std::fs::read(metadata_file).map_err(|e| e.to_string())?;
-    let metadata = xlake_iceberg::table::parse_metadata(&bytes)?;
+    let metadata = xlake_iceberg::table::parse_metadata(&bytes).map_err(|e| e.to_string())?;
     let snapshot = metadata.current_snapshot().ok_or("no current snapshot")?;
     let version = SyncMetadata::from_summary(&snapshot.summary().additional_properties)
         .and_then(|m| m.source_identifier)

@@ -18,8 +18,10 @@ use aws_sigv4::sign::v4;
 use aws_smithy_runtime_api::client::identity::Identity;
 use serde_json::{json, Value};
 
-use crate::uri::{http_client, CatalogTarget};
-use crate::{Catalog, CatalogError, Pointer, Result, Swap, TableIdent};
+use crate::contract::{Catalog, Pointer, Swap, TableIdent};
+use crate::error::{CatalogError, Cause, Result};
+use crate::http::{http_client, send_retrying};
+use crate::target::CatalogTarget;
 
 /// A Glue Data Catalog.
 #[derive(Debug)]
@@ -54,11 +56,16 @@ impl GlueCatalog {
     }
 
     fn error(&self, table: &TableIdent, reason: impl std::fmt::Display) -> CatalogError {
-        CatalogError::Request {
-            catalog: self.uri.clone(),
-            table: table.to_string(),
-            reason: reason.to_string(),
-        }
+        CatalogError::request(&self.uri, table, reason)
+    }
+
+    fn caused(
+        &self,
+        table: &TableIdent,
+        reason: impl std::fmt::Display,
+        cause: impl Into<Cause>,
+    ) -> CatalogError {
+        CatalogError::request_caused(&self.uri, table, reason, cause)
     }
 
     fn env(&self, table: &TableIdent) -> Result<Env> {
@@ -97,7 +104,7 @@ impl GlueCatalog {
             ("x-amz-target", target.as_str()),
         ];
         let signed = sign_request(&env, "glue", SystemTime::now(), &url, &headers, &payload)
-            .map_err(|e| self.error(table, format!("{action}: signing: {e}")))?;
+            .map_err(|e| self.caused(table, format!("{action}: signing: {e}"), e))?;
         let mut req = self.http.post(&url).body(payload);
         for (k, v) in headers
             .iter()
@@ -106,9 +113,9 @@ impl GlueCatalog {
         {
             req = req.header(k, v);
         }
-        let (status, body) = crate::uri::send_retrying(req)
+        let (status, body) = send_retrying(req)
             .await
-            .map_err(|e| self.error(table, format!("{action}: unreachable: {e}")))?;
+            .map_err(|e| self.caused(table, format!("{action}: unreachable: {e}"), e))?;
         let reply: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         if status == 200 {
             return Ok(Ok(reply));
@@ -157,7 +164,7 @@ fn sign_request(
     url: &str,
     headers: &[(&str, &str)],
     payload: &str,
-) -> std::result::Result<Vec<(&'static str, String)>, String> {
+) -> std::result::Result<Vec<(&'static str, String)>, Cause> {
     let credentials = Credentials::new(
         &env.key,
         &env.secret,
@@ -172,15 +179,11 @@ fn sign_request(
         .name(service)
         .time(time)
         .settings(SigningSettings::default())
-        .build()
-        .map_err(|e| e.to_string())?
+        .build()?
         .into();
     let body = SignableBody::Bytes(payload.as_bytes());
-    let request = SignableRequest::new("POST", url, headers.iter().copied(), body)
-        .map_err(|e| e.to_string())?;
-    let (instructions, _) = sign(request, &params)
-        .map_err(|e| e.to_string())?
-        .into_parts();
+    let request = SignableRequest::new("POST", url, headers.iter().copied(), body)?;
+    let (instructions, _) = sign(request, &params)?.into_parts();
     let (headers, _) = instructions.into_parts();
     Ok(headers
         .iter()

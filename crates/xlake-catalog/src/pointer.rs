@@ -19,10 +19,11 @@
 use async_trait::async_trait;
 
 use crate::commit::{self, Position, Refusal};
-use crate::{Catalog, CatalogError, Committed, Pointer, Result, Swap, TableIdent};
+use crate::contract::{Catalog, Committed, Pointer, Swap, TableIdent};
+use crate::error::{CatalogError, Result};
 
 /// An error of the table's own storage, as [`History`] gives it.
-pub type TableError = Box<dyn std::error::Error + Send + Sync>;
+pub use crate::error::TableError;
 
 /// The table's side of the rules, which a catalog cannot know: what its folder holds.
 #[async_trait]
@@ -182,14 +183,14 @@ pub async fn precheck<R: TableRoot + ?Sized>(
         return Ok(found);
     }
     let Some(metadata) = &p.metadata else {
-        return Err(CatalogError::Request {
-            catalog: catalog.describe(),
-            table: table.to_string(),
-            reason: format!(
+        return Err(CatalogError::request(
+            &catalog.describe(),
+            table,
+            format!(
                 "the entry at {} came without its table metadata",
                 p.location
             ),
-        });
+        ));
     };
     match commit::judge(metadata, |l| table_root.is_here(l)) {
         Ok(()) => Ok(found),

@@ -26,8 +26,10 @@ use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde_json::{json, Value};
 use tokio::sync::OnceCell;
 
-use crate::uri::{http_client, redact, CatalogTarget};
-use crate::{Catalog, CatalogError, Committed, Pointer, Result, Swap, TableIdent};
+use crate::contract::{Catalog, Committed, Pointer, Swap, TableIdent};
+use crate::error::{CatalogError, Cause, Result};
+use crate::http::{http_client, send_retrying};
+use crate::target::{redact, CatalogTarget};
 
 /// A session: the prefix and the authorization header.
 #[derive(Debug, Clone)]
@@ -78,11 +80,16 @@ impl RestCatalog {
     }
 
     fn error(&self, table: &TableIdent, reason: impl std::fmt::Display) -> CatalogError {
-        CatalogError::Request {
-            catalog: self.uri.clone(),
-            table: table.to_string(),
-            reason: reason.to_string(),
-        }
+        CatalogError::request(&self.uri, table, reason)
+    }
+
+    fn caused(
+        &self,
+        table: &TableIdent,
+        reason: impl std::fmt::Display,
+        cause: impl Into<Cause>,
+    ) -> CatalogError {
+        CatalogError::request_caused(&self.uri, table, reason, cause)
     }
 
     /// Send `req` (with the session's authorization), returning status and JSON body.
@@ -96,9 +103,10 @@ impl RestCatalog {
             Some(a) => req.header("Authorization", a),
             None => req,
         };
-        let (status, body) = crate::uri::send_retrying(req)
-            .await
-            .map_err(|e| self.error(table, format!("unreachable: {}", source_chain(&e))))?;
+        let (status, body) = send_retrying(req).await.map_err(|e| {
+            let reason = format!("unreachable: {}", source_chain(&e));
+            self.caused(table, reason, e)
+        })?;
         Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null)))
     }
 

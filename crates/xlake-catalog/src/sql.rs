@@ -10,7 +10,8 @@
 
 use async_trait::async_trait;
 
-use crate::{Catalog, CatalogError, Pointer, Result, Swap, TableIdent};
+use crate::contract::{Catalog, Pointer, Swap, TableIdent};
+use crate::error::{CatalogError, Result};
 
 /// Iceberg Java's current (V1) layout; pyiceberg ignores `iceberg_type`, Java reads a NULL
 /// there as a table.
@@ -35,16 +36,13 @@ const REGISTER: &str = "INSERT INTO iceberg_tables \
 const SWAP: &str = "UPDATE iceberg_tables SET metadata_location = $1, previous_metadata_location = $2 \
     WHERE catalog_name = $3 AND table_namespace = $4 AND table_name = $5 AND metadata_location = $6";
 
+/// A request that failed because of `e` (the database's or the thread's error).
 fn request_error(
     catalog: &str,
     table: &TableIdent,
-    reason: impl std::fmt::Display,
+    e: impl std::error::Error + Send + Sync + 'static,
 ) -> CatalogError {
-    CatalogError::Request {
-        catalog: catalog.to_string(),
-        table: table.to_string(),
-        reason: reason.to_string(),
-    }
+    CatalogError::request_caused(catalog, table, e.to_string(), e)
 }
 
 /// A JDBC-layout catalog in a SQLite file (`sqlite:///abs/path/catalog.db`).
@@ -198,7 +196,9 @@ pub mod postgres {
 
         /// A connection with the layout in place.
         async fn connect(&self, table: &TableIdent) -> Result<tokio_postgres::Client> {
-            let err = |e: tokio_postgres::Error| request_error(&self.uri, table, pg_reason(&e));
+            let err = |e: tokio_postgres::Error| {
+                CatalogError::request_caused(&self.uri, table, pg_reason(&e), e)
+            };
             let (client, connection) = self
                 .config
                 .connect(tokio_postgres::NoTls)
@@ -245,7 +245,7 @@ pub mod postgres {
             let rows = client
                 .query(LOAD, &[&self.name, &ns, &table.name])
                 .await
-                .map_err(|e| request_error(&self.uri, table, pg_reason(&e)))?;
+                .map_err(|e| CatalogError::request_caused(&self.uri, table, pg_reason(&e), e))?;
             Ok(rows.first().map(|row| Pointer {
                 location: row.get::<_, Option<String>>(0).unwrap_or_default(),
                 token: None,
@@ -256,7 +256,9 @@ pub mod postgres {
         async fn register(&self, table: &TableIdent, location: &str) -> Result<Swap> {
             let client = self.connect(table).await?;
             let ns = table.namespace_text();
-            let err = |e: tokio_postgres::Error| request_error(&self.uri, table, pg_reason(&e));
+            let err = |e: tokio_postgres::Error| {
+                CatalogError::request_caused(&self.uri, table, pg_reason(&e), e)
+            };
             client
                 .execute(CREATE_NAMESPACE, &[&self.name, &ns])
                 .await
@@ -280,7 +282,7 @@ pub mod postgres {
             let n = client
                 .execute(SWAP, &[&location, &old, &self.name, &ns, &table.name, &old])
                 .await
-                .map_err(|e| request_error(&self.uri, table, pg_reason(&e)))?;
+                .map_err(|e| CatalogError::request_caused(&self.uri, table, pg_reason(&e), e))?;
             Ok(if n == 1 { Swap::Done } else { Swap::Lost })
         }
     }
@@ -299,6 +301,18 @@ mod tests {
         async fn holds(&self, version: u64) -> std::result::Result<bool, TableError> {
             Ok(self.0.contains(&version))
         }
+    }
+
+    #[tokio::test]
+    async fn a_failed_request_keeps_the_database_error_as_its_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("absent").join("c.db");
+        let cat = SqliteCatalog::new(db, "xlake", "sqlite:///absent/c.db");
+        let table = TableIdent::parse("ns.t").unwrap();
+        let e = cat.load_pointer(&table).await.unwrap_err();
+        let source = std::error::Error::source(&e).expect("a cause");
+        assert!(source.is::<rusqlite::Error>(), "{source:?}");
+        assert!(e.to_string().ends_with(&source.to_string()), "{e}");
     }
 
     #[tokio::test]

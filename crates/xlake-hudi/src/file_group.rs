@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::commit_metadata::{CommitMetadata, WriteStat};
+use crate::error::Reason;
 
 /// The current base file of one file group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,7 +24,7 @@ pub struct BaseFile {
 impl BaseFile {
     /// The base file at `path` that `stat` records writing; an error when the stat lacks
     /// its file group id or size.
-    pub(crate) fn written(stat: &WriteStat, path: &str) -> Result<BaseFile, String> {
+    pub(crate) fn written(stat: &WriteStat, path: &str) -> Result<BaseFile, Reason> {
         let file_id = stat
             .file_id
             .clone()
@@ -91,7 +92,7 @@ impl FileGroups {
         &mut self,
         meta: &CommitMetadata,
         skip_logs: bool,
-    ) -> Result<Effect, String> {
+    ) -> Result<Effect, Reason> {
         let mut effect = Effect::default();
         for stat in meta.write_stats() {
             let path = stat
@@ -103,10 +104,10 @@ impl FileGroups {
                 if skip_logs {
                     continue;
                 }
-                return Err(format!("writes log file {path}: merge-on-read log files cannot be read by Iceberg engines"));
+                return Err(format!("writes log file {path}: merge-on-read log files cannot be read by Iceberg engines").into());
             }
             if !path.ends_with(".parquet") {
-                return Err(format!("base file {path} is not Parquet"));
+                return Err(format!("base file {path} is not Parquet").into());
             }
             let file = BaseFile::written(stat, path)?;
             let key = (file.partition.clone(), file.file_id.clone());
@@ -216,6 +217,7 @@ mod tests {
         assert!(g
             .apply_commit(&logs, false)
             .unwrap_err()
+            .to_string()
             .contains("log file"));
         assert_eq!(g.apply_commit(&logs, true).unwrap(), Effect::default());
     }

@@ -36,6 +36,6 @@ pub mod source;
 pub mod table_source;
 pub mod timeline;
 
-pub use error::{HudiError, Result};
+pub use error::{HudiError, Reason, Result};
 pub use source::{HudiOptions, HudiSource, READ_OPTIMIZED, VIEW_NOTE};
 pub use table_source::{FORMAT, KIND};

@@ -2,6 +2,7 @@
 
 use xlake_model::{PartitionField, PartitionSpec, PrimitiveType, Schema, Value};
 
+use crate::error::Reason;
 use crate::properties::{KeyGenerator, TableConfig};
 
 /// Hudi's name for a null partition value.
@@ -49,7 +50,7 @@ pub fn partition_values(
     config: &TableConfig,
     spec: &PartitionSpec,
     schema: &Schema,
-) -> Result<Vec<Option<Value>>, String> {
+) -> Result<Vec<Option<Value>>, Reason> {
     if spec.is_unpartitioned() {
         return Ok(Vec::new());
     }
@@ -64,21 +65,22 @@ pub fn partition_values(
             "partition path {path:?} has {} segments, the table has {} partition fields",
             parts.len(),
             spec.fields.len()
-        ));
+        )
+        .into());
     }
     spec.fields
         .iter()
         .zip(parts)
         .map(|(field, part)| {
             let raw = if config.hive_style {
-                let (name, value) = part
-                    .split_once('=')
-                    .ok_or_else(|| format!("partition path segment {part:?} is not name=value"))?;
+                let (name, value) = part.split_once('=').ok_or_else(|| {
+                    Reason::from(format!("partition path segment {part:?} is not name=value"))
+                })?;
                 if name != field.source {
-                    return Err(format!(
+                    return Err(Reason::from(format!(
                         "partition path segment {part:?} should name {}",
                         field.source
-                    ));
+                    )));
                 }
                 value
             } else {
@@ -94,23 +96,23 @@ pub fn partition_values(
             }
             let ty = schema
                 .primitive_at(&field.source)
-                .ok_or_else(|| format!("no column {}", field.source))?;
+                .ok_or_else(|| Reason::from(format!("no column {}", field.source)))?;
             parse_value(&raw, ty)
                 .map(Some)
-                .map_err(|e| format!("partition value {raw:?} of {}: {e}", field.source))
+                .map_err(|e| e.context(format!("partition value {raw:?} of {}", field.source)))
         })
         .collect()
 }
 
-fn percent_decode(s: &str) -> std::result::Result<String, String> {
+fn percent_decode(s: &str) -> std::result::Result<String, Reason> {
     percent_encoding::percent_decode_str(s)
         .decode_utf8()
         .map(|d| d.into_owned())
-        .map_err(|_| format!("{s}: not UTF-8 after %-decoding"))
+        .map_err(|e| Reason::library(e).context(format!("{s}: not UTF-8 after %-decoding")))
 }
 
 /// Parse the text of a partition value as a column of type `ty`.
-fn parse_value(raw: &str, ty: &PrimitiveType) -> Result<Value, String> {
+fn parse_value(raw: &str, ty: &PrimitiveType) -> Result<Value, Reason> {
     let bad = || format!("not a valid {ty:?}");
     Ok(match ty {
         PrimitiveType::String => Value::String(raw.to_string()),
@@ -120,22 +122,19 @@ fn parse_value(raw: &str, ty: &PrimitiveType) -> Result<Value, String> {
         PrimitiveType::Float => Value::Float(raw.parse().map_err(|_| bad())?),
         PrimitiveType::Double => Value::Double(raw.parse().map_err(|_| bad())?),
         PrimitiveType::Date => {
-            let d =
-                chrono::NaiveDate::parse_from_str(raw, "%Y-%m-%d").map_err(|e| e.to_string())?;
+            let d = chrono::NaiveDate::parse_from_str(raw, "%Y-%m-%d").map_err(Reason::library)?;
             Value::Date((d - chrono::NaiveDate::default()).num_days() as i32)
         }
         PrimitiveType::Decimal { scale, .. } => {
             let (int, frac) = raw.split_once('.').unwrap_or((raw, ""));
             if frac.len() > usize::from(*scale) {
-                return Err(format!("more than {scale} decimal places"));
+                return Err(format!("more than {scale} decimal places").into());
             }
             let digits = format!("{int}{frac:0<width$}", width = usize::from(*scale));
             Value::Decimal(digits.parse().map_err(|_| bad())?)
         }
         other => {
-            return Err(format!(
-                "partition columns of type {other:?} are not supported"
-            ))
+            return Err(format!("partition columns of type {other:?} are not supported").into())
         }
     })
 }

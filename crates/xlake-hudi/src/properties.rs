@@ -1,5 +1,6 @@
 //! `.hoodie/hoodie.properties`: the table's configuration.
 
+use crate::error::Reason;
 use std::collections::HashMap;
 
 /// Copy-on-write or merge-on-read.
@@ -94,88 +95,99 @@ pub fn parse_properties(text: &str) -> HashMap<String, String> {
 
 impl TableConfig {
     /// Read the configuration from parsed properties.
-    pub fn from_properties(props: &HashMap<String, String>) -> Result<Self, String> {
+    pub fn from_properties(props: &HashMap<String, String>) -> Result<Self, Reason> {
         let get = |k: &str| props.get(k).map(String::as_str);
         let flag =
             |k: &str, default: bool| get(k).map_or(default, |v| v.eq_ignore_ascii_case("true"));
-        let version = get("hoodie.table.version")
-            .ok_or("hoodie.table.version is missing")?
-            .parse::<u32>()
-            .map_err(|_| "hoodie.table.version is not a number".to_string())?;
-        if !matches!(version, 6 | 8 | 9) {
-            return Err(format!(
-                "table version {version} is not supported (6, 8 and 9 are)"
-            ));
-        }
+        let version = table_version(props)?;
         let table_type = match get("hoodie.table.type").unwrap_or("COPY_ON_WRITE") {
             "COPY_ON_WRITE" => TableType::CopyOnWrite,
             "MERGE_ON_READ" => TableType::MergeOnRead,
-            other => return Err(format!("unknown hoodie.table.type {other}")),
+            other => return Err(format!("unknown hoodie.table.type {other}").into()),
         };
-        let partition_fields: Vec<String> = get("hoodie.table.partition.fields")
-            .unwrap_or("")
-            .split(',')
-            .map(|f| f.split(':').next().unwrap_or("").trim().to_string())
-            .filter(|f| !f.is_empty())
-            .collect();
-        let generator = get("hoodie.table.keygenerator.type")
-            .or(get("hoodie.table.keygenerator.class"))
-            .unwrap_or("")
-            .to_ascii_uppercase();
-        let key_generator = if partition_fields.is_empty()
-            || generator.contains("NONPARTITION")
-            || generator.contains("NON_PARTITION")
-        {
-            KeyGenerator::NonPartitioned
-        } else if generator.contains("TIMESTAMP")
-            || generator.contains("CUSTOM") && props.values().any(|v| v.contains(":timestamp"))
-        {
-            KeyGenerator::Timestamp
-        } else {
-            KeyGenerator::Fields
-        };
+        let (key_generator, partition_fields) = partitioning(props);
+        let (timeline_dir, archive_dir) = timeline_dirs(props, version);
         Ok(Self {
             name: get("hoodie.table.name").unwrap_or("").to_string(),
             version,
             table_type,
-            partition_fields: if key_generator == KeyGenerator::NonPartitioned {
-                Vec::new()
-            } else {
-                partition_fields
-            },
+            partition_fields,
             key_generator,
             hive_style: flag("hoodie.datasource.write.hive_style_partitioning", false),
             url_encoded: flag("hoodie.datasource.write.partitionpath.urlencode", false),
             meta_fields: flag("hoodie.populate.meta.fields", true),
             create_schema: get("hoodie.table.create.schema").map(String::from),
-            timeline_dir: if version >= 8 {
-                format!(
-                    ".hoodie/{}",
-                    get("hoodie.timeline.path").unwrap_or("timeline")
-                )
-            } else {
-                ".hoodie".into()
-            },
-            archive_dir: if version >= 8 {
-                format!(
-                    ".hoodie/{}/{}",
-                    get("hoodie.timeline.path").unwrap_or("timeline"),
-                    get("hoodie.timeline.history.path").unwrap_or("history")
-                )
-            } else {
-                format!(
-                    ".hoodie/{}",
-                    get("hoodie.archivelog.folder")
-                        .filter(|f| !f.is_empty())
-                        .unwrap_or("archived")
-                )
-            },
+            timeline_dir,
+            archive_dir,
             bootstrapped: get("hoodie.bootstrap.base.path").is_some_and(|p| !p.is_empty()),
             table_format: get("hoodie.table.format")
                 .map(str::trim)
                 .filter(|f| !f.is_empty() && !f.eq_ignore_ascii_case("native"))
                 .map(String::from),
         })
+    }
+}
+
+/// `hoodie.table.version`, one of those xlake reads (6, 8, 9).
+fn table_version(props: &HashMap<String, String>) -> Result<u32, Reason> {
+    let version = props
+        .get("hoodie.table.version")
+        .ok_or("hoodie.table.version is missing")?
+        .parse::<u32>()
+        .map_err(|_| "hoodie.table.version is not a number".to_string())?;
+    if !matches!(version, 6 | 8 | 9) {
+        return Err(format!("table version {version} is not supported (6, 8 and 9 are)").into());
+    }
+    Ok(version)
+}
+
+/// The key generator and the partition fields it partitions by (none when the table is
+/// not partitioned, whatever `hoodie.table.partition.fields` says).
+fn partitioning(props: &HashMap<String, String>) -> (KeyGenerator, Vec<String>) {
+    let get = |k: &str| props.get(k).map(String::as_str);
+    let partition_fields: Vec<String> = get("hoodie.table.partition.fields")
+        .unwrap_or("")
+        .split(',')
+        .map(|f| f.split(':').next().unwrap_or("").trim().to_string())
+        .filter(|f| !f.is_empty())
+        .collect();
+    let generator = get("hoodie.table.keygenerator.type")
+        .or(get("hoodie.table.keygenerator.class"))
+        .unwrap_or("")
+        .to_ascii_uppercase();
+    let key_generator = if partition_fields.is_empty()
+        || generator.contains("NONPARTITION")
+        || generator.contains("NON_PARTITION")
+    {
+        KeyGenerator::NonPartitioned
+    } else if generator.contains("TIMESTAMP")
+        || generator.contains("CUSTOM") && props.values().any(|v| v.contains(":timestamp"))
+    {
+        KeyGenerator::Timestamp
+    } else {
+        KeyGenerator::Fields
+    };
+    match key_generator {
+        KeyGenerator::NonPartitioned => (key_generator, Vec::new()),
+        _ => (key_generator, partition_fields),
+    }
+}
+
+/// The active timeline's folder and the archive's, as the table version lays them out.
+fn timeline_dirs(props: &HashMap<String, String>, version: u32) -> (String, String) {
+    let get = |k: &str| props.get(k).map(String::as_str);
+    if version >= 8 {
+        let timeline = get("hoodie.timeline.path").unwrap_or("timeline");
+        let history = get("hoodie.timeline.history.path").unwrap_or("history");
+        (
+            format!(".hoodie/{timeline}"),
+            format!(".hoodie/{timeline}/{history}"),
+        )
+    } else {
+        let archived = get("hoodie.archivelog.folder")
+            .filter(|f| !f.is_empty())
+            .unwrap_or("archived");
+        (".hoodie".into(), format!(".hoodie/{archived}"))
     }
 }
 

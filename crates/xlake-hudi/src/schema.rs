@@ -1,6 +1,7 @@
 //! Hudi's Avro schemas (`extraMetadata.schema`, `hoodie.table.create.schema`) to the
 //! neutral schema, with the `_hoodie_*` meta columns first when the files carry them.
 
+use crate::error::Reason;
 use serde_json::Value as Json;
 use xlake_model::{DataType, Field, PrimitiveType, Schema, TimeUnit};
 
@@ -14,7 +15,7 @@ pub const META_COLUMNS: [&str; 5] = [
 ];
 
 /// Parse an Avro record schema into a table schema.
-pub fn avro_to_schema(text: &str, meta_fields: bool) -> Result<Schema, String> {
+pub fn avro_to_schema(text: &str, meta_fields: bool) -> Result<Schema, Reason> {
     let json: Json = serde_json::from_str(text).map_err(|e| format!("schema is not JSON: {e}"))?;
     let (DataType::Struct(fields), _) = avro_type(&json, "")? else {
         return Err("schema is not an Avro record".into());
@@ -33,8 +34,8 @@ pub fn avro_to_schema(text: &str, meta_fields: bool) -> Result<Schema, String> {
 }
 
 /// The type of an Avro schema node and whether it admits null.
-fn avro_type(node: &Json, path: &str) -> Result<(DataType, bool), String> {
-    let err = |what: String| format!("column {path}: {what}");
+fn avro_type(node: &Json, path: &str) -> Result<(DataType, bool), Reason> {
+    let err = |what: Reason| what.context(format!("column {path}"));
     match node {
         Json::String(name) => primitive(name, None)
             .map(|p| (DataType::Primitive(p), false))
@@ -53,13 +54,13 @@ fn avro_type(node: &Json, path: &str) -> Result<(DataType, bool), String> {
             }
         }
         Json::Object(obj) => object_type(obj, path).map(|t| (t, false)),
-        _ => Err(err(format!("unreadable Avro type {node}"))),
+        _ => Err(err(format!("unreadable Avro type {node}").into())),
     }
 }
 
 /// The type a `{"type": ...}` object declares (a named or annotated type).
-fn object_type(obj: &serde_json::Map<String, Json>, path: &str) -> Result<DataType, String> {
-    let err = |what: String| format!("column {path}: {what}");
+fn object_type(obj: &serde_json::Map<String, Json>, path: &str) -> Result<DataType, Reason> {
+    let err = |what: Reason| what.context(format!("column {path}"));
     let kind = obj
         .get("type")
         .ok_or_else(|| err("type without \"type\"".into()))?;
@@ -94,8 +95,8 @@ fn object_type(obj: &serde_json::Map<String, Json>, path: &str) -> Result<DataTy
 }
 
 /// A record's fields, each named `path.name` in errors.
-fn record_type(obj: &serde_json::Map<String, Json>, path: &str) -> Result<DataType, String> {
-    let err = |what: &str| format!("column {path}: {what}");
+fn record_type(obj: &serde_json::Map<String, Json>, path: &str) -> Result<DataType, Reason> {
+    let err = |what: &str| Reason::from(format!("column {path}: {what}"));
     let fields = obj
         .get("fields")
         .and_then(Json::as_array)
@@ -117,7 +118,7 @@ fn record_type(obj: &serde_json::Map<String, Json>, path: &str) -> Result<DataTy
             field.doc = f.get("doc").and_then(Json::as_str).map(String::from);
             Ok(field)
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, Reason>>()?;
     Ok(DataType::Struct(fields))
 }
 
@@ -125,7 +126,7 @@ fn record_type(obj: &serde_json::Map<String, Json>, path: &str) -> Result<DataTy
 fn fixed_type(
     obj: &serde_json::Map<String, Json>,
     logical: Option<&str>,
-) -> Result<PrimitiveType, String> {
+) -> Result<PrimitiveType, Reason> {
     let size = obj
         .get("size")
         .and_then(Json::as_u64)
@@ -139,7 +140,7 @@ fn fixed_type(
     })
 }
 
-fn decimal(obj: &serde_json::Map<String, Json>) -> Result<PrimitiveType, String> {
+fn decimal(obj: &serde_json::Map<String, Json>) -> Result<PrimitiveType, Reason> {
     let precision = obj
         .get("precision")
         .and_then(Json::as_u64)
@@ -151,7 +152,7 @@ fn decimal(obj: &serde_json::Map<String, Json>) -> Result<PrimitiveType, String>
     })
 }
 
-fn primitive(name: &str, logical: Option<&str>) -> Result<PrimitiveType, String> {
+fn primitive(name: &str, logical: Option<&str>) -> Result<PrimitiveType, Reason> {
     Ok(match (name, logical) {
         ("int", Some("date")) => PrimitiveType::Date,
         ("int", Some("time-millis")) | ("long", Some("time-micros")) => PrimitiveType::Time,
@@ -182,7 +183,7 @@ fn primitive(name: &str, logical: Option<&str>) -> Result<PrimitiveType, String>
         ("double", _) => PrimitiveType::Double,
         ("bytes", _) => PrimitiveType::Binary,
         ("string", _) => PrimitiveType::String,
-        (other, _) => return Err(format!("Avro type {other} has no Iceberg form")),
+        (other, _) => return Err(format!("Avro type {other} has no Iceberg form").into()),
     })
 }
 
@@ -232,12 +233,13 @@ mod tests {
             r#"{"type":"record","name":"r","fields":[{"name":"u","type":["int","string"]}]}"#;
         assert!(avro_to_schema(multi, true)
             .unwrap_err()
+            .to_string()
             .contains("column u"));
         assert!(avro_to_schema("not json", true).is_err());
         assert!(avro_to_schema(r#""int""#, true).is_err());
         // A fixed size beyond 32 bits is refused, not wrapped (2^32 + 16 became 16).
         let fixed = r#"{"type":"record","name":"r","fields":[{"name":"f","type":{"type":"fixed","name":"f","size":4294967312}}]}"#;
-        let err = avro_to_schema(fixed, true).unwrap_err();
+        let err = avro_to_schema(fixed, true).unwrap_err().to_string();
         assert!(err.contains("fixed of 4294967312 bytes"), "{err}");
     }
 }

@@ -7,7 +7,7 @@ use xlake_source::{Collected, MirrorState};
 use xlake_storage::{StorageError, TableStore};
 
 use crate::commit_metadata::{RestoreMetadata, RollbackMetadata};
-use crate::error::{HistoryLost, HudiError, Result};
+use crate::error::{HistoryLost, HudiError, Reason, Result};
 use crate::file_group::{parse_base_file_path, BaseFile, Effect};
 use crate::instant::{instant_millis, Instant};
 use crate::partition_path::{partition_spec, partition_values};
@@ -204,11 +204,11 @@ impl HudiSource {
         &self.timeline
     }
 
-    pub(crate) fn instant_error(&self, instant: &Instant, reason: impl ToString) -> HudiError {
+    pub(crate) fn instant_error(&self, instant: &Instant, reason: impl Into<Reason>) -> HudiError {
         HudiError::Instant {
             instant: instant.requested().to_string(),
             file: self.store.absolute(instant.file()),
-            reason: reason.to_string(),
+            reason: reason.into(),
         }
     }
 
@@ -303,7 +303,7 @@ impl HudiSource {
         };
         let schema =
             avro_to_schema(text, self.config.meta_fields).map_err(|e| HudiError::Properties {
-                reason: format!("hoodie.table.create.schema: {e}"),
+                reason: e.context("hoodie.table.create.schema"),
             })?;
         let (partition_spec, _) = partition_spec(&self.config, &schema);
         Ok(Some(DeclaredTable {

@@ -10,7 +10,7 @@ use rustc_hash::FxHashSet;
 use serde_json::Value as Json;
 use xlake_storage::TableStore;
 
-use crate::error::{HudiError, Result};
+use crate::error::{HudiError, Reason, Result};
 use crate::instant::{instants, Instant, Named, State};
 
 /// The instants of a table.
@@ -126,7 +126,7 @@ pub async fn read_instant(store: &TableStore, instant: &Instant) -> Result<Json>
 pub const AVRO_MAX_ALLOCATION: usize = 16 << 20;
 
 /// JSON text, or a single-record Avro container (its first record), as JSON.
-pub fn decode(bytes: &[u8]) -> Result<Json, String> {
+pub fn decode(bytes: &[u8]) -> Result<Json, Reason> {
     if bytes.is_empty() {
         return Ok(Json::Null);
     }
@@ -137,24 +137,25 @@ pub fn decode(bytes: &[u8]) -> Result<Json, String> {
         if let Some(name) = header_schema(bytes)?.as_ref().and_then(bad_name) {
             return Err(format!(
                 "corrupt Avro container: invalid type name {name:?} in its schema"
-            ));
+            )
+            .into());
         }
         let mut reader =
-            apache_avro::Reader::new(bytes).map_err(|e| format!("corrupt Avro container: {e}"))?;
+            apache_avro::Reader::new(bytes).map_err(Reason::within("corrupt Avro container"))?;
         let record = reader
             .next()
             .ok_or("Avro container holds no record")?
-            .map_err(|e| format!("corrupt Avro record: {e}"))?;
-        return Json::try_from(record).map_err(|e| format!("Avro record not convertible: {e}"));
+            .map_err(Reason::within("corrupt Avro record"))?;
+        return Json::try_from(record).map_err(Reason::within("Avro record not convertible"));
     }
-    serde_json::from_slice(bytes).map_err(|e| format!("corrupt JSON: {e}"))
+    serde_json::from_slice(bytes).map_err(Reason::within("corrupt JSON"))
 }
 
 /// The writer schema (JSON) from an Avro container's header, if the header reads. As in
 /// apache-avro (a map), the last `avro.schema` entry wins. A header claiming more entries
 /// than its bytes can hold is refused: apache-avro would reserve room for them first.
-fn header_schema(bytes: &[u8]) -> Result<Option<Json>, String> {
-    let header = xlake_storage::avro::header(bytes).map_err(|e| e.to_string())?;
+fn header_schema(bytes: &[u8]) -> Result<Option<Json>, Reason> {
+    let header = xlake_storage::avro::header(bytes).map_err(Reason::library)?;
     let schema = header.as_ref().and_then(|h| h.get(b"avro.schema"));
     Ok(schema.and_then(|schema| serde_json::from_slice(schema).ok()))
 }

@@ -2,6 +2,8 @@
 
 use xlake_storage::StorageError;
 
+use crate::spec::error::CodecError;
+
 /// Why a commit (or a read of the Iceberg metadata) failed. Each variant names the table
 /// and, where there is one, the source commit and the file, so that an operator can act.
 /// Whenever one is returned, the table's current `vN.metadata.json` is unchanged.
@@ -36,8 +38,9 @@ pub enum IcebergError {
         table: String,
         /// The file.
         file: String,
-        /// What is wrong.
-        reason: String,
+        /// What is wrong, with the library's error beneath where there is one.
+        #[source]
+        reason: CodecError,
     },
     /// The Iceberg format version asked for cannot be written: not one xlake writes, or
     /// older than the table's (versions are never downgraded).
@@ -57,8 +60,9 @@ pub enum IcebergError {
         table: String,
         /// The file being written.
         file: String,
-        /// What went wrong.
-        reason: String,
+        /// What went wrong, with the library's error beneath where there is one.
+        #[source]
+        reason: CodecError,
     },
     /// The change set removes a file the current snapshot does not have.
     #[error("{table}: source commit {commit}: removes {path}, which the current Iceberg snapshot does not contain")]
@@ -91,8 +95,9 @@ pub enum IcebergError {
         commit: String,
         /// The file's location.
         path: String,
-        /// What is wrong.
-        reason: String,
+        /// What is wrong, with the library's error beneath where there is one.
+        #[source]
+        reason: CodecError,
     },
     /// The current metadata was written for another location: the table folder was copied
     /// or moved, and its manifests and data file paths still point at the old place.

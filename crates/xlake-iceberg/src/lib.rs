@@ -73,6 +73,7 @@ pub use expire::{Expired, Retention};
 pub use ops::merge;
 pub use ops::publish::{Batch, Committed, NextBase};
 pub use ops::{expire, orphans, path_index, relocation, table, v3};
+pub use spec::error::CodecError;
 #[cfg(feature = "testing")]
 pub use spec::puffin;
 pub use spec::{

@@ -10,12 +10,14 @@
 //!
 //! | module | what it does |
 //! |---|---|
+//! | [`error`] | [`error::ParquetError`]: why a file cannot be mirrored, its cause kept |
 //! | [`listing`] | which files are data (not `_`/`.`-prefixed, not being written, not `metadata/`), the fingerprint |
 //! | [`partition`] | Hive-style `key=value` path segments to typed partition values |
 //! | [`schema`] | a Parquet footer's schema to the neutral schema; files checked against it |
 //! | [`source`] | [`ParquetSource`]: the contract ([`xlake_source::TableSource`]) and [`KIND`] |
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod error;
 pub mod listing;
 pub mod partition;
 pub mod schema;

@@ -3,6 +3,8 @@
 use percent_encoding::percent_decode_str;
 use xlake_model::{PrimitiveType, Value};
 
+use crate::error::ParquetError;
+
 /// The null partition value Hive and Spark write.
 const HIVE_NULL: &str = "__HIVE_DEFAULT_PARTITION__";
 
@@ -34,7 +36,7 @@ pub fn infer_type<'a>(values: impl IntoIterator<Item = Option<&'a str>>) -> Prim
 }
 
 /// A partition value in its column's type; `Err` names what does not parse.
-pub fn typed(value: Option<&str>, ty: &PrimitiveType) -> Result<Option<Value>, String> {
+pub fn typed(value: Option<&str>, ty: &PrimitiveType) -> Result<Option<Value>, ParquetError> {
     let Some(v) = value else {
         return Ok(None);
     };
@@ -46,7 +48,11 @@ pub fn typed(value: Option<&str>, ty: &PrimitiveType) -> Result<Option<Value>, S
         PrimitiveType::Boolean => Value::Boolean(v.parse().map_err(|_| bad())?),
         PrimitiveType::Double => Value::Double(v.parse().map_err(|_| bad())?),
         PrimitiveType::Float => Value::Float(v.parse().map_err(|_| bad())?),
-        other => return Err(format!("partition column of type {other:?} in a path")),
+        other => {
+            return Err(ParquetError::Refused(format!(
+                "partition column of type {other:?} in a path"
+            )))
+        }
     }))
 }
 

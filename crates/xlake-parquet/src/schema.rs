@@ -6,11 +6,13 @@ use parquet::arrow::parquet_to_arrow_schema;
 use parquet::file::metadata::ParquetMetaData;
 use xlake_model::{DataType, Field, PrimitiveType, Schema, TimeUnit};
 
+use crate::error::ParquetError;
+
 /// The schema of the file whose footer is `meta`.
-pub fn file_schema(meta: &ParquetMetaData) -> Result<Schema, String> {
+pub fn file_schema(meta: &ParquetMetaData) -> Result<Schema, ParquetError> {
     let file = meta.file_metadata();
     let arrow = parquet_to_arrow_schema(file.schema_descr(), file.key_value_metadata())
-        .map_err(|e| format!("unreadable Parquet schema: {e}"))?;
+        .map_err(ParquetError::Schema)?;
     let fields = arrow
         .fields()
         .iter()
@@ -19,7 +21,7 @@ pub fn file_schema(meta: &ParquetMetaData) -> Result<Schema, String> {
     Ok(Schema::new(fields))
 }
 
-fn field(f: &ArrowField) -> Result<Field, String> {
+fn field(f: &ArrowField) -> Result<Field, ParquetError> {
     Ok(Field::new(
         f.name(),
         data_type(f.name(), f.data_type())?,
@@ -27,7 +29,7 @@ fn field(f: &ArrowField) -> Result<Field, String> {
     ))
 }
 
-fn data_type(name: &str, t: &Arrow) -> Result<DataType, String> {
+fn data_type(name: &str, t: &Arrow) -> Result<DataType, ParquetError> {
     let p = |p: PrimitiveType| Ok(DataType::Primitive(p));
     match t {
         Arrow::Boolean => p(PrimitiveType::Boolean),
@@ -72,10 +74,16 @@ fn data_type(name: &str, t: &Arrow) -> Result<DataType, String> {
                 key: Box::new(field(&kv[0])?),
                 value: Box::new(field(&kv[1])?),
             }),
-            other => Err(format!("column {name}: map entries of type {other}")),
+            other => Err(ParquetError::Column {
+                column: name.to_string(),
+                what: format!("map entries of type {other}"),
+            }),
         },
         Arrow::Dictionary(_, value) => data_type(name, value),
-        other => Err(format!("column {name}: type {other} has no Iceberg form")),
+        other => Err(ParquetError::Column {
+            column: name.to_string(),
+            what: format!("type {other} has no Iceberg form"),
+        }),
     }
 }
 
@@ -98,19 +106,19 @@ fn reads_as(file: &DataType, table: &DataType) -> bool {
 /// Whether a file with `file` columns can be read through the table's `table` columns:
 /// every column the file holds is a table column of a type it reads as (a column the
 /// file lacks reads as null). `Err` names the first that is not.
-pub fn fits(file: &[Field], table: &[Field]) -> Result<(), String> {
+pub fn fits(file: &[Field], table: &[Field]) -> Result<(), ParquetError> {
     for f in file {
         let Some(t) = table.iter().find(|t| t.name == f.name) else {
-            return Err(format!(
+            return Err(ParquetError::Refused(format!(
                 "column {} is not in the table's schema (taken from the newest file)",
                 f.name
-            ));
+            )));
         };
         if !reads_as(&f.data_type, &t.data_type) {
-            return Err(format!(
+            return Err(ParquetError::Refused(format!(
                 "column {} is {:?} here but {:?} in the newest file",
                 f.name, f.data_type, t.data_type
-            ));
+            )));
         }
     }
     Ok(())

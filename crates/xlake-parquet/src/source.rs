@@ -16,6 +16,7 @@ use xlake_source::{
 use xlake_storage::footer::read_footer;
 use xlake_storage::{Entry, TableStore};
 
+use crate::error::{InFile, ParquetError};
 use crate::listing::{data_files, fingerprint};
 use crate::partition::{infer_type, segments, typed};
 use crate::schema::{file_schema, fits};
@@ -63,16 +64,25 @@ pub struct ParquetSource {
 }
 
 impl ParquetSource {
-    fn error(&self, file: Option<&Entry>, reason: String) -> SourceError {
-        let message = match file {
-            Some(f) => format!("{}: {reason}", self.store.absolute(&f.path)),
-            None => reason,
-        };
+    fn error(&self, file: Option<&Entry>, reason: impl Into<ParquetError>) -> SourceError {
+        let reason = reason.into();
         let kind = ErrorKind::Corrupt {
             commit: None,
             file: file.map(|f| self.store.absolute(&f.path)),
         };
-        SourceError::new(kind, message)
+        match file {
+            Some(f) => {
+                let file = self.store.absolute(&f.path);
+                SourceError::new(
+                    kind,
+                    InFile {
+                        file,
+                        source: reason,
+                    },
+                )
+            }
+            None => SourceError::new(kind, reason),
+        }
     }
 
     /// The generation the current listing is: the newest mirrored one if the listing is
@@ -96,7 +106,7 @@ impl ParquetSource {
     async fn footer(&self, f: &Entry) -> Result<ParquetMetaData, SourceError> {
         read_footer(&self.store, &f.path, f.size)
             .await
-            .map_err(|e| self.error(Some(f), format!("not a readable Parquet file: {e}")))
+            .map_err(|e| self.error(Some(f), ParquetError::Footer(e)))
     }
 
     async fn footers(&self) -> Result<Vec<ParquetMetaData>, SourceError> {

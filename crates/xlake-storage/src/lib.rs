@@ -62,6 +62,16 @@ pub enum StorageError {
         /// Why it is refused.
         reason: String,
     },
+    /// The store a remote location names cannot be set up (its URL or its settings are
+    /// refused, or the build has no cloud stores).
+    #[error("invalid table location {location}: {source}")]
+    Unopenable {
+        /// The location as given.
+        location: String,
+        /// Why the store could not be set up.
+        #[source]
+        source: RemoteError,
+    },
     /// The object does not exist.
     #[error("{location}: not found")]
     NotFound {
@@ -93,6 +103,24 @@ pub enum StorageError {
         #[source]
         source: object_store::Error,
     },
+}
+
+/// Why the store of a remote location could not be set up; each reads as the library's
+/// own message, which stays reachable as the source.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// object_store refused the URL or the settings.
+    #[error(transparent)]
+    Store(#[from] object_store::Error),
+    /// object_store does not recognise the URL.
+    #[error("{0}")]
+    Url(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The URL's path is not an object path.
+    #[error(transparent)]
+    Path(#[from] object_store::path::Error),
+    /// The location names no store this build opens.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 /// Result of [`TableStore::put_if_absent`].
@@ -416,12 +444,13 @@ fn unsupported_scheme(scheme: &str) -> String {
 fn cloud_store(
     url: &Url,
     options: Vec<(String, String)>,
-) -> Result<(Box<dyn ObjectStore>, Path), String> {
+) -> Result<(Box<dyn ObjectStore>, Path), RemoteError> {
     use object_store::aws::AmazonS3Builder;
     use object_store::azure::MicrosoftAzureBuilder;
     use object_store::gcp::GoogleCloudStorageBuilder;
     use object_store::{ObjectStoreScheme, RetryConfig};
-    let (scheme, root) = ObjectStoreScheme::parse(url).map_err(|e| e.to_string())?;
+    let (scheme, root) =
+        ObjectStoreScheme::parse(url).map_err(|e| RemoteError::Url(Box::new(e)))?;
     let retry = RetryConfig {
         max_retries: 0,
         ..RetryConfig::default()
@@ -435,10 +464,7 @@ fn cloud_store(
                     Err(_) => builder,
                 },
             );
-            let store = builder
-                .with_retry(retry)
-                .build()
-                .map_err(|e| e.to_string())?;
+            let store = builder.with_retry(retry).build()?;
             Box::new(store) as Box<dyn ObjectStore>
         }};
     }
@@ -446,7 +472,11 @@ fn cloud_store(
         ObjectStoreScheme::AmazonS3 => configured!(AmazonS3Builder),
         ObjectStoreScheme::GoogleCloudStorage => configured!(GoogleCloudStorageBuilder),
         ObjectStoreScheme::MicrosoftAzure => configured!(MicrosoftAzureBuilder),
-        other => return Err(format!("{other:?} is not a cloud store")),
+        other => {
+            return Err(RemoteError::Unsupported(format!(
+                "{other:?} is not a cloud store"
+            )))
+        }
     };
     Ok((store, root))
 }
@@ -475,9 +505,9 @@ impl TableStore {
         match resolve(location)? {
             Resolved::Local(path) => Self::open_local(&path, location),
             Resolved::Remote(url) => {
-                Self::open_remote(&url).map_err(|reason| StorageError::InvalidLocation {
+                Self::open_remote(&url).map_err(|source| StorageError::Unopenable {
                     location: location.to_string(),
-                    reason,
+                    source,
                 })
             }
         }
@@ -534,7 +564,7 @@ impl TableStore {
     }
 
     #[cfg(feature = "cloud")]
-    fn open_remote(url: &Url) -> Result<Self, String> {
+    fn open_remote(url: &Url) -> Result<Self, RemoteError> {
         // object_store's option keys are lower case (`aws_endpoint`); the environment's
         // are upper case (`AWS_ENDPOINT`), as its own `from_env` builders read them.
         let options: Vec<(String, String)> = std::env::vars()
@@ -546,7 +576,7 @@ impl TableStore {
         // while `parse_url` drops the first path segment as if it were the container, so
         // `az://lake/t` would be rooted at the container and `az://lake/a/t` at `t`.
         if url.scheme() == "az" {
-            root = Path::from_url_path(url.path()).map_err(|e| e.to_string())?;
+            root = Path::from_url_path(url.path())?;
         }
         let origin = format!("{}://{}", url.scheme(), url.authority());
         let location = format!("{origin}/{root}");
@@ -575,11 +605,11 @@ impl TableStore {
     }
 
     #[cfg(not(feature = "cloud"))]
-    fn open_remote(url: &Url) -> Result<Self, String> {
-        Err(format!(
+    fn open_remote(url: &Url) -> Result<Self, RemoteError> {
+        Err(RemoteError::Unsupported(format!(
             "{}:// locations need xlake built with `--features cloud` (cargo build --release --features cloud)",
             url.scheme()
-        ))
+        )))
     }
 
     /// A table root on a store built by the caller (a custom or wrapped backend):

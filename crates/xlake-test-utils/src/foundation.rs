@@ -263,7 +263,8 @@ fn st_fields() -> Fields {
     ])
 }
 
-fn batch(rows: &[Row], with_extra: bool) -> RecordBatch {
+/// The list column `l`.
+fn list_column(rows: &[Row]) -> ArrayRef {
     let mut lists = ListBuilder::new(Int32Builder::new()).with_field(Arc::new(ArrowField::new(
         "element",
         ArrowType::Int32,
@@ -275,6 +276,11 @@ fn batch(rows: &[Row], with_extra: bool) -> RecordBatch {
             None => lists.append_null(),
         }
     }
+    Arc::new(lists.finish())
+}
+
+/// The map column `m`.
+fn map_column(rows: &[Row]) -> ArrayRef {
     let names = MapFieldNames {
         entry: "key_value".into(),
         key: "key".into(),
@@ -288,6 +294,11 @@ fn batch(rows: &[Row], with_extra: bool) -> RecordBatch {
         }
         maps.append(true).unwrap();
     }
+    Arc::new(maps.finish())
+}
+
+/// The struct column `st`.
+fn struct_column(rows: &[Row]) -> ArrayRef {
     let st_x: ArrayRef = Arc::new(Int32Array::from(
         rows.iter()
             .map(|r| r.st().and_then(|s| s.0))
@@ -301,11 +312,14 @@ fn batch(rows: &[Row], with_extra: bool) -> RecordBatch {
     let st_nulls = arrow_array::builder::BooleanBufferBuilder::new(rows.len());
     let mut st_nulls = st_nulls;
     rows.iter().for_each(|r| st_nulls.append(r.st().is_some()));
-    let st = StructArray::new(
+    Arc::new(StructArray::new(
         st_fields(),
         vec![st_x, st_y],
         Some(st_nulls.finish().into()),
-    );
+    ))
+}
+
+fn batch(rows: &[Row], with_extra: bool) -> RecordBatch {
     let mut columns: Vec<ArrayRef> = vec![
         Arc::new(Int64Array::from(
             rows.iter().map(|r| r.id).collect::<Vec<_>>(),
@@ -344,9 +358,9 @@ fn batch(rows: &[Row], with_extra: bool) -> RecordBatch {
             rows.iter().map(Row::s).collect::<Vec<_>>(),
         )),
         Arc::new(BinaryArray::from_iter_values(rows.iter().map(Row::bin))),
-        Arc::new(st),
-        Arc::new(lists.finish()),
-        Arc::new(maps.finish()),
+        struct_column(rows),
+        list_column(rows),
+        map_column(rows),
     ];
     if with_extra {
         columns.push(Arc::new(StringArray::from(
@@ -474,8 +488,16 @@ pub fn build(root: &Path) -> Expected {
         vec![&f4, &f5],
         vec![&f4, &f5],
     ];
-    let snapshots = live
-        .into_iter()
+    Expected {
+        change_sets,
+        snapshots: expected_rows(live),
+    }
+}
+
+/// Per source commit, the columns and the rows (sorted by id) of the `live` files: the
+/// fifth commit adds the column `extra`, which only its own file's rows hold.
+fn expected_rows(live: Vec<Vec<&Vec<Row>>>) -> Vec<(Vec<String>, Vec<Json>)> {
+    live.into_iter()
         .enumerate()
         .map(|(i, files)| {
             let with_extra = i >= 4;
@@ -495,11 +517,7 @@ pub fn build(root: &Path) -> Expected {
             rows.sort_by_key(|r| r["id"].as_i64());
             (columns, rows)
         })
-        .collect();
-    Expected {
-        change_sets,
-        snapshots,
-    }
+        .collect()
 }
 
 /// `expected.json` for the interop suite.

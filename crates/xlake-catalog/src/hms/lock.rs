@@ -114,7 +114,7 @@ impl HmsCatalog {
 
     /// `lock` or `check_lock`: the lock's id and state, or why not.
     async fn lock_call(&self, method: &str, arg: Value) -> std::result::Result<(i64, i32), String> {
-        let reply = match self.try_call(method, vec![arg]).await? {
+        let reply = match self.try_call(method, vec![arg]).await.map_err(|(r, _)| r)? {
             Outcome::Returned(Some(reply)) => reply,
             Outcome::Returned(None) => return Err(format!("{method}: no reply")),
             Outcome::Thrown(_, message) => return Err(format!("{method}: {message}")),
@@ -130,7 +130,7 @@ impl HmsCatalog {
     async fn without_lock(&self, table: &TableIdent, reason: String) -> Result<Option<TableLock>> {
         let (db, name) = (Value::str(&self.database(table)?), Value::str(&table.name));
         match self.try_call("get_table", vec![db, name]).await {
-            Err(e) if e.contains("Invalid method name") => {
+            Err((e, _)) if e.contains("Invalid method name") => {
                 tracing::warn!(catalog = %self.uri, %table,
                     "the metastore cannot lock tables ({reason}); the move relies on Hive 4's conditional alter");
                 Ok(None)

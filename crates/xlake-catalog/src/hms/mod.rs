@@ -25,8 +25,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use wire::{Outcome, Value};
 
-use crate::uri::{redact, CatalogTarget};
-use crate::{Catalog, CatalogError, Pointer, Result, Swap, TableIdent};
+use crate::contract::{Catalog, Pointer, Swap, TableIdent};
+use crate::error::{CatalogError, Cause, Result};
+use crate::target::{redact, CatalogTarget};
 
 /// One call's connect, read and write timeout.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -80,32 +81,38 @@ impl HmsCatalog {
     }
 
     fn error(&self, table: &TableIdent, reason: impl std::fmt::Display) -> CatalogError {
-        CatalogError::Request {
-            catalog: self.uri.clone(),
-            table: table.to_string(),
-            reason: reason.to_string(),
-        }
+        CatalogError::request(&self.uri, table, reason)
+    }
+
+    fn caused(
+        &self,
+        table: &TableIdent,
+        reason: impl std::fmt::Display,
+        cause: impl Into<Cause>,
+    ) -> CatalogError {
+        CatalogError::request_caused(&self.uri, table, reason, cause)
     }
 
     /// `method(args…)` on the metastore, off the async runtime's threads.
     async fn call(&self, table: &TableIdent, method: &str, args: Vec<Value>) -> Result<Outcome> {
         self.try_call(method, args)
             .await
-            .map_err(|reason| self.error(table, reason))
+            .map_err(|(reason, cause)| self.caused(table, reason, cause))
     }
 
-    /// [`Self::call`], failing with the reason alone.
+    /// [`Self::call`], failing with the reason and its cause alone.
     async fn try_call(
         &self,
         method: &str,
         args: Vec<Value>,
-    ) -> std::result::Result<Outcome, String> {
+    ) -> std::result::Result<Outcome, (String, Cause)> {
         let (address, name) = (self.address.clone(), method.to_string());
         let done =
             tokio::task::spawn_blocking(move || wire::call(&address, &name, args, TIMEOUT)).await;
         match done {
-            Ok(outcome) => outcome,
-            Err(e) => Err(format!("{method}: reading the reply failed: {e}")),
+            Ok(Ok(outcome)) => Ok(outcome),
+            Ok(Err(e)) => Err((e.to_string(), e.into())),
+            Err(e) => Err((format!("{method}: reading the reply failed: {e}"), e.into())),
         }
     }
 

@@ -123,6 +123,50 @@ pub(crate) enum Outcome {
     Thrown(i16, String),
 }
 
+/// Why a call on the metastore failed; each names the method or the address, and keeps
+/// the error of the socket or of the Thrift protocol beneath.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WireError {
+    /// The address does not resolve.
+    #[error("{address}: {source}")]
+    Resolve {
+        address: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The address resolves to nothing.
+    #[error("{address}: no address")]
+    NoAddress { address: String },
+    /// No connection could be made.
+    #[error("{method}: unreachable ({address}): {source}")]
+    Unreachable {
+        method: String,
+        address: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The connection failed while the call was sent or its reply read.
+    #[error("{method}: {source}")]
+    Io {
+        method: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The reply broke the protocol.
+    #[error("{method}: {source}")]
+    Protocol {
+        method: String,
+        #[source]
+        source: thrift::Error,
+    },
+    /// The server answered with an exception message instead of a reply.
+    #[error("{method}: the server answered: {text}")]
+    Exception { method: String, text: String },
+    /// The reply is not a struct.
+    #[error("the reply is not a struct")]
+    NotAStruct,
+}
+
 /// Call `method` on the server at `address` (host:port) over a new connection, with the
 /// arguments as fields 1, 2, … of the call's argument struct.
 pub(crate) fn call(
@@ -130,15 +174,27 @@ pub(crate) fn call(
     method: &str,
     args: Vec<Value>,
     timeout: Duration,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, WireError> {
     let addr = address
         .to_socket_addrs()
-        .map_err(|e| format!("{address}: {e}"))?
+        .map_err(|source| WireError::Resolve {
+            address: address.to_string(),
+            source,
+        })?
         .next()
-        .ok_or_else(|| format!("{address}: no address"))?;
-    let stream = TcpStream::connect_timeout(&addr, timeout)
-        .map_err(|e| format!("{method}: unreachable ({address}): {e}"))?;
-    let io = |e: std::io::Error| format!("{method}: {e}");
+        .ok_or_else(|| WireError::NoAddress {
+            address: address.to_string(),
+        })?;
+    let stream =
+        TcpStream::connect_timeout(&addr, timeout).map_err(|source| WireError::Unreachable {
+            method: method.to_string(),
+            address: address.to_string(),
+            source,
+        })?;
+    let io = |source| WireError::Io {
+        method: method.to_string(),
+        source,
+    };
     stream.set_read_timeout(Some(timeout)).map_err(io)?;
     stream.set_write_timeout(Some(timeout)).map_err(io)?;
     let write = stream.try_clone().map_err(io)?;
@@ -149,7 +205,10 @@ pub(crate) fn call(
         .enumerate()
         .map(|(i, v)| (i as i16 + 1, v))
         .collect();
-    let thrift = |e: thrift::Error| format!("{method}: {e}");
+    let thrift = |source| WireError::Protocol {
+        method: method.to_string(),
+        source,
+    };
     let message = TMessageIdentifier::new(method, TMessageType::Call, 1);
     output.write_message_begin(&message).map_err(thrift)?;
     write_value(&mut output, &Value::Struct(fields)).map_err(thrift)?;
@@ -160,14 +219,17 @@ pub(crate) fn call(
     input.read_message_end().map_err(thrift)?;
     if reply.message_type == TMessageType::Exception {
         let text = body.field(1).and_then(Value::as_str).unwrap_or("");
-        return Err(format!("{method}: the server answered: {text}"));
+        return Err(WireError::Exception {
+            method: method.to_string(),
+            text: text.to_string(),
+        });
     }
     outcome(body)
 }
 
-fn outcome(body: Value) -> Result<Outcome, String> {
+fn outcome(body: Value) -> Result<Outcome, WireError> {
     let Value::Struct(fields) = body else {
-        return Err("the reply is not a struct".into());
+        return Err(WireError::NotAStruct);
     };
     match fields.into_iter().next() {
         None => Ok(Outcome::Returned(None)),

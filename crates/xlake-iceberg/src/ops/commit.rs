@@ -3,9 +3,10 @@
 //! upgrade of the format version when one is asked for ([`crate::ops::v3`]).
 
 use xlake_model::ChangeSet;
+use xlake_storage::Journal;
 
-use crate::error::Result;
-use crate::ops::plan::Draft;
+use crate::error::{IcebergError, Result};
+use crate::ops::plan::{Draft, Staged};
 use crate::ops::publish::{Batch, Committed, Published};
 use crate::ops::table::{IcebergTable, LoadedTable, PUT_IF_ABSENT_VERIFIED};
 use crate::spec::layout::METADATA_DIR;
@@ -92,6 +93,33 @@ impl IcebergTable {
         Ok(self.upgrade(loaded).await?.or(base))
     }
 
+    /// Stage `changes` in turn on `draft` until one fails: the snapshots staged, the
+    /// length of `journal` after the last of them (what follows is the failed change's),
+    /// and the error.
+    async fn stage_each(
+        &self,
+        changes: &[&ChangeSet],
+        draft: &mut Draft<'_>,
+        journal: &Journal,
+    ) -> (Vec<Staged>, usize, Option<IcebergError>) {
+        let mut staged = Vec::new();
+        let mut kept = 0;
+        let mut error = None;
+        for change in changes {
+            match self.stage(change, draft).await {
+                Ok(snapshot) => {
+                    staged.push(snapshot);
+                    kept = journal.len();
+                }
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        (staged, kept, error)
+    }
+
     async fn commit_batch_inner(
         &self,
         loaded: Option<LoadedTable>,
@@ -122,21 +150,7 @@ impl IcebergTable {
             store,
             ..self.clone()
         };
-        let mut staged = Vec::new();
-        let mut kept = 0;
-        let mut error = None;
-        for change in changes {
-            match writer.stage(change, &mut draft).await {
-                Ok(snapshot) => {
-                    staged.push(snapshot);
-                    kept = journal.len();
-                }
-                Err(e) => {
-                    error = Some(e);
-                    break;
-                }
-            }
-        }
+        let (staged, kept, mut error) = writer.stage_each(changes, &mut draft, &journal).await;
         // What the change that failed had written yet.
         self.abandon(journal.since(kept)).await;
         if let Some(e) = error.take() {

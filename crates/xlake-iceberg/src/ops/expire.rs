@@ -12,7 +12,7 @@ use iceberg::spec::{
 };
 
 use crate::error::Result;
-use crate::ops::table::{IcebergTable, FILE_CHECK_CONCURRENCY};
+use crate::ops::table::{IcebergTable, LoadedTable, FILE_CHECK_CONCURRENCY};
 use crate::spec::layout::{metadata_file, METADATA_DIR};
 use crate::spec::manifest::read_paths;
 
@@ -39,61 +39,15 @@ impl IcebergTable {
         }
         let mut by_age: Vec<&SnapshotRef> = m.snapshots().collect();
         by_age.sort_by_key(|s| s.sequence_number());
-        let mut lists: HashMap<i64, Vec<ManifestFile>> = HashMap::new();
-        // Per manifest read once: a data manifest's live file paths; a delete manifest's
-        // delete files, each with whether its entry is live.
-        let mut manifests: HashMap<String, Vec<(String, bool)>> = HashMap::new();
-        for s in &by_age {
-            let list = self.manifest_list(s).await?;
-            for mf in &list {
-                if !manifests.contains_key(&mf.manifest_path) {
-                    let paths = read_paths(&self.store, mf)
-                        .await
-                        .map_err(|e| self.corrupt(&mf.manifest_path, e))?;
-                    manifests.insert(mf.manifest_path.clone(), paths);
-                }
-            }
-            lists.insert(s.snapshot_id(), list);
-        }
+        let (lists, manifests) = self.read_lists_and_manifests(&by_age).await?;
         let needs_missing = self
             .reading_gone_files(&by_age, current, &lists, &manifests)
             .await;
-        // Position in age order of the newest snapshot to expire, by any rule.
-        let cut = by_age
-            .iter()
-            .enumerate()
-            .filter(|(i, s)| {
-                needs_missing.contains(&s.snapshot_id())
-                    || retention
-                        .keep_snapshots
-                        .is_some_and(|keep| by_age.len() - i > keep)
-                    || retention
-                        .max_age_ms
-                        .is_some_and(|age| s.timestamp_ms() < retention.now_ms - age)
-            })
-            .map(|(i, _)| i)
-            .max();
-        let expired: Vec<i64> = by_age
-            .iter()
-            .take(cut.map_or(0, |c| c + 1))
-            .map(|s| s.snapshot_id())
-            .filter(|id| Some(*id) != current)
-            .collect();
+        let expired = expiring(&by_age, current, &needs_missing, retention);
         if expired.is_empty() {
             return Ok(Expired::default());
         }
-        let previous = self.store.absolute(&metadata_file(loaded.version));
-        let built = TableMetadataBuilder::new_from_metadata(m.clone(), Some(previous))
-            .remove_snapshots(&expired)
-            .build()
-            .map_err(self.spec_error("expire snapshots"))?;
-        // Keep the table's time the source's (the builder stamps the wall clock), so later
-        // snapshots at source commit times stay in order.
-        let mut metadata =
-            serde_json::to_value(&built.metadata).map_err(|e| self.corrupt(METADATA_DIR, e))?;
-        metadata["last-updated-ms"] = serde_json::json!(m.last_updated_ms());
-        let metadata: TableMetadata =
-            serde_json::from_value(metadata).map_err(|e| self.corrupt(METADATA_DIR, e))?;
+        let metadata = self.without_snapshots(&loaded, &expired)?;
         // Loaded whole: nothing carried, every snapshot kept is in `metadata`.
         let version = loaded.version + 1;
         self.publish(version, &metadata, &Default::default())
@@ -107,6 +61,43 @@ impl IcebergTable {
             deleted_files: deleted,
             version,
         })
+    }
+
+    /// The manifest list of every snapshot in `by_age`, and per manifest, read once: a data
+    /// manifest's live file paths; a delete manifest's delete files, each with whether its
+    /// entry is live.
+    async fn read_lists_and_manifests(&self, by_age: &[&SnapshotRef]) -> Result<ListsAndManifests> {
+        let mut lists: HashMap<i64, Vec<ManifestFile>> = HashMap::new();
+        let mut manifests: HashMap<String, Vec<(String, bool)>> = HashMap::new();
+        for s in by_age {
+            let list = self.manifest_list(s).await?;
+            for mf in &list {
+                if !manifests.contains_key(&mf.manifest_path) {
+                    let paths = read_paths(&self.store, mf)
+                        .await
+                        .map_err(|e| self.corrupt(&mf.manifest_path, e))?;
+                    manifests.insert(mf.manifest_path.clone(), paths);
+                }
+            }
+            lists.insert(s.snapshot_id(), list);
+        }
+        Ok((lists, manifests))
+    }
+
+    /// The table metadata of `loaded` without the snapshots `expired`, its time kept.
+    fn without_snapshots(&self, loaded: &LoadedTable, expired: &[i64]) -> Result<TableMetadata> {
+        let m = &loaded.metadata;
+        let previous = self.store.absolute(&metadata_file(loaded.version));
+        let built = TableMetadataBuilder::new_from_metadata(m.clone(), Some(previous))
+            .remove_snapshots(expired)
+            .build()
+            .map_err(self.spec_error("expire snapshots"))?;
+        // Keep the table's time the source's (the builder stamps the wall clock), so later
+        // snapshots at source commit times stay in order.
+        let mut metadata =
+            serde_json::to_value(&built.metadata).map_err(|e| self.corrupt(METADATA_DIR, e))?;
+        metadata["last-updated-ms"] = serde_json::json!(m.last_updated_ms());
+        serde_json::from_value(metadata).map_err(|e| self.corrupt(METADATA_DIR, e))
     }
 
     /// The snapshots other than the current one that read a data file or a delete file no
@@ -217,4 +208,42 @@ impl IcebergTable {
         }
         deleted
     }
+}
+
+/// Each snapshot's manifest list, and each manifest's paths with whether each is live
+/// (see [`IcebergTable::read_lists_and_manifests`]).
+type ListsAndManifests = (
+    HashMap<i64, Vec<ManifestFile>>,
+    HashMap<String, Vec<(String, bool)>>,
+);
+
+/// The snapshots to expire, oldest first: every one up to the newest that any rule expires
+/// (it reads a file that is gone, or `retention` drops it), never the current one.
+fn expiring(
+    by_age: &[&SnapshotRef],
+    current: Option<i64>,
+    needs_missing: &HashSet<i64>,
+    retention: &Retention,
+) -> Vec<i64> {
+    // Position in age order of the newest snapshot to expire, by any rule.
+    let cut = by_age
+        .iter()
+        .enumerate()
+        .filter(|(i, s)| {
+            needs_missing.contains(&s.snapshot_id())
+                || retention
+                    .keep_snapshots
+                    .is_some_and(|keep| by_age.len() - i > keep)
+                || retention
+                    .max_age_ms
+                    .is_some_and(|age| s.timestamp_ms() < retention.now_ms - age)
+        })
+        .map(|(i, _)| i)
+        .max();
+    by_age
+        .iter()
+        .take(cut.map_or(0, |c| c + 1))
+        .map(|s| s.snapshot_id())
+        .filter(|id| Some(*id) != current)
+        .collect()
 }

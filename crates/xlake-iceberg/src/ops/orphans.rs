@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use xlake_storage::{Entry, TableStore};
 
 use crate::error::{IcebergError, Result};
+use crate::spec::error::CodecError;
 use crate::spec::layout::{
     is_written_by_xlake, metadata_file, version_of, METADATA_DIR, VERSION_HINT,
 };
@@ -35,7 +36,7 @@ async fn referenced(
     metadata_files: &[String],
     current: u64,
 ) -> Result<HashSet<String>> {
-    let corrupt = |file: &str, reason: String| IcebergError::CorruptMetadata {
+    let corrupt = |file: &str, reason: CodecError| IcebergError::CorruptMetadata {
         table: store.location().to_string(),
         file: file.to_string(),
         reason,
@@ -47,7 +48,7 @@ async fn referenced(
         let file = store.absolute(&metadata_file(current));
         let reason =
             "the current version (named by version-hint.text) is missing; nothing is deleted"
-                .to_string();
+                .into();
         return Err(corrupt(&file, reason));
     }
     let mut lists = HashSet::new();

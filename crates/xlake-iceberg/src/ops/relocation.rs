@@ -9,6 +9,7 @@ use xlake_storage::TableStore;
 
 use crate::error::{IcebergError, Result};
 use crate::spec::decode::parse_metadata;
+use crate::spec::error::CodecError;
 use crate::spec::layout::{version_of, METADATA_DIR};
 use crate::spec::manifest::read_entries;
 use crate::spec::manifest_list::read_manifest_list;
@@ -139,11 +140,11 @@ pub async fn set_aside(store: &TableStore, files: &[String], dir: &str) -> Resul
     Ok(moved)
 }
 
-fn corrupt(store: &TableStore, file: &str, reason: impl ToString) -> IcebergError {
+fn corrupt(store: &TableStore, file: &str, reason: impl Into<CodecError>) -> IcebergError {
     IcebergError::CorruptMetadata {
         table: store.location().to_string(),
         file: store.absolute(file),
-        reason: reason.to_string(),
+        reason: reason.into(),
     }
 }
 

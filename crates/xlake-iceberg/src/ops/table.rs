@@ -15,6 +15,7 @@ use xlake_storage::{StorageError, TableStore};
 
 use crate::error::{IcebergError, Result};
 use crate::ops::live_paths::PathCache;
+use crate::spec::error::CodecError;
 use crate::spec::history::{split, History, SnapshotHead};
 pub(crate) use crate::spec::layout::METADATA_DIR;
 use crate::spec::layout::{is_metadata_json, metadata_file_name, version_of, Hint, VERSION_HINT};
@@ -62,7 +63,7 @@ impl Parse {
         self,
         bytes: &Bytes,
         version: u64,
-    ) -> std::result::Result<(TableMetadata, History), String> {
+    ) -> std::result::Result<(TableMetadata, History), CodecError> {
         if let Parse::ForCommit = self {
             if let Ok(split) = split(bytes, Some(&metadata_file_name(version))) {
                 return Ok(split);
@@ -82,14 +83,14 @@ impl Parse {
         self,
         bytes: Bytes,
         version: u64,
-    ) -> std::result::Result<(TableMetadata, History), String> {
+    ) -> std::result::Result<(TableMetadata, History), CodecError> {
         match tokio::task::spawn_blocking(move || self.read(&bytes, version)).await {
             Ok(read) => read,
             // A panic is xlake's own bug, not the file's: it goes on as it would have on
             // the caller's thread.
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             // Cancelled: only as the runtime shuts down, which drops the caller too.
-            Err(e) => Err(format!("parsing stopped: {e}")),
+            Err(e) => Err(CodecError::within("parsing stopped")(e)),
         }
     }
 }
@@ -247,11 +248,11 @@ impl IcebergTable {
         self.store.location().to_string()
     }
 
-    pub(crate) fn corrupt(&self, file: &str, reason: impl ToString) -> IcebergError {
+    pub(crate) fn corrupt(&self, file: &str, reason: impl Into<CodecError>) -> IcebergError {
         IcebergError::CorruptMetadata {
             table: self.table(),
             file: self.store.absolute(file),
-            reason: reason.to_string(),
+            reason: reason.into(),
         }
     }
 

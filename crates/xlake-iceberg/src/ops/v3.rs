@@ -17,6 +17,7 @@ use xlake_model::{ChangeSet, DataType, Field, PrimitiveType, TimeUnit};
 
 use crate::error::{IcebergError, Result};
 use crate::ops::table::{IcebergTable, LoadedTable, FILE_CHECK_CONCURRENCY};
+use crate::spec::error::CodecError;
 use crate::spec::layout::{self, metadata_file};
 use crate::spec::puffin::{frame_positions, read_vector, write_puffin, VectorBlob};
 
@@ -154,7 +155,7 @@ impl IcebergTable {
         data: &[IcebergDataFile],
         spec: &IcebergSpec,
     ) -> Result<Vec<IcebergDataFile>> {
-        let invalid = |path: &str, reason: String| IcebergError::InvalidDataFile {
+        let invalid = |path: &str, reason: CodecError| IcebergError::InvalidDataFile {
             table: self.table(),
             commit: change.commit.id.clone(),
             path: path.to_string(),
@@ -189,7 +190,9 @@ impl IcebergTable {
                     Ok(framed) => framed,
                     Err(e) => {
                         let gone = self
-                            .gone_vector(f, (d, spec.spec_id()), true, &|r| invalid(location, r))
+                            .gone_vector(f, (d, spec.spec_id()), true, &|r| {
+                                invalid(location, r.into())
+                            })
                             .await?;
                         return gone
                             .map(|g| Vector::Gone(Box::new(g)))

@@ -451,9 +451,9 @@ impl Walk<'_> {
         let rows = file.record_count.unwrap_or(0);
         let framed = crate::spec::puffin::read_vector(self.store, vector, rows)
             .await
-            .map_err(|e| self.corrupt(snapshot, &file.path, e))?;
+            .map_err(|e| self.corrupt(snapshot, &file.path, e.to_string()))?;
         let bitmap = crate::spec::puffin::bitmap_of(&framed)
-            .map_err(|e| self.corrupt(snapshot, &file.path, e))?;
+            .map_err(|e| self.corrupt(snapshot, &file.path, e.to_string()))?;
         Ok(bitmap.iter().collect())
     }
 

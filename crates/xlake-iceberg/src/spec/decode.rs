@@ -3,7 +3,9 @@
 
 use iceberg::spec::TableMetadata;
 
+use crate::spec::error::CodecError;
+
 /// A `vN.metadata.json` as read back: the Iceberg spec's table metadata.
-pub fn parse_metadata(bytes: &[u8]) -> std::result::Result<TableMetadata, String> {
-    serde_json::from_slice(bytes).map_err(|e| e.to_string())
+pub fn parse_metadata(bytes: &[u8]) -> std::result::Result<TableMetadata, CodecError> {
+    serde_json::from_slice(bytes).map_err(CodecError::library)
 }

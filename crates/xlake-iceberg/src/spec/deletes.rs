@@ -13,6 +13,8 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use roaring::RoaringTreemap;
 
+use crate::spec::error::CodecError;
+
 /// Reserved field id of `file_path` in position-delete files.
 const FILE_PATH_ID: &str = "2147483546";
 /// Reserved field id of `pos` in position-delete files.
@@ -24,7 +26,7 @@ fn field(name: &str, data_type: DataType, id: &str) -> Field {
 }
 
 /// The bytes of a position-delete file deleting `positions` (ascending) of `data_file`.
-pub fn position_delete_file(data_file: &str, positions: &[u64]) -> Result<Bytes, String> {
+pub fn position_delete_file(data_file: &str, positions: &[u64]) -> Result<Bytes, CodecError> {
     let schema = Arc::new(Schema::new(vec![
         field("file_path", DataType::Utf8, FILE_PATH_ID),
         field("pos", DataType::Int64, POS_ID),
@@ -35,11 +37,11 @@ pub fn position_delete_file(data_file: &str, positions: &[u64]) -> Result<Bytes,
         .collect::<Result<_, _>>()?;
     let paths: ArrayRef = Arc::new(StringArray::from(vec![data_file; pos.len()]));
     let batch = RecordBatch::try_new(schema.clone(), vec![paths, Arc::new(Int64Array::from(pos))])
-        .map_err(|e| e.to_string())?;
+        .map_err(CodecError::library)?;
     let mut out = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut out, schema, None).map_err(|e| e.to_string())?;
-    writer.write(&batch).map_err(|e| e.to_string())?;
-    writer.close().map_err(|e| e.to_string())?;
+    let mut writer = ArrowWriter::try_new(&mut out, schema, None).map_err(CodecError::library)?;
+    writer.write(&batch).map_err(CodecError::library)?;
+    writer.close().map_err(CodecError::library)?;
     Ok(Bytes::from(out))
 }
 

@@ -30,6 +30,8 @@ use crate::spec::compact::{self, LogEntry};
 use crate::spec::snapshot_index::{self, Carry, Entry, Index, SourceId, SNAPSHOT_INDEX};
 use crate::spec::summary::{SyncMetadata, XTABLE_METADATA};
 
+use crate::spec::error::CodecError;
+
 /// Summary keys a head keeps besides [`XTABLE_METADATA`]: xlake's own notes.
 const NOTE_PREFIX: &str = "xlake.";
 
@@ -300,21 +302,21 @@ struct Walk<'a> {
 
 impl<'a> Walk<'a> {
     /// The next value, read from here; skips the whitespace before it.
-    fn value<T: Deserialize<'a>>(&mut self) -> Result<(&'a str, T), String> {
+    fn value<T: Deserialize<'a>>(&mut self) -> Result<(&'a str, T), CodecError> {
         self.skip_whitespace();
         let rest = &self.text[self.at..];
         let mut values = serde_json::Deserializer::from_str(rest).into_iter::<T>();
         let value = values
             .next()
             .ok_or("the document ends early")?
-            .map_err(|e| e.to_string())?;
+            .map_err(CodecError::library)?;
         let read = &rest[..values.byte_offset()];
         self.at += read.len();
         Ok((read, value))
     }
 
     /// Past the next byte, which must be one of `expected`; returns it.
-    fn punctuation(&mut self, expected: &[u8]) -> Result<u8, String> {
+    fn punctuation(&mut self, expected: &[u8]) -> Result<u8, CodecError> {
         self.skip_whitespace();
         match self.text.as_bytes().get(self.at) {
             Some(b) if expected.contains(b) => {
@@ -325,7 +327,8 @@ impl<'a> Walk<'a> {
                 "table metadata: expected one of {:?} at byte {}",
                 String::from_utf8_lossy(expected),
                 self.at
-            )),
+            )
+            .into()),
         }
     }
 
@@ -345,7 +348,7 @@ impl<'a> Walk<'a> {
 
 /// The document `text`, read in one pass (see [`Walk`]); `file` is its name, which a
 /// snapshot index it holds must name to be used.
-fn document<'a>(text: &'a str, file: Option<&str>) -> Result<Document<'a>, String> {
+fn document<'a>(text: &'a str, file: Option<&str>) -> Result<Document<'a>, CodecError> {
     let mut walk = Walk { text, at: 0 };
     let mut doc = Document::default();
     walk.punctuation(b"{")?;
@@ -359,7 +362,7 @@ fn document<'a>(text: &'a str, file: Option<&str>) -> Result<Document<'a>, Strin
         walk.punctuation(b":")?;
         // A key twice is refused, as iceberg-rust's parse refuses it.
         if doc.fields.contains_key(key.as_ref()) || (key == "snapshots" && listed) {
-            return Err(format!("table metadata: duplicate field {key:?}"));
+            return Err(format!("table metadata: duplicate field {key:?}").into());
         }
         if key == "snapshots" {
             listed = true;
@@ -372,10 +375,7 @@ fn document<'a>(text: &'a str, file: Option<&str>) -> Result<Document<'a>, Strin
     }
     walk.skip_whitespace();
     if walk.at != text.len() {
-        return Err(format!(
-            "table metadata: trailing characters at byte {}",
-            walk.at
-        ));
+        return Err(format!("table metadata: trailing characters at byte {}", walk.at).into());
     }
     Ok(doc)
 }
@@ -389,7 +389,7 @@ fn field<'a>(
     doc: &mut Document<'a>,
     key: &str,
     file: Option<&str>,
-) -> Result<&'a str, String> {
+) -> Result<&'a str, CodecError> {
     walk.skip_whitespace();
     let rest = &walk.text[walk.at..];
     let fast = match key {
@@ -436,7 +436,7 @@ fn index_in(raw: &str, file: &str) -> Option<Index> {
 
 /// The `snapshots` array at `walk` into `doc`: by the snapshot index where it holds one
 /// that describes the array, else each snapshot's text and head.
-fn read_snapshots<'a>(walk: &mut Walk<'a>, doc: &mut Document<'a>) -> Result<(), String> {
+fn read_snapshots<'a>(walk: &mut Walk<'a>, doc: &mut Document<'a>) -> Result<(), CodecError> {
     walk.skip_whitespace();
     if let Some(index) = doc.index.take() {
         if let Some((texts, end, list)) = snapshot_index::spans(walk.text, walk.at, &index) {
@@ -455,7 +455,7 @@ fn read_snapshots<'a>(walk: &mut Walk<'a>, doc: &mut Document<'a>) -> Result<(),
 }
 
 /// The `snapshots` array at `walk`: each snapshot's text and head.
-fn snapshots<'a>(walk: &mut Walk<'a>) -> Result<Vec<(&'a str, SnapshotHead)>, String> {
+fn snapshots<'a>(walk: &mut Walk<'a>) -> Result<Vec<(&'a str, SnapshotHead)>, CodecError> {
     walk.punctuation(b"[")?;
     let mut snapshots = Vec::new();
     let mut more = !walk.peek_is(b']');
@@ -471,12 +471,12 @@ fn snapshots<'a>(walk: &mut Walk<'a>) -> Result<Vec<(&'a str, SnapshotHead)>, St
 
 /// Parse `bytes` for a commit: the working metadata (every field, and of the snapshots
 /// only the current one and those a ref names) and the [`History`] carrying the others.
-pub fn split(bytes: &Bytes, file: Option<&str>) -> Result<(TableMetadata, History), String> {
+pub fn split(bytes: &Bytes, file: Option<&str>) -> Result<(TableMetadata, History), CodecError> {
     // Checked with SIMD: a long history's file is a megabyte, read on every commit (std's
     // check, only on failure, says where it fails).
     let text = match simdutf8::basic::from_utf8(bytes) {
         Ok(text) => text,
-        Err(_) => std::str::from_utf8(bytes).map_err(|e| e.to_string())?,
+        Err(_) => std::str::from_utf8(bytes).map_err(CodecError::library)?,
     };
     let mut doc = document(text, file)?;
     let working = working_ids(&doc)?;
@@ -535,16 +535,16 @@ fn split_log<'a>(
     whole: &Bytes,
     text: &'a str,
     read: Option<Vec<LogEntry>>,
-) -> Result<(Option<&'a str>, Option<CarriedLog>), String> {
+) -> Result<(Option<&'a str>, Option<CarriedLog>), CodecError> {
     let entries = match read.or_else(|| compact::log_entries(text)) {
         Some(entries) => entries,
-        None => serde_json::from_str(text).map_err(|e| e.to_string())?,
+        None => serde_json::from_str(text).map_err(CodecError::library)?,
     };
     if entries
         .windows(2)
         .any(|w| w[1].timestamp_ms.saturating_sub(w[0].timestamp_ms) < -LOG_SKEW_MS)
     {
-        return Err("the snapshot log is out of order".to_string());
+        return Err("the snapshot log is out of order".into());
     }
     let (Some(last), true) = (entries.last(), entries.len() > 1) else {
         return Ok((None, None));
@@ -570,17 +570,17 @@ fn split_log<'a>(
 }
 
 /// `part` (text borrowed from `whole` by the parse) as a view of `whole`.
-fn view(whole: &Bytes, part: &str) -> Result<Bytes, String> {
+fn view(whole: &Bytes, part: &str) -> Result<Bytes, CodecError> {
     let start = (part.as_ptr() as usize).wrapping_sub(whole.as_ptr() as usize);
     match start.checked_add(part.len()) {
         Some(end) if end <= whole.len() => Ok(whole.slice(start..end)),
-        _ => Err("a snapshot outside the document".to_string()),
+        _ => Err("a snapshot outside the document".into()),
     }
 }
 
 /// The snapshots the working metadata must hold: the current one and every ref's (the
 /// spec's validation refuses metadata whose refs name a snapshot it does not hold).
-fn working_ids(doc: &Document) -> Result<Vec<i64>, String> {
+fn working_ids(doc: &Document) -> Result<Vec<i64>, CodecError> {
     #[derive(Deserialize)]
     struct RefHead {
         #[serde(rename = "snapshot-id")]
@@ -589,12 +589,12 @@ fn working_ids(doc: &Document) -> Result<Vec<i64>, String> {
     // A few ids (the current snapshot and the refs'), looked up for every snapshot.
     let mut ids = Vec::new();
     if let Some(current) = doc.fields.get("current-snapshot-id") {
-        let id: Option<i64> = serde_json::from_str(current).map_err(|e| e.to_string())?;
+        let id: Option<i64> = serde_json::from_str(current).map_err(CodecError::library)?;
         ids.extend(id);
     }
     if let Some(refs) = doc.fields.get("refs") {
         let refs: HashMap<String, RefHead> =
-            serde_json::from_str(refs).map_err(|e| e.to_string())?;
+            serde_json::from_str(refs).map_err(CodecError::library)?;
         ids.extend(refs.values().map(|r| r.snapshot_id));
     }
     ids.sort_unstable();
@@ -608,13 +608,13 @@ fn parse_working(
     doc: &Document,
     kept: &[&str],
     last_entry: Option<&str>,
-) -> Result<TableMetadata, String> {
+) -> Result<TableMetadata, CodecError> {
     let fields = doc.fields.values().map(|v| v.len());
     let sizes = fields.chain(kept.iter().map(|k| k.len())).map(|n| n + 32);
     let mut text = Vec::with_capacity(sizes.sum());
     text.push(b'{');
     for (key, value) in &doc.fields {
-        serde_json::to_writer(&mut text, key).map_err(|e| e.to_string())?;
+        serde_json::to_writer(&mut text, key).map_err(CodecError::library)?;
         text.push(b':');
         match last_entry.filter(|_| key == "snapshot-log") {
             Some(entry) => {
@@ -646,7 +646,7 @@ fn without_index(
     out: &mut Vec<u8>,
     raw: &str,
     member: &Option<std::ops::Range<usize>>,
-) -> Result<(), String> {
+) -> Result<(), CodecError> {
     if let Some(cut) = member {
         out.extend_from_slice(&raw.as_bytes()[..cut.start]);
         out.extend_from_slice(&raw.as_bytes()[cut.end..]);
@@ -657,9 +657,9 @@ fn without_index(
         return Ok(());
     }
     let mut properties: BTreeMap<String, &RawValue> =
-        serde_json::from_str(raw).map_err(|e| e.to_string())?;
+        serde_json::from_str(raw).map_err(CodecError::library)?;
     properties.remove(SNAPSHOT_INDEX);
-    serde_json::to_writer(out, &properties).map_err(|e| e.to_string())
+    serde_json::to_writer(out, &properties).map_err(CodecError::library)
 }
 
 #[cfg(test)]

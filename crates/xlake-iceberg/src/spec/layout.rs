@@ -3,6 +3,8 @@
 //! (manifests, manifest lists, delete files). Paths are relative to the table's root.
 //! Everything else, in this crate and in `xlake-sync`, asks here instead of spelling them.
 
+use crate::spec::error::CodecError;
+
 /// The folder of the Iceberg metadata, beside the source's own.
 pub const METADATA_DIR: &str = "metadata";
 /// The file naming the current version: `N` with no newline (what pyiceberg and DuckDB
@@ -65,7 +67,7 @@ impl Hint {
 
 /// Read `version-hint.text`: every reader of the hint in xlake goes through here. Text that
 /// names no version at all is an error.
-pub fn parse_hint(bytes: &[u8]) -> std::result::Result<Hint, String> {
+pub fn parse_hint(bytes: &[u8]) -> std::result::Result<Hint, CodecError> {
     let text = String::from_utf8_lossy(bytes);
     let version = text
         .trim()

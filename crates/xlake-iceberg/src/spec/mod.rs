@@ -7,6 +7,7 @@ pub(crate) mod container;
 pub(crate) mod decode;
 pub mod deletes;
 pub mod encode;
+pub(crate) mod error;
 pub mod fidelity;
 pub mod footer;
 pub mod history;

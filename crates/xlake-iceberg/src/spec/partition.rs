@@ -9,6 +9,8 @@ use xlake_model::{PartitionSpec, Schema, Transform, Value};
 use crate::spec::schema::SchemaProblem;
 use crate::spec::value::to_datum;
 
+use crate::spec::error::CodecError;
+
 fn transform(t: Transform) -> IcebergTransform {
     match t {
         Transform::Identity => IcebergTransform::Identity,
@@ -86,13 +88,14 @@ pub fn partition_tuple(
     spec: &PartitionSpec,
     schema: &Schema,
     partition_type: &StructType,
-) -> Result<Struct, String> {
+) -> Result<Struct, CodecError> {
     if values.len() != spec.fields.len() {
         return Err(format!(
             "has {} partition values, the partition spec has {} fields",
             values.len(),
             spec.fields.len()
-        ));
+        )
+        .into());
     }
     values
         .iter()
@@ -101,16 +104,19 @@ pub fn partition_tuple(
         .map(|((value, field), target)| {
             let Some(value) = value else { return Ok(None) };
             let source = schema.primitive_at(&field.source).ok_or_else(|| {
-                format!(
+                CodecError::invalid(format!(
                     "partition source column {} is not a primitive column",
                     field.source
-                )
+                ))
             })?;
             let Type::Primitive(target) = target.field_type.as_ref() else {
-                return Err(format!("partition field {} is not primitive", field.name));
+                return Err(CodecError::invalid(format!(
+                    "partition field {} is not primitive",
+                    field.name
+                )));
             };
             let datum = to_datum(value, source, target)
-                .map_err(|e| format!("partition field {}: {e}", field.name))?;
+                .map_err(|e| e.context(format!("partition field {}", field.name)))?;
             Ok(Some(Literal::Primitive(datum.literal().clone())))
         })
         .collect()

@@ -17,6 +17,8 @@ use xlake_storage::TableStore;
 
 use crate::spec::written::persist;
 
+use crate::spec::error::CodecError;
+
 /// The magic bytes of a serialized vector.
 pub const MAGIC: [u8; 4] = [0xD1, 0xD3, 0x39, 0x64];
 /// Field id of `_pos` (Iceberg's reserved row position column): what a vector is about.
@@ -42,7 +44,7 @@ pub async fn read_vector(
     store: &TableStore,
     vector: &DeletionVector,
     record_count: u64,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, CodecError> {
     let framed = match &vector.bytes {
         VectorBytes::Inline(bytes) => frame(bytes)?,
         VectorBytes::Stored { path, offset, size } => {
@@ -60,7 +62,7 @@ pub async fn read_vector(
             if end > file_size {
                 return Err(format!(
                     "deletion vector file {path}: the vector at offset {offset} of {size} bytes ends at {end}, past the file's end ({file_size} bytes)"
-                ));
+                ).into());
             }
             let bytes = store
                 .get_range(path, *offset..end)
@@ -82,18 +84,17 @@ pub async fn read_vector(
             "{which}: the vector holds {} rows, the source's log says {}",
             bitmap.len(),
             vector.cardinality
-        ));
+        )
+        .into());
     }
     if let Some(max) = bitmap.max().filter(|&m| m >= record_count) {
-        return Err(format!(
-            "{which}: deletes row {max} of a file of {record_count} rows"
-        ));
+        return Err(format!("{which}: deletes row {max} of a file of {record_count} rows").into());
     }
     Ok(framed)
 }
 
 /// A framed blob for a serialized vector (magic and bitmap): length and CRC added.
-pub fn frame(serialized: &[u8]) -> Result<Vec<u8>, String> {
+pub fn frame(serialized: &[u8]) -> Result<Vec<u8>, CodecError> {
     let len = u32::try_from(serialized.len()).map_err(|_| "deletion vector over 4 GiB")?;
     let mut out = Vec::with_capacity(serialized.len() + 8);
     out.extend(len.to_be_bytes());
@@ -103,17 +104,17 @@ pub fn frame(serialized: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// A framed blob deleting `positions` (for a source that gives decoded rows only).
-pub fn frame_positions(positions: &[u64]) -> Result<Vec<u8>, String> {
+pub fn frame_positions(positions: &[u64]) -> Result<Vec<u8>, CodecError> {
     let bitmap: RoaringTreemap = positions.iter().copied().collect();
     let mut serialized = MAGIC.to_vec();
     bitmap
         .serialize_into(&mut serialized)
-        .map_err(|e| e.to_string())?;
+        .map_err(CodecError::library)?;
     frame(&serialized)
 }
 
 /// Check the framing of a blob: its length field and its CRC-32.
-pub fn check_framed(framed: &[u8]) -> Result<(), String> {
+pub fn check_framed(framed: &[u8]) -> Result<(), CodecError> {
     let (len, rest) = framed
         .split_first_chunk::<4>()
         .ok_or("truncated deletion vector")?;
@@ -125,19 +126,20 @@ pub fn check_framed(framed: &[u8]) -> Result<(), String> {
         return Err(format!(
             "vector length field says {len} bytes, the log says {}",
             body.len()
-        ));
+        )
+        .into());
     }
     let (stored, computed) = (u32::from_be_bytes(*crc), crc32fast::hash(body));
     if stored != computed {
-        return Err(format!(
-            "CRC-32 mismatch: stored {stored:08x}, computed {computed:08x}"
-        ));
+        return Err(
+            format!("CRC-32 mismatch: stored {stored:08x}, computed {computed:08x}").into(),
+        );
     }
     Ok(())
 }
 
 /// The bitmap of a framed blob.
-pub fn bitmap_of(framed: &[u8]) -> Result<RoaringTreemap, String> {
+pub fn bitmap_of(framed: &[u8]) -> Result<RoaringTreemap, CodecError> {
     let body = framed
         .get(4..framed.len().saturating_sub(4))
         .ok_or("truncated deletion vector")?;
@@ -148,10 +150,7 @@ pub fn bitmap_of(framed: &[u8]) -> Result<RoaringTreemap, String> {
     let bitmap = RoaringTreemap::deserialize_from(&mut reader)
         .map_err(|e| format!("corrupt deletion vector bitmap: {e}"))?;
     if !reader.is_empty() {
-        return Err(format!(
-            "{} bytes after the deletion vector bitmap",
-            reader.len()
-        ));
+        return Err(format!("{} bytes after the deletion vector bitmap", reader.len()).into());
     }
     Ok(bitmap)
 }
@@ -162,16 +161,16 @@ pub async fn write_puffin(
     store: &TableStore,
     location: &str,
     blobs: Vec<VectorBlob>,
-) -> Result<Vec<(u64, u64)>, String> {
+) -> Result<Vec<(u64, u64)>, CodecError> {
     let io = FileIO::new_with_memory();
-    let output = io.new_output(location).map_err(|e| e.to_string())?;
+    let output = io.new_output(location).map_err(CodecError::library)?;
     let properties = HashMap::from([(
         iceberg::puffin::CREATED_BY_PROPERTY.to_string(),
         format!("xlake {}", env!("CARGO_PKG_VERSION")),
     )]);
     let mut writer = PuffinWriter::new(&output, properties, false)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(CodecError::library)?;
     let mut at = HEADER_LEN;
     let mut placed = Vec::with_capacity(blobs.len());
     for b in blobs {
@@ -190,11 +189,11 @@ pub async fn write_puffin(
         writer
             .add(blob, CompressionCodec::None)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(CodecError::library)?;
         placed.push((at, len));
         at += len;
     }
-    writer.close().await.map_err(|e| e.to_string())?;
+    writer.close().await.map_err(CodecError::library)?;
     persist(store, &io, location).await?;
     Ok(placed)
 }
@@ -213,9 +212,15 @@ mod tests {
         let mut bad = framed.clone();
         let last = bad.len() - 1;
         bad[last] ^= 1;
-        assert!(check_framed(&bad).unwrap_err().contains("CRC-32"));
+        assert!(check_framed(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("CRC-32"));
         let mut short = framed;
         short[3] += 1;
-        assert!(check_framed(&short).unwrap_err().contains("length"));
+        assert!(check_framed(&short)
+            .unwrap_err()
+            .to_string()
+            .contains("length"));
     }
 }

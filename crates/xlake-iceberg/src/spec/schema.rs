@@ -278,7 +278,7 @@ impl Assigner {
         let existing = existing.as_ref();
         match ty {
             DataType::Primitive(p) => {
-                let new = iceberg_primitive(p).map_err(problem)?;
+                let new = iceberg_primitive(p).map_err(|e| problem(e.to_string()))?;
                 match existing {
                     None => Ok(Type::Primitive(new)),
                     Some(Type::Primitive(old)) if promotes(old, &new) => Ok(Type::Primitive(new)),

@@ -4,6 +4,8 @@
 use iceberg::spec::{Datum, PrimitiveType as IcebergPrimitive};
 use xlake_model::{PrimitiveType, TimeUnit, Value};
 
+use crate::spec::error::CodecError;
+
 /// Bounds of strings and binaries are cut to this many characters or bytes, as Iceberg's
 /// default metrics mode `truncate(16)` does.
 pub const BOUND_TRUNCATE_LENGTH: usize = 16;
@@ -11,7 +13,7 @@ pub const BOUND_TRUNCATE_LENGTH: usize = 16;
 /// The Iceberg type of a neutral leaf type, or why there is none. Nanosecond timestamps
 /// map to v3's `timestamp_ns`/`timestamptz_ns`; a v2 table refuses them before this
 /// (`crate::ops::v3::refuse_v3_types`).
-pub fn iceberg_primitive(p: &PrimitiveType) -> Result<IcebergPrimitive, String> {
+pub fn iceberg_primitive(p: &PrimitiveType) -> Result<IcebergPrimitive, CodecError> {
     Ok(match p {
         PrimitiveType::Boolean => IcebergPrimitive::Boolean,
         PrimitiveType::Int => IcebergPrimitive::Int,
@@ -22,7 +24,8 @@ pub fn iceberg_primitive(p: &PrimitiveType) -> Result<IcebergPrimitive, String> 
             if *precision == 0 || *precision > 38 || scale > precision {
                 return Err(format!(
                     "decimal({precision},{scale}) is outside Iceberg's decimal range"
-                ));
+                )
+                .into());
             }
             IcebergPrimitive::Decimal {
                 precision: u32::from(*precision),
@@ -69,7 +72,7 @@ pub fn to_datum(
     value: &Value,
     source: &PrimitiveType,
     target: &IcebergPrimitive,
-) -> Result<Datum, String> {
+) -> Result<Datum, CodecError> {
     let mismatch = || format!("value {value:?} does not fit Iceberg type {target}");
     Ok(match (value, target) {
         (Value::Boolean(b), IcebergPrimitive::Boolean) => Datum::bool(*b),
@@ -85,12 +88,12 @@ pub fn to_datum(
         (Value::Double(f), IcebergPrimitive::Double) => Datum::double(*f),
         (Value::Decimal(unscaled), IcebergPrimitive::Decimal { .. }) => {
             Datum::try_from_bytes(&decimal_bytes(*unscaled), target.clone())
-                .map_err(|e| e.to_string())?
+                .map_err(CodecError::library)?
         }
         (Value::Date(d), IcebergPrimitive::Date) => Datum::date(*d),
         (Value::Date(d), IcebergPrimitive::Int) => Datum::int(*d),
         (Value::Time(us), IcebergPrimitive::Time) => {
-            Datum::time_micros(*us).map_err(|e| e.to_string())?
+            Datum::time_micros(*us).map_err(CodecError::library)?
         }
         (Value::Timestamp(v), IcebergPrimitive::Timestamp | IcebergPrimitive::Timestamptz) => {
             let unit = match source {
@@ -122,14 +125,14 @@ pub fn to_datum(
         }
         (Value::String(s), IcebergPrimitive::String) => Datum::string(s),
         (Value::String(s), IcebergPrimitive::Uuid) => {
-            Datum::uuid_from_str(s).map_err(|e| e.to_string())?
+            Datum::uuid_from_str(s).map_err(CodecError::library)?
         }
         (Value::Binary(b), IcebergPrimitive::Binary) => Datum::binary(b.iter().copied()),
         (Value::Binary(b), IcebergPrimitive::Fixed(n)) if b.len() as u64 == *n => {
             Datum::fixed(b.iter().copied())
         }
         (Value::Uuid(b), IcebergPrimitive::Uuid) => Datum::uuid(uuid::Uuid::from_bytes(*b)),
-        _ => return Err(mismatch()),
+        _ => return Err(mismatch().into()),
     })
 }
 

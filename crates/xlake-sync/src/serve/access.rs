@@ -5,7 +5,7 @@ use std::path::{Component, Path, PathBuf};
 
 use subtle::ConstantTimeEq;
 
-use crate::error::ConfigError;
+use crate::error::{ConfigError, ConfigKind};
 
 /// The default of `hoodie.write.commit.callback.http.api.key` in Apache Hudi
 /// (`HoodieWriteCommitCallbackConfig.CALLBACK_HTTP_API_KEY_VALUE`): public, so it
@@ -32,18 +32,14 @@ impl std::fmt::Debug for Key {
 impl Key {
     /// A required key. Refuses an empty key and, unless `allow_default`, Hudi's default.
     pub fn required(key: &str, allow_default: bool) -> Result<Self, ConfigError> {
-        Self::required_text(key, allow_default).map_err(ConfigError::access)
-    }
-
-    fn required_text(key: &str, allow_default: bool) -> Result<Self, String> {
         let key = key.trim_end_matches(['\r', '\n']);
         if key.is_empty() {
-            return Err("the callback key is empty".into());
+            return Err(ConfigError::access("the callback key is empty".into()));
         }
         if key == HUDI_DEFAULT_KEY && !allow_default {
-            return Err(format!(
+            return Err(ConfigError::access(format!(
                 "the callback key is Hudi's public default ({HUDI_DEFAULT_KEY:?}), which anyone can send; set hoodie.write.commit.callback.http.api.key to a secret, or pass --allow-default-key"
-            ));
+            )));
         }
         Ok(Self(Some(key.as_bytes().to_vec())))
     }
@@ -56,27 +52,21 @@ impl Key {
         insecure: bool,
         allow_default: bool,
     ) -> Result<Self, ConfigError> {
-        Self::configured_text(env, key_file, insecure, allow_default).map_err(ConfigError::access)
-    }
-
-    fn configured_text(
-        env: Option<String>,
-        key_file: Option<&Path>,
-        insecure: bool,
-        allow_default: bool,
-    ) -> Result<Self, String> {
         let from_file = key_file
             .map(|p| {
                 std::fs::read_to_string(p)
                     .map(|t| t.lines().next().unwrap_or_default().to_string())
-                    .map_err(|e| format!("--key-file {}: {e}", p.display()))
+                    .map_err(|e| {
+                        let message = format!("--key-file {}: {e}", p.display());
+                        ConfigError::caused(ConfigKind::Access, message, e)
+                    })
             })
             .transpose()?;
         match (env.filter(|k| !k.is_empty()).or(from_file), insecure) {
-            (Some(_), true) => Err("--insecure-no-key contradicts the key given (XLAKE_CALLBACK_KEY or --key-file)".into()),
-            (Some(k), false) => Self::required_text(&k, allow_default),
+            (Some(_), true) => Err(ConfigError::access("--insecure-no-key contradicts the key given (XLAKE_CALLBACK_KEY or --key-file)".into())),
+            (Some(k), false) => Self::required(&k, allow_default),
             (None, true) => Ok(Self::none()),
-            (None, false) => Err("a callback key is required: set XLAKE_CALLBACK_KEY or pass --key-file (the value of hoodie.write.commit.callback.http.api.key), or --insecure-no-key".into()),
+            (None, false) => Err(ConfigError::access("a callback key is required: set XLAKE_CALLBACK_KEY or pass --key-file (the value of hoodie.write.commit.callback.http.api.key), or --insecure-no-key".into())),
         }
     }
 
@@ -104,16 +94,12 @@ impl Key {
 /// `file:` URLs as paths, `.` and `..` resolved, symlinks on local disk resolved (for
 /// the longest existing prefix), no trailing slash.
 pub fn normalise(location: &str) -> Result<String, ConfigError> {
-    normalise_text(location).map_err(ConfigError::access)
-}
-
-fn normalise_text(location: &str) -> Result<String, String> {
     let location = location.trim();
     match url::Url::parse(location) {
         Ok(u) if u.scheme() == "file" => {
             let path = u
                 .to_file_path()
-                .map_err(|()| format!("{location}: not a local file URL"))?;
+                .map_err(|()| ConfigError::access(format!("{location}: not a local file URL")))?;
             local(&path)
         }
         Ok(u) if u.scheme().len() > 1 => {
@@ -123,8 +109,9 @@ fn normalise_text(location: &str) -> Result<String, String> {
                 "gcs" => "gs",
                 s => s,
             };
-            let segments = lexical(u.path().split('/'))
-                .ok_or_else(|| format!("{location}: '..' leaves the bucket"))?;
+            let segments = lexical(u.path().split('/')).ok_or_else(|| {
+                ConfigError::access(format!("{location}: '..' leaves the bucket"))
+            })?;
             let host = u.host_str().unwrap_or_default().to_ascii_lowercase();
             Ok(format!("{scheme}://{host}/{}", segments.join("/"))
                 .trim_end_matches('/')
@@ -151,8 +138,11 @@ fn lexical<'a>(parts: impl Iterator<Item = &'a str>) -> Option<Vec<&'a str>> {
 
 /// An absolute local path with `..` resolved and the symlinks of its longest existing
 /// prefix resolved.
-fn local(path: &Path) -> Result<String, String> {
-    let abs = std::path::absolute(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn local(path: &Path) -> Result<String, ConfigError> {
+    let abs = std::path::absolute(path).map_err(|e| {
+        let message = format!("{}: {e}", path.display());
+        ConfigError::caused(ConfigKind::Access, message, e)
+    })?;
     let mut clean = PathBuf::from("/");
     for c in abs.components() {
         match c {

@@ -134,7 +134,8 @@ impl IcebergTable {
             )));
         }
         let location = data.file_path();
-        let bytes = position_delete_file(location, &file.deleted_rows).map_err(invalid)?;
+        let bytes = position_delete_file(location, &file.deleted_rows)
+            .map_err(|e| invalid(e.to_string()))?;
         let delete_path = self.store.absolute(&layout::position_delete_file());
         let size = bytes.len() as u64;
         self.store.put_if_absent(&delete_path, bytes).await?;

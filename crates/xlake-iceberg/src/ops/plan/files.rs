@@ -17,6 +17,7 @@ use xlake_model::{ChangeSet, ColumnStats, DataFile, FileFormat};
 use super::schema::Bound;
 use crate::error::{IcebergError, Result};
 use crate::ops::table::{IcebergTable, FILE_CHECK_CONCURRENCY};
+use crate::spec::error::CodecError;
 use crate::spec::fidelity::{findings, Finding, Shape};
 use crate::spec::footer::{footer_stats, read_footer};
 use crate::spec::layout::{in_metadata_dir, METADATA_CLASH, METADATA_DIR};
@@ -134,7 +135,7 @@ impl IcebergTable {
             &change.schema,
             partition_type,
         )
-        .map_err(invalid)?;
+        .map_err(|e| invalid(e.to_string()))?;
         let metrics = metrics(change, schema, stats);
         let data = DataFileBuilder::default()
             .content(DataContentType::Data)
@@ -162,17 +163,17 @@ impl IcebergTable {
     }
 
     /// The error of an added file that cannot be used as it is.
-    pub(super) fn invalid_file<'a>(
+    pub(super) fn invalid_file<'a, E: Into<CodecError>>(
         &'a self,
         change: &'a ChangeSet,
         file: &DataFile,
-    ) -> impl Fn(String) -> IcebergError + 'a {
+    ) -> impl Fn(E) -> IcebergError + 'a {
         let location = self.store.absolute(&file.path);
         move |reason| IcebergError::InvalidDataFile {
             table: self.table(),
             commit: change.commit.id.clone(),
             path: location.clone(),
-            reason,
+            reason: reason.into(),
         }
     }
 

@@ -19,6 +19,7 @@ use super::Frame;
 use crate::error::{IcebergError, Result};
 use crate::ops::merge::schema_holding;
 use crate::ops::table::IcebergTable;
+use crate::spec::error::CodecError;
 use crate::spec::layout;
 use crate::spec::manifest::{carries_row_ids, write_manifest};
 use crate::spec::manifest_list::carry::ParentList;
@@ -66,12 +67,15 @@ impl Manifests<'_> {
 }
 
 impl IcebergTable {
-    pub(crate) fn write_failed(&self, file: &str) -> impl Fn(String) -> IcebergError {
+    pub(crate) fn write_failed<E: Into<CodecError>>(
+        &self,
+        file: &str,
+    ) -> impl Fn(E) -> IcebergError {
         let (table, file) = (self.table(), file.to_string());
         move |reason| IcebergError::WriteFailed {
             table: table.clone(),
             file: file.clone(),
-            reason,
+            reason: reason.into(),
         }
     }
 

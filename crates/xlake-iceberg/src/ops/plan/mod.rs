@@ -35,6 +35,7 @@ use crate::ops::table::{IcebergTable, LoadedTable};
 use crate::spec::fidelity::PARQUET_VECTORIZATION;
 use crate::spec::history::History;
 use crate::spec::manifest_list::ListFile;
+use manifests::Written;
 
 /// A version being built in memory: the published version it starts from (until the
 /// first snapshot is staged) and the metadata so far.
@@ -214,14 +215,32 @@ impl IcebergTable {
             .await?;
         // 5. Summary; the snapshot joins the draft.
         let summary = summary::snapshot_summary(change, &frame, &written, adds, &degraded);
-        let snapshot = frame.snapshot(
-            written.list.clone(),
-            summary,
-            bound.schema.schema_id(),
-            written.added_rows,
-        );
+        let schema_id = bound.schema.schema_id();
+        self.join_draft(draft, &plan, &frame, (schema_id, logged), written, summary)?;
+        let added_entries = degraded.difference(&parent_degraded).cloned().collect();
+        Ok(Staged {
+            commit: change.commit.id.clone(),
+            snapshot_id: frame.snapshot_id,
+            timestamp_ms: frame.timestamp_ms,
+            degraded: added_entries,
+        })
+    }
+
+    /// The snapshot of `written` (with `summary`, on schema `schema_id`) joins `draft` as
+    /// the main branch's head. `logged`: the length of the snapshot log before it, which
+    /// must grow.
+    fn join_draft(
+        &self,
+        draft: &mut Draft<'_>,
+        plan: &schema::SchemaPlan,
+        frame: &Frame,
+        (schema_id, logged): (i32, usize),
+        written: Written,
+        summary: Summary,
+    ) -> Result<()> {
+        let snapshot = frame.snapshot(written.list.clone(), summary, schema_id, written.added_rows);
         let built = self
-            .base_builder(draft, &plan)?
+            .base_builder(draft, plan)?
             .add_snapshot(snapshot)
             .and_then(|b| {
                 let main = SnapshotRetention::branch(None, None, None);
@@ -245,13 +264,7 @@ impl IcebergTable {
             decoded: written.listed,
             bytes: written.bytes,
         });
-        let added_entries = degraded.difference(&parent_degraded).cloned().collect();
-        Ok(Staged {
-            commit: change.commit.id.clone(),
-            snapshot_id: frame.snapshot_id,
-            timestamp_ms: frame.timestamp_ms,
-            degraded: added_entries,
-        })
+        Ok(())
     }
 
     /// The format version this commit writes: the table's own (an upgrade is a version of

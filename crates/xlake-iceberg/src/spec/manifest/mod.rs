@@ -21,12 +21,14 @@ use xlake_storage::TableStore;
 
 use crate::spec::manifest::write::{self as manifest_write, Sink};
 
+use crate::spec::error::CodecError;
+
 /// A manifest's live and deleted entries (see [`crate::spec::manifest::read`]), with inherited
 /// snapshot ids and sequence numbers filled in from the manifest list.
 pub(crate) async fn read_entries(
     store: &TableStore,
     manifest: &ManifestFile,
-) -> Result<Vec<ManifestEntry>, String> {
+) -> Result<Vec<ManifestEntry>, CodecError> {
     entries_of(&read_manifest_bytes(store, manifest).await?, manifest)
 }
 
@@ -40,7 +42,7 @@ pub(crate) enum Held {
 
 /// [`Held`] of `manifest`'s file, read as `bytes`: the paths only where the fast read
 /// takes a data manifest (`manifest_read::live_files`), else the entries.
-pub(crate) fn held(bytes: &[u8], manifest: &ManifestFile) -> Result<Held, String> {
+pub(crate) fn held(bytes: &[u8], manifest: &ManifestFile) -> Result<Held, CodecError> {
     if manifest.content == ManifestContentType::Data {
         if let Some(files) = crate::spec::manifest::read::live_files(bytes) {
             return Ok(Held::Paths(files));
@@ -55,7 +57,7 @@ pub(crate) fn held(bytes: &[u8], manifest: &ManifestFile) -> Result<Held, String
 pub(crate) async fn read_paths(
     store: &TableStore,
     manifest: &ManifestFile,
-) -> Result<Vec<(String, bool)>, String> {
+) -> Result<Vec<(String, bool)>, CodecError> {
     let bytes = read_manifest_bytes(store, manifest).await?;
     let data = manifest.content == ManifestContentType::Data;
     Ok(match held(&bytes, manifest)? {
@@ -72,18 +74,18 @@ pub(crate) async fn read_paths(
 pub(crate) async fn read_manifest_bytes(
     store: &TableStore,
     manifest: &ManifestFile,
-) -> Result<Bytes, String> {
+) -> Result<Bytes, CodecError> {
     store
         .get_written_once(&manifest.manifest_path)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(CodecError::library)
 }
 
 /// [`read_entries`] of `manifest`'s file, read as `bytes`.
 pub(crate) fn entries_of(
     bytes: &[u8],
     manifest: &ManifestFile,
-) -> Result<Vec<ManifestEntry>, String> {
+) -> Result<Vec<ManifestEntry>, CodecError> {
     let entries = crate::spec::manifest::read::entries(bytes, &manifest.manifest_path)?;
     Ok(entries
         .into_iter()
@@ -112,14 +114,14 @@ pub(crate) fn entries_of(
 pub(crate) fn carry_row_ids(
     manifest: &ManifestFile,
     entries: Vec<ManifestEntry>,
-) -> Result<Vec<ManifestEntry>, String> {
+) -> Result<Vec<ManifestEntry>, CodecError> {
     let Some(first) = manifest.first_row_id else {
         return Ok(entries);
     };
     if manifest.content != ManifestContentType::Data {
         return Ok(entries);
     }
-    let mut next = i64::try_from(first).map_err(|e| e.to_string())?;
+    let mut next = i64::try_from(first).map_err(CodecError::library)?;
     entries
         .into_iter()
         .map(|mut e| {
@@ -140,7 +142,11 @@ pub(crate) fn carry_row_ids(
 /// `file` with `first_row_id` set (iceberg-rust's `DataFile` has no setter: every field
 /// is copied into a builder; the partition spec id, which has no getter and is not
 /// written, is the manifest's).
-fn with_first_row_id(file: &DataFile, spec_id: i32, first_row_id: i64) -> Result<DataFile, String> {
+fn with_first_row_id(
+    file: &DataFile,
+    spec_id: i32,
+    first_row_id: i64,
+) -> Result<DataFile, CodecError> {
     let mut b = DataFileBuilder::default();
     b.content(file.content_type())
         .file_path(file.file_path().to_string())
@@ -165,7 +171,7 @@ fn with_first_row_id(file: &DataFile, spec_id: i32, first_row_id: i64) -> Result
     if let Some(order) = file.sort_order_id() {
         b.sort_order_id(order);
     }
-    b.build().map_err(|e| e.to_string())
+    b.build().map_err(CodecError::library)
 }
 
 /// Whether every one of a new manifest's live data `files` has its first row id written
@@ -190,13 +196,13 @@ pub(crate) async fn write_manifest(
     (schema, spec): (SchemaRef, PartitionSpec),
     deletes: bool,
     fill: impl FnOnce(&mut Sink) -> iceberg::Result<()>,
-) -> Result<ManifestFile, String> {
+) -> Result<ManifestFile, CodecError> {
     let content = match deletes {
         true => ManifestContentType::Deletes,
         false => ManifestContentType::Data,
     };
     let mut sink = Sink::new(snapshot_id, content);
-    fill(&mut sink).map_err(|e| e.to_string())?;
+    fill(&mut sink).map_err(CodecError::library)?;
     let shape = (&schema, &spec);
     let partition = manifest_write::partition_type(&sink, shape)?;
     let encoded = manifest_write::encode(&sink, location, shape, version, &partition).await;
@@ -207,7 +213,7 @@ pub(crate) async fn write_manifest(
     store
         .put(location, bytes)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(CodecError::library)?;
     Ok(manifest)
 }
 

@@ -41,9 +41,11 @@ use serde_bytes::ByteBuf;
 use crate::spec::container::Container;
 use crate::spec::manifest::record::{Bound, Counted, EntryRecord, FileRecord};
 
+use crate::spec::error::CodecError;
+
 /// The entries of the manifest `bytes` (read from `location`), as written: snapshot ids
 /// and sequence numbers not inherited from the manifest list.
-pub(crate) fn entries(bytes: &[u8], location: &str) -> Result<Vec<ManifestEntry>, String> {
+pub(crate) fn entries(bytes: &[u8], location: &str) -> Result<Vec<ManifestEntry>, CodecError> {
     match fast(bytes) {
         Some(entries) => Ok(entries),
         None => Manifest::parse_avro(bytes)
@@ -51,7 +53,7 @@ pub(crate) fn entries(bytes: &[u8], location: &str) -> Result<Vec<ManifestEntry>
                 let (entries, _) = m.into_parts();
                 entries.iter().map(|e| (**e).clone()).collect()
             })
-            .map_err(|e| format!("{location}: {e}")),
+            .map_err(CodecError::within(location)),
     }
 }
 
@@ -853,7 +855,7 @@ mod tests {
             assert!(fast(corrupt).is_none());
             let expected = Manifest::parse_avro(corrupt).unwrap_err();
             let err = entries(corrupt, location).unwrap_err();
-            assert_eq!(err, format!("{location}: {expected}"));
+            assert_eq!(err.to_string(), format!("{location}: {expected}"));
         }
     }
 

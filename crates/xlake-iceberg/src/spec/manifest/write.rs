@@ -37,6 +37,8 @@ use serde_bytes::ByteBuf;
 
 use crate::spec::manifest::record::{Bound, Counted, EntryRecord, FileRecord, FILE_FIELDS};
 
+use crate::spec::error::CodecError;
+
 /// The entries of one manifest, taken as iceberg-rust's `ManifestWriter` takes them.
 pub(crate) struct Sink {
     snapshot_id: i64,
@@ -131,8 +133,8 @@ impl Sink {
 pub(crate) fn partition_type(
     sink: &Sink,
     (schema, spec): (&SchemaRef, &PartitionSpec),
-) -> Result<StructType, String> {
-    let partition = spec.partition_type(schema).map_err(|e| e.to_string())?;
+) -> Result<StructType, CodecError> {
+    let partition = spec.partition_type(schema).map_err(CodecError::library)?;
     let fields = partition.fields().len();
     for e in &sink.entries {
         let tuple = e.data_file.partition();
@@ -149,7 +151,8 @@ pub(crate) fn partition_type(
                 } else {
                     "not all primitive"
                 }
-            ));
+            )
+            .into());
         }
     }
     Ok(partition)
@@ -400,9 +403,9 @@ pub(crate) async fn iceberg_write(
     location: &str,
     (schema, spec): (&SchemaRef, &PartitionSpec),
     version: FormatVersion,
-) -> Result<(bytes::Bytes, ManifestFile), String> {
+) -> Result<(bytes::Bytes, ManifestFile), CodecError> {
     let io = FileIO::new_with_memory();
-    let output = io.new_output(location).map_err(|e| e.to_string())?;
+    let output = io.new_output(location).map_err(CodecError::library)?;
     let builder = ManifestWriterBuilder::new(
         output,
         Some(sink.snapshot_id),
@@ -429,12 +432,12 @@ pub(crate) async fn iceberg_write(
                 writer.add_existing_file(e.data_file, snapshot, seq.unwrap_or(-1), file_seq)
             }
         };
-        added.map_err(|e| e.to_string())?;
+        added.map_err(CodecError::library)?;
     }
     let listed = writer
         .write_manifest_file()
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(CodecError::library)?;
     Ok((crate::spec::written::written(&io, location).await?, listed))
 }
 
@@ -443,18 +446,18 @@ fn records(
     sink: &Sink,
     header: &Header,
     types: &[(String, PrimitiveType)],
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, CodecError> {
     use serde_avro_fast::object_container_file_encoding::{Compression, WriterBuilder};
     let mut config = serde_avro_fast::ser::SerializerConfig::new(&header.schema);
     let mut writer = WriterBuilder::new(&mut config)
         .compression(Compression::Null)
         .build_with_user_metadata(Vec::new(), &header.metadata)
-        .map_err(|e| e.to_string())?;
+        .map_err(CodecError::library)?;
     for entry in &sink.entries {
-        let record = record(entry, types).map_err(|e| e.to_string())?;
-        writer.serialize(record).map_err(|e| e.to_string())?;
+        let record = record(entry, types).map_err(CodecError::library)?;
+        writer.serialize(record).map_err(CodecError::library)?;
     }
-    writer.into_inner().map_err(|e| e.to_string())
+    writer.into_inner().map_err(CodecError::library)
 }
 
 /// One manifest entry, field for field as iceberg-rust's `ManifestEntryV2` writes it.
@@ -924,7 +927,9 @@ mod tests {
             let mut sink = Sink::new(1, ManifestContentType::Data);
             sink.add_file(file(1, DataContentType::Data, tuple), -1)
                 .unwrap();
-            let err = partition_type(&sink, (&schema, &spec)).unwrap_err();
+            let err = partition_type(&sink, (&schema, &spec))
+                .unwrap_err()
+                .to_string();
             assert!(err.contains("for a spec of 2 fields"), "{err}");
         }
         let mut sink = Sink::new(1, ManifestContentType::Data);

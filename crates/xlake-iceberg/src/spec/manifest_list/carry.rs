@@ -28,6 +28,7 @@ use iceberg::spec::{FormatVersion, ManifestFile};
 
 use xlake_storage::avro;
 
+use crate::spec::error::CodecError;
 use crate::spec::manifest_list::write::{records, schema, ListOf};
 
 /// Most blocks a carried parent may have.
@@ -69,7 +70,7 @@ pub(crate) fn encode(
     of: ListOf,
     new: &[ManifestFile],
     parent: &ParentList,
-) -> Option<Result<Vec<u8>, String>> {
+) -> Option<Result<Vec<u8>, CodecError>> {
     let blocks = carriable(of.version(), &parent.bytes)?;
     (blocks.records == parent.digest.0).then_some(())?;
     Some(

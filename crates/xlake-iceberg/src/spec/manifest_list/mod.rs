@@ -19,6 +19,8 @@ use xlake_storage::TableStore;
 use carry::ParentList;
 use write::ListOf;
 
+use crate::spec::error::CodecError;
+
 /// A manifest list written by [`write_manifest_list`].
 #[derive(Debug)]
 pub(crate) struct WrittenList {
@@ -35,7 +37,7 @@ pub(crate) struct WrittenList {
 pub(crate) async fn read_manifest_list(
     store: &TableStore,
     location: &str,
-) -> Result<Vec<ManifestFile>, String> {
+) -> Result<Vec<ManifestFile>, CodecError> {
     read_list_file(store, location).await?.manifests()
 }
 
@@ -51,7 +53,7 @@ pub(crate) struct ListFile {
 
 impl ListFile {
     /// Its manifests, read from its bytes unless they are already known.
-    pub(crate) fn manifests(self) -> Result<Vec<ManifestFile>, String> {
+    pub(crate) fn manifests(self) -> Result<Vec<ManifestFile>, CodecError> {
         match self.decoded {
             Some(manifests) => Ok(manifests),
             None => read::manifests(&self.bytes, &self.location),
@@ -61,11 +63,14 @@ impl ListFile {
 
 /// The manifest list at `location`, its records not read yet (an append may carry them
 /// unread, see [`crate::spec::manifest_list::carry::whole`]).
-pub(crate) async fn read_list_file(store: &TableStore, location: &str) -> Result<ListFile, String> {
+pub(crate) async fn read_list_file(
+    store: &TableStore,
+    location: &str,
+) -> Result<ListFile, CodecError> {
     let bytes = store
         .get_written_once(location)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(CodecError::library)?;
     Ok(ListFile {
         location: location.to_string(),
         decoded: None,
@@ -94,7 +99,7 @@ pub(crate) async fn write_manifest_list(
     mut manifests: Vec<ManifestFile>,
     carried: &HashSet<String>,
     parent_list: Option<&ParentList>,
-) -> Result<WrittenList, String> {
+) -> Result<WrittenList, CodecError> {
     let of = ListOf {
         snapshot_id,
         parent,
@@ -113,7 +118,7 @@ pub(crate) async fn write_manifest_list(
     store
         .put(location, bytes.clone())
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(CodecError::library)?;
     // Never negative: row ids only grow from `first_row_id` (checked in `assign`).
     let added_rows = counted.next_row_id.unwrap_or(0) - first_row_id.unwrap_or(0);
     Ok(WrittenList {
@@ -130,7 +135,7 @@ async fn encode_list(
     manifests: &[ManifestFile],
     counted: &Counted,
     parent_list: Option<&ParentList>,
-) -> Result<Bytes, String> {
+) -> Result<Bytes, CodecError> {
     let tail = parent_list.and_then(|p| Some((p, carry::tail_of(manifests, p)?)));
     let carried_list = match tail {
         Some((parent, new)) => carry::encode(of, &manifests[..new], parent),
@@ -159,7 +164,7 @@ fn assign(
     of: ListOf,
     manifests: &mut [ManifestFile],
     carried: &HashSet<String>,
-) -> Result<Counted, String> {
+) -> Result<Counted, CodecError> {
     let mut counted = Counted {
         indices: Vec::new(),
         next_row_id: of.first_row_id,
@@ -191,7 +196,8 @@ fn assign(
                     return Err(format!(
                         "{}: an unassigned sequence number in a manifest of snapshot {}",
                         m.manifest_path, m.added_snapshot_id
-                    ));
+                    )
+                    .into());
                 }
                 *n = of.sequence_number;
             }
@@ -206,7 +212,7 @@ async fn iceberg_list(
     of: ListOf,
     manifests: &[ManifestFile],
     counted: &Counted,
-) -> Result<Bytes, String> {
+) -> Result<Bytes, CodecError> {
     let mut given = manifests.to_vec();
     for &i in &counted.indices {
         given[i].first_row_id = None;
@@ -216,7 +222,8 @@ async fn iceberg_list(
         return Err(format!(
             "row ids assigned up to {assigned:?}, expected {:?}",
             counted.next_row_id
-        ));
+        )
+        .into());
     }
     Ok(bytes)
 }
@@ -310,7 +317,7 @@ pub(crate) mod tests {
         // Row ids that would overflow are refused, naming the manifest.
         let mut huge = manifests.to_vec();
         huge[1].added_rows_count = Some(u64::MAX - 10);
-        let err = assign(of, &mut huge, &carried).err().unwrap();
+        let err = assign(of, &mut huge, &carried).err().unwrap().to_string();
         assert!(err.ends_with("added1.avro: row ids overflow"), "{err}");
         let near = ListOf {
             first_row_id: Some(i64::MAX as u64 - 5),
@@ -318,7 +325,7 @@ pub(crate) mod tests {
         };
         let mut ids = manifests.to_vec();
         ids[0].first_row_id = None;
-        let err = assign(near, &mut ids, &carried).err().unwrap();
+        let err = assign(near, &mut ids, &carried).err().unwrap().to_string();
         assert!(err.ends_with("kept.avro: row ids overflow"), "{err}");
         // A delete manifest comes back without a row id, as the list holds it.
         let mut deletes = [ManifestFile {

@@ -12,6 +12,8 @@ use serde::Deserialize;
 use serde_avro_fast::object_container_file_encoding::Reader;
 use serde_bytes::ByteBuf;
 
+use crate::spec::error::CodecError;
+
 /// One manifest list record, by field name: v1 names (`added_data_files_count`) and
 /// v1's missing fields (content, sequence numbers) read as iceberg-rust reads them.
 #[derive(Deserialize)]
@@ -56,12 +58,12 @@ impl Listed {
         files.iter().all(Option::is_some) && rows.iter().all(Option::is_some)
     }
 
-    fn into_manifest(self) -> Result<ManifestFile, String> {
+    fn into_manifest(self) -> Result<ManifestFile, CodecError> {
         let count = |n: Option<i32>| n.map(u32::try_from).transpose();
         let rows = |n: Option<i64>| n.map(u64::try_from).transpose();
         let negative = |_| format!("{}: a negative count", self.manifest_path);
         Ok(ManifestFile {
-            content: ManifestContentType::try_from(self.content).map_err(|e| e.to_string())?,
+            content: ManifestContentType::try_from(self.content).map_err(CodecError::library)?,
             added_files_count: count(self.added_files_count).map_err(negative)?,
             existing_files_count: count(self.existing_files_count).map_err(negative)?,
             deleted_files_count: count(self.deleted_files_count).map_err(negative)?,
@@ -82,12 +84,12 @@ impl Listed {
 }
 
 /// The manifests of the manifest list `bytes` (read from `location`).
-pub(crate) fn manifests(bytes: &[u8], location: &str) -> Result<Vec<ManifestFile>, String> {
+pub(crate) fn manifests(bytes: &[u8], location: &str) -> Result<Vec<ManifestFile>, CodecError> {
     match fast(bytes) {
         Some(manifests) => Ok(manifests),
         None => ManifestList::parse_with_version(bytes, version(bytes))
             .map(|l| l.consume_entries().into_iter().collect())
-            .map_err(|e| format!("{location}: {e}")),
+            .map_err(CodecError::within(location)),
     }
 }
 
@@ -173,7 +175,9 @@ mod tests {
     #[test]
     fn anything_else_is_iceberg_rusts_to_refuse() {
         assert!(fast(b"not avro").is_none());
-        let err = manifests(b"not avro", "/t/metadata/snap-1.avro").unwrap_err();
+        let err = manifests(b"not avro", "/t/metadata/snap-1.avro")
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("/t/metadata/snap-1.avro: "), "{err}");
     }
 }

@@ -25,6 +25,8 @@ use iceberg::spec::{
 use serde::Serialize;
 use serde_bytes::ByteBuf;
 
+use crate::spec::error::CodecError;
+
 /// One manifest list record, field for field as iceberg-rust's `ManifestFileV2`/`V3`
 /// writes it (`first_row_id` only in v3: always `None` in a v2 list, so never written).
 #[derive(Serialize)]
@@ -135,7 +137,10 @@ static SCHEMAS: [OnceLock<Option<Arc<serde_avro_fast::Schema>>>; 2] =
 
 /// The list of `manifests` (sequence numbers and row ids assigned) for `of`; `None` when
 /// iceberg-rust is to write it.
-pub(crate) fn encode(of: ListOf, manifests: &[ManifestFile]) -> Option<Result<Vec<u8>, String>> {
+pub(crate) fn encode(
+    of: ListOf,
+    manifests: &[ManifestFile],
+) -> Option<Result<Vec<u8>, CodecError>> {
     let schema = schema(of.version())?;
     Some(records(&schema, of, manifests, None))
 }
@@ -157,7 +162,7 @@ pub(crate) fn records(
     of: ListOf,
     manifests: &[ManifestFile],
     sync: Option<[u8; 16]>,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, CodecError> {
     use serde_avro_fast::object_container_file_encoding::{Compression, WriterBuilder};
     let mut config = serde_avro_fast::ser::SerializerConfig::new(schema);
     // The writer reserves 5/4 of a block up front: a block sized from the list (records
@@ -174,27 +179,27 @@ pub(crate) fn records(
     }
     let mut writer = builder
         .build_with_user_metadata(Vec::new(), of.metadata())
-        .map_err(|e| e.to_string())?;
+        .map_err(CodecError::library)?;
     for m in manifests {
         writer
             .serialize(record(m, of)?)
-            .map_err(|e| e.to_string())?;
+            .map_err(CodecError::library)?;
     }
-    writer.into_inner().map_err(|e| e.to_string())
+    writer.into_inner().map_err(CodecError::library)
 }
 
 /// The record of `m`, with iceberg-rust's checks (counts present and in range). As its v3
 /// writer does, a delete manifest is written without a first row id, whatever it came
 /// with (the caller has given every data manifest its own).
-fn record(m: &ManifestFile, of: ListOf) -> Result<ListRecord<'_>, String> {
+fn record(m: &ManifestFile, of: ListOf) -> Result<ListRecord<'_>, CodecError> {
     let missing = |what: &str| format!("{}: {what} is required", m.manifest_path);
-    let count = |n: Option<u32>, what: &str| -> Result<i32, String> {
+    let count = |n: Option<u32>, what: &str| -> Result<i32, CodecError> {
         let n = n.ok_or_else(|| missing(what))?;
-        i32::try_from(n).map_err(|e| format!("{}: {what}: {e}", m.manifest_path))
+        i32::try_from(n).map_err(CodecError::within(format!("{}: {what}", m.manifest_path)))
     };
-    let rows = |n: Option<u64>, what: &str| -> Result<i64, String> {
+    let rows = |n: Option<u64>, what: &str| -> Result<i64, CodecError> {
         let n = n.ok_or_else(|| missing(what))?;
-        i64::try_from(n).map_err(|e| format!("{}: {what}: {e}", m.manifest_path))
+        i64::try_from(n).map_err(CodecError::within(format!("{}: {what}", m.manifest_path)))
     };
     let first_row_id = match (of.version(), m.content) {
         (FormatVersion::V3, ManifestContentType::Data) => {
@@ -232,10 +237,10 @@ fn record(m: &ManifestFile, of: ListOf) -> Result<ListRecord<'_>, String> {
 pub(crate) async fn iceberg_write(
     of: ListOf,
     manifests: Vec<ManifestFile>,
-) -> Result<(bytes::Bytes, Option<u64>), String> {
+) -> Result<(bytes::Bytes, Option<u64>), CodecError> {
     let io = FileIO::new_with_memory();
     let location = "/xlake-manifest-list.avro";
-    let output = io.new_output(location).map_err(|e| e.to_string())?;
+    let output = io.new_output(location).map_err(CodecError::library)?;
     let (id, parent, seq) = (of.snapshot_id, of.parent, of.sequence_number);
     let mut writer = match of.first_row_id {
         Some(first) => ManifestListWriter::v3(output, id, parent, seq, Some(first)),
@@ -243,9 +248,9 @@ pub(crate) async fn iceberg_write(
     };
     writer
         .add_manifests(manifests.into_iter())
-        .map_err(|e| e.to_string())?;
+        .map_err(CodecError::library)?;
     let next_row_id = writer.next_row_id();
-    writer.close().await.map_err(|e| e.to_string())?;
+    writer.close().await.map_err(CodecError::library)?;
     Ok((
         crate::spec::written::written(&io, location).await?,
         next_row_id,
@@ -359,7 +364,7 @@ mod tests {
         };
         let mut m = sample_manifest(1, None);
         m.added_rows_count = None;
-        let err = encode(of, &[m.clone()]).unwrap().unwrap_err();
+        let err = encode(of, &[m.clone()]).unwrap().unwrap_err().to_string();
         assert!(
             err.starts_with("/t/metadata/m1.avro: added_rows_count"),
             "{err}"
