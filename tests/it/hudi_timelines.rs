@@ -363,3 +363,65 @@ async fn clean_and_savepoint_instants_get_no_snapshot() {
         live_files_by_commit(&reference)
     );
 }
+
+/// Spark+Hudi 1.2 writes no `hoodie.table.create.schema`; once archival has moved every
+/// commit before a rollback out of the active timeline (a killed write rolled back by the
+/// next writer, then archived past), the rollback is the oldest instant and records no
+/// schema. A replay from the start (a first sync, `check --deep`) then takes the schema of
+/// the next commit on the timeline.
+#[tokio::test]
+async fn a_rollback_first_on_the_timeline_takes_the_next_commits_schema() {
+    let (_a, reference) = extract(TABLE);
+    sync_ok(&reference).await;
+    let want = live_files_by_commit(&reference);
+
+    let (_b, root) = extract(TABLE);
+    let instants = data_instants(&root);
+    let history = root.join(".hoodie/timeline/history");
+    std::fs::create_dir_all(&history).unwrap();
+    for (requested, _) in &instants[..4] {
+        for f in instant_files(&root, requested) {
+            std::fs::rename(&f, history.join(f.file_name().unwrap())).unwrap();
+        }
+    }
+    let properties = root.join(".hoodie/hoodie.properties");
+    let text = std::fs::read_to_string(&properties).unwrap();
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("hoodie.table.create.schema"))
+        .collect();
+    assert!(
+        kept.len() < text.lines().count(),
+        "the fixture had a create schema"
+    );
+    std::fs::write(&properties, kept.join("\n") + "\n").unwrap();
+    // The rollback of a write that never completed, between the archived and the kept.
+    let after: u64 = instants[3].0.parse().unwrap();
+    let (rollback, killed) = ((after + 1).to_string(), (after + 2).to_string());
+    assert!(rollback < instants[4].0);
+    let body = avro_file(ROLLBACK_SCHEMA, |r| {
+        r.put("startRollbackTime", rollback.as_str());
+        r.put("timeTakenInMillis", 5i64);
+        r.put("totalFilesDeleted", 0i32);
+        r.put("commitsRollback", Value::Array(vec![Value::String(killed)]));
+        r.put("partitionMetadata", Value::Map(Default::default()));
+        r.put("version", Value::Union(0, Box::new(Value::Int(1))));
+    });
+    let name = format!("{rollback}_{}.rollback", after + 3);
+    std::fs::write(root.join(".hoodie/timeline").join(name), body).unwrap();
+
+    let report = sync_ok(&root).await;
+    assert_eq!(report.written.len(), instants.len() - 4 + 1);
+    let got = live_files_by_commit(&root);
+    assert_eq!(
+        got[&rollback], want[&instants[3].0],
+        "the state at the rollback"
+    );
+    for (requested, _) in &instants[4..] {
+        assert_eq!(got[requested], want[requested], "live files at {requested}");
+    }
+    let check = xlake_sync::check(root.to_str().unwrap(), &SyncOptions::default(), true)
+        .await
+        .unwrap();
+    assert!(check.consistent(), "{check:?}");
+}

@@ -161,6 +161,9 @@ impl<'a> HudiReplay<'a> {
         let Some(found) = self.effect_of(instant, kind).await? else {
             return Ok(None);
         };
+        if self.schema.is_none() && source.config().create_schema.is_none() {
+            self.schema = self.schema_ahead().await?;
+        }
         let schema = self.schema_at(instant)?;
         let (spec, note) = partition_spec(source.config(), &schema);
         if let Some(note) = note {
@@ -255,8 +258,32 @@ impl<'a> HudiReplay<'a> {
         }))
     }
 
+    /// The schema of the first commit after the replay's position that records one: for an
+    /// instant that records none (a rollback, a restore) when no earlier commit is on the
+    /// timeline (archived) and `hoodie.properties` has no create schema, as Spark+Hudi 1.2
+    /// leaves it. Hudi's schema only gains columns and widens types, so the later schema
+    /// reads the older files.
+    async fn schema_ahead(&self) -> Result<Option<Schema>> {
+        let source = self.source;
+        let completed = &source.timeline().completed;
+        for instant in completed.get(self.next..).unwrap_or_default() {
+            if !matches!(kind(instant.action()), Some(Kind::Commit)) {
+                continue;
+            }
+            let value = crate::timeline::read_instant(source.store(), instant).await?;
+            let meta: CommitMetadata = serde_json::from_value(value)
+                .map_err(|e| source.instant_error(instant, format!("not commit metadata: {e}")))?;
+            if let Some(text) = meta.schema() {
+                let schema = avro_to_schema(text, source.config().meta_fields)
+                    .map_err(|e| source.instant_error(instant, e))?;
+                return Ok(Some(schema));
+            }
+        }
+        Ok(None)
+    }
+
     /// The table schema as of `instant`: the newest a commit recorded, else the one
-    /// `hoodie.properties` was created with.
+    /// `hoodie.properties` was created with, else the next one a commit records.
     fn schema_at(&mut self, instant: &Instant) -> Result<Schema> {
         let source = self.source;
         if self.schema.is_none() {
@@ -270,7 +297,7 @@ impl<'a> HudiReplay<'a> {
         self.schema.clone().ok_or_else(|| {
             source.instant_error(
                 instant,
-                "no schema: neither the commit nor hoodie.properties records one",
+                "no schema: neither a commit on the timeline nor hoodie.properties records one",
             )
         })
     }
