@@ -322,3 +322,21 @@ pub fn catalog_advanced(advanced: Option<&xlake_catalog::Advanced>) {
         None => {}
     }
 }
+
+/// What `expire --target delta` did: the versions whose log files are gone (the log now
+/// starts at the checkpoint after them) and the files deleted.
+pub fn delta_expired(table: &str, expired: &xlake_sync::maintain::Expired) {
+    for path in &expired.deleted_files {
+        outln!("deleted {path}");
+    }
+    match (expired.snapshots.first(), expired.snapshots.last()) {
+        (Some(first), Some(last)) => outln!(
+            "{table}: versions {first} to {last} expired (the log now starts at version {}, a checkpoint), {} files deleted",
+            last + 1,
+            expired.deleted_files.len()
+        ),
+        _ => outln!(
+            "{table}: no version expired (the log is cut only at a checkpoint at or before the oldest version kept, never past the newest checkpoint)"
+        ),
+    }
+}
