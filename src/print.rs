@@ -99,13 +99,17 @@ pub fn json(value: &impl serde::Serialize) -> Result<(), serde_json::Error> {
 
 /// The line of one snapshot written.
 pub fn mirrored_line(m: &Mirrored) -> String {
+    // A full state lists every live file, not what the commit changed: "+N -0" would
+    // claim N files added.
+    let files = match m.full_state {
+        true => format!("{} files live (full state)", m.added),
+        false => format!("+{} -{} files", m.added, m.removed),
+    };
     format!(
-        "{} {} {:<14} +{} -{} files -> snapshot {} (v{})",
+        "{} {} {:<14} {files} -> snapshot {} (v{})",
         m.commit.format.as_str(),
         m.commit.id,
         m.commit.action,
-        m.added,
-        m.removed,
         m.committed.snapshot_id,
         m.committed.version
     )

@@ -197,3 +197,38 @@ def test_two_syncs_at_once_and_a_writer_racing_xlake(tmp_path):
     r = sync(table, DELTA)
     assert r.returncode != 0 and f"{theirs:020}.json" in r.stderr, r.stderr
     assert len(versions(table)) == before
+
+
+def test_deltars_reads_every_version_left_after_expire(tmp_path):
+    """`expire --target delta` cuts the log at the checkpoint of version 10 (Hudi's cleaner
+    deleted a file version 10 removed, so older versions cannot be read): delta-rs reads
+    version 10 and 11 as hudi-rs reads their instants, and no older version."""
+    from deltalake import DeltaTable
+
+    name = "sample_table_cow_v9_txns_simple_nometa"
+    table = hudi.extract(name, tmp_path)
+    assert sync(table, DELTA).returncode == 0
+    before = {v: deltars_rows(table, v) for v in range(12)}
+    removed = next(a["remove"]["path"] for a in versions(table)[10] if "remove" in a)
+    (table / removed).unlink()
+    done = xlake("expire", table, "--target", "delta")
+    assert done.returncode == 0 and "versions 0 to 9 expired" in done.stdout, done.stdout + done.stderr
+    log = sorted(p.name for p in (table / "_delta_log").iterdir())
+    assert log[0] == "00000000000000000010.checkpoint.parquet", log
+    instants = {v: i for v, i in enumerate(hudi.snapshot_instants(table))}
+    for v in (10, 11):
+        assert deltars_rows(table, v) == before[v], f"version {v}"
+        columns, want = oracle(name, str(table), instants[v][0])
+        assert canonical_rows(deltars_rows(table, v), columns, zoned_after_expire(table)) == want
+    with pytest.raises(Exception, match="log segment"):
+        DeltaTable(str(table), version=9)
+    check = xlake("check", table, "--target", "delta", "--deep", "--all")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def zoned_after_expire(table):
+    """`timestamp` columns of the schema in force (the checkpoint's, by delta-rs)."""
+    from deltalake import DeltaTable
+
+    schema = json.loads(DeltaTable(str(table)).schema().to_json())
+    return {f["name"] for f in schema["fields"] if f["type"] == "timestamp"}
