@@ -141,10 +141,20 @@ def test_spark_reads_every_version_as_hudi_rs_reads_the_instant(synced, tmp_path
         s = synced(name)
         at = version_of(s.table)
         cases += [(name, s.table, requested, at[requested]) for requested, _, _ in s.instants]
+    # In the same JVM: the versions `expire --keep-snapshots 1` leaves of a copy (10 from
+    # its checkpoint, 11 from the checkpoint and its commit).
+    name = SPARK_FIXTURES[0]
+    expired = hudi.extract(name, tmp_path / "expired")
+    assert sync(expired, DELTA).returncode == 0
+    done = xlake("expire", expired, "--target", "delta", "--keep-snapshots", "1")
+    assert done.returncode == 0 and "versions 0 to 9 expired" in done.stdout, done.stdout + done.stderr
+    instants = hudi.snapshot_instants(expired)
+    cases += [(name, expired, instants[v][0], v) for v in (10, 11)]
     got = spark_read(tmp_path, [(table, v) for _, table, _, v in cases])
     for (name, table, requested, v), rows in zip(cases, got):
         columns, want = oracle(name, str(table), requested)
-        assert canonical_rows(rows, columns, zoned(table, v)) == want, (
+        zones = zoned_now(table) if table == expired else zoned(table, v)
+        assert canonical_rows(rows, columns, zones) == want, (
             f"{name} @ {requested}, version {v}: Spark+Delta rows differ from hudi-rs")
 
 
