@@ -253,3 +253,28 @@ pub(super) async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphan
     found.files.sort();
     Ok(found)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_names_xlake_gives_its_copies_and_log_files_are_read_by_version() {
+        assert!(is_copied_vector(
+            "deletion_vector_6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.bin"
+        ));
+        for other in [
+            "deletion_vector_theirs.bin",
+            "deletion_vector_6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.bin.tmp",
+            "data/deletion_vector_6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.bin",
+        ] {
+            assert!(!is_copied_vector(other), "{other}");
+        }
+        assert_eq!(
+            split_version("00000000000000000010.checkpoint.parquet"),
+            Some((10, ".checkpoint.parquet"))
+        );
+        assert_eq!(split_version("_last_checkpoint"), None);
+        assert_eq!(split_version("0000000000000000001x.json"), None);
+    }
+}
