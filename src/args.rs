@@ -336,7 +336,9 @@ pub enum Command {
     },
     /// Expire the Iceberg snapshots that reference data files the source has deleted
     /// (Hudi's cleaner, Delta's vacuum), so time travel never reaches a missing file, and
-    /// those beyond the limits given; always the oldest ones, never the current one.
+    /// those beyond the limits given; always the oldest ones, never the current one. With
+    /// `--target delta`: the same versions, by Delta's log cleanup, up to the newest
+    /// checkpoint that covers them (docs/targets.md).
     #[command(
         after_help = "Examples:\n  xlake expire /data/orders\n  xlake expire /data/orders --keep-snapshots 500 --max-snapshot-age 30d"
     )]
@@ -377,7 +379,8 @@ pub enum Command {
     },
     /// Delete orphan metadata files (left by lost races, crashes and expiries): files xlake
     /// wrote in `metadata/` that the current `vN.metadata.json` does not reference. Never
-    /// data files, nor any file xlake does not write.
+    /// data files, nor any file xlake does not write. With `--target delta`: the deletion
+    /// vector copies and checkpoint files no version of the log names.
     #[command(
         after_help = "Examples:\n  xlake cleanup /data/orders --dry-run\n  xlake cleanup /data/orders --older-than 1d\n  xlake cleanup /data/orders --older-than 0s --no-writer-running"
     )]

@@ -155,11 +155,14 @@ async fn table_command(command: Command) -> Outcome {
             writer,
             to,
         } => {
-            if is_delta(&to) {
-                return Err(usage(format!("{table}: expire is not done for a Delta target: its _delta_log/ keeps every version (docs/targets.md)")));
+            if is_delta(&to) && catalog.catalog.is_some() {
+                return Err(usage(format!(
+                    "{table}: a catalog entry is kept for the Iceberg target only"
+                )));
             }
             let catalog = catalog_target(&catalog)?;
-            expire(&table, keep_snapshots, max_snapshot_age, catalog, &writer).await
+            let retention = (keep_snapshots, max_snapshot_age);
+            expire(&table, retention, catalog, &writer, &to).await
         }
         Command::Upgrade {
             table: TableArg { table },
@@ -177,12 +180,7 @@ async fn table_command(command: Command) -> Outcome {
             no_writer_running,
             dry_run,
             to,
-        } => {
-            if is_delta(&to) {
-                return Err(usage(format!("{table}: cleanup is not done for a Delta target: xlake writes nothing into _delta_log/ that a version does not name (docs/targets.md)")));
-            }
-            cleanup(&table, (older_than, no_writer_running), dry_run).await
-        }
+        } => cleanup(&table, (older_than, no_writer_running), dry_run, &to).await,
         Command::Snapshots {
             table: TableArg { table },
             json,
@@ -463,13 +461,14 @@ async fn check_tables(config: &JobConfig, endpoint: Option<&MetricsEndpoint>) {
 
 async fn expire(
     table: &str,
-    keep_snapshots: Option<usize>,
-    max_age: Option<Duration>,
+    (keep_snapshots, max_age): (Option<usize>, Option<Duration>),
     catalog: Option<xlake_catalog::CatalogTarget>,
     writer: &WriterArg,
+    to: &TargetArg,
 ) -> Outcome {
     let located = any_table(table).await?;
-    if !located.iceberg {
+    let delta = is_delta(to);
+    if !located.iceberg && !delta {
         outln!("{table}: no Iceberg metadata yet: nothing to expire");
         return Ok(ExitCode::SUCCESS);
     }
@@ -483,8 +482,12 @@ async fn expire(
     };
     let store = located.store.with_single_writer(writer.single_writer);
     let Expiry { expired, catalog } =
-        maintain::expire(&store, &retention, catalog.as_ref()).await?;
+        maintain::expire(&store, &retention, catalog.as_ref(), to.target.as_deref()).await?;
     print::catalog_advanced(catalog.as_ref());
+    if delta {
+        print::delta_expired(table, &expired);
+        return Ok(ExitCode::SUCCESS);
+    }
     for id in &expired.snapshots {
         outln!("expired snapshot {id}");
     }
@@ -519,21 +522,32 @@ async fn upgrade(
 }
 
 /// `older_than`, and whether the operator says no writer runs (which allows any age).
-async fn cleanup(table: &str, older_than: (Duration, bool), dry_run: bool) -> Outcome {
+async fn cleanup(
+    table: &str,
+    older_than: (Duration, bool),
+    dry_run: bool,
+    to: &TargetArg,
+) -> Outcome {
     let (older_than, no_writer_running) = older_than;
     if let Some(why) = maintain::refuse_age(older_than, no_writer_running) {
         return Err(usage(format!("{table}: {why}")));
     }
     let store = any_table(table).await?.store;
     let age_ms = i64::try_from(older_than.as_millis()).map_err(usage)?;
-    let done = maintain::cleanup(&store, now_ms()?.saturating_sub(age_ms), dry_run).await?;
+    let cutoff = now_ms()?.saturating_sub(age_ms);
+    let done = maintain::cleanup(&store, cutoff, dry_run, to.target.as_deref()).await?;
     for path in &done.orphans {
         outln!(
             "{} {path}",
             if dry_run { "would delete" } else { "deleted" }
         );
     }
-    outln!("{table}: {} orphan metadata files", done.orphans.len());
+    let kind = if is_delta(to) {
+        "files xlake wrote that no Delta version names"
+    } else {
+        "orphan metadata files"
+    };
+    outln!("{table}: {} {kind}", done.orphans.len());
     if let Some(first) = done.left_alone.first() {
         outln!(
             "{table}: left alone: {} files under metadata/ that xlake did not write (e.g. {first})",

@@ -99,13 +99,17 @@ pub fn json(value: &impl serde::Serialize) -> Result<(), serde_json::Error> {
 
 /// The line of one snapshot written.
 pub fn mirrored_line(m: &Mirrored) -> String {
+    // A full state lists every live file, not what the commit changed: "+N -0" would
+    // claim N files added.
+    let files = match m.full_state {
+        true => format!("{} files live (full state)", m.added),
+        false => format!("+{} -{} files", m.added, m.removed),
+    };
     format!(
-        "{} {} {:<14} +{} -{} files -> snapshot {} (v{})",
+        "{} {} {:<14} {files} -> snapshot {} (v{})",
         m.commit.format.as_str(),
         m.commit.id,
         m.commit.action,
-        m.added,
-        m.removed,
         m.committed.snapshot_id,
         m.committed.version
     )
@@ -320,5 +324,23 @@ pub fn catalog_advanced(advanced: Option<&xlake_catalog::Advanced>) {
         Some(Advanced::Moved(from, to)) => outln!("catalog: moved from {from} to {to}"),
         Some(Advanced::Current(at)) => outln!("catalog: already at {at}"),
         None => {}
+    }
+}
+
+/// What `expire --target delta` did: the versions whose log files are gone (the log now
+/// starts at the checkpoint after them) and the files deleted.
+pub fn delta_expired(table: &str, expired: &xlake_sync::maintain::Expired) {
+    for path in &expired.deleted_files {
+        outln!("deleted {path}");
+    }
+    match (expired.snapshots.first(), expired.snapshots.last()) {
+        (Some(first), Some(last)) => outln!(
+            "{table}: versions {first} to {last} expired (the log now starts at version {}, a checkpoint), {} files deleted",
+            last + 1,
+            expired.deleted_files.len()
+        ),
+        _ => outln!(
+            "{table}: no version expired (the log is cut only at a checkpoint at or before the oldest version kept, never past the newest checkpoint)"
+        ),
     }
 }

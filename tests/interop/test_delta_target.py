@@ -142,10 +142,20 @@ def test_spark_reads_every_version_as_hudi_rs_reads_the_instant(synced, tmp_path
         s = synced(name)
         at = version_of(s.table)
         cases += [(name, s.table, requested, at[requested]) for requested, _, _ in s.instants]
+    # In the same JVM: the versions `expire --keep-snapshots 1` leaves of a copy (10 from
+    # its checkpoint, 11 from the checkpoint and its commit).
+    name = SPARK_FIXTURES[0]
+    expired = hudi.extract(name, tmp_path / "expired")
+    assert sync(expired, DELTA).returncode == 0
+    done = xlake("expire", expired, "--target", "delta", "--keep-snapshots", "1")
+    assert done.returncode == 0 and "versions 0 to 9 expired" in done.stdout, done.stdout + done.stderr
+    instants = hudi.snapshot_instants(expired)
+    cases += [(name, expired, instants[v][0], v) for v in (10, 11)]
     got = spark_read(tmp_path, [(table, v) for _, table, _, v in cases])
     for (name, table, requested, v), rows in zip(cases, got):
         columns, want = oracle(name, str(table), requested)
-        assert canonical_rows(rows, columns, zoned(table, v)) == want, (
+        zones = zoned_now(table) if table == expired else zoned(table, v)
+        assert canonical_rows(rows, columns, zones) == want, (
             f"{name} @ {requested}, version {v}: Spark+Delta rows differ from hudi-rs")
 
 
@@ -231,3 +241,40 @@ def test_two_syncs_at_once_and_a_writer_racing_xlake(tmp_path):
     r = sync(table, DELTA)
     assert r.returncode != 0 and f"{theirs:020}.json" in r.stderr, r.stderr
     assert len(versions(table)) == before
+
+
+def test_deltars_reads_every_version_left_after_expire(tmp_path):
+    """`expire --target delta` cuts the log at the checkpoint of version 10 (Hudi's cleaner
+    deleted a file version 10 removed, so older versions cannot be read): delta-rs reads
+    version 10 and 11 as hudi-rs reads their instants, and no older version."""
+    from deltalake import DeltaTable
+
+    name = "sample_table_cow_v9_txns_simple_nometa"
+    table = hudi.extract(name, tmp_path)
+    assert sync(table, DELTA).returncode == 0
+    before = {v: deltars_rows(table, v) for v in range(12)}
+    removed = next(a["remove"]["path"] for a in versions(table)[10] if "remove" in a)
+    (table / removed).unlink()
+    done = xlake("expire", table, "--target", "delta")
+    assert done.returncode == 0 and "versions 0 to 9 expired" in done.stdout, done.stdout + done.stderr
+    log = sorted(p.name for p in (table / "_delta_log").iterdir())
+    assert log[0] == "00000000000000000010.checkpoint.parquet", log
+    instants = dict(enumerate(hudi.snapshot_instants(table)))
+    for v in (10, 11):
+        rows = deltars_rows(table, v)
+        assert rows == before[v], f"version {v}"
+        columns, want = oracle(name, str(table), instants[v][0])
+        assert canonical_rows(rows, columns, zoned_now(table)) == want, f"version {v}"
+    with pytest.raises(Exception, match="log segment"):
+        DeltaTable(str(table), version=9)
+    check = xlake("check", table, "--target", "delta", "--deep", "--all")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def zoned_now(table):
+    """`timestamp` columns of the schema in force, as delta-rs reads it (from the checkpoint
+    once the older commit files are gone)."""
+    from deltalake import DeltaTable
+
+    schema = json.loads(DeltaTable(str(table)).schema().to_json())
+    return {f["name"] for f in schema["fields"] if f["type"] == "timestamp"}

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 from iceberg_writers import write_table
-from xlake_cli import ROOT, sync
+from xlake_cli import ROOT, sync, xlake
 
 
 def changes(table_dir):
@@ -134,6 +134,22 @@ def test_mirrored_to_delta_delta_rs_equals_pyiceberg_at_every_snapshot(tmp_path,
     assert "the source is a Iceberg table and the target is Iceberg too" in same.stderr
     assert sorted(p.name for p in (pathlib.Path(table_dir) / "metadata").iterdir()) == before
 
+
+
+def test_snapshots_pyiceberg_expired_are_history_to_check(tmp_path):
+    """pyiceberg's expire_snapshots drops the oldest snapshots and the parent link of the
+    oldest kept one: `check --target delta` (plain and `--deep --all`) calls the mirror's
+    versions of them history, not unknown, and exits 0."""
+    table = write_table(tmp_path / "wh", "t2", 2)
+    table_dir = table.metadata.location.removeprefix("file://")
+    assert sync(table_dir, ["--target", "delta"]).returncode == 0
+    expired = [s.snapshot_id for s in ancestry(table)][:3]
+    table.maintenance.expire_snapshots().by_ids(expired).commit()
+    for deep in ([], ["--deep", "--all"]):
+        check = xlake("check", table_dir, "--target", "delta", *deep)
+        assert check.returncode == 0, check.stdout + check.stderr
+        assert "unknown" not in check.stdout and "4 completed source commits, 7 snapshots" in check.stdout, (
+            check.stdout)
 
 def spark_table(spark, warehouse, name, version, ids=range(1, 7)):
     """A Spark+Iceberg table (hadoop catalog: `vN.metadata.json` and a version hint) of

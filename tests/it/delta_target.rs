@@ -380,11 +380,16 @@ fn the_command_line_takes_target_delta_and_refuses_what_it_does_not_do() {
     );
     let (code, out) = common::xlake(&["check", table, "--target", "delta", "--deep"]);
     assert_eq!(code, 0, "{out}");
-    for command in ["expire", "cleanup"] {
-        let (code, out) = common::xlake(&[command, table, "--target", "delta"]);
-        assert_eq!(code, 2, "{out}");
-        assert!(out.contains("not done for a Delta target"), "{out}");
-    }
+    // Two versions, no checkpoint: nothing to expire, nothing to clean up.
+    let (code, out) = common::xlake(&["expire", table, "--target", "delta"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("no version expired"), "{out}");
+    let (code, out) = common::xlake(&["cleanup", table, "--target", "delta"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("0 files xlake wrote that no Delta version names"),
+        "{out}"
+    );
     let (code, out) = common::xlake(&["sync", table, "--target", "hive"]);
     assert_ne!(code, 0, "{out}");
     assert!(out.contains("unknown target \"hive\""), "{out}");
@@ -415,4 +420,337 @@ async fn its_own_delta_mirror_is_never_read_as_a_delta_source_nor_rebuilt() {
     let err = sync(location, &rebuild, |_| {}).await.unwrap_err();
     assert!(err.to_string().contains("no rebuild"), "{err}");
     assert_eq!(log(&root).len(), versions);
+}
+
+/// The data files deltalake-core reads at `version` (sorted URIs), or its error.
+async fn delta_rs_files(root: &Path, version: i64) -> Result<Vec<String>, String> {
+    let url = url::Url::from_directory_path(root).unwrap();
+    let table = deltalake_core::DeltaTableBuilder::from_url(url)
+        .map_err(|e| e.to_string())?
+        .with_version(version)
+        .load()
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut files: Vec<String> = table.get_file_uris().map_err(|e| e.to_string())?.collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Every file of the table folder outside `_delta_log/` (the source's and the copies'),
+/// relative to it.
+fn files_outside_the_log(root: &Path) -> Vec<String> {
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                if !p.ends_with("_delta_log") {
+                    walk(&p, root, out);
+                }
+            } else {
+                out.push(p.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, root, &mut out);
+    out.sort();
+    out
+}
+
+fn log_names(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root.join("_delta_log"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn expire_cuts_the_log_at_a_checkpoint_and_every_remaining_version_still_reads() {
+    let (_dir, root) = common::hudi::extract("sample_table_cow_v9_txns_simple_nometa");
+    let table = root.to_str().unwrap();
+    let (code, out) = common::xlake(&["sync", table, "--target", "delta"]);
+    assert_eq!(code, 0, "{out}");
+    let before: Vec<_> = futures::future::join_all((0..12).map(|v| delta_rs_files(&root, v))).await;
+    // Another writer's file in the log folder, never touched.
+    std::fs::write(root.join("_delta_log/notes.txt"), b"theirs").unwrap();
+    let outside = files_outside_the_log(&root);
+    // Hudi's cleaner deletes a file version 10 (a replacecommit) removed: versions before
+    // 10 can no longer be read, so a plain expire lets them go, up to the checkpoint of 10.
+    let gone = log(&root)[10]
+        .iter()
+        .find_map(|a| a.get("remove"))
+        .map(|r| r["path"].as_str().unwrap().to_string())
+        .unwrap();
+    std::fs::remove_file(root.join(&gone)).unwrap();
+    // With a retention that keeps them, nothing is cut... (keep 12 of 12).
+    let (code, out) = common::xlake(&[
+        "expire",
+        table,
+        "--target",
+        "delta",
+        "--keep-snapshots",
+        "12",
+        "--max-snapshot-age",
+        "10000d",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("versions 0 to 9 expired"),
+        "the missing file wins: {out}"
+    );
+    assert_eq!(
+        log_names(&root),
+        [
+            "00000000000000000010.checkpoint.parquet",
+            "00000000000000000010.json",
+            "00000000000000000011.json",
+            "_last_checkpoint",
+            "notes.txt"
+        ]
+    );
+    // No data file deleted, nothing outside the log.
+    let mut expected = outside.clone();
+    expected.retain(|f| *f != gone);
+    assert_eq!(files_outside_the_log(&root), expected);
+    // deltalake-core reads the versions left as before, and no older one.
+    for v in 10..12 {
+        assert_eq!(
+            delta_rs_files(&root, v).await,
+            before[v as usize],
+            "version {v}"
+        );
+    }
+    let err = delta_rs_files(&root, 9).await.unwrap_err();
+    assert!(err.contains("No files in log segment"), "{err}");
+    // xlake reads its log from the checkpoint: in sync, consistent, each version compared.
+    let (code, out) = common::xlake(&["sync", table, "--target", "delta"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("up to date"), "{out}");
+    let checked = check_with(table, &delta_options(), true, true)
+        .await
+        .unwrap();
+    assert!(checked.consistent(), "{checked:?}");
+    assert_eq!((checked.snapshots, checked.compared.len()), (2, 2));
+    // Again: nothing more to cut (the newest checkpoint is the log's start).
+    let (code, out) = common::xlake(&[
+        "expire",
+        table,
+        "--target",
+        "delta",
+        "--keep-snapshots",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("no version expired"), "{out}");
+    assert_eq!(log_names(&root).len(), 5);
+}
+
+#[tokio::test]
+async fn expire_keeps_what_the_retention_keeps_and_refuses_a_foreign_commit_by_name() {
+    let (_dir, root) = common::hudi::extract("sample_table_cow_v9_txns_simple_nometa");
+    let table = root.to_str().unwrap();
+    let (code, out) = common::xlake(&["sync", table, "--target", "delta"]);
+    assert_eq!(code, 0, "{out}");
+    // The newest 3 kept: version 9 is the oldest kept, no checkpoint at or before it
+    // covers versions before it but the log's start, so nothing is cut.
+    let (code, out) = common::xlake(&[
+        "expire",
+        table,
+        "--target",
+        "delta",
+        "--keep-snapshots",
+        "3",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("no version expired"), "{out}");
+    // An age no version is older than: nothing.
+    let (code, out) = common::xlake(&[
+        "expire",
+        table,
+        "--target",
+        "delta",
+        "--max-snapshot-age",
+        "100000d",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("no version expired"), "{out}");
+    assert_eq!(log(&root).len(), 12);
+    // A commit another writer rewrote: refused by name, exit 1, nothing deleted.
+    let foreign = root.join("_delta_log/00000000000000000004.json");
+    std::fs::write(
+        &foreign,
+        "{\"commitInfo\":{\"timestamp\":1,\"operation\":\"WRITE\"}}\n",
+    )
+    .unwrap();
+    let (code, out) = common::xlake(&[
+        "expire",
+        table,
+        "--target",
+        "delta",
+        "--keep-snapshots",
+        "1",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(foreign.to_str().unwrap()) && out.contains("not written by xlake"),
+        "{out}"
+    );
+    assert_eq!(log_names(&root).len(), 14);
+    // Gone instead (as an expire that stopped midway leaves it): the log reads from the
+    // checkpoint of 10, and an age every version is older than cuts there.
+    std::fs::remove_file(&foreign).unwrap();
+    let (code, out) = common::xlake(&[
+        "expire",
+        table,
+        "--target",
+        "delta",
+        "--max-snapshot-age",
+        "1s",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("versions 0 to 9 expired"), "{out}");
+    assert_eq!(log_names(&root).len(), 4);
+    assert_eq!(delta_rs_files(&root, 11).await.unwrap().len(), 5);
+}
+
+/// Twelve versions of `data/a.parquet`: version 1 gives it a vector copied from one Puffin
+/// blob, version 2 another (from a second blob), versions 3 to 11 change nothing; a
+/// checkpoint at 10. The names of the two copies.
+async fn vector_history(root: &Path) -> (String, String) {
+    let data = write_ids(&root.join("data/a.parquet"), &[10, 11, 12, 13, 14]);
+    let mut puffin = b"PFA1".to_vec();
+    let (first_vector, framed) = framed_vector(&[1]);
+    puffin.extend_from_slice(&framed);
+    let (second_vector, framed) = framed_vector(&[1, 3]);
+    let second_at = puffin.len() as u64;
+    puffin.extend_from_slice(&framed);
+    std::fs::write(root.join("data/deletes.puffin"), &puffin).unwrap();
+    let store = TableStore::open(root.to_str().unwrap()).unwrap();
+    let mut target: Box<dyn TableTarget> =
+        Box::new(xlake_delta::target::DeltaTarget::open(store, &TargetOptions::default()).unwrap());
+    assert!(target.load(Read::ForCommit).await.unwrap().is_none());
+    let schema = ModelSchema::new(vec![ModelField::required("id", PrimitiveType::Long)]);
+    let change = |id: u64| {
+        let commit = SourceCommit {
+            format: SourceFormat::new("ICEBERG"),
+            id: id.to_string(),
+            action: "append".into(),
+            requested_ms: None,
+            commit_time_ms: 1_700_000_000_000 + id as i64,
+        };
+        ChangeSet::new(commit, schema.clone(), PartitionSpec::unpartitioned())
+    };
+    let with_vector = |offset: u64, size: usize, rows: Vec<u64>| {
+        let mut f = DataFile::parquet("data/a.parquet", data, Some(5));
+        f.deletion_vector = Some(DeletionVector {
+            bytes: VectorBytes::Stored {
+                path: "data/deletes.puffin".into(),
+                offset,
+                size: size as u64,
+            },
+            cardinality: rows.len() as u64,
+        });
+        f.deleted_rows = rows;
+        f
+    };
+    let mut changes: Vec<ChangeSet> = (0..12).map(change).collect();
+    changes[0].added = vec![DataFile::parquet("data/a.parquet", data, Some(5))];
+    changes[1].added = vec![with_vector(4, first_vector.len(), vec![1])];
+    changes[2].added = vec![with_vector(second_at, second_vector.len(), vec![1, 3])];
+    let batch: Vec<&ChangeSet> = changes.iter().collect();
+    let published = target.publish(&batch, true).await;
+    assert!(published.error.is_none(), "{:?}", published.error);
+    assert!(root
+        .join("_delta_log/00000000000000000010.checkpoint.parquet")
+        .exists());
+    let copy = |v: usize| {
+        let add = log(root)[v]
+            .iter()
+            .find_map(|a| a.get("add").cloned())
+            .unwrap();
+        pathlib_name(add["deletionVector"]["pathOrInlineDv"].as_str().unwrap())
+    };
+    (copy(1), copy(2))
+}
+
+#[tokio::test]
+async fn expire_and_cleanup_delete_only_vector_copies_no_remaining_version_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("data")).unwrap();
+    let (first, second) = vector_history(root).await;
+    let table = root.to_str().unwrap();
+    // A copy no version names (a publish that lost its race), and a file of that shape
+    // xlake never writes: cleanup lists the first only.
+    let lost = format!(
+        "deletion_vector_{}.bin",
+        "6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a"
+    );
+    std::fs::write(root.join(&lost), b"\x01lost").unwrap();
+    std::fs::write(root.join("deletion_vector_theirs.bin"), b"theirs").unwrap();
+    let (code, out) = common::xlake(&[
+        "cleanup",
+        table,
+        "--target",
+        "delta",
+        "--older-than",
+        "0s",
+        "--no-writer-running",
+        "--dry-run",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let lost_at = root.join(&lost).display().to_string();
+    assert!(out.contains(&format!("would delete {lost_at}")), "{out}");
+    assert!(
+        out.contains("1 files xlake wrote that no Delta version names"),
+        "{out}"
+    );
+    assert!(root.join(&lost).exists());
+    // Within the grace period: nothing.
+    let (code, out) = common::xlake(&["cleanup", table, "--target", "delta"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(" 0 files xlake wrote"), "{out}");
+    // Expire to the checkpoint of 10: the first copy (named by versions 1 and 2 only)
+    // goes, the second (live at 10) stays, and so do the data file and the Puffin file.
+    let before = delta_rs_files(root, 11).await.unwrap();
+    let (code, out) = common::xlake(&[
+        "expire",
+        table,
+        "--target",
+        "delta",
+        "--keep-snapshots",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("versions 0 to 9 expired"), "{out}");
+    assert!(
+        out.contains(&format!("deleted {}", root.join(&first).display())),
+        "{out}"
+    );
+    assert!(!root.join(&first).exists());
+    assert!(root.join(&second).exists());
+    for kept in [
+        "data/a.parquet",
+        "data/deletes.puffin",
+        "deletion_vector_theirs.bin",
+    ] {
+        assert!(root.join(kept).exists(), "{kept}");
+    }
+    assert_eq!(delta_rs_files(root, 11).await.unwrap(), before);
+    assert_eq!(delta_rs_files(root, 10).await.unwrap(), before);
+    let (code, out) = common::xlake(&[
+        "cleanup",
+        table,
+        "--target",
+        "delta",
+        "--older-than",
+        "0s",
+        "--no-writer-running",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(&format!("deleted {lost_at}")), "{out}");
+    assert!(!root.join(&lost).exists());
+    assert!(root.join(&second).exists() && root.join("deletion_vector_theirs.bin").exists());
 }

@@ -153,14 +153,65 @@ async fn a_rollback_of_a_mirrored_instant_restores_the_files_before_it() {
     // timeline files, then complete a rollback instant naming it.
     let written: Vec<String> = want[&last].difference(&want[&previous]).cloned().collect();
     assert!(!written.is_empty());
-    for f in &written {
+    roll_back(&root, &last, &written);
+    let report = sync_ok(&root).await;
+    assert_eq!(report.written.len(), 1, "one snapshot for the rollback");
+    let got = live_files_by_commit(&root);
+    assert_eq!(
+        got["29990101000000000"], want[&previous],
+        "the rollback restores the state before {last}"
+    );
+    assert_undone(&root, &[last.as_str()], "29990101000000000").await;
+}
+
+#[tokio::test]
+async fn a_rollback_of_an_instant_before_the_newest_leaves_deep_all_consistent() {
+    let (_dir, root) = extract(TABLE);
+    sync_ok(&root).await;
+    let instants = data_instants(&root);
+    let want = live_files_by_commit(&root);
+    // The newest commit before the last that wrote files the next instant keeps live.
+    let (undone, written) = (1..instants.len() - 1)
+        .rev()
+        .filter(|&i| instants[i].1 == "commit")
+        .map(|i| {
+            let id = instants[i].0.clone();
+            let written: Vec<String> = want[&id]
+                .difference(&want[&instants[i - 1].0])
+                .cloned()
+                .collect();
+            let next = &want[&instants[i + 1].0];
+            let kept = !written.is_empty() && written.iter().all(|f| next.contains(f));
+            (id, written, kept)
+        })
+        .find(|(_, _, kept)| *kept)
+        .map(|(id, written, _)| (id, written))
+        .expect("such an instant");
+    roll_back(&root, &undone, &written);
+    let report = sync_ok(&root).await;
+    assert_eq!(report.written.len(), 1, "one snapshot for the rollback");
+    // The rollback is given as the full state after it (every live file), not as a diff:
+    // the sync line says so rather than "+5 -0".
+    let m = &report.written[0];
+    assert!(m.full_state && m.removed == 0, "{m:?}");
+    // The snapshots between the undone instant and its rollback held its files: they
+    // are history, not differences.
+    assert_undone(&root, &[undone.as_str()], "29990101000000000").await;
+}
+
+/// What Hudi does on rolling back completed instant `id` that wrote `written`: delete
+/// those files and its timeline files, then complete a rollback instant naming it (at
+/// 29990101000000000).
+fn roll_back(root: &Path, id: &str, written: &[String]) {
+    let last = id.to_string();
+    for f in written {
         std::fs::remove_file(root.join(f)).unwrap();
     }
-    for f in instant_files(&root, &last) {
+    for f in instant_files(root, &last) {
         std::fs::remove_file(f).unwrap();
     }
     let mut by_partition: std::collections::BTreeMap<String, Vec<Value>> = Default::default();
-    for f in &written {
+    for f in written {
         let (partition, _) = f.rsplit_once('/').unwrap_or(("", f));
         let full = format!("file:{}/{f}", root.to_str().unwrap());
         by_partition
@@ -195,24 +246,21 @@ async fn a_rollback_of_a_mirrored_instant_restores_the_files_before_it() {
         body,
     )
     .unwrap();
-
-    let report = sync_ok(&root).await;
-    assert_eq!(report.written.len(), 1, "one snapshot for the rollback");
-    let got = live_files_by_commit(&root);
-    assert_eq!(
-        got["29990101000000000"], want[&previous],
-        "the rollback restores the state before {last}"
-    );
-    assert_undone(&root, &[last.as_str()], "29990101000000000").await;
 }
 
 /// `check` calls the mirror consistent, and lists the snapshots of the `undone` commits as
-/// undone by `by`, not as unknown.
+/// undone by `by`, not as unknown; `check --deep --all` agrees (undone commits are
+/// history: their snapshots are not compared with a source that no longer holds them).
 async fn assert_undone(root: &Path, undone: &[&str], by: &str) {
+    let all = xlake_sync::check_with(root.to_str().unwrap(), &SyncOptions::default(), true, true)
+        .await
+        .unwrap();
+    assert!(all.consistent() && all.unknown.is_empty(), "{all:?}");
     let check = xlake_sync::check(root.to_str().unwrap(), &SyncOptions::default(), true)
         .await
         .unwrap();
     assert!(check.consistent() && check.unknown.is_empty(), "{check:?}");
+    assert_eq!(all.undone, check.undone);
     let got: Vec<(&str, &str)> = check
         .undone
         .iter()

@@ -532,3 +532,54 @@ async fn a_bad_position_delete_file_is_refused_naming_snapshot_and_file_with_not
         .unwrap();
     assert_eq!(report.written.len(), 2);
 }
+
+#[tokio::test]
+async fn snapshots_the_source_expired_are_history_not_unknown_to_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    mirrored(root).await;
+    let parquet = SyncOptions {
+        format: Some("parquet".into()),
+        ..Default::default()
+    };
+    for (name, ids) in [("b", [4, 5]), ("c", [6, 7])] {
+        write_parquet(&root.join(format!("data/{name}.parquet")), &ids);
+        sync(root.to_str().unwrap(), &parquet, |_| {})
+            .await
+            .unwrap();
+    }
+    edit_metadata(root, foreign);
+    let location = root.to_str().unwrap();
+    let report = sync(location, &to_delta(), |_| {}).await.unwrap();
+    assert_eq!(report.written.len(), 3);
+    // pyiceberg's expire_snapshots drops the two oldest snapshots from the metadata (the
+    // newest metadata file), and the parent of the oldest kept with them (Iceberg Java's
+    // keeps it).
+    let mut expired = Vec::new();
+    edit_metadata(root, |json| {
+        let snapshots = json["snapshots"].as_array_mut().unwrap();
+        if snapshots.len() < 3 {
+            return;
+        }
+        expired = snapshots
+            .drain(..2)
+            .map(|s| s["snapshot-id"].to_string())
+            .collect();
+        snapshots[0]
+            .as_object_mut()
+            .unwrap()
+            .remove("parent-snapshot-id");
+        if let Some(log) = json["snapshot-log"].as_array_mut() {
+            log.drain(..2);
+        }
+    });
+    assert_eq!(expired.len(), 2);
+    let checked = xlake_sync::check_with(location, &to_delta(), true, true)
+        .await
+        .unwrap();
+    assert!(checked.consistent(), "{checked:?}");
+    assert!(checked.unknown.is_empty(), "{:?}", checked.unknown);
+    assert_eq!(checked.source_commits, 1);
+    let (code, out) = crate::common::xlake(&["check", location, "--target", "delta"]);
+    assert_eq!(code, 0, "{out}");
+}

@@ -143,3 +143,25 @@ fn a_pass_with_nothing_new_still_expires_what_a_vacuum_deleted() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("0 snapshots written\n"), "{out}");
 }
+
+#[test]
+fn the_job_expires_a_delta_targets_log_to_its_checkpoint() {
+    let (_d, root) = common::hudi::extract("sample_table_cow_v9_txns_simple_nometa");
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        config.path(),
+        format!(
+            "[[tables]]\nlocation = \"{}\"\ntarget = \"delta\"\nkeep_snapshots = 1\n",
+            root.display()
+        ),
+    )
+    .unwrap();
+    let (code, out) =
+        common::xlake(&["run", "--config", config.path().to_str().unwrap(), "--once"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("12 snapshots written, 10 expired"), "{out}");
+    let log = root.join("_delta_log");
+    assert!(!log.join("00000000000000000009.json").exists());
+    assert!(log.join("00000000000000000010.json").exists());
+    assert!(log.join("00000000000000000010.checkpoint.parquet").exists());
+}

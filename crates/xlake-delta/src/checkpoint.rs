@@ -283,6 +283,21 @@ fn pages_with_values(
 }
 
 /// The rows of `batch` holding an action, as JSON lines (nulls left out).
+/// Every action row of a whole classic checkpoint (`bytes`), as JSON lines (the shape of
+/// a commit file's lines); for a log small enough to read whole (xlake's own).
+pub(crate) fn all_action_rows(bytes: Bytes) -> Result<String, String> {
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .map_err(|e| e.to_string())?
+        .with_batch_size(8192)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    for batch in reader {
+        text.push_str(&action_rows(&batch.map_err(|e| e.to_string())?)?);
+    }
+    Ok(text)
+}
+
 fn action_rows(batch: &RecordBatch) -> Result<String, String> {
     // Rows where every action is null are most rows; leave them out first.
     let keep = BooleanArray::from(

@@ -201,6 +201,7 @@ pub async fn check_with(
             target: target.as_ref(),
             store: &store,
             snapshot_of: &snapshot_of,
+            held_undone: &held_undone(&report.undone, &ancestry),
         };
         report.compared = compare.files(all).await?;
         report.file_differences = report
@@ -279,6 +280,31 @@ fn set_apart_undone(report: &mut CheckReport, undone: &BTreeMap<String, String>)
         .collect();
 }
 
+/// The snapshots of the ancestry after an undone commit's and before that of the rollback
+/// or restore that undid it (to the end when it is not mirrored yet): they hold the
+/// undone commit's files, which the source's replay no longer gives, so a deep check does
+/// not compare them. Undone commits are history, not violations.
+fn held_undone(undone: &[UndoneCommit], ancestry: &[Ancestor]) -> HashSet<i64> {
+    let mut held = HashSet::new();
+    for u in undone {
+        let Some(from) = ancestry.iter().position(|a| a.snapshot_id == u.snapshot_id) else {
+            continue;
+        };
+        let to = ancestry
+            .iter()
+            .position(|a| a.source_commit.as_deref() == Some(u.undone_by.as_str()))
+            .unwrap_or(ancestry.len());
+        held.extend(
+            ancestry
+                .get(from + 1..to)
+                .into_iter()
+                .flatten()
+                .map(|a| a.snapshot_id),
+        );
+    }
+    held
+}
+
 /// Missing commits, those before mirroring began, and the lag, from the commits `seen`.
 fn measure_lag(report: &mut CheckReport, listing: &CommitListing, seen: &BTreeMap<String, usize>) {
     let mirrored: BTreeSet<&str> = seen.keys().map(String::as_str).collect();
@@ -300,6 +326,8 @@ struct Compare<'a> {
     target: &'a dyn TableTarget,
     store: &'a TableStore,
     snapshot_of: &'a HashMap<String, i64>,
+    /// Snapshots holding an undone commit's files ([`held_undone`]): not compared.
+    held_undone: &'a HashSet<i64>,
 }
 
 impl Compare<'_> {
@@ -351,7 +379,7 @@ impl Compare<'_> {
             let Some(&snapshot) = self.snapshot_of.get(&change.commit.id) else {
                 continue;
             };
-            if !all && !is_newest {
+            if (!all && !is_newest) || self.held_undone.contains(&snapshot) {
                 continue;
             }
             let Some(entries) = self.target.files_at(snapshot).await? else {

@@ -59,8 +59,8 @@ pub struct TableEntry {
     /// The Iceberg format version to write (2 or 3; default: the table's own, 2 if new).
     #[serde(default)]
     pub format_version: Option<u8>,
-    /// The target format (`iceberg`, `delta`; default `iceberg`). A Delta target is not
-    /// expired (its log keeps every version).
+    /// The target format (`iceberg`, `delta`; default `iceberg`). A Delta target expires
+    /// its log's older versions up to a checkpoint (docs/targets.md).
     #[serde(default)]
     pub target: Option<String>,
     /// After syncing, expire snapshots that read files the source deleted (default on).
@@ -339,9 +339,7 @@ pub async fn sync_entry(entry: TableEntry) -> TableResult {
     let options = entry_options(&entry);
     let mut outcome = sync(&entry.location, &options, |_| {}).await;
     let mut expired = None;
-    let expires =
-        crate::targets::kind(entry.target.as_deref()).is_ok_and(crate::targets::is_default);
-    if entry.expire && expires && !nothing_to_expire(&outcome, &options) {
+    if entry.expire && !nothing_to_expire(&outcome, &options) {
         match expire(&entry, &options).await {
             Ok(e) => expired = Some(e),
             Err(e) => outcome = Err(e),
@@ -389,7 +387,13 @@ async fn expire(entry: &TableEntry, options: &SyncOptions) -> Result<Expired, Sy
     // `parse` has validated the entry.
     let retention = entry.retention(now_ms).unwrap_or_default();
     let store = open_store(&entry.location, options)?;
-    let expiry = crate::maintain::expire(&store, &retention, options.catalog.as_ref()).await?;
+    let expiry = crate::maintain::expire(
+        &store,
+        &retention,
+        options.catalog.as_ref(),
+        entry.target.as_deref(),
+    )
+    .await?;
     Ok(expiry.expired)
 }
 

@@ -128,6 +128,10 @@ pub struct Mirrored {
     pub added: usize,
     /// Data files the commit removed.
     pub removed: usize,
+    /// The change set is the full state after the commit (a Hudi rollback or restore, a
+    /// Parquet folder's listing): `added` counts every live file, `removed` is 0, and the
+    /// target works out what changed.
+    pub full_state: bool,
     /// What the target wrote.
     pub committed: Committed,
     /// Commits still to mirror after this one, as planned now (for progress display).

@@ -18,14 +18,16 @@ pub struct Expiry {
     pub catalog: Option<Advanced>,
 }
 
-/// Expire what `retention` says (and what the source deleted), then point the catalog
-/// entry, if any, at the version the expiry published.
+/// Expire what `retention` says (and what the source deleted) in the `target` named
+/// (Iceberg when `None`), then point the catalog entry, if any, at the version the expiry
+/// published.
 pub async fn expire(
     store: &TableStore,
     retention: &Retention,
     catalog: Option<&CatalogTarget>,
+    target: Option<&str>,
 ) -> Result<Expiry, SyncError> {
-    let expired = targets::open_default(store)?.expire(retention).await?;
+    let expired = open(store, target)?.expire(retention).await?;
     let catalog = match catalog {
         Some(target) => crate::catalog::point(store, target).await?,
         None => None,
@@ -57,14 +59,16 @@ pub fn refuse_age(older_than: std::time::Duration, no_writer_running: bool) -> O
     })
 }
 
-/// Delete (unless `dry_run`) the metadata files xlake wrote that nothing references and
-/// that are older than `cutoff_ms`; never a file xlake did not write.
+/// Delete (unless `dry_run`) the metadata files xlake wrote in the `target` named
+/// (Iceberg when `None`) that nothing references and that are older than `cutoff_ms`;
+/// never a file xlake did not write.
 pub async fn cleanup(
     store: &TableStore,
     cutoff_ms: i64,
     dry_run: bool,
+    target: Option<&str>,
 ) -> Result<Cleanup, SyncError> {
-    let found = targets::open_default(store)?.orphans(cutoff_ms).await?;
+    let found = open(store, target)?.orphans(cutoff_ms).await?;
     for path in &found.files {
         if !dry_run {
             store.delete(path).await?;
@@ -76,4 +80,16 @@ pub async fn cleanup(
         left_alone: absolute(found.others),
         strays: absolute(found.strays),
     })
+}
+
+/// The `target` named (Iceberg when `None`), opened for maintenance (default options).
+fn open(
+    store: &TableStore,
+    target: Option<&str>,
+) -> Result<Box<dyn xlake_target::TableTarget>, SyncError> {
+    let kind = targets::kind(target)?;
+    Ok((kind.open)(
+        store.clone(),
+        &xlake_target::TargetOptions::default(),
+    )?)
 }

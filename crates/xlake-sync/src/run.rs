@@ -517,6 +517,7 @@ impl<'a> Sync<'a> {
             commit: change.commit.clone(),
             added: change.added.len(),
             removed: change.removed.len(),
+            full_state: change.full_state,
             committed,
             remaining,
         };

@@ -101,7 +101,7 @@ fn delta_log_is_ours(
 }
 
 /// Whether `kind` is the default target (Iceberg), the one that keeps catalog entries and
-/// expires with a job's `expire`.
+/// rebuilds a relocated history.
 pub fn is_default(kind: &TargetKind) -> bool {
     kind.name == KINDS[0].name
 }

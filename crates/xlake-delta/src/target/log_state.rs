@@ -3,7 +3,7 @@
 //! and the `metaData` and `protocol` in force. A version without `xlakeMetadata` was
 //! written by another writer: the log is refused, naming the file.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
@@ -61,6 +61,17 @@ pub(super) struct LiveFile {
     pub(super) add: Map<String, Json>,
     /// `numRecords` of its stats, when recorded.
     pub(super) rows: Option<u64>,
+    /// The version that made it live (the checkpoint's, for a file read from one).
+    pub(super) since: u64,
+}
+
+/// A file a version removed: its location as the model spells it, the version that had
+/// made it live and the version that removed it (versions `since..at` read it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Removed {
+    pub(super) path: String,
+    pub(super) since: u64,
+    pub(super) at: u64,
 }
 
 impl LiveFile {
@@ -92,6 +103,11 @@ pub(super) struct LogState {
     pub(super) metadata: Option<Map<String, Json>>,
     /// The `protocol` action in force.
     pub(super) protocol: Option<Map<String, Json>>,
+    /// The files the versions read removed, in order.
+    pub(super) removed: Vec<Removed>,
+    /// The stored deletion vector files (`pathOrInlineDv` of `storageType` `p`) any
+    /// action read names.
+    pub(super) vector_files: BTreeSet<String>,
 }
 
 impl LogState {
@@ -100,36 +116,74 @@ impl LogState {
         self.versions.last()
     }
 
-    /// Read every commit file of the log, oldest first; `None` when there is none.
+    /// Read the log: every commit file from version 0, or (once `expire` cut its older
+    /// versions) the oldest checkpoint after which every commit exists, then those
+    /// commits; `None` when there is none.
     pub(super) async fn read(store: &TableStore) -> Result<Option<Self>, TargetFault> {
-        let listing =
-            LogListing::load(store, false)
-                .await
-                .map_err(|e| TargetFault::Unreadable {
-                    file: store.absolute(LOG_DIR),
-                    reason: e.to_string(),
-                })?;
-        if listing.commits.is_empty() {
-            if let Some(v) = listing.checkpoints.iter().next() {
-                return Err(TargetFault::Foreign {
-                    file: store.absolute(&format!("{LOG_DIR}/{v:020}.checkpoint.parquet")),
-                    why: "a checkpoint without the commits xlake writes".into(),
-                });
-            }
+        let listing = list(store).await?;
+        Self::read_listed(store, &listing, None).await
+    }
+
+    /// The state as of `upto` (the newest version when `None`) from `listing`; `None` when
+    /// the log is empty or `upto` is older than the versions it can read.
+    pub(super) async fn read_listed(
+        store: &TableStore,
+        listing: &LogListing,
+        upto: Option<u64>,
+    ) -> Result<Option<Self>, TargetFault> {
+        let Some(start) = start_of(store, listing)? else {
+            return Ok(None);
+        };
+        if upto.is_some_and(|u| u < start) {
             return Ok(None);
         }
-        let mut state = Self::default();
-        for (expected, (&version, (path, _))) in listing.commits.iter().enumerate() {
-            if version != expected as u64 {
-                return Err(TargetFault::Foreign {
-                    file: store.absolute(path),
-                    why: format!("the log does not start at version 0 or skips version {expected} (xlake keeps every commit file)"),
-                });
+        let mut state = match start {
+            0 => Self::default(),
+            v => Self::from_checkpoint(store, v).await?,
+        };
+        for (&version, (path, _)) in listing.commits.range(start..) {
+            if upto.is_some_and(|u| version > u) {
+                break;
             }
             let bytes = store.get(path).await?;
             state.apply(version, &bytes, &store.absolute(path))?;
         }
         Ok(Some(state))
+    }
+
+    /// The live files, `metaData` and `protocol` of the classic checkpoint of `version`
+    /// (as deltalake-core writes it for xlake), with no version entry yet.
+    pub(super) async fn from_checkpoint(
+        store: &TableStore,
+        version: u64,
+    ) -> Result<Self, TargetFault> {
+        let path = checkpoint_file(version);
+        let file = store.absolute(&path);
+        let bad = |reason: String| TargetFault::Unreadable {
+            file: file.clone(),
+            reason,
+        };
+        let bytes = store.get(&path).await?;
+        let rows = crate::checkpoint::all_action_rows(bytes).map_err(&bad)?;
+        let mut state = Self::default();
+        for (n, line) in rows
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let action: Map<String, Json> =
+                serde_json::from_str(line).map_err(|e| bad(format!("row {}: {e}", n + 1)))?;
+            for (kind, body) in action {
+                let Json::Object(body) = body else { continue };
+                match kind.as_str() {
+                    "add" => state.add(body, version).map_err(&bad)?,
+                    "metaData" => state.metadata = Some(body),
+                    "protocol" => state.protocol = Some(body),
+                    _ => {}
+                }
+            }
+        }
+        Ok(state)
     }
 
     /// Apply the commit file of `version` (`file` names it in messages).
@@ -156,8 +210,8 @@ impl LogState {
                 let Json::Object(body) = body else { continue };
                 match kind.as_str() {
                     "commitInfo" => info = Some(body),
-                    "add" => self.add(body).map_err(&bad)?,
-                    "remove" => self.remove(&body).map_err(&bad)?,
+                    "add" => self.add(body, version).map_err(&bad)?,
+                    "remove" => self.remove(&body, version).map_err(&bad)?,
                     "metaData" => self.metadata = Some(body),
                     "protocol" => self.protocol = Some(body),
                     _ => {}
@@ -172,25 +226,96 @@ impl LogState {
         Ok(())
     }
 
-    fn add(&mut self, add: Map<String, Json>) -> Result<(), String> {
+    fn add(&mut self, add: Map<String, Json>, version: u64) -> Result<(), String> {
         let path = model_path(&add)?;
         let rows = add
             .get("stats")
             .and_then(Json::as_str)
             .and_then(|s| serde_json::from_str::<Json>(s).ok())
             .and_then(|s| s.get("numRecords")?.as_u64());
-        self.live.insert(path, LiveFile { add, rows });
+        self.note_vector(add.get("deletionVector"));
+        let since = match self.live.get(&path) {
+            // A new vector on a live file: the data file was read since then already.
+            Some(l) => l.since,
+            None => version,
+        };
+        self.live.insert(path, LiveFile { add, rows, since });
         Ok(())
     }
 
-    fn remove(&mut self, remove: &Map<String, Json>) -> Result<(), String> {
+    fn remove(&mut self, remove: &Map<String, Json>, version: u64) -> Result<(), String> {
         let path = model_path(remove)?;
         let id = vector_id(remove.get("deletionVector"));
+        self.note_vector(remove.get("deletionVector"));
         if self.live.get(&path).is_some_and(|l| l.vector_id() == id) {
-            self.live.remove(&path);
+            if let Some(l) = self.live.remove(&path) {
+                self.removed.push(Removed {
+                    path,
+                    since: l.since,
+                    at: version,
+                });
+            }
         }
         Ok(())
     }
+
+    fn note_vector(&mut self, dv: Option<&Json>) {
+        let Some(dv) = dv.and_then(Json::as_object) else {
+            return;
+        };
+        if dv.get("storageType").and_then(Json::as_str) == Some("p") {
+            if let Some(at) = dv.get("pathOrInlineDv").and_then(Json::as_str) {
+                self.vector_files.insert(at.to_string());
+            }
+        }
+    }
+}
+
+/// The log listed by names (the pointer checked against it).
+pub(super) async fn list(store: &TableStore) -> Result<LogListing, TargetFault> {
+    LogListing::load(store, false)
+        .await
+        .map_err(|e| TargetFault::Unreadable {
+            file: store.absolute(LOG_DIR),
+            reason: e.to_string(),
+        })
+}
+
+/// The classic checkpoint file of `version`.
+pub(super) fn checkpoint_file(version: u64) -> String {
+    format!("{LOG_DIR}/{version:020}.checkpoint.parquet")
+}
+
+/// The version xlake's log is read from: 0 when every commit is there, else the oldest
+/// checkpoint after which every commit is (one `expire` kept), whose own commit file must
+/// be there too (it holds that version's `xlakeMetadata`); `None` for an empty log.
+fn start_of(store: &TableStore, listing: &LogListing) -> Result<Option<u64>, TargetFault> {
+    if listing.commits.is_empty() {
+        if let Some(v) = listing.checkpoints.iter().next() {
+            return Err(TargetFault::Foreign {
+                file: store.absolute(&checkpoint_file(*v)),
+                why: "a checkpoint without the commits xlake writes".into(),
+            });
+        }
+        return Ok(None);
+    }
+    let gap = |why: String| TargetFault::Foreign {
+        file: store.absolute(LOG_DIR),
+        why,
+    };
+    let start = match listing.start() {
+        Ok(Some((v, _))) => v,
+        Ok(None) => return Ok(None),
+        Err(e) => {
+            return Err(gap(format!(
+                "{e} (xlake keeps every commit after its oldest checkpoint)"
+            )))
+        }
+    };
+    if !listing.commits.contains_key(&start) {
+        return Err(gap(format!("the checkpoint of version {start} has no commit file beside it (xlake keeps the commit of the checkpoint it expires to)")));
+    }
+    Ok(Some(start))
 }
 
 /// The location a file action names, as the model spells it.

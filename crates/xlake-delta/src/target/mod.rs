@@ -14,7 +14,9 @@
 //! - `protocol` is 1/2 unless a feature is used (column mapping, deletion vectors,
 //!   `timestamp_ntz`): then 3/7 listing those features only.
 //! - Checkpoints (Parquet, with `_last_checkpoint`) every [`CHECKPOINT_INTERVAL`] versions,
-//!   written by deltalake-core from the log.
+//!   written by deltalake-core from the log. `expire` deletes the versions before a
+//!   checkpoint as the Delta protocol's metadata cleanup does; the log is then read from
+//!   that checkpoint and the commits after it.
 //!
 //! | module | what |
 //! |---|---|
@@ -23,12 +25,14 @@
 //! | `schema_out` | schema, partition columns, column mapping, protocol |
 //! | `values_out` | partition values, statistics, paths, inline vectors |
 //! | `checkpoint_out` | checkpoints through deltalake-core |
+//! | `retention` | `expire` (log cleanup to a checkpoint) and `cleanup` (unnamed vector files) |
 //! | `error` | [`TargetFault`] |
 
 mod checkpoint_out;
 mod commit;
 mod error;
 mod log_state;
+mod retention;
 mod schema_out;
 mod values_out;
 
@@ -73,16 +77,34 @@ impl DeltaTarget {
         })
     }
 
-    /// Whether the store's `_delta_log/` was written by xlake (its first commit records
-    /// `xlakeMetadata`): a folder whose Delta log is a mirror is not a Delta source.
+    /// Whether the store's `_delta_log/` was written by xlake (its oldest commit records
+    /// `xlakeMetadata`; version 0 until an expire deleted it): a folder whose Delta log is
+    /// a mirror is not a Delta source.
     pub async fn written_by_xlake(store: &TableStore) -> Result<bool, TargetFault> {
-        let first = format!("{LOG_DIR}/{:020}.json", 0);
-        if store.size(&first).await?.is_none() {
+        let Some(first) = Self::oldest_commit(store).await? else {
             return Ok(false);
-        }
+        };
         let bytes = store.get(&first).await?;
         let mut probe = LogState::default();
         Ok(probe.apply(0, &bytes, &first).is_ok())
+    }
+
+    /// The oldest commit file of the log: version 0's when it is there (one request),
+    /// else the oldest listed.
+    async fn oldest_commit(store: &TableStore) -> Result<Option<String>, TargetFault> {
+        let first = Self::commit_file(0);
+        if store.size(&first).await?.is_some() {
+            return Ok(Some(first));
+        }
+        let names = store.list_names(LOG_DIR).await?;
+        let mut commits: Vec<&str> = names
+            .iter()
+            .filter(|n| {
+                n.len() == 25 && n.ends_with(".json") && n[..20].bytes().all(|b| b.is_ascii_digit())
+            })
+            .collect();
+        commits.sort_unstable();
+        Ok(commits.first().map(|n| format!("{LOG_DIR}/{n}")))
     }
 
     fn commit_file(version: u64) -> String {
@@ -261,8 +283,8 @@ impl TableTarget for DeltaTarget {
         Ok(Some(self.publish_one(&change).await?.version))
     }
 
-    async fn expire(&self, _retention: &Retention) -> Result<Expired, TargetError> {
-        Err(TargetFault::Refused("expire is not done for a Delta target yet: its log keeps every version (delete old versions with a Delta writer's own log cleanup)".into()).into())
+    async fn expire(&self, retention: &Retention) -> Result<Expired, TargetError> {
+        Ok(retention::expire(&self.store, retention).await?)
     }
 
     fn view(&self) -> TargetView {
@@ -301,12 +323,10 @@ impl TableTarget for DeltaTarget {
         if self.entries().last().is_none_or(|e| e.version < version) {
             return Ok(None);
         }
-        let mut state = LogState::default();
-        for v in 0..=version {
-            let path = Self::commit_file(v);
-            let bytes = self.store.get(&path).await.map_err(TargetFault::from)?;
-            state.apply(v, &bytes, &self.store.absolute(&path))?;
-        }
+        let listing = log_state::list(&self.store).await?;
+        let Some(state) = LogState::read_listed(&self.store, &listing, Some(version)).await? else {
+            return Ok(None);
+        };
         Ok(state
             .live
             .into_iter()
@@ -365,17 +385,12 @@ impl TableTarget for DeltaTarget {
         Ok(SetAside::Nothing)
     }
 
-    async fn orphans(&self, _cutoff_ms: i64) -> Result<Orphans, TargetError> {
-        Err(TargetFault::Refused("cleanup is not done for a Delta target: xlake writes no file into _delta_log/ that a version does not name".into()).into())
+    async fn orphans(&self, cutoff_ms: i64) -> Result<Orphans, TargetError> {
+        Ok(retention::orphans(&self.store, cutoff_ms).await?)
     }
 
     async fn exists(&self) -> Result<bool, TargetError> {
-        Ok(self
-            .store
-            .size(&Self::commit_file(0))
-            .await
-            .map_err(TargetFault::from)?
-            .is_some())
+        Ok(Self::oldest_commit(&self.store).await?.is_some())
     }
 
     fn pointer(&self) -> Option<Pointer> {

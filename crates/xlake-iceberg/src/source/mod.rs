@@ -103,11 +103,25 @@ impl IcebergSource {
         &self.path
     }
 
-    /// Whether the oldest kept snapshot has a parent that expired.
+    /// Whether snapshots before the oldest kept one expired: it names a parent that is
+    /// gone (Iceberg Java's `expire_snapshots`); or, as pyiceberg's expiry leaves it with no
+    /// parent, it is not a table's first snapshot: a sequence number above 1 (format 2 and
+    /// 3), or a summary counting files it did not add or removed (format 1 too).
     fn history_expired(&self) -> bool {
-        self.chain
-            .first()
-            .is_some_and(|s| s.parent_snapshot_id().is_some())
+        self.chain.first().is_some_and(|s| {
+            let count = |key: &str| {
+                s.summary()
+                    .additional_properties
+                    .get(key)
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            s.parent_snapshot_id().is_some()
+                || s.sequence_number() > 1
+                || count("total-data-files") > count("added-data-files")
+                || count("deleted-data-files") > 0
+                || count("total-delete-files") > count("added-delete-files")
+        })
     }
 
     /// The newest mirrored snapshot is still in the table but no longer in the main
