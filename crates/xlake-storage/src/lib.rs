@@ -888,6 +888,14 @@ impl TableStore {
         self.get_whole(path, Whole::Read).await
     }
 
+    /// [`Self::get`] of an object known to be a few bytes (a pointer such as
+    /// `version-hint.text` or `_last_checkpoint`): on a local root read on the calling
+    /// thread, not handed to a blocking thread and back, which costs more than the read
+    /// (a no-op pass over a fleet of tables reads one per table); elsewhere [`Self::get`].
+    pub async fn get_small(&self, path: &str) -> Result<Bytes, StorageError> {
+        self.get_whole(path, Whole::Small).await
+    }
+
     /// Read a whole object that is never rewritten in place once it exists, as every
     /// Iceberg metadata file xlake writes (created whole under a new name). The same as
     /// [`Self::get`], but on a local root a large file on a local disk's file system is
@@ -930,6 +938,9 @@ impl TableStore {
             .retrying(path, || {
                 let file = file.clone();
                 async move {
+                    if how == Whole::Small {
+                        return local_read::read(&file, how).map_err(|e| io_error(path, e));
+                    }
                     match tokio::task::spawn_blocking(move || local_read::read(&file, how)).await {
                         Ok(read) => read.map_err(|e| io_error(path, e)),
                         Err(source) => Err(object_store::Error::JoinError { source }),

@@ -47,6 +47,9 @@ pub(crate) const FILE_CHECK_CONCURRENCY: usize = 16;
 
 pub use crate::spec::decode::parse_metadata;
 
+/// The smallest `vN.metadata.json` parsed on a blocking thread (see [`Parse::read_apart`]).
+const PARSE_APART_MIN: usize = 64 * 1024;
+
 /// How much of a `vN.metadata.json` is parsed.
 #[derive(Debug, Clone, Copy)]
 enum Parse {
@@ -77,12 +80,17 @@ impl Parse {
 
     /// [`Self::read`] on a blocking thread: a long history's metadata takes milliseconds
     /// to parse, during which the caller's other work (a source's listing and its
-    /// parsing, in-commit) goes on.
+    /// parsing, in-commit) goes on. A small one (below [`PARSE_APART_MIN`]) is parsed
+    /// here: its parse costs less than the hand-off to another thread and back (a no-op
+    /// pass over a fleet of small tables makes one per table).
     async fn read_apart(
         self,
         bytes: Bytes,
         version: u64,
     ) -> std::result::Result<(TableMetadata, History), String> {
+        if bytes.len() < PARSE_APART_MIN {
+            return self.read(&bytes, version);
+        }
         match tokio::task::spawn_blocking(move || self.read(&bytes, version)).await {
             Ok(read) => read,
             // A panic is xlake's own bug, not the file's: it goes on as it would have on
@@ -344,7 +352,7 @@ impl IcebergTable {
 
     /// [`Self::current_version`], with the hint as read.
     async fn locate_current(&self, look_past: bool) -> Result<Option<(u64, Option<Hint>)>> {
-        let hinted = match self.store.get(VERSION_HINT).await {
+        let hinted = match self.store.get_small(VERSION_HINT).await {
             Ok(bytes) => Some(parse_hint(&bytes).map_err(|e| self.corrupt(VERSION_HINT, e))?),
             Err(StorageError::NotFound { .. }) => None,
             Err(e) => return Err(e.into()),
