@@ -10,6 +10,14 @@ upserts of the newest commit's groups) to every copy and counts the requests of 
 `xlake sync` of it, by method and by what they touch. Prints per binary and length the
 median of the rounds and the highest, and one round's requests in full.
 xlake must be built with `--features cloud`.
+
+With `--latency-ms L` the requests go through `tests/interop/fault_proxy.py` in latency
+mode in front of the counting proxy: every request waits L ms. Rounds alternate between
+L and no added latency (odd rounds at L), and each `xlake sync` is timed: its round trips
+on the critical path are reported as wall / L and, without what the process costs by
+itself, (median wall at L - median wall without) / L. Both carry the machine's noise; the
+proxy's timeline gives the figure without it: a request that arrives while no other is
+in flight starts a round trip, one that arrives while another is in flight shares it.
 """
 import argparse
 import collections
@@ -30,8 +38,10 @@ import urllib.parse
 import boto3
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
+sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "tests" / "interop"))
 import gen_delta
 import gen_hudi
+from fault_proxy import FaultProxy
 
 KEY = "xlake-bench"
 BUCKET = "bench"
@@ -134,6 +144,8 @@ def main():
     p.add_argument("--workdir", default="/tmp/xlake-bench/s3")
     p.add_argument("--skip-file-check", action="store_true")
     p.add_argument("--verbose", action="store_true", help="print the last round's requests")
+    p.add_argument("--latency-ms", type=float, default=0.0,
+                   help="add this latency to every request (odd rounds) and time each sync")
     a = p.parse_args()
     workdir = pathlib.Path(a.workdir)
     moto_port = free_port()
@@ -150,6 +162,10 @@ def main():
         counter = Counter()
         server = proxy(moto_port, counter)
         endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+        a.delay = None
+        if a.latency_ms:
+            a.delay = FaultProxy(f"127.0.0.1:{server.server_address[1]}")
+            endpoint = a.delay.endpoint
         client = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{moto_port}",
                               aws_access_key_id=KEY, aws_secret_access_key=KEY,
                               region_name="us-east-1")
@@ -172,6 +188,7 @@ def measure(a, workdir, versions, client, counter, env, extra):
     else:
         gen_hudi.generate(local, versions, 2)
     counts = collections.defaultdict(list)
+    walls = collections.defaultdict(lambda: collections.defaultdict(list))
     example = {}
     for b, binary in enumerate(a.binaries):
         prefix = f"{a.format}{versions}-b{b}"
@@ -191,8 +208,16 @@ def measure(a, workdir, versions, client, counter, env, extra):
             prefix = f"{a.format}{versions}-b{b}"
             upload(client, local, prefix, only=new)
             counter.take()
+            latency = a.latency_ms if a.delay and r % 2 else 0.0
+            if a.delay:
+                a.delay.set("latency", latency=latency / 1000)
+                a.delay.timeline.clear()
+            start = time.perf_counter()
             proc = subprocess.run([binary, "sync", f"s3://{BUCKET}/{prefix}", *extra],
                                   env=env, capture_output=True, check=False)
+            walls[b][latency].append(time.perf_counter() - start)
+            if a.delay and latency:
+                walls[b]["trips"].append(round_trips(a.delay.timeline))
             if proc.returncode:
                 sys.exit(proc.stderr.decode())
             seen = counter.take()
@@ -209,10 +234,37 @@ def measure(a, workdir, versions, client, counter, env, extra):
         for k in keys:
             vals = [c.get(k, 0) for c in rounds]
             print(f"  {k:36} {statistics.median(vals):6.1f} {max(vals):5d}")
+        if a.delay:
+            report_latency(a.latency_ms, walls[b])
         if a.verbose:
             print("  the last round's requests, in order:")
             for method, path in example[b]:
                 print(f"    {method:6} {urllib.parse.unquote(path)[:110]}")
+
+
+def round_trips(timeline):
+    """Sequential round trips in a proxy timeline of (arrived, answered): a request that
+    arrives when none is in flight starts one."""
+    trips, busy_until = 0, float("-inf")
+    for arrived, answered in sorted(timeline):
+        if arrived >= busy_until:
+            trips += 1
+        busy_until = max(busy_until, answered) if arrived < busy_until else answered
+    return trips
+
+
+def report_latency(latency_ms, walls):
+    """Round trips on the critical path, from the syncs timed at `latency_ms` and at 0."""
+    slow = statistics.median(walls[latency_ms])
+    print(f"  wall at {latency_ms:g} ms per request: median {slow * 1000:.0f} ms over "
+          f"{len(walls[latency_ms])} rounds ({', '.join(f'{w * 1000:.0f}' for w in walls[latency_ms])})")
+    print(f"  round trips, wall / {latency_ms:g} ms: {slow * 1000 / latency_ms:.1f}")
+    print(f"  round trips in the proxy's timeline: {walls['trips']}")
+    if walls[0.0]:
+        fast = statistics.median(walls[0.0])
+        print(f"  wall without added latency: median {fast * 1000:.0f} ms over {len(walls[0.0])} rounds")
+        print(f"  round trips, (wall - wall without) / {latency_ms:g} ms: "
+              f"{(slow - fast) * 1000 / latency_ms:.1f}")
 
 
 if __name__ == "__main__":

@@ -47,6 +47,8 @@ class FaultProxy:
         self.random = random.Random(seed)
         self.mode, self.share, self.latency = "pass", 0.0, 0.0
         self.counts = Counter()
+        # (arrived, answered) on the loop's clock, per request: what overlapped (benches).
+        self.timeline = []
         self.loop = asyncio.new_event_loop()
         ready = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(ready,), daemon=True)
@@ -83,6 +85,7 @@ class FaultProxy:
             if request is None:
                 return
             self.counts["requests"] += 1
+            arrived = self.loop.time()
             fault = self._fault()
             if fault:
                 self.counts[fault] += 1
@@ -109,6 +112,7 @@ class FaultProxy:
                 answer = answer[: len(answer) // 2]
             writer.write(answer)
             await writer.drain()
+            self.timeline.append((arrived, self.loop.time()))
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:

@@ -212,7 +212,10 @@ impl LogListing {
 
 /// `_last_checkpoint`'s bytes, if it exists: one request, found or not.
 async fn read_pointer(store: &TableStore) -> Result<Option<bytes::Bytes>> {
-    match store.get(&format!("{LOG_DIR}/_last_checkpoint")).await {
+    match store
+        .get_small(&format!("{LOG_DIR}/_last_checkpoint"))
+        .await
+    {
         Ok(bytes) => Ok(Some(bytes)),
         Err(xlake_storage::StorageError::NotFound { .. }) => Ok(None),
         Err(e) => Err(e.into()),

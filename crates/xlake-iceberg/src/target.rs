@@ -186,6 +186,12 @@ impl TableTarget for IcebergTarget {
         Ok(self.table.current_files(loaded, reads_saved / 4).await?)
     }
 
+    async fn read_ahead(&self) {
+        if let Some(loaded) = self.loaded().filter(|_| !self.relocated()) {
+            self.table.read_ahead_list(loaded).await;
+        }
+    }
+
     async fn publish(&mut self, batch: &[&ChangeSet], last: bool) -> Published {
         let on = match self.base.take() {
             Some(Base::Loaded(l)) => Some(*l),

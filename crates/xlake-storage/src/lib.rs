@@ -29,6 +29,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod avro;
+mod deferred;
 #[cfg(any(test, feature = "testing"))]
 pub mod faults;
 pub mod footer;
@@ -40,7 +41,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use local_read::Whole;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
@@ -173,6 +174,8 @@ pub struct TableStore {
     journal: Option<Journal>,
     /// Which locations outside the table root may be touched (see [`Self::confined`]).
     confinement: Option<Confinement>,
+    /// Writes held back until [`Self::flush`] (see [`Self::deferring`]).
+    deferred: Option<deferred::Deferred>,
 }
 
 /// Which absolute locations outside the table root a [`TableStore::confined`] handle may
@@ -560,6 +563,7 @@ impl TableStore {
             local_root: Some(abs.to_path_buf()),
             journal: None,
             confinement: None,
+            deferred: None,
         })
     }
 
@@ -634,6 +638,7 @@ impl TableStore {
             local_root: None,
             journal: None,
             confinement: None,
+            deferred: None,
         }
     }
 
@@ -680,6 +685,47 @@ impl TableStore {
         let mut store = self.clone();
         store.journal = Some(journal.clone());
         (store, journal)
+    }
+
+    /// This store, holding back what [`Self::put`] writes until [`Self::flush`] writes it
+    /// all at once (a read of a held file is answered from memory; past 16 MiB held, a
+    /// put flushes). For files under new names that nothing refers to before the flush:
+    /// a commit's manifests and list, flushed beside the check before its commit point.
+    /// Put-if-absent is never held.
+    pub fn deferring(&self) -> Self {
+        let mut store = self.clone();
+        store.deferred = Some(deferred::Deferred::default());
+        store
+    }
+
+    /// Write every held write of a [`Self::deferring`] handle, side by side; nothing held
+    /// afterwards (but the writes that failed). Every write runs to its end, each with its
+    /// retries, before the first error is returned: none is left to land after the caller
+    /// has deleted what it abandons. Nothing to do on another handle.
+    pub async fn flush(&self) -> Result<(), StorageError> {
+        let Some(deferred) = &self.deferred else {
+            return Ok(());
+        };
+        let mut direct = self.clone();
+        direct.deferred = None;
+        let outcomes: Vec<Result<(), StorageError>> = futures::stream::iter(deferred.held())
+            .map(|(location, path, bytes)| {
+                let direct = &direct;
+                async move {
+                    direct.put(&path, bytes).await?;
+                    deferred.forget(&location);
+                    Ok(())
+                }
+            })
+            .buffer_unordered(deferred::FLUSH_CONCURRENCY)
+            .collect()
+            .await;
+        outcomes.into_iter().collect()
+    }
+
+    /// The bytes a [`Self::deferring`] handle holds for `path`.
+    fn held(&self, path: &str) -> Option<Bytes> {
+        self.deferred.as_ref()?.get(&self.absolute(path))
     }
 
     /// Declare that exactly one process writes this table, so a store without
@@ -872,6 +918,14 @@ impl TableStore {
         self.get_whole(path, Whole::Read).await
     }
 
+    /// [`Self::get`] of an object known to be a few bytes (a pointer such as
+    /// `version-hint.text` or `_last_checkpoint`): on a local root read on the calling
+    /// thread, not handed to a blocking thread and back, which costs more than the read
+    /// (a no-op pass over a fleet of tables reads one per table); elsewhere [`Self::get`].
+    pub async fn get_small(&self, path: &str) -> Result<Bytes, StorageError> {
+        self.get_whole(path, Whole::Small).await
+    }
+
     /// Read a whole object that is never rewritten in place once it exists, as every
     /// Iceberg metadata file xlake writes (created whole under a new name). The same as
     /// [`Self::get`], but on a local root a large file on a local disk's file system is
@@ -883,6 +937,9 @@ impl TableStore {
 
     async fn get_whole(&self, path: &str, how: Whole) -> Result<Bytes, StorageError> {
         let p = self.object_path(path)?;
+        if let Some(held) = self.held(path) {
+            return Ok(held);
+        }
         if let Some(read) = self.local_get(path, how).await {
             return read;
         }
@@ -911,6 +968,9 @@ impl TableStore {
             .retrying(path, || {
                 let file = file.clone();
                 async move {
+                    if how == Whole::Small {
+                        return local_read::read(&file, how).map_err(|e| io_error(path, e));
+                    }
                     match tokio::task::spawn_blocking(move || local_read::read(&file, how)).await {
                         Ok(read) => read.map_err(|e| io_error(path, e)),
                         Err(source) => Err(object_store::Error::JoinError { source }),
@@ -928,6 +988,22 @@ impl TableStore {
         range: std::ops::Range<u64>,
     ) -> Result<Bytes, StorageError> {
         let p = self.object_path(path)?;
+        if let Some(held) = self.held(path) {
+            let (start, end) = (range.start as usize, range.end as usize);
+            return held.get(start..end.min(held.len())).map_or_else(
+                || {
+                    let reason = format!("range {range:?} past the end ({} bytes)", held.len());
+                    Err(self.backend_error(
+                        path,
+                        object_store::Error::Generic {
+                            store: "deferred",
+                            source: reason.into(),
+                        },
+                    ))
+                },
+                |b| Ok(held.slice_ref(b)),
+            );
+        }
         self.retrying(path, || self.store.get_range(&p, range.clone()))
             .await
             .map_err(|e| self.backend_error(path, e))
@@ -947,6 +1023,9 @@ impl TableStore {
     /// Size of an object, or `None` when it does not exist.
     pub async fn size(&self, path: &str) -> Result<Option<u64>, StorageError> {
         let p = self.object_path(path)?;
+        if let Some(held) = self.held(path) {
+            return Ok(Some(held.len() as u64));
+        }
         match self.retrying(path, || self.store.head(&p)).await {
             Ok(meta) => Ok(Some(meta.size)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
@@ -961,6 +1040,12 @@ impl TableStore {
             journal.record(path);
         }
         let body = body.into();
+        if let Some(deferred) = &self.deferred {
+            if deferred.hold(self.absolute(path), path, Bytes::from(body)) {
+                return self.flush().await;
+            }
+            return Ok(());
+        }
         self.retrying(path, || self.store.put(&p, body.clone()))
             .await
             .map(|_| ())
@@ -1026,6 +1111,9 @@ impl TableStore {
     /// Delete an object; deleting a missing object is not an error.
     pub async fn delete(&self, path: &str) -> Result<(), StorageError> {
         let p = self.object_path(path)?;
+        if let Some(deferred) = &self.deferred {
+            deferred.forget(&self.absolute(path));
+        }
         match self.retrying(path, || self.store.delete(&p)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.backend_error(path, e)),

@@ -25,6 +25,9 @@ pub(crate) const MAP_MIN: u64 = 256 * 1024;
 pub(crate) enum Whole {
     /// One read into a buffer of the file's size.
     Read,
+    /// [`Self::Read`] on the calling thread: a file known to be a few bytes (a pointer
+    /// file), whose read costs less than a hand-off to a blocking thread and back.
+    Small,
     /// Mapped when at least [`MAP_MIN`] bytes on a local disk's file system; the caller
     /// vouches that no writer truncates or rewrites the file in place (see [`map`]).
     MapWrittenOnce,
@@ -32,7 +35,7 @@ pub(crate) enum Whole {
 
 /// The whole of `file`. A folder fails as `std::fs::read` fails on it (`IsADirectory`).
 pub(crate) fn read(file: &Path, how: Whole) -> std::io::Result<Bytes> {
-    if how == Whole::Read {
+    if how != Whole::MapWrittenOnce {
         return std::fs::read(file).map(Bytes::from);
     }
     let mut f = File::open(file)?;

@@ -441,7 +441,14 @@ impl<'a> Sync<'a> {
     ) -> Result<Published, SyncError> {
         let mut first = true;
         while first || !batches.ended {
-            let mut batch = batches.next_batch(BATCH_SIZE).await;
+            // The first batch is read beside what its publish reads first of the target.
+            let mut batch = match first && !empty && remaining > 0 {
+                true => {
+                    let read = batches.next_batch(BATCH_SIZE);
+                    futures::join!(read, self.target.read_ahead()).0
+                }
+                false => batches.next_batch(BATCH_SIZE).await,
+            };
             // No completed commit yet: a table with the declared schema and no snapshot,
             // so that readers and catalogs find an empty table.
             if std::mem::take(&mut first)

@@ -350,6 +350,12 @@ pub trait TableTarget: Send + Sync {
     async fn live_files(&self, max_reads: usize)
         -> Result<Option<Vec<(String, u64)>>, TargetError>;
 
+    /// Read now what the next [`Self::publish`] on the loaded version reads first (Iceberg:
+    /// the current snapshot's manifest list), while the source reads the commits to
+    /// publish: on an object store one round trip fewer. A failure is left for the
+    /// publish to meet; nothing by default.
+    async fn read_ahead(&self) {}
+
     /// Publish `batch` on the kept base behind put-if-absent, one snapshot per change set;
     /// the version written becomes the base of the next publish. `last`: no batch of this
     /// run follows (a target may keep what a run builds up, such as Iceberg's path index,

@@ -144,15 +144,16 @@ impl IcebergTable {
         };
         // Manifests, lists and delete files are written through a journal, so that what
         // no `vN` will refer to can be deleted again (a failed commit leaves `metadata/`
-        // as it found it; the metadata file and the hint are written by `publish`).
+        // as it found it; the metadata file and the hint are written by `publish`). Their
+        // plain writes are held back and made together just before the commit point.
         let (store, journal) = self.store.journaled();
         let writer = Self {
-            store,
+            store: store.deferring(),
             ..self.clone()
         };
         let (staged, kept, mut error) = writer.stage_each(changes, &mut draft, &journal).await;
-        // What the change that failed had written yet.
-        self.abandon(journal.since(kept)).await;
+        // What the change that failed had written yet (or held: dropped).
+        writer.abandon(journal.since(kept)).await;
         if let Some(e) = error.take() {
             error = Some(match on {
                 Some(_) => self.lost_race_or(e, next_version).await,
@@ -165,26 +166,34 @@ impl IcebergTable {
         };
         let expired_logs = std::mem::take(&mut draft.expired_logs);
         let index = writer.write_path_index(&mut draft).await;
+        let list_read = draft.base_list_read;
         if let Some(metadata) = draft.metadata.filter(|_| !staged.is_empty()) {
-            // The base's list, when this batch did not just read it (a lost race after
-            // the read is the put-if-absent's to find).
-            let carried = match draft.base_list_read {
-                true => Ok(()),
-                false => self.check_carried(on).await,
-            };
-            if let Err(e) = index.and(carried) {
+            if let Err(e) = index {
                 // Nothing refers to the batch's files: the error wins over a later one.
                 self.abandon(journal.since(0)).await;
                 batch.error = Some(e);
                 return batch;
             }
+            // The held writes, and the base's list when this batch did not just read it
+            // (a lost race after the read is the put-if-absent's to find), side by side
+            // with the check before the commit point.
+            let written = async {
+                let carried = async {
+                    match list_read {
+                        true => Ok(()),
+                        false => self.check_carried(on).await,
+                    }
+                };
+                let (flushed, carried) = futures::join!(writer.store.flush(), carried);
+                flushed.map_err(IcebergError::from).and(carried)
+            };
             let published = Published {
                 version: next_version,
                 metadata,
                 history,
                 expired_logs,
             };
-            self.publish_batch(&mut batch, published, staged, &journal)
+            self.publish_batch(&mut batch, published, (staged, written), &journal)
                 .await;
         }
         batch

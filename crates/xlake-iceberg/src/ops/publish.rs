@@ -105,25 +105,40 @@ impl IcebergTable {
         metadata: &TableMetadata,
         history: &History,
     ) -> std::result::Result<PutPayload, Unpublished> {
+        self.publish_after(version, metadata, history, async { Ok(()) })
+            .await
+    }
+
+    /// [`Self::publish`] once `written` has succeeded: the writes the version refers to
+    /// (a [`TableStore::deferring`](xlake_storage::TableStore::deferring) handle's flush),
+    /// made side by side with the check before the commit point, in one round trip.
+    pub(crate) async fn publish_after(
+        &self,
+        version: u64,
+        metadata: &TableMetadata,
+        history: &History,
+        written: impl std::future::Future<Output = Result<()>>,
+    ) -> std::result::Result<PutPayload, Unpublished> {
         // Compact, as Java writes it: every reader loads every `vN` whole, and indentation
         // was a fifth of its bytes. The carried text goes out as the bytes it was read as.
         let file = metadata_file_name(version);
         let parts = metadata_parts(metadata, history, Some(&file))
             .map_err(|e| Unpublished::before(self.corrupt(&metadata_file(version), e)))?;
         let body: PutPayload = parts.into_iter().collect();
+        // Refused or failed before the commit point: nothing refers to what was written.
+        let (checked, written) = futures::join!(self.check_predecessor(version), written);
+        checked.and(written).map_err(Unpublished::before)?;
         self.publish_bytes(version, body.clone()).await?;
         Ok(body)
     }
 
-    /// [`Self::publish`] of a `vN.metadata.json` already encoded.
-    pub(crate) async fn publish_bytes(
+    /// The commit point of a `vN.metadata.json` already encoded, once its predecessor has
+    /// been checked ([`Self::publish_after`]).
+    async fn publish_bytes(
         &self,
         version: u64,
         body: PutPayload,
     ) -> std::result::Result<u64, Unpublished> {
-        self.check_predecessor(version)
-            .await
-            .map_err(Unpublished::before)?;
         if version == 1 {
             self.check_folder_is_ours()
                 .await
@@ -314,7 +329,7 @@ impl IcebergTable {
         &self,
         batch: &mut Batch,
         published: Published,
-        staged: Vec<Staged>,
+        (staged, written): (Vec<Staged>, impl std::future::Future<Output = Result<()>>),
         journal: &Journal,
     ) {
         let Published {
@@ -323,7 +338,10 @@ impl IcebergTable {
             history,
             expired_logs,
         } = published;
-        let body = match self.publish(version, &metadata, &history).await {
+        let body = match self
+            .publish_after(version, &metadata, &history, written)
+            .await
+        {
             Ok(body) => body,
             Err(u) => {
                 // Lost race or refused before the write: nothing refers to the batch's

@@ -48,6 +48,9 @@ pub(crate) const FILE_CHECK_CONCURRENCY: usize = 16;
 
 pub use crate::spec::decode::parse_metadata;
 
+/// The smallest `vN.metadata.json` parsed on a blocking thread (see [`Parse::read_apart`]).
+const PARSE_APART_MIN: usize = 64 * 1024;
+
 /// How much of a `vN.metadata.json` is parsed.
 #[derive(Debug, Clone, Copy)]
 enum Parse {
@@ -78,12 +81,17 @@ impl Parse {
 
     /// [`Self::read`] on a blocking thread: a long history's metadata takes milliseconds
     /// to parse, during which the caller's other work (a source's listing and its
-    /// parsing, in-commit) goes on.
+    /// parsing, in-commit) goes on. A small one (below [`PARSE_APART_MIN`]) is parsed
+    /// here: its parse costs less than the hand-off to another thread and back (a no-op
+    /// pass over a fleet of small tables makes one per table).
     async fn read_apart(
         self,
         bytes: Bytes,
         version: u64,
     ) -> std::result::Result<(TableMetadata, History), CodecError> {
+        if bytes.len() < PARSE_APART_MIN {
+            return self.read(&bytes, version);
+        }
         match tokio::task::spawn_blocking(move || self.read(&bytes, version)).await {
             Ok(read) => read,
             // A panic is xlake's own bug, not the file's: it goes on as it would have on
@@ -205,6 +213,9 @@ pub struct IcebergTable {
     pub(crate) path_index_loaded: Arc<Mutex<HashSet<String>>>,
     /// The manifests whose paths only a path index told (dropped again if it misled).
     pub(crate) path_indexed: Arc<Mutex<HashSet<String>>>,
+    /// A manifest list read ahead of the commit that reads it (see
+    /// [`Self::read_ahead_list`]): its location and bytes.
+    pub(crate) read_ahead: Arc<Mutex<Option<(String, Bytes)>>>,
 }
 
 impl IcebergTable {
@@ -221,6 +232,7 @@ impl IcebergTable {
             live_paths: Arc::default(),
             path_index_loaded: Arc::default(),
             path_indexed: Arc::default(),
+            read_ahead: Arc::default(),
         }
     }
 
@@ -341,7 +353,7 @@ impl IcebergTable {
 
     /// [`Self::current_version`], with the hint as read.
     async fn locate_current(&self, look_past: bool) -> Result<Option<(u64, Option<Hint>)>> {
-        let hinted = match self.store.get(VERSION_HINT).await {
+        let hinted = match self.store.get_small(VERSION_HINT).await {
             Ok(bytes) => Some(parse_hint(&bytes).map_err(|e| self.corrupt(VERSION_HINT, e))?),
             Err(StorageError::NotFound { .. }) => None,
             Err(e) => return Err(e.into()),
@@ -477,9 +489,34 @@ impl IcebergTable {
 
     /// `snapshot`'s manifest list, with its bytes.
     pub(crate) async fn list_file(&self, snapshot: &Snapshot) -> Result<ListFile> {
-        read_list_file(&self.store, snapshot.manifest_list())
+        let location = snapshot.manifest_list();
+        let ahead = self.read_ahead.lock().ok().and_then(|mut a| a.take());
+        if let Some((_, bytes)) = ahead.filter(|(read, _)| read == location) {
+            return Ok(ListFile {
+                location: location.to_string(),
+                decoded: None,
+                bytes,
+            });
+        }
+        read_list_file(&self.store, location)
             .await
-            .map_err(|e| self.corrupt(snapshot.manifest_list(), e))
+            .map_err(|e| self.corrupt(location, e))
+    }
+
+    /// Read the manifest list of `loaded`'s current snapshot now, for the next commit on
+    /// it to take instead of reading it (the engine reads it while the source reads the
+    /// commits to publish: one round trip fewer on an object store). A failure is left
+    /// for that commit's own read to meet and report.
+    pub async fn read_ahead_list(&self, loaded: &LoadedTable) {
+        let Some(snapshot) = loaded.metadata.current_snapshot() else {
+            return;
+        };
+        let location = snapshot.manifest_list();
+        if let Ok(bytes) = self.store.get_written_once(location).await {
+            if let Ok(mut ahead) = self.read_ahead.lock() {
+                *ahead = Some((location.to_string(), bytes));
+            }
+        }
     }
 
     /// The live data file entries of the data manifests of a list.
