@@ -7,7 +7,7 @@
 //! ([`crate::ops::publish`]). Until that put succeeds nothing a reader sees has changed; a
 //! writer that loses the race gets [`IcebergError::CommitConflict`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use bytes::Bytes;
 use iceberg::spec::{ManifestContentType, ManifestFile, Snapshot, TableMetadata};
@@ -199,11 +199,8 @@ pub struct IcebergTable {
     /// about (see [`PathCache`]), so a backfill that removes files reads each manifest
     /// once, not once per commit.
     pub(crate) live_paths: PathCache,
-    /// The path indexes (table-relative) already loaded into `live_paths` (see
-    /// [`crate::path_index`]).
-    pub(crate) path_index_loaded: Arc<Mutex<HashSet<String>>>,
-    /// The manifests whose paths only a path index told (dropped again if it misled).
-    pub(crate) path_indexed: Arc<Mutex<HashSet<String>>>,
+    /// The path index chains read, and those set aside (see [`crate::path_index`]).
+    pub(crate) path_index: Arc<Mutex<crate::ops::path_index::IndexState>>,
 }
 
 impl IcebergTable {
@@ -218,8 +215,7 @@ impl IcebergTable {
             verify_files: true,
             format_version: None,
             live_paths: Arc::default(),
-            path_index_loaded: Arc::default(),
-            path_indexed: Arc::default(),
+            path_index: Arc::default(),
         }
     }
 
