@@ -887,6 +887,124 @@ async fn a_backfill_of_many_batches_writes_one_path_index() {
     common::sync_consistent(&root, 251, "a removal after a backfill of many batches").await;
 }
 
+/// The ancestors a path index segment names and how many manifests it covers (the
+/// `XLPI2` header; crates/xlake-iceberg/src/ops/path_index/segment.rs).
+fn segment_header(root: &Path, segment: &str) -> (Vec<String>, u32) {
+    let bytes = std::fs::read(root.join(segment)).unwrap();
+    assert!(bytes.starts_with(b"XLPI2"), "{segment}");
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    let (mut at, mut ancestors) = (9, Vec::new());
+    for _ in 0..u32_at(5) {
+        let len = u32_at(at) as usize;
+        ancestors.push(String::from_utf8(bytes[at + 4..at + 4 + len].to_vec()).unwrap());
+        at += 4 + len;
+    }
+    (ancestors, u32_at(at))
+}
+
+/// Issue 46: a commit that removes files writes a small path index segment of the
+/// manifests it wrote, naming the chain it builds on, and a full index once the chain
+/// holds 8 segments. Cleanup keeps the segments the current one builds on (the next
+/// removal still extends the chain); a rebuild of a copy sets them aside.
+#[tokio::test]
+async fn removals_extend_the_path_index_chain_and_cleanup_keeps_it() {
+    let (dir, root) = extract("partitioned_3commits");
+    let add = v2_add(&root, |_| {});
+    let source: serde_json::Value = serde_json::from_str(&add).unwrap();
+    let source = source["add"]["path"].as_str().unwrap().to_string();
+    let folder = Path::new(&source).parent().unwrap().to_path_buf();
+    let file = |v: u64| folder.join(format!("part-chain-{v}.parquet"));
+    for v in 3..23 {
+        std::fs::copy(root.join(&source), root.join(file(v))).unwrap();
+        let new = v2_add(&root, |a| a["path"] = file(v).to_str().unwrap().into());
+        let ts = 1_800_000_000_000u64 + v * 1000;
+        write_commit(
+            &root,
+            v,
+            &format!("{{\"commitInfo\":{{\"timestamp\":{ts}}}}}\n{new}\n"),
+        );
+    }
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    let full = path_index_of(&root);
+    let (ancestors, covered) = segment_header(&root, &full);
+    assert!(
+        ancestors.is_empty() && covered > 20,
+        "{ancestors:?} {covered}"
+    );
+    let mut depths = Vec::new();
+    for (i, v) in (23..33).enumerate() {
+        let gone = serde_json::json!({"remove": {"path": file(3 + i as u64), "dataChange": true}});
+        let ts = 1_900_000_000_000u64 + v * 1000;
+        write_commit(
+            &root,
+            v,
+            &format!(
+                "{{\"commitInfo\":{{\"timestamp\":{ts},\"operation\":\"DELETE\"}}}}\n{gone}\n"
+            ),
+        );
+        common::sync_consistent(&root, v as usize + 1, "a removal on the chain").await;
+        let (ancestors, covered) = segment_header(&root, &path_index_of(&root));
+        assert!(
+            ancestors.is_empty() || covered <= 2,
+            "a segment holds what the commit wrote"
+        );
+        depths.push(ancestors.len());
+    }
+    assert_eq!(depths, [1, 2, 3, 4, 5, 6, 7, 0, 1, 2]);
+    // Everything old: cleanup keeps the current segment and the two it builds on.
+    for e in std::fs::read_dir(root.join("metadata")).unwrap() {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(e.unwrap().path())
+            .unwrap();
+        f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(4 * 86_400))
+            .unwrap();
+    }
+    let (code, out) = common::xlake(&["cleanup", root.to_str().unwrap(), "--older-than", "1d"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(path_index_files(&root), 3, "{out}");
+    let gone = serde_json::json!({"remove": {"path": file(13), "dataChange": true}});
+    write_commit(
+        &root,
+        33,
+        &format!("{{\"commitInfo\":{{\"timestamp\":1950000000000}}}}\n{gone}\n"),
+    );
+    common::sync_consistent(&root, 34, "a removal after cleanup").await;
+    assert_eq!(segment_header(&root, &path_index_of(&root)).0.len(), 3);
+    // A copy rebuilt: the old chain is set aside with the old history, none is orphaned.
+    let copy = dir.path().join("copy");
+    copy_tree(&root, &copy);
+    let at = copy.to_str().unwrap();
+    let (code, out) = common::xlake(&["sync", "--rebuild", at]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(path_index_files(&copy), 1, "the rebuild's own index: {out}");
+    let args = [
+        "cleanup",
+        "--orphans",
+        "--older-than",
+        "0s",
+        "--no-writer-running",
+        "--dry-run",
+        at,
+    ];
+    let (code, out) = common::xlake(&args);
+    assert!(
+        code == 0 && out.contains(": 0 orphan metadata files"),
+        "{out}"
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        match e.file_type().unwrap().is_dir() {
+            true => copy_tree(&e.path(), &to.join(e.file_name())),
+            false => drop(std::fs::copy(e.path(), to.join(e.file_name())).unwrap()),
+        }
+    }
+}
+
 /// In-commit mode asked for a commit already mirrored writes nothing and says how many
 /// listed commits up to it a snapshot records (not 0 and 0, which read as nothing mirrored).
 #[tokio::test]

@@ -25,7 +25,7 @@
 //! | `spec::manifest_list` | manifest lists read (`ListFile`) and written (row ids, sequence numbers assigned), with `read`, `write` (`list_schema_v*.json`), `carry` (a parent's records carried as Avro blocks), `shape` and `merging` (the small-manifest rule a carry asks first) |
 //! | `spec::written` | files iceberg-rust's writers left in memory, copied into the store |
 //! | [`relocation`] | a copied or moved table: its old metadata files, set aside for a rebuild |
-//! | [`path_index`] | `metadata/<uuid>-paths.bin`: which manifest holds which file, so that a removal reads only the manifests holding what it removes |
+//! | [`path_index`] | `metadata/<uuid>-paths.bin`: which manifest holds which file, a chain of small segments, so that a removal reads only the manifests holding what it removes and writes only what it changed |
 //! | [`schema`] | neutral schema to Iceberg schema with stable field ids; the name mapping, with reserved ids for file columns readers must skip |
 //! | [`partition`] | partition specs and partition tuples |
 //! | [`value`] | neutral values to Iceberg datums (bounds, partition values); bound truncation |

@@ -138,6 +138,7 @@ impl IcebergTable {
             expired_logs: Vec::new(),
             last_list: None,
             path_index: None,
+            index_base: None,
             backfill: changes.len() > 1,
             more,
             base_list_read: false,

@@ -31,10 +31,4 @@ impl PathKeys {
     pub(crate) fn keys(&self) -> &[u128] {
         &self.0
     }
-
-    /// Keys already sorted (as a path index holds them).
-    #[cfg(test)]
-    pub(crate) fn from_sorted(keys: Vec<u128>) -> Self {
-        Self(keys.into_boxed_slice())
-    }
 }

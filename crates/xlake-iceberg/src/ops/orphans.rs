@@ -67,9 +67,9 @@ async fn referenced(
         }
         if version_of(path).is_some_and(|v| v >= current) {
             lists.extend(metadata.snapshots().map(|s| s.manifest_list().to_string()));
-            // The path index it names (crate::path_index).
-            let index = crate::path_index::named_path_index(&metadata);
-            indexes.extend(index.map(|p| store.absolute(p)));
+            // The path index it names, and the segments it builds on (crate::path_index).
+            let chain = crate::path_index::path_index_files(store, &metadata).await?;
+            indexes.extend(chain.iter().map(|p| store.absolute(p)));
         }
     }
     let mut out: HashSet<String> = HashSet::new();

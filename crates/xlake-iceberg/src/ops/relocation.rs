@@ -58,6 +58,7 @@ pub async fn old_history(store: &TableStore, foreign: &[ForeignVersion]) -> Resu
     use std::collections::BTreeSet;
     let (mut deletes, mut manifests, mut lists) =
         (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+    let mut indexes: Vec<String> = Vec::new();
     for version in foreign {
         let bytes = store.get(&version.file).await?;
         let metadata = parse_metadata(&bytes).map_err(|e| corrupt(store, &version.file, e))?;
@@ -67,11 +68,15 @@ pub async fn old_history(store: &TableStore, foreign: &[ForeignVersion]) -> Resu
             rel.starts_with(&format!("{METADATA_DIR}/"))
                 .then(|| rel.to_string())
         };
-        // Its path index (named table-relative; see crate::path_index), moved before the
-        // versions that name it.
-        if let Some(index) = crate::path_index::named_path_index(&metadata) {
-            if store.size(index).await?.is_some() {
-                deletes.insert(index.to_string());
+        // Its path index (named table-relative; see crate::path_index): the segments it
+        // builds on, then its head, before the versions that name it.
+        for index in crate::path_index::path_index_files(store, &metadata)
+            .await?
+            .into_iter()
+            .rev()
+        {
+            if !indexes.contains(&index) {
+                indexes.push(index);
             }
         }
         for snapshot in metadata.snapshots() {
@@ -104,8 +109,9 @@ pub async fn old_history(store: &TableStore, foreign: &[ForeignVersion]) -> Resu
         }
     }
     let versions = foreign.iter().map(|v| v.file.clone());
-    Ok(deletes
+    Ok(indexes
         .into_iter()
+        .chain(deletes)
         .chain(manifests)
         .chain(lists)
         .chain(versions)

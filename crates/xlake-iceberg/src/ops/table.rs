@@ -7,7 +7,7 @@
 //! ([`crate::ops::publish`]). Until that put succeeds nothing a reader sees has changed; a
 //! writer that loses the race gets [`IcebergError::CommitConflict`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use bytes::Bytes;
 use iceberg::spec::{ManifestContentType, ManifestFile, Snapshot, TableMetadata};
@@ -208,11 +208,8 @@ pub struct IcebergTable {
     /// about (see [`PathCache`]), so a backfill that removes files reads each manifest
     /// once, not once per commit.
     pub(crate) live_paths: PathCache,
-    /// The path indexes (table-relative) already loaded into `live_paths` (see
-    /// [`crate::path_index`]).
-    pub(crate) path_index_loaded: Arc<Mutex<HashSet<String>>>,
-    /// The manifests whose paths only a path index told (dropped again if it misled).
-    pub(crate) path_indexed: Arc<Mutex<HashSet<String>>>,
+    /// The path index chains read, and those set aside (see [`crate::path_index`]).
+    pub(crate) path_index: Arc<Mutex<crate::ops::path_index::IndexState>>,
     /// A manifest list read ahead of the commit that reads it (see
     /// [`Self::read_ahead_list`]): its location and bytes.
     pub(crate) read_ahead: Arc<Mutex<Option<(String, Bytes)>>>,
@@ -230,8 +227,7 @@ impl IcebergTable {
             verify_files: true,
             format_version: None,
             live_paths: Arc::default(),
-            path_index_loaded: Arc::default(),
-            path_indexed: Arc::default(),
+            path_index: Arc::default(),
             read_ahead: Arc::default(),
         }
     }

@@ -25,6 +25,7 @@ use xlake_model::{path_key, ChangeSet, DataFile, VectorBytes};
 use super::files::Invalid;
 use crate::error::{IcebergError, Result};
 use crate::ops::live_paths::PathKeys;
+use crate::ops::path_index::Chain;
 use crate::ops::table::IcebergTable;
 use crate::spec::deletes::position_delete_file;
 use crate::spec::layout;
@@ -78,6 +79,8 @@ impl Removals {
 /// the file as added), which stay in place when unchanged.
 struct Targets<'a> {
     removed: HashMap<String, bool>,
+    /// The path index looked up, and the manifests it says hold a removed path.
+    index: Option<(Arc<Chain>, HashSet<String>)>,
     re_added: HashMap<&'a str, &'a IcebergDataFile>,
     /// The partition spec the commit's files are added in.
     spec_id: i32,
@@ -272,6 +275,7 @@ impl IcebergTable {
         manifests: Vec<ManifestFile>,
         (added, spec_id): (&[IcebergDataFile], i32),
         read_all: bool,
+        index: Option<Arc<Chain>>,
     ) -> Result<Removals> {
         let removed: HashMap<String, bool> = change
             .removed
@@ -290,8 +294,16 @@ impl IcebergTable {
             .filter(|f| removed.contains_key(f.file_path()) && !rewritten.contains(f.file_path()))
             .map(|f| (f.file_path(), f))
             .collect();
+        // Which manifests hold the removed files, where the path index covers them.
+        let index = index
+            .filter(|chain| !self.is_set_aside(chain))
+            .map(|chain| {
+                let holders = chain.holders(removed.keys().map(|p| path_key(p)));
+                (chain, holders)
+            });
         let mut targets = Targets {
             removed,
+            index,
             re_added,
             spec_id,
         };
@@ -302,14 +314,18 @@ impl IcebergTable {
             .collect();
         // Where a path index says which manifests hold what, a removed file found in none
         // sets the index aside and every manifest is read again (see crate::path_index).
-        let again = self
-            .uses_path_index()
+        let again = targets
+            .index
+            .is_some()
             .then(|| (live.clone(), targets.removed.clone()));
         let (mut held, mut in_place) = self
             .read_newest_first(&mut live, &mut targets, read_all)
             .await?;
         let missing = targets.removed.values().any(|found| !found);
-        if let Some((all, removed)) = again.filter(|_| missing && self.forget_path_index()) {
+        if let Some((all, removed)) = again.filter(|_| missing) {
+            if let Some((chain, _)) = targets.index.take() {
+                self.set_path_index_aside(&chain);
+            }
             tracing::warn!(table = %self.table(), commit = %change.commit.id, "a removed file is in no manifest the path index names: reading every manifest");
             (live, targets.removed) = (all, removed);
             (held, in_place) = self
@@ -388,6 +404,12 @@ impl IcebergTable {
         let (paths, read) = match self.cached_paths(&mf.manifest_path) {
             Some(paths) => (paths, None),
             None => {
+                // A manifest the path index covers is read only if it holds a removed file.
+                let location = mf.manifest_path.as_str();
+                let indexed = targets.index.as_ref();
+                if indexed.is_some_and(|(c, held)| c.covers(location) && !held.contains(location)) {
+                    return Ok((Err(mf), Vec::new()));
+                }
                 let bytes = read_manifest_bytes(&self.store, &mf).await;
                 let bytes = bytes.map_err(|e| self.corrupt(&mf.manifest_path, e))?;
                 let (paths, held) = self.remember(&mf, &bytes)?;
@@ -498,13 +520,8 @@ impl IcebergTable {
         self.cache_keys(manifest, paths.map(path_key).collect())
     }
 
+    /// Remember the `keys` of a manifest's live entries (see [`PathCache`]).
     fn cache_keys(&self, manifest: &str, keys: Vec<u128>) -> Arc<PathKeys> {
-        self.cache_sorted_keys(manifest, keys)
-    }
-
-    /// Remember the `keys` of a manifest's live entries (see [`PathCache`]); sorting keys
-    /// a path index already holds sorted is a pass over them.
-    pub(crate) fn cache_sorted_keys(&self, manifest: &str, keys: Vec<u128>) -> Arc<PathKeys> {
         let paths = Arc::new(PathKeys::sorted(keys));
         if let Ok(mut cache) = self.live_paths.lock() {
             cache.insert(manifest.to_string(), paths.clone());

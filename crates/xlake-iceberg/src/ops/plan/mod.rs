@@ -30,7 +30,7 @@ use iceberg::spec::{
 use xlake_model::ChangeSet;
 
 use crate::error::{IcebergError, Result};
-use crate::ops::path_index::{path_index_file, PATH_INDEX};
+use crate::ops::path_index::{path_index_file, Chain, PATH_INDEX};
 use crate::ops::table::{IcebergTable, LoadedTable};
 use crate::spec::fidelity::PARQUET_VECTORIZATION;
 use crate::spec::history::History;
@@ -51,6 +51,10 @@ pub(crate) struct Draft<'a> {
     /// The path index this batch writes after its last snapshot (table-relative), named
     /// by its first commit that removes files (see [`crate::path_index`]).
     pub(crate) path_index: Option<String>,
+    /// The path index chain the batch's base names, once a removal or the index's write
+    /// asked for it (`Some(None)`: none, or unreadable): removals look up in it, and the
+    /// batch's index builds on it.
+    pub(crate) index_base: Option<Option<Arc<Chain>>>,
     /// Whether the batch mirrors more than one commit.
     pub(crate) backfill: bool,
     /// Whether more batches of the same run follow: then it writes no path index (the
@@ -192,17 +196,20 @@ impl IcebergTable {
         }
         let (parents, parent_list) = self.parent_manifests(change, &frame, parent)?;
         let spec_id = bound.spec.spec_id();
-        if !change.removed.is_empty() {
-            self.load_path_index(current).await;
-        }
         // A batch that removes files, or a backfill (which knows every manifest it
         // wrote), leaves a path index for the next removal; a run's last batch only.
-        if !draft.more && (!change.removed.is_empty() || draft.backfill) {
+        let removes = !change.removed.is_empty();
+        let writes_index = !draft.more && (removes || draft.backfill);
+        if (removes || writes_index) && draft.index_base.is_none() {
+            draft.index_base = Some(self.path_index_chain(current).await);
+        }
+        if writes_index {
             let index = draft.path_index.get_or_insert_with(path_index_file);
             plan.properties.insert(PATH_INDEX.into(), index.clone());
         }
+        let index = draft.index_base.clone().flatten().filter(|_| removes);
         let removals = self
-            .plan_removals(change, parents, (&added.data, spec_id), read_all)
+            .plan_removals(change, parents, (&added.data, spec_id), read_all, index)
             .await?;
         // Files added again unchanged keep their entries: only their delete files change.
         added

@@ -1,0 +1,163 @@
+//! A path index as a chain of segments: the one a version names (its head) and the ones
+//! it builds on. A removal writes a small segment of the manifests it wrote, naming the
+//! chain it builds on; now and then (see [`Chain::extends`]) a full one of every manifest
+//! of the list, as manifests are merged.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::segment::{encode, index_key, Segment};
+use crate::ops::live_paths::PathKeys;
+
+/// The most segments a chain holds: a removal onto a chain this long writes a full one.
+/// Each is a read for a removal (side by side; a request each on an object store).
+pub(crate) const MAX_DEPTH: usize = 8;
+
+/// A loaded chain: its head's name and its segments, newest first (the head, then its
+/// ancestors as the head names them).
+#[derive(Debug)]
+pub(crate) struct Chain {
+    pub(crate) head: String,
+    pub(crate) segments: Vec<Segment>,
+    /// The locations of the manifests the segments cover (a removal asks of each manifest
+    /// of its list).
+    covered: HashSet<Box<str>>,
+}
+
+impl Chain {
+    pub(crate) fn new(head: String, segments: Vec<Segment>) -> Self {
+        let mut covered = HashSet::new();
+        for segment in &segments {
+            covered.extend((0..segment.manifests()).filter_map(|o| segment.name(o).map(Box::from)));
+        }
+        Self {
+            head,
+            segments,
+            covered,
+        }
+    }
+
+    /// Whether a segment covers the manifest at `location` (names every path its live
+    /// entries are about).
+    pub(crate) fn covers(&self, location: &str) -> bool {
+        self.covered.contains(location)
+    }
+
+    /// The locations of the covered manifests that hold one of `paths` (path keys).
+    pub(crate) fn holders(&self, paths: impl Iterator<Item = u128>) -> HashSet<String> {
+        let keys: Vec<u64> = paths.map(index_key).collect();
+        let mut out = HashSet::new();
+        for segment in &self.segments {
+            for key in &keys {
+                out.extend(segment.holders(*key).map(str::to_string));
+            }
+        }
+        out
+    }
+
+    /// Whether a segment of `fresh` keys may build on this chain; else a full one is
+    /// written: when the chain is [`MAX_DEPTH`] long, holds a segment of the first layout,
+    /// or its later segments would hold more keys than its first (the full one).
+    pub(crate) fn extends(&self, fresh: usize) -> bool {
+        let Some((base, later)) = self.segments.split_last() else {
+            return false;
+        };
+        let later_keys: usize = later.iter().map(Segment::keys).sum();
+        self.segments.len() < MAX_DEPTH
+            && !self.segments.iter().any(Segment::is_legacy)
+            && later_keys + fresh <= base.keys()
+    }
+
+    /// The names a segment building on this chain lists as its ancestors.
+    fn lineage(&self) -> Vec<String> {
+        let mut out = vec![self.head.clone()];
+        out.extend(self.segments[0].ancestors().iter().cloned());
+        out
+    }
+}
+
+/// A segment of the manifests `fresh` (location and the keys of its paths), building on
+/// `chain` (see [`Chain::extends`]).
+pub(crate) fn delta(chain: &Chain, fresh: &[(&str, Arc<PathKeys>)]) -> Result<Bytes, String> {
+    let mut names: Vec<&str> = fresh.iter().map(|(l, _)| *l).collect();
+    names.sort_unstable();
+    names.dedup();
+    encode(&chain.lineage(), &names, &keyed(fresh, &ordinals(&names)))
+}
+
+/// A full segment: of the manifests of `live` that `chain` covers, and of `fresh`.
+pub(crate) fn full<'a>(
+    chain: Option<&'a Chain>,
+    live: &HashSet<&str>,
+    fresh: &[(&'a str, Arc<PathKeys>)],
+) -> Result<Bytes, String> {
+    let segments = chain.map_or(&[][..], |c| &c.segments[..]);
+    // Each live manifest's keys come from one place: `fresh`, else the newest segment.
+    let mut names: HashSet<&'a str> = fresh.iter().map(|(l, _)| *l).collect();
+    let mut picks: Vec<Vec<Option<&'a str>>> = Vec::new();
+    for segment in segments {
+        let picked = (0..segment.manifests()).map(|ord| {
+            let name = segment.name(ord).filter(|n| live.contains(n))?;
+            names.insert(name).then_some(name)
+        });
+        picks.push(picked.collect());
+    }
+    let mut sorted: Vec<&str> = names.into_iter().collect();
+    sorted.sort_unstable();
+    let ords = ordinals(&sorted);
+    // Each segment's keys are in key order already: one run each, merged.
+    let mut runs = Vec::new();
+    for (segment, picked) in segments.iter().zip(&picks) {
+        let remap: Vec<Option<u32>> = picked
+            .iter()
+            .map(|p| p.and_then(|n| ords.get(n).copied()))
+            .collect();
+        let run = segment
+            .entries()
+            .filter_map(|(key, ord)| Some((key, remap.get(ord).copied().flatten()?)));
+        runs.push(run.collect());
+    }
+    runs.push(keyed(fresh, &ords));
+    encode(&[], &sorted, &merged(runs))
+}
+
+/// Each name's place in `names`.
+fn ordinals<'a>(names: &[&'a str]) -> HashMap<&'a str, u32> {
+    (0..)
+        .zip(names.iter().copied())
+        .map(|(i, n)| (n, i))
+        .collect()
+}
+
+/// The keys of `manifests` with their ordinals (manifests `ords` does not name left out),
+/// in key order.
+fn keyed(manifests: &[(&str, Arc<PathKeys>)], ords: &HashMap<&str, u32>) -> Vec<(u64, u32)> {
+    let mut out = Vec::new();
+    let mut done = HashSet::new();
+    for (location, keys) in manifests {
+        if let Some(ord) = ords.get(location).filter(|_| done.insert(*location)) {
+            out.extend(keys.keys().iter().map(|k| (index_key(*k), *ord)));
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Runs each in key order, merged into one.
+fn merged(mut runs: Vec<Vec<(u64, u32)>>) -> Vec<(u64, u32)> {
+    runs.retain(|r| !r.is_empty());
+    let total = runs.iter().map(Vec::len).sum();
+    let mut out = Vec::with_capacity(total);
+    let mut at = vec![0; runs.len()];
+    loop {
+        let next = (0..runs.len())
+            .filter(|&r| at[r] < runs[r].len())
+            .min_by_key(|&r| runs[r][at[r]]);
+        let Some(r) = next else { break };
+        out.push(runs[r][at[r]]);
+        at[r] += 1;
+    }
+    out
+}
