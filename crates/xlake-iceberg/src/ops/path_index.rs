@@ -16,8 +16,12 @@
 //! before. An index that cannot be read, or that no manifest of the list matches, only
 //! costs the reads it would have saved (the scan remains the fallback).
 //!
-//! Layout, little-endian: `XLPI1`, the manifest count (u32), then per manifest its
-//! location's length (u32), the location, its key count (u32) and the keys (u128 each).
+//! Layout, little-endian: `XLPI2`, the manifest count (u32), then per manifest its
+//! location's length (u32), the location, its key count (u32) and the keys (u64 each:
+//! [`xlake_model::short_path_key`]; a key only says where to look, see
+//! [`PathKeys`]). `XLPI1`, written before, holds 128-bit [`xlake_model::path_key`]s,
+//! whose high halves are the short keys: it is read as well. (A build that knows only
+//! `XLPI1` sets an `XLPI2` index aside and reads the manifests.)
 
 use std::sync::Arc;
 
@@ -33,7 +37,10 @@ use crate::spec::layout::METADATA_DIR;
 /// The table property naming the current path index (table-relative).
 pub const PATH_INDEX: &str = "xlake.path-index";
 
-const MAGIC: &[u8] = b"XLPI1";
+const MAGIC: &[u8] = b"XLPI2";
+
+/// The index as written before, with 128-bit keys.
+const MAGIC_V1: &[u8] = b"XLPI1";
 
 /// A fresh path index file's table-relative path.
 pub(crate) fn path_index_file() -> String {
@@ -55,7 +62,7 @@ pub fn named_path_index(metadata: &TableMetadata) -> Option<&str> {
 /// The index of `manifests` (location, keys), encoded.
 fn encode(manifests: &[(String, Arc<PathKeys>)]) -> Bytes {
     let keys: usize = manifests.iter().map(|(_, k)| k.keys().len()).sum();
-    let mut out = BytesMut::with_capacity(16 + keys * 16 + manifests.len() * 96);
+    let mut out = BytesMut::with_capacity(16 + keys * 8 + manifests.len() * 96);
     out.put_slice(MAGIC);
     out.put_u32_le(manifests.len() as u32);
     for (location, paths) in manifests {
@@ -63,17 +70,19 @@ fn encode(manifests: &[(String, Arc<PathKeys>)]) -> Bytes {
         out.put_slice(location.as_bytes());
         out.put_u32_le(paths.keys().len() as u32);
         for key in paths.keys() {
-            out.put_u128_le(*key);
+            out.put_u64_le(*key);
         }
     }
     out.freeze()
 }
 
 /// The manifests of an encoded index with their sorted keys; an error names what is wrong.
-fn decode(bytes: &[u8]) -> std::result::Result<Vec<(String, Vec<u128>)>, String> {
-    let mut rest = bytes
-        .strip_prefix(MAGIC)
-        .ok_or("not a path index (no XLPI1 header)")?;
+fn decode(bytes: &[u8]) -> std::result::Result<Vec<(String, Vec<u64>)>, String> {
+    let (mut rest, width) = match (bytes.strip_prefix(MAGIC), bytes.strip_prefix(MAGIC_V1)) {
+        (Some(rest), _) => (rest, 8),
+        (None, Some(rest)) => (rest, 16),
+        (None, None) => return Err("not a path index (no XLPI2 or XLPI1 header)".into()),
+    };
     let mut take = |n: usize| -> std::result::Result<&[u8], String> {
         if rest.len() < n {
             return Err("truncated path index".into());
@@ -89,10 +98,11 @@ fn decode(bytes: &[u8]) -> std::result::Result<Vec<(String, Vec<u128>)>, String>
         let len = u32_at(take(4)?)? as usize;
         let location = std::str::from_utf8(take(len)?).map_err(|e| e.to_string())?;
         let n = u32_at(take(4)?)? as usize;
-        let raw = take(n.checked_mul(16).ok_or("bad key count")?)?;
-        let keys: Vec<u128> = raw
-            .chunks_exact(16)
-            .filter_map(|c| c.try_into().ok().map(u128::from_le_bytes))
+        let raw = take(n.checked_mul(width).ok_or("bad key count")?)?;
+        // A 128-bit key's high half is its short key: the last 8 of its 16 bytes.
+        let keys: Vec<u64> = raw
+            .chunks_exact(width)
+            .filter_map(|c| c[width - 8..].try_into().ok().map(u64::from_le_bytes))
             .collect();
         if !keys.is_sorted() {
             return Err(format!("keys of {location} not sorted"));
@@ -195,29 +205,53 @@ mod tests {
 
     #[test]
     fn an_index_decodes_as_encoded_and_refuses_damage() {
-        let a = Arc::new(PathKeys::from_sorted(vec![1, 5, u128::MAX]));
+        let a = Arc::new(PathKeys::from_sorted(vec![1, 5, u64::MAX]));
         let b = Arc::new(PathKeys::from_sorted(Vec::new()));
         let bytes = encode(&[("s3://b/t/metadata/a-m0.avro".into(), a), ("x".into(), b)]);
+        assert!(bytes.starts_with(b"XLPI2"));
         let decoded = decode(&bytes).unwrap();
         assert_eq!(
             decoded,
             vec![
                 (
                     "s3://b/t/metadata/a-m0.avro".to_string(),
-                    vec![1, 5, u128::MAX]
+                    vec![1, 5, u64::MAX]
                 ),
                 ("x".to_string(), vec![]),
             ]
         );
         assert!(decode(&bytes[..bytes.len() - 1]).is_err());
         assert!(decode(b"XLPI2").is_err());
+        assert!(decode(b"XLPI3\0\0\0\0").is_err());
         let mut unsorted = BytesMut::from(MAGIC);
         unsorted.put_u32_le(1);
         unsorted.put_u32_le(1);
         unsorted.put_slice(b"m");
         unsorted.put_u32_le(2);
-        unsorted.put_u128_le(9);
-        unsorted.put_u128_le(3);
+        unsorted.put_u64_le(9);
+        unsorted.put_u64_le(3);
         assert!(decode(&unsorted).is_err());
+    }
+
+    /// An index written before the short keys (`XLPI1`, 128-bit keys) gives their high
+    /// halves, which are the short keys of the same paths.
+    #[test]
+    fn an_index_of_128_bit_keys_is_read_as_short_keys() {
+        let paths = ["day=1/a.parquet", "day=2/b.parquet", "c.parquet"];
+        let mut keys: Vec<u128> = paths.iter().map(|p| xlake_model::path_key(p)).collect();
+        keys.sort_unstable();
+        let mut old = BytesMut::from(MAGIC_V1);
+        old.put_u32_le(1);
+        old.put_u32_le(1);
+        old.put_slice(b"m");
+        old.put_u32_le(keys.len() as u32);
+        for key in &keys {
+            old.put_u128_le(*key);
+        }
+        let decoded = decode(&old).unwrap();
+        let read = PathKeys::from_sorted(decoded[0].1.clone());
+        assert!(paths.iter().all(|p| read.may_hold(p)));
+        assert!(!read.may_hold("d.parquet"));
+        assert!(decode(&old[..old.len() - 1]).is_err());
     }
 }
