@@ -350,10 +350,12 @@ impl DeltaReplay<'_> {
             if named.contains(&key) {
                 continue;
             }
-            if !self.live.contains(&key) && self.may_be_in_base(add).await {
+            let mut live = self.live.contains(&key);
+            if !live && self.may_be_in_base(add).await {
                 self.base.load_into(&mut self.live, self.source).await?;
+                live = self.live.contains(&key);
             }
-            if self.live.contains(&key) {
+            if live {
                 change.removed.push(f.path.clone());
             }
         }

@@ -136,25 +136,38 @@ impl FromIterator<u128> for PathKeySet {
 }
 
 /// Whether sorted `keys` hold `key`. Path keys are hashes, spread evenly over the 128
-/// bits, so the search starts where the key's value puts it (within a few thousand
-/// places of it at 10M keys) and only then widens; any order of values is still found.
+/// bits, so the search looks first where the key's value puts it (within a few thousand
+/// places at 10M keys), guesses again from the ends of that window (within a few dozen)
+/// and only then bisects; keys of any other spread are still found, by bisecting more.
 fn find(keys: &[u128], key: u128) -> bool {
-    const WINDOW: usize = 4096;
+    narrow(narrow(keys, key, 4096), key, 64)
+        .binary_search(&key)
+        .is_ok()
+}
+
+/// The part of sorted `keys` that holds `key` if any does: the `window` places either
+/// side of where its value puts it, or the part before or after them, or all of `keys`
+/// where they are too few to guess from.
+fn narrow(keys: &[u128], key: u128, window: usize) -> &[u128] {
     let n = keys.len();
-    if n <= 2 * WINDOW {
-        return keys.binary_search(&key).is_ok();
+    let (Some(&first), Some(&last)) = (keys.first(), keys.last()) else {
+        return keys;
+    };
+    if n <= 4 * window || key <= first || key >= last {
+        return keys;
     }
-    let guess = (((key >> 64) * n as u128) >> 64) as usize;
-    let lo = guess.saturating_sub(WINDOW);
-    let hi = (guess + WINDOW).min(n);
-    let range = if keys[lo] > key {
+    // (key - first) / (last - first) of the way along: f64 is exact enough for a guess.
+    let along = (key - first) as f64 / (last - first) as f64;
+    let guess = ((n - 1) as f64 * along) as usize;
+    let lo = guess.saturating_sub(window);
+    let hi = (guess + window).min(n);
+    if keys[lo] > key {
         &keys[..lo]
     } else if keys[hi - 1] < key {
         &keys[hi..]
     } else {
         &keys[lo..hi]
-    };
-    range.binary_search(&key).is_ok()
+    }
 }
 
 #[cfg(test)]
@@ -183,18 +196,30 @@ mod tests {
         for i in 0..50_000u64 {
             assert_eq!(set.contains(&key(i)), model.contains(&key(i)), "key {i}");
         }
-        assert!(set.sorted.is_sorted() && set.sorted.len() > 2 * 4096);
+        assert!(set.sorted.is_sorted() && set.sorted.len() > 4 * 4096);
     }
 
     #[test]
     fn keys_far_from_their_even_place_are_found() {
-        // Small values all sit at the front, whatever their number says.
-        let set: PathKeySet = (0..20_000u128).map(|k| k * 3).collect();
-        assert!(set.contains(&0) && set.contains(&59_997));
-        assert!(!set.contains(&1) && !set.contains(&60_000) && !set.contains(&u128::MAX));
-        let high: PathKeySet = (0..20_000u128).map(|k| u128::MAX - k).collect();
-        assert!(high.contains(&u128::MAX) && high.contains(&(u128::MAX - 19_999)));
-        assert!(!high.contains(&0) && !high.contains(&(u128::MAX - 20_000)));
-        assert_eq!(high.len(), 20_000);
+        // Half of them tiny, half near the top: every guess from the ends is far off.
+        let skewed: Vec<u128> = (0..12_000u128)
+            .map(|k| k * 3)
+            .chain((0..12_000u128).map(|k| u128::MAX - k * 3))
+            .collect();
+        let set: PathKeySet = skewed.iter().copied().collect();
+        assert_eq!(set.len(), 24_000);
+        assert!(skewed.iter().all(|k| set.contains(k)));
+        for absent in [
+            1,
+            35_999,
+            36_000,
+            u128::MAX / 2,
+            u128::MAX - 1,
+            u128::MAX - 36_000,
+        ] {
+            assert!(!set.contains(&absent), "{absent}");
+        }
+        let empty = PathKeySet::new();
+        assert!(!empty.contains(&0) && empty.is_empty());
     }
 }
