@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use deltalake_core::kernel::scalars::ScalarExt;
 use xlake_model::{
     path_key, ChangeSet, CommitListing, DataFile, DeletionVector, ListedCommit, PartitionField,
-    PartitionSpec, SourceCommit, VectorBytes,
+    PartitionSpec, PathKeySet, SourceCommit, VectorBytes,
 };
 use xlake_storage::TableStore;
 
@@ -467,7 +467,7 @@ impl DeltaSource {
     }
 
     /// The live file paths at `version`, as `data_file` names them (as [`path_key`]s).
-    pub(crate) async fn live_paths_at(&self, version: u64) -> Result<HashSet<u128>> {
+    pub(crate) async fn live_paths_at(&self, version: u64) -> Result<Vec<u128>> {
         let (_, table) = self.snapshot_at(version, true).await?;
         live_paths(&table).map_err(|reason| DeltaError::Checkpoint { version, reason })
     }
@@ -583,7 +583,7 @@ impl BaseLive {
     /// Merge the base's live paths, less those removed since, into `live`.
     pub(crate) async fn load_into(
         &mut self,
-        live: &mut HashSet<u128>,
+        live: &mut PathKeySet,
         source: &DeltaSource,
     ) -> Result<()> {
         if let Self::NotLoaded { version, removed } = self {
@@ -596,7 +596,7 @@ impl BaseLive {
 }
 
 /// The live file paths of a table loaded by deltalake-core, as `data_file` names them.
-fn live_paths(table: &deltalake_core::DeltaTable) -> std::result::Result<HashSet<u128>, String> {
+fn live_paths(table: &deltalake_core::DeltaTable) -> std::result::Result<Vec<u128>, String> {
     let snapshot = table.snapshot().map_err(|e| e.to_string())?;
     snapshot
         .log_data()

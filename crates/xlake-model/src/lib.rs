@@ -10,6 +10,7 @@
 //! | [`partition`] | [`PartitionSpec`], [`PartitionField`], [`Transform`]: how files are grouped |
 //! | [`value`] | [`Value`]: one typed scalar (partition values, column bounds) |
 //! | [`file`] | [`DataFile`] (with its deletion vector, and deleted row positions), [`ColumnStats`]: what a commit adds or removes; [`RemovedLater`]: which added files later commits remove, from a first pass over removals |
+//! | [`keys`] | [`PathKeySet`]: the path keys of a table's live files, compact enough for millions |
 //! | [`deletion`] | [`DeletionVector`]: a deleted-rows bitmap where the source stores it |
 //! | [`commit`] | [`SourceCommit`], [`ChangeSet`]: source commits and their effect; [`DeclaredTable`]: a table before its first commit |
 //!
@@ -19,6 +20,7 @@
 pub mod commit;
 pub mod deletion;
 pub mod file;
+pub mod keys;
 pub mod partition;
 pub mod schema;
 pub mod value;
@@ -27,7 +29,8 @@ pub use commit::{
     ChangeSet, CommitListing, DeclaredTable, ListedCommit, SourceCommit, SourceFormat,
 };
 pub use deletion::{DeletionVector, VectorBytes};
-pub use file::{path_key, ColumnStats, DataFile, FileFormat, RemovedLater};
+pub use file::{path_key, short_path_key, ColumnStats, DataFile, FileFormat, RemovedLater};
+pub use keys::PathKeySet;
 pub use partition::{PartitionField, PartitionSpec, Transform};
 pub use schema::{DataType, Field, PrimitiveType, Schema, TimeUnit};
 pub use value::Value;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::segment::{encode, index_key, Segment};
+use super::segment::{encode, Segment};
 use crate::ops::live_paths::PathKeys;
 
 /// The most segments a chain holds: a removal onto a chain this long writes a full one.
@@ -45,9 +45,10 @@ impl Chain {
         self.covered.contains(location)
     }
 
-    /// The locations of the covered manifests that hold one of `paths` (path keys).
-    pub(crate) fn holders(&self, paths: impl Iterator<Item = u128>) -> HashSet<String> {
-        let keys: Vec<u64> = paths.map(index_key).collect();
+    /// The locations of the covered manifests that may hold a path of `keys` (short path
+    /// keys, [`xlake_model::short_path_key`]).
+    pub(crate) fn holders(&self, keys: impl Iterator<Item = u64>) -> HashSet<String> {
+        let keys: Vec<u64> = keys.collect();
         let mut out = HashSet::new();
         for segment in &self.segments {
             for key in &keys {
@@ -138,7 +139,7 @@ fn keyed(manifests: &[(&str, Arc<PathKeys>)], ords: &HashMap<&str, u32>) -> Vec<
     let mut done = HashSet::new();
     for (location, keys) in manifests {
         if let Some(ord) = ords.get(location).filter(|_| done.insert(*location)) {
-            out.extend(keys.keys().iter().map(|k| (index_key(*k), *ord)));
+            out.extend(keys.keys().iter().map(|k| (*k, *ord)));
         }
     }
     out.sort_unstable();

@@ -22,7 +22,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 const MAGIC: &[u8] = b"XLPI2";
 const LEGACY: &[u8] = b"XLPI1";
 
-/// The index key of a path's [`xlake_model::path_key`].
+/// The index key of a path's [`xlake_model::path_key`]: its high half, which is the
+/// path's [`xlake_model::short_path_key`] (how the first layout's keys are read).
 pub(crate) fn index_key(path_key: u128) -> u64 {
     (path_key >> 64) as u64
 }

@@ -20,7 +20,7 @@ use iceberg::spec::{
     DataContentType, DataFile as IcebergDataFile, DataFileBuilder, DataFileFormat,
     ManifestContentType, ManifestEntry, ManifestFile, Snapshot,
 };
-use xlake_model::{path_key, ChangeSet, DataFile, VectorBytes};
+use xlake_model::{short_path_key, ChangeSet, DataFile, VectorBytes};
 
 use super::files::Invalid;
 use crate::error::{IcebergError, Result};
@@ -298,7 +298,7 @@ impl IcebergTable {
         let index = index
             .filter(|chain| !self.is_set_aside(chain))
             .map(|chain| {
-                let holders = chain.holders(removed.keys().map(|p| path_key(p)));
+                let holders = chain.holders(removed.keys().map(|p| short_path_key(p)));
                 (chain, holders)
             });
         let mut targets = Targets {
@@ -420,7 +420,7 @@ impl IcebergTable {
                 (paths, Some((bytes, entries)))
             }
         };
-        if !to_remove.keys().any(|p| paths.contains(p)) {
+        if !to_remove.keys().any(|p| paths.may_hold(p)) {
             return Ok((Err(mf), Vec::new()));
         }
         let entries = match read {
@@ -502,10 +502,10 @@ impl IcebergTable {
         manifest: &str,
         files: impl Iterator<Item = &'a IcebergDataFile>,
     ) -> Arc<PathKeys> {
-        let keys: Vec<u128> = files
+        let keys: Vec<u64> = files
             .filter_map(|f| match f.content_type() {
-                DataContentType::Data => Some(path_key(f.file_path())),
-                _ => f.referenced_data_file().map(|p| path_key(&p)),
+                DataContentType::Data => Some(short_path_key(f.file_path())),
+                _ => f.referenced_data_file().map(|p| short_path_key(&p)),
             })
             .collect();
         self.cache_keys(manifest, keys)
@@ -517,11 +517,11 @@ impl IcebergTable {
         manifest: &str,
         paths: impl Iterator<Item = &'a str>,
     ) -> Arc<PathKeys> {
-        self.cache_keys(manifest, paths.map(path_key).collect())
+        self.cache_keys(manifest, paths.map(short_path_key).collect())
     }
 
     /// Remember the `keys` of a manifest's live entries (see [`PathCache`]).
-    fn cache_keys(&self, manifest: &str, keys: Vec<u128>) -> Arc<PathKeys> {
+    fn cache_keys(&self, manifest: &str, keys: Vec<u64>) -> Arc<PathKeys> {
         let paths = Arc::new(PathKeys::sorted(keys));
         if let Ok(mut cache) = self.live_paths.lock() {
             cache.insert(manifest.to_string(), paths.clone());
