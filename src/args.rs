@@ -96,7 +96,7 @@ pub struct MirrorArgs {
 #[derive(Args, Default)]
 pub struct TargetArg {
     /// The format to mirror into: `iceberg` (the default, in `metadata/`) or `delta` (a
-    /// `_delta_log/` at the table root, for Hudi and Parquet sources; docs/targets.md).
+    /// `_delta_log/` at the table root, for Hudi, Iceberg and Parquet sources; docs/targets.md).
     #[arg(long = "target", value_name = "FORMAT")]
     pub target: Option<String>,
 }
