@@ -147,7 +147,7 @@ def rewrite_commit(root, seed):
     version."""
     root = pathlib.Path(root)
     log = root / "_delta_log"
-    before = sorted(int(p.stem) for p in log.glob("*.json"))[-1]
+    before = max(int(p.stem) for p in log.glob("*.json"))
     with open(log / f"{before:020d}.json") as f:
         adds = [a["add"] for a in map(json.loads, f) if "add" in a]
     version = append_commit(root, len(adds) or 10, seed)

@@ -85,7 +85,7 @@ def main():
         walls[("floor", 30)].append(floor(small))
         walls[("floor", long)].append(floor(big))
     m = {key: statistics.median(w) * 1000 for key, w in walls.items()}
-    print("| commit of 10 files | after 30 commits | after %d commits | ratio |" % long)
+    print(f"| commit of 10 files | after 30 commits | after {long} commits | ratio |")
     print("|---|---|---|---|")
     for k in [*kinds, "floor"]:
         m30, mlong = m[(k, 30)], m[(k, long)]

@@ -113,8 +113,7 @@ def main():
             config.append(f'[[tables]]\nlocation = "{dest}"')
         (copies / "tables.toml").write_text("\n".join(config) + "\n")
         wall, rss = run.measure("run", "--config", copies / "tables.toml", "--once")
-        rows.append((f"`xlake run --once`, {count} tables of {100 // scale} commits, "
-                     "concurrency 4", f"{wall:.2f} s", f"peak {rss:.0f} MiB"))
+        rows.append((f"`xlake run --once`, {count} tables of {100 // scale} commits, concurrency 4", f"{wall:.2f} s", f"peak {rss:.0f} MiB"))
         print(rows[-1], flush=True)
         shutil.rmtree(copies)
 

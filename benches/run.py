@@ -59,7 +59,7 @@ def measure(*args):
         timer = ["/usr/bin/time", "-f", "%M", "-o", peak.name] if TIME else []
         start = time.perf_counter()
         proc = subprocess.run([*timer, BIN, *map(str, args)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE)
+                              stderr=subprocess.PIPE, check=False)
         wall = time.perf_counter() - start
         if proc.returncode != 0:
             sys.exit(f"xlake {' '.join(map(str, args))} failed ({proc.returncode}): "

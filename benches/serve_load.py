@@ -26,7 +26,7 @@ import threading
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import gen_delta  # noqa: E402
+import gen_delta
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 KEY = "bench-callback-key"
@@ -68,13 +68,14 @@ class Client:
 
 def pct(values, p):
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
 def peak_rss_mib(pid):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     return float("nan")
 
 
@@ -136,7 +137,7 @@ def load(bin_, workdir, tables, commits, clients):
         server.wait()
     assert not failures, failures[:3]
     for path in paths:
-        check = subprocess.run([bin_, "check", path, "--json"], capture_output=True, text=True)
+        check = subprocess.run([bin_, "check", path, "--json"], capture_output=True, text=True, check=False)
         report = json.loads(check.stdout)
         assert check.returncode == 0 and report["snapshots"] == commits + 1, check.stdout
     return len(work), wall, statistics.median(times), pct(times, 99), rss

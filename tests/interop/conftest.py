@@ -26,8 +26,8 @@ def foundation(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def spark():
-    from pyspark.sql import SparkSession
     import snowpark_connect_deps_iceberg
+    from pyspark.sql import SparkSession
 
     jars = glob.glob(
         os.path.join(os.path.dirname(snowpark_connect_deps_iceberg.__file__), "jars", "iceberg-spark-runtime-3.5_2.12-*.jar")

@@ -110,7 +110,7 @@ def main(workdir):
         for v, ms in times.items():
             try:
                 print(f"  {v:>3} {oracle_table(table, v).num_rows} rows at {ms} ms")
-            except Exception as e:  # report every failing version, not only the first
+            except Exception as e:  # noqa: BLE001 (report every failing version, not only the first)
                 print(f"  {v:>3} ORACLE ERROR {type(e).__name__}: {str(e)[:200]}")
 
 

@@ -149,7 +149,7 @@ def millis_timestamps(dest):
     t0 = dt.datetime(2026, 1, 1, 12, 0, 0, 123000)
     names = []
     for k, unit in enumerate(["us", "ms"]):
-        rows = [{"id": k * 10 + i, "ts": (t0 + dt.timedelta(seconds=i)).replace(tzinfo=dt.timezone.utc) if i != 2 else None,
+        rows = [{"id": k * 10 + i, "ts": (t0 + dt.timedelta(seconds=i)).replace(tzinfo=dt.UTC) if i != 2 else None,
                  "local": t0 + dt.timedelta(minutes=i)} for i in range(5)]
         schema = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC")), ("local", pa.timestamp("us"))])
         name = f"part-{k:05d}-{uuid.uuid4()}.parquet"

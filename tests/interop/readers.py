@@ -87,7 +87,7 @@ class DuckDB:
         if hasattr(duckdb_ext, "get_extension_dir"):
             ext_dir = duckdb_ext.get_extension_dir()
         else:  # the wheels ship a namespace package holding extensions/<version>/<platform>/
-            ext_dir = str(pathlib.Path(list(duckdb_ext.__path__)[0]) / "extensions")
+            ext_dir = str(pathlib.Path(next(iter(duckdb_ext.__path__))) / "extensions")
         self.con = duckdb.connect()
         self.con.execute(f"SET extension_directory = '{ext_dir}'")
         self.con.execute("LOAD avro")
@@ -96,7 +96,7 @@ class DuckDB:
 
     def snapshots(self, table):
         rows = self.con.execute("SELECT snapshot_id, timestamp_ms FROM iceberg_snapshots(?)", [table]).fetchall()
-        return [{"snapshot_id": r[0], "timestamp_ms": int(r[1].replace(tzinfo=dt.timezone.utc).timestamp() * 1000) if isinstance(r[1], dt.datetime) else r[1]} for r in rows]
+        return [{"snapshot_id": r[0], "timestamp_ms": int(r[1].replace(tzinfo=dt.UTC).timestamp() * 1000) if isinstance(r[1], dt.datetime) else r[1]} for r in rows]
 
     def _rows(self, sql, params):
         return self.con.execute(sql, params).fetch_arrow_table().to_pylist()
@@ -106,7 +106,7 @@ class DuckDB:
         return [{k: v for k, v in r.items() if k not in drop} for r in rows]
 
     def rows_as_of(self, table, timestamp_ms):
-        ts = dt.datetime.fromtimestamp(timestamp_ms / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+        ts = dt.datetime.fromtimestamp(timestamp_ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
         return self._rows(f"SELECT * FROM iceberg_scan(?, snapshot_from_timestamp => TIMESTAMP '{ts}')", [table])
 
 
@@ -121,7 +121,7 @@ class Spark:
         return [
             {
                 "snapshot_id": r["snapshot_id"],
-                "timestamp_ms": int(r["committed_at"].replace(tzinfo=dt.timezone.utc).timestamp() * 1000),
+                "timestamp_ms": int(r["committed_at"].replace(tzinfo=dt.UTC).timestamp() * 1000),
                 "operation": r["operation"],
                 "summary": dict(r["summary"]),
             }

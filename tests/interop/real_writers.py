@@ -17,6 +17,7 @@ import json
 import pathlib
 import subprocess
 import sys
+from typing import ClassVar
 
 HERE = pathlib.Path(__file__).resolve().parent
 JARS = HERE / ".jars"
@@ -72,7 +73,7 @@ def hudi_rows(s, start, n, round_, extra=False):
     regions = ["eu", "us", "asia"]
     rows = []
     for i in range(start, start + n):
-        r = dict(id=i, region=regions[i % 3], name=f"n{i}-r{round_}", price=float(i) + round_ / 10, ts=round_)
+        r = {"id": i, "region": regions[i % 3], "name": f"n{i}-r{round_}", "price": float(i) + round_ / 10, "ts": round_}
         if extra:
             r["note"] = f"note{round_}"
         rows.append(Row(**r))
@@ -249,7 +250,7 @@ class Watch:
     """Mirroring by something other than this script (the table-format plugin, in the
     commit path): which of each write's commits a snapshot records when the write returns."""
 
-    options = {}
+    options: ClassVar[dict] = {}
 
     def __init__(self):
         self.writes = []

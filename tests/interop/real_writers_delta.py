@@ -282,7 +282,6 @@ def deltars_verdicts(table, out, versions):
     """delta-rs's read of each version beside Spark's (`<out>/<v>.parquet`): "equal",
     "differs", or the error it raised; for the versions whose files are all still there."""
     import pyarrow.parquet as pq
-
     from delta_source import oracle_table
     from rows import canonical_rows
 

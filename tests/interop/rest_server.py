@@ -82,7 +82,11 @@ class Handler(BaseHTTPRequestHandler):
             return self.dispatch(method, ns, kind, name)
 
     def dispatch(self, method, ns, kind, name):
-        from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError
+        from pyiceberg.exceptions import (
+            NamespaceAlreadyExistsError,
+            NoSuchNamespaceError,
+            NoSuchTableError,
+        )
 
         c = self.catalog
         if ns is None and kind is None:
@@ -114,7 +118,11 @@ class Handler(BaseHTTPRequestHandler):
         return self.reply(200, {"metadata-location": table.metadata_location, "metadata": metadata, "config": {}})
 
     def register(self, ns, body):
-        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
+        from pyiceberg.exceptions import (
+            NoSuchNamespaceError,
+            NoSuchTableError,
+            TableAlreadyExistsError,
+        )
 
         c = self.catalog
         ident = ns + (body["name"],)

@@ -15,7 +15,7 @@ def normalize(value):
         return str(value)
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
-            return value.astimezone(dt.timezone.utc).replace(tzinfo=None).isoformat() + "+00:00"
+            return value.astimezone(dt.UTC).replace(tzinfo=None).isoformat() + "+00:00"
         return value.isoformat()
     if isinstance(value, (dt.date, dt.time)):
         return value.isoformat()

@@ -13,10 +13,19 @@ import subprocess
 import uuid
 
 import pytest
-
 from readers import DuckDB
-from remote import (RemoteStore, assert_rows_match, concurrent_sync_rounds, delta_expected, delta_history,
-                    free_port, in_commit_mode, stop, sync_and_check, wait_until_up)
+from remote import (
+    RemoteStore,
+    assert_rows_match,
+    concurrent_sync_rounds,
+    delta_expected,
+    delta_history,
+    free_port,
+    in_commit_mode,
+    stop,
+    sync_and_check,
+    wait_until_up,
+)
 
 ACCOUNT = "devstoreaccount1"
 # Azurite's well-known development key (public; the emulator accepts no other).

@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from remote import free_port, stop, wait_until_up
 from rows import canonical_rows
 from test_catalog import current, oracle, write

@@ -10,11 +10,10 @@ import sys
 import time
 
 import pytest
-
-from test_catalog import by_name_spark_conf, current, oracle, write
-from rows import canonical_rows
-from xlake_cli import xlake
 import rest_server
+from rows import canonical_rows
+from test_catalog import by_name_spark_conf, current, oracle, write
+from xlake_cli import xlake
 
 CREDENTIAL = f"{rest_server.CLIENT_ID}:{rest_server.CLIENT_SECRET}"
 

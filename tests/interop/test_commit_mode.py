@@ -1,11 +1,9 @@
 """In-commit mode as a write job uses it: after each Delta write made with the `deltalake`
 package, `xlake commit <table> --version <v>` must succeed, and at every version the Iceberg
 readers return the rows delta-rs returns."""
-import pyarrow as pa
-import pytest
-from deltalake import DeltaTable, write_deltalake
-
 import delta_source as delta
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
 from readers import PyIceberg, snapshot_for
 from rows import canonical_rows
 from xlake_cli import xlake

@@ -30,13 +30,12 @@ import signal
 import subprocess
 import time
 
-import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
-
 import delta_source as delta
+import pyarrow as pa
+import xlake_cli
+from deltalake import DeltaTable, write_deltalake
 from readers import PyIceberg, current_metadata_path, snapshot_for
 from rows import canonical_rows
-import xlake_cli
 from xlake_cli import ROOT, sync, xlake
 
 ROUNDS = int(os.environ.get("XLAKE_CRASH_ROUNDS", "200"))

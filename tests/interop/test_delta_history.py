@@ -25,12 +25,11 @@ import os
 import pathlib
 import random
 
+import delta_source as delta
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 from deltalake.table import TableFeatures
-
-import delta_source as delta
 from readers import PyIceberg, snapshot_for, zoned_columns
 from rows import canonical_rows
 from xlake_cli import sync
@@ -91,7 +90,7 @@ class Generator:
         if pa.types.is_string(t):
             return r.choice(["", "é", "x,y", f"s{r.randrange(1000)}"])
         if pa.types.is_timestamp(t):  # microseconds: Delta's stats keep milliseconds only
-            return dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=r.randrange(10**12))
+            return dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=r.randrange(10**12))
         return r.randrange(-(2**31), 2**31)
 
     def batch(self, ids, columns=None, **fixed):

@@ -13,15 +13,20 @@ import json
 import pathlib
 import shutil
 
+import delta_source as delta
+import hudi_source as hudi
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 from deltalake.table import TableFeatures
-
-import delta_source as delta
-import hudi_source as hudi
-from readers import ENGINES, PyIceberg, current_metadata_path, snapshot_for, zoned_columns
+from readers import (
+    ENGINES,
+    PyIceberg,
+    current_metadata_path,
+    snapshot_for,
+    zoned_columns,
+)
 from rows import canonical_rows
 from xlake_cli import sync, xlake
 
@@ -379,7 +384,7 @@ def test_delta_void_columns(tmp_path, engines):
     synced(table)
 
     meta = metadata(table)
-    names = lambda s: [f["name"] for f in s["fields"]]  # noqa: E731
+    names = lambda s: [f["name"] for f in s["fields"]]
     first, current = min(meta["schemas"], key=lambda s: s["schema-id"]), next(s for s in meta["schemas"] if s["schema-id"] == meta["current-schema-id"])
     assert names(first) == ["id", "st"] and names(current) == ["id", "st", "v"], meta["schemas"]
     snapshots = {json.loads(s["summary"]["XTABLE_METADATA"])["sourceIdentifier"]: s for s in PyIceberg().snapshots(str(table))}

@@ -17,14 +17,19 @@ import functools
 import json
 import pathlib
 import shutil
-import subprocess
-
-import pytest
 
 import delta_source as delta
 import fidelity_tables as built
 import hudi_source as hudi
-from readers import ENGINES, DuckDB, PyIceberg, current_metadata_path, snapshot_for, zoned_columns
+import pytest
+from readers import (
+    ENGINES,
+    DuckDB,
+    PyIceberg,
+    current_metadata_path,
+    snapshot_for,
+    zoned_columns,
+)
 from rows import canonical_rows
 from xlake_cli import sync, xlake
 
@@ -96,7 +101,7 @@ def synced(tmp_path_factory):
     return get
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def oracle(table, version):
     got = delta.oracle_table(table, version)
     return got.column_names, canonical_rows(got.to_pylist(), got.column_names)

@@ -2,7 +2,6 @@
 snapshot id and by timestamp) each engine returns exactly the expected rows, and the
 snapshot list carries one snapshot per source commit at the source commit's time."""
 import pytest
-
 from readers import ENGINES, PyIceberg, snapshot_for, zoned_columns
 from rows import canonical_rows, expected_rows
 

@@ -8,11 +8,16 @@ import pathlib
 import re
 import subprocess
 
+import hudi_source as hudi
 import pyarrow as pa
 import pytest
-
-import hudi_source as hudi
-from readers import ENGINES, PyIceberg, current_metadata_path, snapshot_for, zoned_columns
+from readers import (
+    ENGINES,
+    PyIceberg,
+    current_metadata_path,
+    snapshot_for,
+    zoned_columns,
+)
 from rows import canonical_rows
 from xlake_cli import sync
 
@@ -69,7 +74,7 @@ def synced(tmp_path_factory):
     return get
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def oracle(name, table, instant):
     """(columns, canonical rows) hudi-rs returns as of `instant`, `_hoodie_*` columns included."""
     got = hudi.oracle_table(table, instant)
@@ -139,5 +144,5 @@ def test_mor_needs_read_optimized_opt_in(tmp_path, name):
     assert hudi.is_mor(table)
     result = sync(table)
     assert result.returncode != 0, f"{name}: MOR table synced without --mor-read-optimized"
-    assert re.search(r"merge[-_ ]on[-_ ]read|\bmor\b", result.stderr, re.I), f"{name}: stderr:\n{result.stderr}"
+    assert re.search(r"merge[-_ ]on[-_ ]read|\bmor\b", result.stderr, re.IGNORECASE), f"{name}: stderr:\n{result.stderr}"
     assert not (table / "metadata" / "version-hint.text").exists(), f"{name}: refused, yet metadata written"

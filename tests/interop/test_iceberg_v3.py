@@ -9,9 +9,8 @@ and manifest stay as they are)."""
 import json
 import pathlib
 
-import pytest
-
 import delta_source as delta
+import pytest
 from readers import ENGINES, DuckDB, PyIceberg, current_metadata_path, snapshot_for
 from rows import canonical_rows
 from xlake_cli import ROOT, xlake
@@ -198,7 +197,7 @@ def generated(tmp_path_factory, version):
             if "add" in a:
                 live_adds[a["add"]["path"]] = a["add"]
     with_dv = sorted(p for p, a in live_adds.items() if "deletionVector" in a)
-    restored, dropped = with_dv[0], sorted(p for p in live_adds if p != with_dv[0])[0]
+    restored, dropped = with_dv[0], min(p for p in live_adds if p != with_dv[0])
     ts = gen.T0 + 10 * 60_000
     add = {k: v for k, v in live_adds[restored].items() if k != "deletionVector"}
     restore = [

@@ -8,10 +8,9 @@ import json
 import pathlib
 import shutil
 
-import pytest
-
 import delta_source as delta
 import hudi_source as hudi
+import pytest
 from readers import ENGINES, PyIceberg, zoned_columns
 from rows import canonical_rows
 from xlake_cli import sync, xlake

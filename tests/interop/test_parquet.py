@@ -6,13 +6,11 @@ written."""
 import json
 import os
 import pathlib
-import shutil
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
-
 from readers import ENGINES, current_metadata_path, snapshot_for
 from rows import canonical_rows
 from xlake_cli import sync, xlake

@@ -12,7 +12,6 @@ import sys
 
 import pyarrow.parquet as pq
 import pytest
-
 import real_writers
 from readers import ENGINES, PyIceberg
 from rows import canonical_rows
@@ -28,7 +27,7 @@ def written(request, tmp_path_factory):
     base = tmp_path_factory.mktemp(history)
     table, out = base / "table", base / "oracle"
     run = subprocess.run([sys.executable, str(HERE / "real_writers.py"), history, str(table), str(out)],
-                         capture_output=True, text=True, timeout=1500)
+                         capture_output=True, text=True, timeout=1500, check=False)
     assert run.returncode == 0, f"{history}: the writer failed:\n{run.stderr[-4000:]}"
     commits = json.loads((out / "done.json").read_text())["commits"]
     expected = {}

@@ -18,7 +18,6 @@ import sys
 
 import pyarrow.parquet as pq
 import pytest
-
 import real_writers_delta
 from readers import ENGINES, DuckDB, PyIceberg
 from rows import canonical_rows

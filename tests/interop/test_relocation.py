@@ -9,10 +9,9 @@ import pathlib
 import random
 import shutil
 
-import pytest
-
 import delta_source as delta
 import hudi_source as hudi
+import pytest
 from readers import current_metadata_path, snapshot_for, zoned_columns
 from remote import assert_rows_match, delta_expected, delta_history, ok, sync_and_check
 from rows import canonical_rows
@@ -142,7 +141,7 @@ def test_a_scrambled_snapshot_list_is_fixed_by_the_next_commit(tmp_path):
 
 
 
-def test_a_table_copied_to_another_s3_prefix_is_rebuilt_there(s3):
+def test_a_table_copied_to_another_s3_prefix_is_rebuilt_there(s3):  # noqa: F811 (the fixture)
     """On S3 (moto on loopback), where locations are URLs and setting aside is a copy and a
     delete: a Delta table copied to another prefix is refused, rebuilt there, and once the
     original prefix is emptied reads in pyiceberg and DuckDB as delta-rs reads it."""

@@ -17,9 +17,8 @@ import urllib.parse
 import uuid
 
 import boto3
-import pytest
-
 import hudi_source as hudi
+import pytest
 from readers import DuckDB, PyIceberg
 from remote import (
     RemoteStore,

@@ -10,7 +10,6 @@ import urllib.request
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from prometheus_client.parser import text_string_to_metric_families
-
 from xlake_cli import ROOT, command
 
 KEY = "interop-callback-key"

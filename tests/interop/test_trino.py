@@ -85,7 +85,7 @@ def trino_timestamps(row):
         if not m:
             return value
         t = dt.datetime.fromisoformat(m.group(1))
-        return t.replace(tzinfo=dt.timezone.utc) if m.group(2) else t
+        return t.replace(tzinfo=dt.UTC) if m.group(2) else t
     return {k: parse(v) for k, v in row.items()}
 
 

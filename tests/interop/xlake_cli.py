@@ -16,7 +16,7 @@ def command():
 def xlake(*args, env=None):
     """Run xlake; `env` replaces the environment (never mutate os.environ for one call:
     other threads may be starting processes meanwhile)."""
-    return subprocess.run([*command(), *map(str, args)], cwd=ROOT, capture_output=True, text=True, env=env)
+    return subprocess.run([*command(), *map(str, args)], cwd=ROOT, capture_output=True, text=True, env=env, check=False)
 
 
 def sync(table, flags=()):
