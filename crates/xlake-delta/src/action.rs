@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+use crate::error::Reason;
+
 /// A file added.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -116,16 +118,20 @@ pub struct Commit {
 }
 
 /// Parse a commit file. Unknown action kinds (txn, cdc, domainMetadata, …) are ignored.
-pub fn parse_commit(text: &str) -> Result<Commit, String> {
+/// An `Err` keeps serde_json's error as its source.
+pub fn parse_commit(text: &str) -> Result<Commit, Reason> {
     let mut commit = Commit::default();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let value: HashMap<String, Json> =
-            serde_json::from_str(line).map_err(|e| format!("line {}: corrupt JSON: {e}", n + 1))?;
+        let value: HashMap<String, Json> = serde_json::from_str(line).map_err(|e| {
+            Reason::library(e).context(format_args!("line {}: corrupt JSON", n + 1))
+        })?;
         for (kind, body) in value {
-            let bad = |e: serde_json::Error| format!("line {}: {kind} action: {e}", n + 1);
+            let bad = |e: serde_json::Error| {
+                Reason::library(e).context(format_args!("line {}: {kind} action", n + 1))
+            };
             match kind.as_str() {
                 "add" => commit.adds.push(serde_json::from_value(body).map_err(bad)?),
                 "remove" => commit
@@ -166,9 +172,25 @@ mod tests {
             c.protocol.unwrap().reader_features.unwrap(),
             ["columnMapping"]
         );
-        assert!(parse_commit("{\"add\":").unwrap_err().contains("line 1"));
+        assert!(parse_commit("{\"add\":")
+            .unwrap_err()
+            .to_string()
+            .contains("line 1"));
         assert!(parse_commit("{\"add\":{\"path\":1}}")
             .unwrap_err()
+            .to_string()
             .contains("add action"));
+    }
+
+    #[test]
+    fn a_corrupt_commit_reads_as_before_and_keeps_the_json_error() {
+        use std::error::Error;
+        let e = parse_commit("{\"add\":").unwrap_err();
+        let json = serde_json::from_str::<Json>("{\"add\":").unwrap_err();
+        assert_eq!(e.to_string(), format!("line 1: corrupt JSON: {json}"));
+        assert!(e.source().is_some_and(|s| s.is::<serde_json::Error>()));
+        let e = parse_commit("{\"add\":{\"path\":1}}").unwrap_err();
+        assert!(e.to_string().starts_with("line 1: add action: "), "{e}");
+        assert!(e.source().is_some_and(|s| s.is::<serde_json::Error>()));
     }
 }

@@ -22,6 +22,7 @@ use parquet::schema::types::SchemaDescriptor;
 use xlake_storage::TableStore;
 
 use crate::action::{parse_commit, MetaData, Protocol};
+use crate::error::Reason;
 
 /// One object of a [`TableStore`] as parquet's asynchronous input.
 #[derive(Clone)]
@@ -64,7 +65,7 @@ pub async fn metadata_and_protocol(
     store: &TableStore,
     path: &str,
     size: u64,
-) -> Result<(Option<MetaData>, Option<Protocol>), String> {
+) -> Result<(Option<MetaData>, Option<Protocol>), Reason> {
     let mut file = StoreFile {
         store: store.clone(),
         path: path.to_string(),
@@ -73,7 +74,7 @@ pub async fn metadata_and_protocol(
     let options = ArrowReaderOptions::new().with_page_index(true);
     let meta = ArrowReaderMetadata::load_async(&mut file, options)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(Reason::library)?;
     let schema = meta.parquet_schema();
     let roots: Vec<usize> = schema
         .root_schema()
@@ -101,9 +102,9 @@ pub async fn metadata_and_protocol(
         .with_row_selection(selection)
         .with_batch_size(8192)
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(Reason::library)?;
     let (mut metadata, mut protocol) = (None, None);
-    while let Some(batch) = batches.try_next().await.map_err(|e| e.to_string())? {
+    while let Some(batch) = batches.try_next().await.map_err(Reason::library)? {
         let commit = parse_commit(&action_rows(&batch)?)?;
         metadata = metadata.or(commit.metadata);
         protocol = protocol.or(commit.protocol);
@@ -133,7 +134,7 @@ async fn rows_with_values(
     meta: &ArrowReaderMetadata,
     (groups, pages): (&[usize], RowSelection),
     markers: [usize; 2],
-) -> Result<RowSelection, String> {
+) -> Result<RowSelection, Reason> {
     let total: usize = groups
         .iter()
         .map(|&g| meta.metadata().row_group(g).num_rows() as usize)
@@ -144,7 +145,7 @@ async fn rows_with_values(
         .with_row_selection(pages.clone())
         .with_batch_size(64 * 1024)
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(Reason::library)?;
     // The selected rows' numbers, in order, to map batch rows back.
     let mut ranges = Vec::new();
     let mut at = 0;
@@ -157,7 +158,7 @@ async fn rows_with_values(
     let numbers: Vec<usize> = ranges.into_iter().flatten().collect();
     let mut found = std::collections::BTreeSet::new();
     let mut first = 0;
-    while let Some(batch) = batches.try_next().await.map_err(|e| e.to_string())? {
+    while let Some(batch) = batches.try_next().await.map_err(Reason::library)? {
         for column in batch.columns() {
             // Set bits of the validity bitmap (almost every row is null).
             let valid: Vec<usize> = match column.logical_nulls() {
@@ -282,33 +283,33 @@ fn pages_with_values(
     RowSelection::from(selectors)
 }
 
-/// The rows of `batch` holding an action, as JSON lines (nulls left out).
 /// Every action row of a whole classic checkpoint (`bytes`), as JSON lines (the shape of
 /// a commit file's lines); for a log small enough to read whole (xlake's own).
-pub(crate) fn all_action_rows(bytes: Bytes) -> Result<String, String> {
+pub(crate) fn all_action_rows(bytes: Bytes) -> Result<String, Reason> {
     let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes)
-        .map_err(|e| e.to_string())?
+        .map_err(Reason::library)?
         .with_batch_size(8192)
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(Reason::library)?;
     let mut text = String::new();
     for batch in reader {
-        text.push_str(&action_rows(&batch.map_err(|e| e.to_string())?)?);
+        text.push_str(&action_rows(&batch.map_err(Reason::library)?)?);
     }
     Ok(text)
 }
 
-fn action_rows(batch: &RecordBatch) -> Result<String, String> {
+/// The rows of `batch` holding an action, as JSON lines (nulls left out).
+fn action_rows(batch: &RecordBatch) -> Result<String, Reason> {
     // Rows where every action is null are most rows; leave them out first.
     let keep = BooleanArray::from(
         (0..batch.num_rows())
             .map(|i| batch.columns().iter().any(|c| c.is_valid(i)))
             .collect::<Vec<_>>(),
     );
-    let rows = filter_record_batch(batch, &keep).map_err(|e| e.to_string())?;
+    let rows = filter_record_batch(batch, &keep).map_err(Reason::library)?;
     let mut text = Vec::new();
     let mut writer = arrow_json::LineDelimitedWriter::new(&mut text);
-    writer.write(&rows).map_err(|e| e.to_string())?;
-    writer.finish().map_err(|e| e.to_string())?;
-    String::from_utf8(text).map_err(|e| e.to_string())
+    writer.write(&rows).map_err(Reason::library)?;
+    writer.finish().map_err(Reason::library)?;
+    String::from_utf8(text).map_err(Reason::library)
 }

@@ -4,6 +4,8 @@
 use serde::Deserialize;
 use xlake_storage::TableStore;
 
+use crate::error::Reason;
+
 /// `RoaringBitmapArray` magic number of a serialized deletion vector.
 const MAGIC: u32 = 1_681_511_377;
 const Z85: &[u8; 85] =
@@ -28,8 +30,8 @@ pub struct Descriptor {
 
 /// Decode Z85 (ZeroMQ base-85) text; its length must be a multiple of 5 and every group
 /// must fit 32 bits.
-pub fn z85_decode(text: &str) -> Result<Vec<u8>, String> {
-    whole_groups(&z85_groups(text.as_bytes())?)
+pub fn z85_decode(text: &str) -> Result<Vec<u8>, Reason> {
+    Ok(whole_groups(&z85_groups(text.as_bytes())?)?)
 }
 
 /// How a writer turned an inline vector's bytes into Z85 text.
@@ -58,7 +60,7 @@ impl std::fmt::Display for Encoding {
 /// `#` is the largest Z85 digit, a group it leads never fits 32 bits, so at most one
 /// reading exists today; the caller still checks each reading it gets. Groups are never
 /// taken modulo 2^32. An error when no encoding reads the text as `size` bytes.
-pub fn inline_readings(text: &str, size: u64) -> Result<Vec<(Encoding, Vec<u8>)>, String> {
+pub fn inline_readings(text: &str, size: u64) -> Result<Vec<(Encoding, Vec<u8>)>, Reason> {
     let size = usize::try_from(size).map_err(|_| "vector too large")?;
     let mut readings = Vec::new();
     let mut refusals = Vec::new();
@@ -74,7 +76,7 @@ pub fn inline_readings(text: &str, size: u64) -> Result<Vec<(Encoding, Vec<u8>)>
         }
     }
     if readings.is_empty() {
-        return Err(refusals.join("; "));
+        return Err(refusals.join("; ").into());
     }
     Ok(readings)
 }
@@ -159,7 +161,7 @@ fn z85_digits(digits: &[u8]) -> Result<u64, String> {
 }
 
 /// Deleted row positions of a serialized `RoaringBitmapArray`, ascending.
-pub fn positions(serialized: &[u8]) -> Result<Vec<u64>, String> {
+pub fn positions(serialized: &[u8]) -> Result<Vec<u64>, Reason> {
     let take = |at: usize, n: usize| {
         serialized
             .get(at..at + n)
@@ -167,7 +169,7 @@ pub fn positions(serialized: &[u8]) -> Result<Vec<u64>, String> {
     };
     let magic = u32::from_le_bytes(take(0, 4)?.try_into().map_err(|_| "bad magic")?);
     if magic != MAGIC {
-        return Err(format!("not a deletion vector (magic {magic})"));
+        return Err(format!("not a deletion vector (magic {magic})").into());
     }
     let count = u64::from_le_bytes(take(4, 8)?.try_into().map_err(|_| "bad count")?);
     let mut reader = std::io::Cursor::new(&serialized[12..]);
@@ -183,12 +185,13 @@ pub fn positions(serialized: &[u8]) -> Result<Vec<u64>, String> {
             return Err(format!(
                 "deletion vector bitmap keys out of order ({key} after {})",
                 previous.unwrap_or_default()
-            ));
+            )
+            .into());
         }
         previous = Some(key);
         let high = u64::from(key) << 32;
         let bitmap = roaring::RoaringBitmap::deserialize_from(&mut reader)
-            .map_err(|e| format!("corrupt deletion vector bitmap: {e}"))?;
+            .map_err(|e| Reason::library(e).context("corrupt deletion vector bitmap"))?;
         out.extend(bitmap.iter().map(|low| high | u64::from(low)));
     }
     Ok(out)
@@ -196,15 +199,15 @@ pub fn positions(serialized: &[u8]) -> Result<Vec<u64>, String> {
 
 /// The file of a `u` descriptor, relative to the table root: an optional prefix, then
 /// the UUID in 20 Z85 characters (text that is not is refused, whatever its characters).
-pub fn uuid_path(encoded: &str) -> Result<String, String> {
+pub fn uuid_path(encoded: &str) -> Result<String, Reason> {
     let split = encoded
         .len()
         .checked_sub(20)
         .ok_or("deletion vector id shorter than 20 characters")?;
     let (Some(prefix), Some(id)) = (encoded.get(..split), encoded.get(split..)) else {
-        return Err(format!(
-            "deletion vector id {encoded:?} does not end in 20 Z85 characters"
-        ));
+        return Err(
+            format!("deletion vector id {encoded:?} does not end in 20 Z85 characters").into(),
+        );
     };
     let hex: String = z85_decode(id)?.iter().map(|b| format!("{b:02x}")).collect();
     // 20 Z85 characters are 16 bytes, 32 hex digits.
@@ -231,7 +234,7 @@ pub fn uuid_path(encoded: &str) -> Result<String, String> {
 pub fn inline_vector(
     d: &Descriptor,
     num_records: Option<u64>,
-) -> Result<(Vec<u8>, Vec<u64>), String> {
+) -> Result<(Vec<u8>, Vec<u64>), Reason> {
     let readings = inline_readings(&d.path_or_inline_dv, d.size_in_bytes)?
         .into_iter()
         .map(|(encoding, bytes)| {
@@ -243,30 +246,38 @@ pub fn inline_vector(
 }
 
 /// A reading of inline text: how, the bytes, and its rows if they make a valid vector.
-type Reading = (Encoding, Vec<u8>, Result<Vec<u64>, String>);
+type Reading = (Encoding, Vec<u8>, Result<Vec<u64>, Reason>);
 
-/// The bytes and rows of the valid readings, if they agree; else why not.
-fn choose(readings: Vec<Reading>) -> Result<(Vec<u8>, Vec<u64>), String> {
+/// The bytes and rows of the valid readings, if they agree; else why not (the one
+/// reading's reason, its cause kept; or every reading's, joined).
+fn choose(readings: Vec<Reading>) -> Result<(Vec<u8>, Vec<u64>), Reason> {
     let several = readings.len() > 1;
     let mut valid: Vec<(Encoding, Vec<u8>, Vec<u64>)> = Vec::new();
     let mut refusals = Vec::new();
     for (encoding, bytes, rows) in readings {
         match rows {
             Ok(rows) => valid.push((encoding, bytes, rows)),
-            Err(e) if several => refusals.push(format!("read as {encoding}: {e}")),
+            Err(e) if several => refusals.push(e.context(format_args!("read as {encoding}"))),
             Err(e) => refusals.push(e),
         }
     }
     let mut valid = valid.into_iter();
     let Some((first, bytes, rows)) = valid.next() else {
-        return Err(refusals.join("; "));
+        if refusals.len() == 1 {
+            if let Some(only) = refusals.pop() {
+                return Err(only);
+            }
+        }
+        let all: Vec<String> = refusals.iter().map(Reason::to_string).collect();
+        return Err(all.join("; ").into());
     };
     if let Some((other, _, other_rows)) = valid.find(|(_, _, r)| *r != rows) {
         return Err(format!(
             "the inline vector reads two ways, as rows {} ({first}) and as rows {} ({other}); refusing to guess",
             row_list(&rows),
             row_list(&other_rows)
-        ));
+        )
+        .into());
     }
     Ok((bytes, rows))
 }
@@ -286,11 +297,11 @@ fn valid_rows(
     serialized: &[u8],
     cardinality: u64,
     num_records: Option<u64>,
-) -> Result<Vec<u64>, String> {
+) -> Result<Vec<u64>, Reason> {
     let rows = counted_positions(serialized, cardinality)?;
     match (num_records, rows.last()) {
         (Some(n), Some(&last)) if last >= n => {
-            Err(format!("deletes row {last} of a file of {n} rows"))
+            Err(format!("deletes row {last} of a file of {n} rows").into())
         }
         _ => Ok(rows),
     }
@@ -302,7 +313,7 @@ pub async fn read(
     store: &TableStore,
     d: &Descriptor,
     num_records: Option<u64>,
-) -> Result<Vec<u64>, String> {
+) -> Result<Vec<u64>, Reason> {
     let serialized = match d.storage_type.as_str() {
         "i" => return inline_vector(d, num_records).map(|(_, rows)| rows),
         "u" | "p" => {
@@ -313,14 +324,14 @@ pub async fn read(
             };
             stored_vector(store, &path, d).await?
         }
-        other => return Err(format!("unknown deletion vector storage type {other:?}")),
+        other => return Err(format!("unknown deletion vector storage type {other:?}").into()),
     };
     valid_rows(&serialized, d.cardinality, num_records)
 }
 
 /// The serialized vector at the descriptor's offset in `path`: after its size (4 bytes,
 /// big-endian, which must be the log's), before its CRC-32.
-async fn stored_vector(store: &TableStore, path: &str, d: &Descriptor) -> Result<Vec<u8>, String> {
+async fn stored_vector(store: &TableStore, path: &str, d: &Descriptor) -> Result<Vec<u8>, Reason> {
     let offset = d.offset.unwrap_or(1);
     let end = offset
         .checked_add(4)
@@ -329,7 +340,7 @@ async fn stored_vector(store: &TableStore, path: &str, d: &Descriptor) -> Result
     let bytes = store
         .get_range(path, offset..end)
         .await
-        .map_err(|e| format!("deletion vector file: {e}"))?;
+        .map_err(Reason::within("deletion vector file"))?;
     let size = bytes
         .get(..4)
         .and_then(|b| <[u8; 4]>::try_from(b).ok())
@@ -339,19 +350,21 @@ async fn stored_vector(store: &TableStore, path: &str, d: &Descriptor) -> Result
         return Err(format!(
             "{path}: vector of {size} bytes, the log says {}",
             d.size_in_bytes
-        ));
+        )
+        .into());
     }
     Ok(bytes[4..].to_vec())
 }
 
 /// The positions of a serialized vector that must hold `cardinality` rows.
-fn counted_positions(serialized: &[u8], cardinality: u64) -> Result<Vec<u64>, String> {
+fn counted_positions(serialized: &[u8], cardinality: u64) -> Result<Vec<u64>, Reason> {
     let positions = positions(serialized)?;
     if positions.len() as u64 != cardinality {
         return Err(format!(
             "deletion vector holds {} rows, the log says {cardinality}",
             positions.len()
-        ));
+        )
+        .into());
     }
     Ok(positions)
 }
@@ -553,7 +566,9 @@ mod tests {
             [3]
         );
         // The row range: a file of 3 rows has no row 3.
-        let err = inline_vector(&inline(text, 34, 1), Some(3)).unwrap_err();
+        let err = inline_vector(&inline(text, 34, 1), Some(3))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("deletes row 3 of a file of 3 rows"), "{err}");
     }
 
@@ -565,7 +580,8 @@ mod tests {
             reading(Encoding::Padded, &a),
             reading(Encoding::Tail, &b),
         ])
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("as rows [1, 2] (zero-padded"), "{err}");
         assert!(err.contains("as rows [1, 3] (a '#'-marked"), "{err}");
         // Two that agree, or one valid, are read.
@@ -586,7 +602,9 @@ mod tests {
         assert_eq!(size % 4, 2);
         let text = padded_text(&bytes);
         // The log's cardinality must match what the vector holds.
-        let err = inline_vector(&inline(&text, size, 4), None).unwrap_err();
+        let err = inline_vector(&inline(&text, size, 4), None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("holds 3 rows, the log says 4"), "{err}");
         // A group written 2^32 higher is no encoder's: refused, last group or not.
         for at in [5, text.len() - 5] {
@@ -600,7 +618,9 @@ mod tests {
                 group(value + (1 << 32)),
                 &text[at + 5..]
             );
-            let err = inline_vector(&inline(&wrapped, size, 3), None).unwrap_err();
+            let err = inline_vector(&inline(&wrapped, size, 3), None)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains("overflows 32 bits"), "{err}");
         }
         // Not Z85, not whole groups, or not the size the log gives.
@@ -623,7 +643,9 @@ mod tests {
         let four = format!("{cut}####0");
         assert!(inline_vector(&inline(&four, size, 3), None).is_err());
         let big = format!("{cut}##%%%");
-        let err = inline_vector(&inline(&big, size, 3), None).unwrap_err();
+        let err = inline_vector(&inline(&big, size, 3), None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("does not fit its 2 bytes"), "{err}");
         assert!(inline_vector(&inline(&tail, size + 1, 3), None).is_err());
         // Multi-byte text is refused, never sliced inside a character.
@@ -679,7 +701,7 @@ mod tests {
                 bytes.extend(key.to_le_bytes());
                 bitmap.serialize_into(&mut bytes).unwrap();
             }
-            let err = positions(&bytes).unwrap_err();
+            let err = positions(&bytes).unwrap_err().to_string();
             assert!(err.contains("out of order"), "{err}");
         }
     }

@@ -20,7 +20,8 @@ pub enum DeltaError {
         /// The log file.
         file: String,
         /// What is wrong.
-        reason: String,
+        #[source]
+        reason: Reason,
     },
     /// The log is incomplete: versions are missing with no checkpoint covering them.
     #[error("_delta_log: {reason}")]
@@ -34,15 +35,17 @@ pub enum DeltaError {
         /// Delta version.
         version: u64,
         /// What.
-        what: String,
+        #[source]
+        what: Reason,
     },
     /// deltalake-core failed reading a checkpoint.
     #[error("checkpoint at version {version}: {reason}")]
     Checkpoint {
         /// Checkpoint version.
         version: u64,
-        /// The library's message.
-        reason: String,
+        /// The library's message, its error beneath.
+        #[source]
+        reason: Reason,
     },
 }
 
@@ -55,5 +58,88 @@ pub struct HistoryLost {
     pub what: String,
 }
 
+/// What is wrong with a file of the table (or of a value in it), in the words the operator
+/// reads; the error of the library beneath (serde_json, Arrow, Parquet, storage,
+/// deltalake-core), where there is one, stays reachable as its
+/// [`source`](std::error::Error::source).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Reason {
+    message: String,
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl Reason {
+    /// The library error `e`, its message as it reads.
+    pub fn library(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self {
+            message: e.to_string(),
+            source: Some(Box::new(e)),
+        }
+    }
+
+    /// A mapper to the library error `e` read as `<context>: <e>`.
+    pub fn within<E: std::error::Error + Send + Sync + 'static>(
+        context: impl std::fmt::Display,
+    ) -> impl FnOnce(E) -> Self {
+        move |e| Self::library(e).context(context)
+    }
+
+    /// The same reason, its message as it reads, with `e` beneath as its cause.
+    pub fn because(mut self, e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Box::new(e));
+        self
+    }
+
+    /// The same reason, its message prefixed (`<context>: <message>`); the cause stays.
+    pub fn context(mut self, context: impl std::fmt::Display) -> Self {
+        self.message = format!("{context}: {}", self.message);
+        self
+    }
+}
+
+impl From<String> for Reason {
+    fn from(message: String) -> Self {
+        Self {
+            message,
+            source: None,
+        }
+    }
+}
+
+impl From<&str> for Reason {
+    fn from(message: &str) -> Self {
+        message.to_string().into()
+    }
+}
+
 /// Result alias of this crate.
 pub type Result<T, E = DeltaError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use super::*;
+
+    #[test]
+    fn a_log_error_reads_as_before_and_keeps_the_parser_error_beneath() {
+        let json = serde_json::from_str::<serde_json::Value>("{").unwrap_err();
+        let e = DeltaError::Log {
+            version: 3,
+            file: "/t/_delta_log/00000000000000000003.json".into(),
+            reason: crate::action::parse_commit("{").unwrap_err(),
+        };
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "version 3 (/t/_delta_log/00000000000000000003.json): line 1: corrupt JSON: {json}"
+            )
+        );
+        let beneath = e.source().and_then(Error::source);
+        assert!(beneath.is_some_and(|s| s.is::<serde_json::Error>()));
+        let own = Reason::from("no metaData action before this version");
+        assert!(own.source().is_none());
+    }
+}

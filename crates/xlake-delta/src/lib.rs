@@ -37,6 +37,6 @@ pub mod target;
 pub mod values;
 pub mod vector_bytes;
 
-pub use error::{DeltaError, Result};
+pub use error::{DeltaError, Reason, Result};
 pub use source::DeltaSource;
 pub use table_source::{FORMAT, KIND};

@@ -13,7 +13,7 @@ use xlake_model::{path_key, ChangeSet, PathKeySet, RemovedLater};
 use xlake_source::{ChangeStream, MirrorState, SourceError};
 
 use crate::action::{parse_commit, Add};
-use crate::error::{DeltaError, HistoryLost, Result};
+use crate::error::{DeltaError, HistoryLost, Reason, Result};
 use crate::resume;
 use crate::source::{local_path, BaseLive, State};
 use crate::DeltaSource;
@@ -172,7 +172,7 @@ impl DeltaSource {
                 break;
             };
             let Ok(paths) = std::str::from_utf8(&bytes)
-                .map_err(|e| e.to_string())
+                .map_err(Reason::library)
                 .and_then(removed_paths)
             else {
                 break;
@@ -187,7 +187,7 @@ impl DeltaSource {
 
 /// The paths a commit file's `remove` actions name, as the replay names them; only lines
 /// that can hold one are parsed (an `add` line's statistics are never decoded here).
-pub(crate) fn removed_paths(text: &str) -> std::result::Result<Vec<String>, String> {
+pub(crate) fn removed_paths(text: &str) -> std::result::Result<Vec<String>, Reason> {
     let lines: String = text
         .lines()
         .filter(|l| l.contains("\"remove\""))
@@ -248,7 +248,7 @@ impl DeltaReplay<'_> {
                 .ok_or_else(|| DeltaError::Incomplete {
                     reason: format!("commit {version:020}.json is missing"),
                 })?;
-        let log_error = |reason: String| DeltaError::Log {
+        let log_error = |reason: Reason| DeltaError::Log {
             version,
             file: source.store().absolute(&path),
             reason,
@@ -329,7 +329,7 @@ impl DeltaReplay<'_> {
         &mut self,
         change: &mut ChangeSet,
         adds: &[Add],
-        refuse: &(dyn Fn(String) -> DeltaError + Sync),
+        refuse: &(dyn Fn(Reason) -> DeltaError + Sync),
     ) -> Result<()> {
         let mut once = HashSet::new();
         if let Some(twice) = change
@@ -337,10 +337,13 @@ impl DeltaReplay<'_> {
             .iter()
             .find(|f| !once.insert(path_key(&f.path)))
         {
-            return Err(refuse(format!(
-                "adds {} twice (the Delta protocol allows one add of a path per version)",
-                twice.path
-            )));
+            return Err(refuse(
+                format!(
+                    "adds {} twice (the Delta protocol allows one add of a path per version)",
+                    twice.path
+                )
+                .into(),
+            ));
         }
         // A remove and an add of one path in one version (a new deletion vector) is
         // already a replacement.

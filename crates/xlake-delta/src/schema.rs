@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use serde_json::Value as Json;
 use xlake_model::{DataType, Field, PrimitiveType, Schema, TimeUnit};
 
+use crate::error::Reason;
+
 const MAPPING_ID: &str = "delta.columnMapping.id";
 const PHYSICAL_NAME: &str = "delta.columnMapping.physicalName";
 
@@ -72,9 +74,9 @@ pub fn parse_schema(
     text: &str,
     mapped: bool,
     partition_columns: &[String],
-) -> Result<TableSchema, String> {
+) -> Result<TableSchema, Reason> {
     let json: Json =
-        serde_json::from_str(text).map_err(|e| format!("schemaString is not JSON: {e}"))?;
+        serde_json::from_str(text).map_err(Reason::within("schemaString is not JSON"))?;
     let fields = json
         .get("fields")
         .and_then(Json::as_array)
@@ -335,6 +337,7 @@ mod tests {
             &[]
         )
         .unwrap_err()
+        .to_string()
         .contains("column v"));
     }
 
@@ -402,14 +405,16 @@ mod tests {
             )
         };
         for id in ["-1", "0", "99999999999", "1.5", "\"3\""] {
-            let err = parse_schema(&schema(id), true, &[]).unwrap_err();
+            let err = parse_schema(&schema(id), true, &[])
+                .unwrap_err()
+                .to_string();
             assert!(err.contains("column a b: column mapping id"), "{id}: {err}");
         }
         let t = parse_schema(&schema("2147483647"), true, &[]).unwrap();
         assert_eq!(t.schema.fields[0].id, Some(i32::MAX));
         let nested = r#"{"type":"struct","fields":[{"name":"l","type":{"type":"array","elementType":"long","containsNull":true},"nullable":true,
              "metadata":{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-l","delta.columnMapping.nested.ids":{"col-l.element":-7}}}]}"#;
-        let err = parse_schema(nested, true, &[]).unwrap_err();
+        let err = parse_schema(nested, true, &[]).unwrap_err().to_string();
         assert!(err.contains("col-l.element"), "{err}");
     }
 }

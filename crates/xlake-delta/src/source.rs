@@ -12,7 +12,7 @@ use xlake_storage::TableStore;
 use crate::action::{parse_commit, Add, CommitInfo, MetaData, Protocol};
 use crate::checkpoint;
 use crate::deletion_vector::{self, Descriptor};
-use crate::error::{DeltaError, Result};
+use crate::error::{DeltaError, Reason, Result};
 use crate::log::{LogListing, LOG_DIR};
 use crate::resume;
 use crate::schema::{parse_schema, TableSchema};
@@ -239,12 +239,12 @@ impl DeltaSource {
         metadata: MetaData,
         protocol: Protocol,
     ) -> Result<State> {
-        let unsupported = |what: String| DeltaError::Unsupported { version, what };
+        let unsupported = |what: Reason| DeltaError::Unsupported { version, what };
         for feature in protocol.reader_features.iter().flatten() {
             if !SUPPORTED_READER_FEATURES.contains(&feature.as_str()) {
-                return Err(unsupported(format!(
-                    "reader feature {feature} is not supported"
-                )));
+                return Err(unsupported(
+                    format!("reader feature {feature} is not supported").into(),
+                ));
             }
         }
         let mapped = matches!(
@@ -290,11 +290,11 @@ impl DeltaSource {
         &self,
         s: &State,
         add: &Add,
-    ) -> std::result::Result<DataFile, String> {
+    ) -> std::result::Result<DataFile, Reason> {
         let path = local_path(&add.path)?;
         let (records, stats) = match &add.stats {
             Some(text) if !text.is_empty() => {
-                parse_stats(text, &s.table).map_err(|e| format!("{}: {e}", add.path))?
+                parse_stats(text, &s.table).map_err(|e| e.context(&add.path))?
             }
             _ => (None, Default::default()),
         };
@@ -312,9 +312,9 @@ impl DeltaSource {
                     format!("partition column {} is not a primitive column", f.source)
                 })?;
                 let text = by_logical.get(f.source.as_str()).copied().flatten();
-                partition_value(text, ty).map_err(|e| format!("{}: {e}", add.path))
+                partition_value(text, ty).map_err(|e| e.context(&add.path))
             })
-            .collect::<std::result::Result<Vec<_>, String>>()?;
+            .collect::<std::result::Result<Vec<_>, Reason>>()?;
         let mut file = DataFile::parquet(
             path,
             u64::try_from(add.size).map_err(|_| "negative size")?,
@@ -323,17 +323,18 @@ impl DeltaSource {
         .with_partition(partition);
         file.column_stats = stats.into_iter().collect();
         if let Some(dv) = &add.deletion_vector {
-            let descriptor: Descriptor = serde_json::from_value(dv.clone())
-                .map_err(|e| format!("{}: deletion vector descriptor: {e}", add.path))?;
+            let descriptor: Descriptor = serde_json::from_value(dv.clone()).map_err(|e| {
+                Reason::library(e).context(format_args!("{}: deletion vector descriptor", add.path))
+            })?;
             let vector = crate::vector_bytes::vector_of(&descriptor, records)
-                .map_err(|e| format!("{}: deletion vector: {e}", add.path))?;
+                .map_err(|e| e.context(format_args!("{}: deletion vector", add.path)))?;
             if self.decode_vectors {
                 match deletion_vector::read(&self.store, &descriptor, records).await {
                     Ok(rows) => file.deleted_rows = rows,
                     // Left undecoded: the target mirrors a vector VACUUM deleted as history
                     // when a later version removes the file, and refuses it otherwise.
                     Err(_) if self.vector_gone(&vector).await => {}
-                    Err(e) => return Err(format!("{}: deletion vector: {e}", add.path)),
+                    Err(e) => return Err(e.context(format_args!("{}: deletion vector", add.path))),
                 }
             }
             file.deletion_vector = Some(vector);
@@ -358,27 +359,27 @@ impl DeltaSource {
         version: u64,
         files: bool,
     ) -> Result<(State, deltalake_core::DeltaTable)> {
-        let fail = |reason: String| DeltaError::Checkpoint { version, reason };
+        let fail = |reason: Reason| DeltaError::Checkpoint { version, reason };
         let url = table_url(self.store.location()).map_err(&fail)?;
         // deltalake-core reads through xlake's own object store (the one the rest of the
         // source uses: same credentials, same faults); its read-only log store needs only
         // the default implementation, registered for the location's scheme.
         register_log_store(&url);
         let mut builder = deltalake_core::DeltaTableBuilder::from_url(url.clone())
-            .map_err(|e| fail(e.to_string()))?
+            .map_err(|e| fail(Reason::library(e)))?
             .with_storage_backend(self.store.object_store(), url)
             .with_version(version as i64);
         if !files {
             builder = builder.without_files();
         }
-        let table = builder.load().await.map_err(|e| fail(e.to_string()))?;
-        let snapshot = table.snapshot().map_err(|e| fail(e.to_string()))?;
+        let table = builder.load().await.map_err(|e| fail(Reason::library(e)))?;
+        let snapshot = table.snapshot().map_err(|e| fail(Reason::library(e)))?;
         let metadata: MetaData = serde_json::to_value(snapshot.metadata())
             .and_then(serde_json::from_value)
-            .map_err(|e| fail(format!("metadata: {e}")))?;
+            .map_err(|e| fail(Reason::library(e).context("metadata")))?;
         let protocol: Protocol = serde_json::to_value(snapshot.protocol())
             .and_then(serde_json::from_value)
-            .map_err(|e| fail(format!("protocol: {e}")))?;
+            .map_err(|e| fail(Reason::library(e).context("protocol")))?;
         let state = self.state(version, metadata, protocol)?;
         Ok((state, table))
     }
@@ -404,12 +405,12 @@ impl DeltaSource {
     async fn newest_metadata(
         &self,
         version: u64,
-    ) -> std::result::Result<Option<(MetaData, Protocol)>, String> {
+    ) -> std::result::Result<Option<(MetaData, Protocol)>, Reason> {
         // From the newest checkpoint at or before `version`, or from version 0 without one.
         let checkpoint = match self.log.checkpoints.range(..=version).next_back() {
             Some(&c) => {
                 let classic = format!("{LOG_DIR}/{c:020}.checkpoint.parquet");
-                match self.store.size(&classic).await.map_err(|e| e.to_string())? {
+                match self.store.size(&classic).await.map_err(Reason::library)? {
                     Some(size) => Some((c, classic, size)),
                     None => return Ok(None),
                 }
@@ -425,7 +426,7 @@ impl DeltaSource {
             let Some((path, _)) = self.log.commits.get(&v) else {
                 return Ok(None);
             };
-            let bytes = self.store.get(path).await.map_err(|e| e.to_string())?;
+            let bytes = self.store.get(path).await.map_err(Reason::library)?;
             let text = String::from_utf8_lossy(&bytes);
             // Only the (rare) lines that can hold these actions are parsed.
             let lines: String = text
@@ -475,9 +476,9 @@ impl DeltaSource {
     /// The state at a checkpoint version, read with deltalake-core: schema, protocol, and
     /// one change set adding every live file.
     pub(crate) async fn checkpoint_state(&self, version: u64) -> Result<(State, ChangeSet)> {
-        let fail = |reason: String| DeltaError::Checkpoint { version, reason };
+        let fail = |reason: Reason| DeltaError::Checkpoint { version, reason };
         let (state, table) = self.snapshot_at(version, true).await?;
-        let snapshot = table.snapshot().map_err(|e| fail(e.to_string()))?;
+        let snapshot = table.snapshot().map_err(|e| fail(Reason::library(e)))?;
         let (time, action) = match self.log.commits.get(&version) {
             Some((path, _)) => {
                 let bytes = self.store.get(path).await?;
@@ -521,7 +522,7 @@ impl DeltaSource {
                     .deletion_vector_descriptor()
                     .map(serde_json::to_value)
                     .transpose()
-                    .map_err(|e| fail(format!("deletion vector descriptor: {e}")))?,
+                    .map_err(|e| fail(Reason::library(e).context("deletion vector descriptor")))?,
             };
             adds.push(add);
         }
@@ -596,8 +597,8 @@ impl BaseLive {
 }
 
 /// The live file paths of a table loaded by deltalake-core, as `data_file` names them.
-fn live_paths(table: &deltalake_core::DeltaTable) -> std::result::Result<Vec<u128>, String> {
-    let snapshot = table.snapshot().map_err(|e| e.to_string())?;
+fn live_paths(table: &deltalake_core::DeltaTable) -> std::result::Result<Vec<u128>, Reason> {
+    let snapshot = table.snapshot().map_err(Reason::library)?;
     snapshot
         .log_data()
         .into_iter()
@@ -638,18 +639,18 @@ pub(crate) fn register_log_store(url: &url::Url) {
     }
 }
 
-pub(crate) fn table_url(location: &str) -> std::result::Result<url::Url, String> {
+pub(crate) fn table_url(location: &str) -> std::result::Result<url::Url, Reason> {
     if location.contains("://") {
-        url::Url::parse(location).map_err(|e| e.to_string())
+        url::Url::parse(location).map_err(Reason::library)
     } else {
         url::Url::from_directory_path(location)
-            .map_err(|_| format!("{location} is not an absolute path"))
+            .map_err(|_| format!("{location} is not an absolute path").into())
     }
 }
 
 /// A Delta file path as xlake-storage takes it: percent-decoded; `file:` URIs become
 /// absolute local paths; other URIs stay as they are.
-pub(crate) fn local_path(path: &str) -> std::result::Result<String, String> {
+pub(crate) fn local_path(path: &str) -> std::result::Result<String, Reason> {
     if let Some(rest) = path.strip_prefix("file:") {
         let decoded = url::Url::parse(path)
             .ok()
@@ -657,7 +658,7 @@ pub(crate) fn local_path(path: &str) -> std::result::Result<String, String> {
         return decoded
             .map(|p| p.to_string_lossy().into_owned())
             .or_else(|| Some(format!("/{}", rest.trim_start_matches('/'))))
-            .ok_or_else(|| format!("bad file URI {path}"));
+            .ok_or_else(|| format!("bad file URI {path}").into());
     }
     if path.contains("://") {
         return Ok(path.to_string());
@@ -665,11 +666,11 @@ pub(crate) fn local_path(path: &str) -> std::result::Result<String, String> {
     percent_decode(path)
 }
 
-fn percent_decode(s: &str) -> std::result::Result<String, String> {
+fn percent_decode(s: &str) -> std::result::Result<String, Reason> {
     percent_encoding::percent_decode_str(s)
         .decode_utf8()
         .map(|d| d.into_owned())
-        .map_err(|_| format!("{s}: not UTF-8 after %-decoding"))
+        .map_err(|e| Reason::from(format!("{s}: not UTF-8 after %-decoding")).because(e))
 }
 
 #[cfg(test)]

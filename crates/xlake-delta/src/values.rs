@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde_json::Value as Json;
 use xlake_model::{ColumnStats, DataType, PrimitiveType, Schema, TimeUnit, Value};
 
+use crate::error::Reason;
 use crate::schema::TableSchema;
 
 /// Microseconds of a Delta timestamp text (`2024-01-01 10:00:00[.ffffff]`, ISO-8601 with or
@@ -33,20 +34,20 @@ fn date_days(text: &str) -> Option<i32> {
 /// A partition value as Delta writes it in `partitionValues` (`None` and `""`: null).
 /// Timestamps without a zone are read as UTC; the protocol says the writer's zone, which
 /// the log does not record (Spark writers should run with a UTC session zone).
-pub fn partition_value(text: Option<&str>, ty: &PrimitiveType) -> Result<Option<Value>, String> {
+pub fn partition_value(text: Option<&str>, ty: &PrimitiveType) -> Result<Option<Value>, Reason> {
     let Some(text) = text else { return Ok(None) };
     // The protocol: "An empty string for any type translates to a null partition value."
     if text.is_empty() {
         return Ok(None);
     }
-    let bad = || format!("partition value {text:?} is not a valid {ty:?}");
+    let bad = || Reason::from(format!("partition value {text:?} is not a valid {ty:?}"));
     Ok(Some(match ty {
         PrimitiveType::String => Value::String(text.to_string()),
-        PrimitiveType::Int => Value::Int(text.parse().map_err(|_| bad())?),
-        PrimitiveType::Long => Value::Long(text.parse().map_err(|_| bad())?),
-        PrimitiveType::Boolean => Value::Boolean(text.parse().map_err(|_| bad())?),
-        PrimitiveType::Float => Value::Float(text.parse().map_err(|_| bad())?),
-        PrimitiveType::Double => Value::Double(text.parse().map_err(|_| bad())?),
+        PrimitiveType::Int => Value::Int(text.parse().map_err(|e| bad().because(e))?),
+        PrimitiveType::Long => Value::Long(text.parse().map_err(|e| bad().because(e))?),
+        PrimitiveType::Boolean => Value::Boolean(text.parse().map_err(|e| bad().because(e))?),
+        PrimitiveType::Float => Value::Float(text.parse().map_err(|e| bad().because(e))?),
+        PrimitiveType::Double => Value::Double(text.parse().map_err(|e| bad().because(e))?),
         PrimitiveType::Date => Value::Date(date_days(text).ok_or_else(bad)?),
         PrimitiveType::Timestamp { .. } => {
             Value::Timestamp(timestamp_micros(text).ok_or_else(bad)?)
@@ -60,14 +61,10 @@ pub fn partition_value(text: Option<&str>, ty: &PrimitiveType) -> Result<Option<
             }
             let unscaled: i128 = format!("{int}{frac:0<width$}", width = usize::from(*scale))
                 .parse()
-                .map_err(|_| bad())?;
+                .map_err(|e| bad().because(e))?;
             Value::Decimal(if neg { -unscaled } else { unscaled })
         }
-        _ => {
-            return Err(format!(
-                "partition columns of type {ty:?} are not supported"
-            ))
-        }
+        _ => return Err(format!("partition columns of type {ty:?} are not supported").into()),
     }))
 }
 
@@ -101,8 +98,8 @@ fn stat_value(v: &Json, ty: &PrimitiveType, upper: bool) -> Option<Value> {
 pub fn parse_stats(
     stats: &str,
     table: &TableSchema,
-) -> Result<(Option<u64>, BTreeMap<String, ColumnStats>), String> {
-    let json: Json = serde_json::from_str(stats).map_err(|e| format!("stats are not JSON: {e}"))?;
+) -> Result<(Option<u64>, BTreeMap<String, ColumnStats>), Reason> {
+    let json: Json = serde_json::from_str(stats).map_err(Reason::within("stats are not JSON"))?;
     let records = json.get("numRecords").and_then(Json::as_u64);
     let mut out: BTreeMap<String, ColumnStats> = BTreeMap::new();
     let flat_leaves = flat_leaf_paths(&table.schema);

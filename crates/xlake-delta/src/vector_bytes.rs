@@ -4,11 +4,12 @@
 use xlake_model::{DeletionVector, VectorBytes};
 
 use crate::deletion_vector::{inline_vector, uuid_path, Descriptor};
+use crate::error::Reason;
 
 /// The neutral form of a descriptor: inline bytes decoded from Z85 (the one valid reading,
 /// see [`inline_vector`]; `num_records` is the file's row count when the log gives it), or
 /// the file, offset and size of a `u` or `p` vector.
-pub fn vector_of(d: &Descriptor, num_records: Option<u64>) -> Result<DeletionVector, String> {
+pub fn vector_of(d: &Descriptor, num_records: Option<u64>) -> Result<DeletionVector, Reason> {
     let stored = |path: String| VectorBytes::Stored {
         path,
         // Delta's default: the vector follows the file's one-byte format version.
@@ -20,7 +21,7 @@ pub fn vector_of(d: &Descriptor, num_records: Option<u64>) -> Result<DeletionVec
         "i" => VectorBytes::Inline(inline_vector(d, num_records)?.0),
         "u" => stored(uuid_path(&d.path_or_inline_dv)?),
         "p" => stored(d.path_or_inline_dv.clone()),
-        other => return Err(format!("unknown deletion vector storage type {other:?}")),
+        other => return Err(format!("unknown deletion vector storage type {other:?}").into()),
     };
     Ok(DeletionVector {
         bytes,

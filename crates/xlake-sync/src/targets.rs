@@ -46,7 +46,11 @@ pub const KINDS: &[TargetKind] = &[
         name: "iceberg",
         title: "Iceberg",
         open: open_iceberg,
-        version_problem: |n| xlake_iceberg::v3::format_version(n).err(),
+        version_problem: |n| {
+            xlake_iceberg::v3::format_version(n)
+                .err()
+                .map(|e| e.to_string())
+        },
         writes_marker_of: Some(("ICEBERG", iceberg_metadata_is_ours)),
     },
     TargetKind {

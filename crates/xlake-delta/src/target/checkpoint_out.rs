@@ -4,6 +4,7 @@
 
 use xlake_storage::TableStore;
 
+use crate::error::Reason;
 use crate::source::{register_log_store, table_url};
 
 /// Write the checkpoint of `version`.
@@ -13,17 +14,17 @@ pub(super) async fn write(store: &TableStore, version: u64) {
     }
 }
 
-async fn try_write(store: &TableStore, version: u64) -> Result<(), String> {
+async fn try_write(store: &TableStore, version: u64) -> Result<(), Reason> {
     let url = table_url(store.location())?;
     register_log_store(&url);
     let table = deltalake_core::DeltaTableBuilder::from_url(url.clone())
-        .map_err(|e| e.to_string())?
+        .map_err(Reason::library)?
         .with_storage_backend(store.object_store(), url)
         .with_version(version as i64)
         .load()
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(Reason::library)?;
     deltalake_core::checkpoints::create_checkpoint(&table, None)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(Reason::library)
 }

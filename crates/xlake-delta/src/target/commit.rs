@@ -19,6 +19,7 @@ use super::schema_out::{
     wants_column_mapping,
 };
 use super::values_out::{absolute_uri, delta_path, partition_text, stats_json, z85};
+use crate::error::Reason;
 
 /// What the table's schema state is in Delta's words, for one change set.
 struct Shape {
@@ -36,7 +37,7 @@ pub(super) async fn actions(
     change: &ChangeSet,
     verify: bool,
 ) -> Result<Vec<Json>, TargetFault> {
-    let unsupported = |what: String| TargetFault::Unsupported {
+    let unsupported = |what: Reason| TargetFault::Unsupported {
         table: store.location().to_string(),
         commit: change.commit.id.clone(),
         what,
@@ -69,13 +70,13 @@ pub(super) async fn actions(
     removals(change, state_or_empty, &mut out);
     let mut written = written_vectors(store, change)
         .await
-        .map_err(|(path, e)| unsupported(format!("data file {path}: {e}")))?;
+        .map_err(|(path, e)| unsupported(format!("data file {path}: {e}").into()))?;
     for file in &change.added {
         let dv = match written.remove(&file.path) {
             Some(dv) => Some(dv),
             None => vector_of(store, file)
                 .await
-                .map_err(|e| unsupported(format!("data file {}: {e}", file.path)))?,
+                .map_err(|e| unsupported(format!("data file {}: {e}", file.path).into()))?,
         };
         if let Some(live) = state_or_empty.live.get(&file.path) {
             let new_id = vector_id(dv.as_ref());
@@ -91,7 +92,7 @@ pub(super) async fn actions(
         }
         let add = add_action(store, change, file, (&shape, dv), verify)
             .await
-            .map_err(|e| unsupported(format!("data file {}: {e}", file.path)))?;
+            .map_err(|e| unsupported(format!("data file {}: {e}", file.path).into()))?;
         out.push(json!({"add": add}));
     }
     Ok(out)
@@ -141,12 +142,12 @@ fn same_metadata(current: Option<&Map<String, Json>>, new: &Map<String, Json>) -
 
 /// The `metaData` for `change`, keeping the table's id, creation time and partition
 /// columns (Delta does not change a table's partition columns in place).
-fn shape(state: Option<&LogState>, change: &ChangeSet) -> Result<Shape, String> {
+fn shape(state: Option<&LogState>, change: &ChangeSet) -> Result<Shape, Reason> {
     let current = state.and_then(|s| s.metadata.as_ref());
     let mapping = wants_column_mapping(&change.schema).then(|| physical_names(current));
     let schema = delta_schema(&change.schema, mapping.as_ref())?;
     if let Some(column) = changed_type(current, &schema) {
-        return Err(column);
+        return Err(column.into());
     }
     let physical = match &mapping {
         Some(_) => physical_of(&schema),
@@ -163,7 +164,7 @@ fn shape(state: Option<&LogState>, change: &ChangeSet) -> Result<Shape, String> 
     let names: Vec<&str> = partitions.iter().map(|(_, c, _)| c.as_str()).collect();
     if let Some(was) = current.and_then(|m| m.get("partitionColumns")) {
         if *was != json!(names) {
-            return Err(format!("the partition columns change from {was} to {names:?}, which a Delta table cannot do in place"));
+            return Err(format!("the partition columns change from {was} to {names:?}, which a Delta table cannot do in place").into());
         }
     }
     let mut configuration = current
@@ -595,7 +596,7 @@ mod tests {
             ..Default::default()
         };
         let changed = change(vec![Field::required("id", PrimitiveType::String)]);
-        let err = shape(Some(&state), &changed).err().unwrap();
+        let err = shape(Some(&state), &changed).err().unwrap().to_string();
         assert!(err.contains("column id changes type"), "{err}");
     }
 }

@@ -4,6 +4,8 @@
 use xlake_storage::StorageError;
 use xlake_target::{ErrorKind, TargetError};
 
+use crate::error::Reason;
+
 /// Why the Delta target failed. Each variant names the file or the commit.
 #[derive(Debug, thiserror::Error)]
 pub enum TargetFault {
@@ -34,8 +36,9 @@ pub enum TargetFault {
     Unreadable {
         /// The file.
         file: String,
-        /// What is wrong.
-        reason: String,
+        /// What is wrong, the library's error beneath where there is one.
+        #[source]
+        reason: Reason,
     },
     /// A change set the Delta target cannot hold.
     #[error("table {table}, source commit {commit}: {what}")]
@@ -45,7 +48,8 @@ pub enum TargetFault {
         /// The source commit.
         commit: String,
         /// What, naming the file or column.
-        what: String,
+        #[source]
+        what: Reason,
     },
     /// A command this target does not do (yet).
     #[error("{0}")]

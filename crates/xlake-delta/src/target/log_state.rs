@@ -10,6 +10,7 @@ use serde_json::{Map, Value as Json};
 use xlake_storage::TableStore;
 
 use super::error::TargetFault;
+use crate::error::Reason;
 use crate::log::{LogListing, LOG_DIR};
 use crate::source::local_path;
 
@@ -159,7 +160,7 @@ impl LogState {
     ) -> Result<Self, TargetFault> {
         let path = checkpoint_file(version);
         let file = store.absolute(&path);
-        let bad = |reason: String| TargetFault::Unreadable {
+        let bad = |reason: Reason| TargetFault::Unreadable {
             file: file.clone(),
             reason,
         };
@@ -171,8 +172,8 @@ impl LogState {
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
         {
-            let action: Map<String, Json> =
-                serde_json::from_str(line).map_err(|e| bad(format!("row {}: {e}", n + 1)))?;
+            let action: Map<String, Json> = serde_json::from_str(line)
+                .map_err(|e| bad(Reason::library(e).context(format_args!("row {}", n + 1))))?;
             for (kind, body) in action {
                 let Json::Object(body) = body else { continue };
                 match kind.as_str() {
@@ -193,19 +194,20 @@ impl LogState {
         bytes: &[u8],
         file: &str,
     ) -> Result<(), TargetFault> {
-        let bad = |reason: String| TargetFault::Unreadable {
+        let bad = |reason: Reason| TargetFault::Unreadable {
             file: file.to_string(),
             reason,
         };
-        let text = std::str::from_utf8(bytes).map_err(|e| bad(e.to_string()))?;
+        let text = std::str::from_utf8(bytes).map_err(|e| bad(Reason::library(e)))?;
         let mut info = None;
         for (n, line) in text
             .lines()
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
         {
-            let action: Map<String, Json> = serde_json::from_str(line)
-                .map_err(|e| bad(format!("line {}: corrupt JSON: {e}", n + 1)))?;
+            let action: Map<String, Json> = serde_json::from_str(line).map_err(|e| {
+                bad(Reason::library(e).context(format_args!("line {}: corrupt JSON", n + 1)))
+            })?;
             for (kind, body) in action {
                 let Json::Object(body) = body else { continue };
                 match kind.as_str() {
@@ -226,7 +228,7 @@ impl LogState {
         Ok(())
     }
 
-    fn add(&mut self, add: Map<String, Json>, version: u64) -> Result<(), String> {
+    fn add(&mut self, add: Map<String, Json>, version: u64) -> Result<(), Reason> {
         let path = model_path(&add)?;
         let rows = add
             .get("stats")
@@ -243,7 +245,7 @@ impl LogState {
         Ok(())
     }
 
-    fn remove(&mut self, remove: &Map<String, Json>, version: u64) -> Result<(), String> {
+    fn remove(&mut self, remove: &Map<String, Json>, version: u64) -> Result<(), Reason> {
         let path = model_path(remove)?;
         let id = vector_id(remove.get("deletionVector"));
         self.note_vector(remove.get("deletionVector"));
@@ -277,7 +279,7 @@ pub(super) async fn list(store: &TableStore) -> Result<LogListing, TargetFault> 
         .await
         .map_err(|e| TargetFault::Unreadable {
             file: store.absolute(LOG_DIR),
-            reason: e.to_string(),
+            reason: Reason::library(e),
         })
 }
 
@@ -319,7 +321,7 @@ fn start_of(store: &TableStore, listing: &LogListing) -> Result<Option<u64>, Tar
 }
 
 /// The location a file action names, as the model spells it.
-fn model_path(action: &Map<String, Json>) -> Result<String, String> {
+fn model_path(action: &Map<String, Json>) -> Result<String, Reason> {
     let path = action
         .get("path")
         .and_then(Json::as_str)

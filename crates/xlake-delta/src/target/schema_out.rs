@@ -7,6 +7,8 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::{json, Map, Value as Json};
 use xlake_model::{DataType, Field, PartitionSpec, PrimitiveType, Schema, Transform};
 
+use crate::error::Reason;
+
 /// Column mapping on (mode `id`): every field of the source carries an id.
 pub(super) fn wants_column_mapping(schema: &Schema) -> bool {
     !schema.fields.is_empty() && schema.fields.iter().all(|f| f.id.is_some())
@@ -48,7 +50,7 @@ fn collect_physical(t: &Json, names: &mut HashMap<i64, String>) {
 pub(super) fn delta_schema(
     schema: &Schema,
     mapping: Option<&HashMap<i64, String>>,
-) -> Result<Json, String> {
+) -> Result<Json, Reason> {
     Ok(json!({"type": "struct", "fields": fields(&schema.fields, mapping)?}))
 }
 

@@ -33,12 +33,17 @@ pub fn version_number(v: FormatVersion) -> u8 {
     }
 }
 
+/// A format version xlake does not write: it writes 2 and 3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("format version {0} is not supported (2 or 3)")]
+pub struct UnsupportedVersion(pub u8);
+
 /// The format version `n` (2 or 3).
-pub fn format_version(n: u8) -> std::result::Result<FormatVersion, String> {
+pub fn format_version(n: u8) -> std::result::Result<FormatVersion, UnsupportedVersion> {
     match n {
         2 => Ok(FormatVersion::V2),
         3 => Ok(FormatVersion::V3),
-        other => Err(format!("format version {other} is not supported (2 or 3)")),
+        other => Err(UnsupportedVersion(other)),
     }
 }
 
@@ -84,7 +89,7 @@ impl IcebergTable {
         let version = format_version(n).map_err(|reason| IcebergError::FormatVersion {
             table: self.table(),
             asked: n,
-            reason,
+            reason: reason.to_string(),
         })?;
         Ok(self.format_version(version))
     }

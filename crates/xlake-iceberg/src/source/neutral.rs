@@ -10,6 +10,8 @@ use xlake_model::{
     DataType, Field, PartitionField, PartitionSpec, PrimitiveType, Schema, TimeUnit, Value,
 };
 
+use crate::spec::error::CodecError;
+
 /// The neutral schema of an Iceberg schema, every field with its Iceberg id.
 pub(crate) fn schema(schema: &IcebergSchema) -> Schema {
     Schema::new(schema.as_struct().fields().iter().map(field).collect())
@@ -66,7 +68,7 @@ fn primitive(p: &IcebergPrimitive) -> PrimitiveType {
 pub(crate) fn partition_spec(
     spec: &IcebergSpec,
     schema: &IcebergSchema,
-) -> Result<PartitionSpec, String> {
+) -> Result<PartitionSpec, CodecError> {
     let mut fields = Vec::with_capacity(spec.fields().len());
     for f in spec.fields() {
         if f.transform == IcebergTransform::Void {
@@ -86,7 +88,8 @@ pub(crate) fn partition_spec(
                 f.name,
                 f.transform,
                 spec.spec_id()
-            ));
+            )
+            .into());
         }
         fields.push(PartitionField::new(
             source,
@@ -103,7 +106,7 @@ pub(crate) fn partition_values(
     tuple: &Struct,
     spec: &IcebergSpec,
     schema: &IcebergSchema,
-) -> Result<Vec<Option<Value>>, String> {
+) -> Result<Vec<Option<Value>>, CodecError> {
     let mut out = Vec::with_capacity(spec.fields().len());
     for (f, literal) in spec.fields().iter().zip(tuple.iter()) {
         if f.transform == IcebergTransform::Void {
@@ -113,10 +116,9 @@ pub(crate) fn partition_values(
             .field_by_id(f.source_id)
             .map(|c| c.field_type.as_ref());
         let Some(Type::Primitive(ty)) = column else {
-            return Err(format!(
-                "partition field {} has no primitive source column",
-                f.name
-            ));
+            return Err(
+                format!("partition field {} has no primitive source column", f.name).into(),
+            );
         };
         let value =
             match literal {
@@ -128,7 +130,8 @@ pub(crate) fn partition_values(
                     return Err(format!(
                         "partition field {}: value {other:?} is not a primitive",
                         f.name
-                    ))
+                    )
+                    .into())
                 }
             };
         out.push(value);
@@ -211,7 +214,9 @@ mod tests {
     #[test]
     fn other_transforms_are_refused_by_name() {
         let schema = table_schema();
-        let err = partition_spec(&spec(IcebergTransform::Month), &schema).unwrap_err();
+        let err = partition_spec(&spec(IcebergTransform::Month), &schema)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("partition field p is month(day)"), "{err}");
     }
 }

@@ -17,6 +17,7 @@ use xlake_storage::TableStore;
 
 use super::neutral;
 use super::FORMAT;
+use crate::spec::error::CodecError;
 
 /// What is live as of a snapshot: data files by their location in the manifests, the
 /// deletion vector of each data file that has one, and the rows v2 position-delete files
@@ -61,14 +62,34 @@ pub(crate) struct Walk<'a> {
     pub(crate) decode: bool,
 }
 
+/// What is wrong with a file of a snapshot: `snapshot <id> (<file>): <why>`, the error of
+/// the library beneath, where there is one, kept as the source of `why`.
+#[derive(Debug, thiserror::Error)]
+#[error("snapshot {snapshot} ({file}): {why}")]
+struct SnapshotError {
+    snapshot: i64,
+    file: String,
+    #[source]
+    why: CodecError,
+}
+
 impl Walk<'_> {
-    fn error(&self, kind: ErrorKind, snapshot: &Snapshot, file: &str, why: String) -> SourceError {
-        let file = self.store.absolute(file);
-        let message = format!("snapshot {} ({file}): {why}", snapshot.snapshot_id());
-        SourceError::new(kind, message)
+    fn error(
+        &self,
+        kind: ErrorKind,
+        snapshot: &Snapshot,
+        file: &str,
+        why: impl Into<CodecError>,
+    ) -> SourceError {
+        let error = SnapshotError {
+            snapshot: snapshot.snapshot_id(),
+            file: self.store.absolute(file),
+            why: why.into(),
+        };
+        SourceError::new(kind, error)
     }
 
-    fn corrupt(&self, snapshot: &Snapshot, file: &str, why: String) -> SourceError {
+    fn corrupt(&self, snapshot: &Snapshot, file: &str, why: impl Into<CodecError>) -> SourceError {
         let kind = ErrorKind::Corrupt {
             commit: Some(snapshot.snapshot_id().to_string()),
             file: Some(self.store.absolute(file)),
@@ -76,7 +97,7 @@ impl Walk<'_> {
         self.error(kind, snapshot, file, why)
     }
 
-    fn refuse(&self, snapshot: &Snapshot, file: &str, why: String) -> SourceError {
+    fn refuse(&self, snapshot: &Snapshot, file: &str, why: impl Into<CodecError>) -> SourceError {
         self.error(ErrorKind::Unsupported, snapshot, file, why)
     }
 
@@ -87,7 +108,7 @@ impl Walk<'_> {
         let list = snapshot.manifest_list();
         let manifests = crate::spec::manifest_list::read_manifest_list(self.store, list)
             .await
-            .map_err(|e| self.corrupt(snapshot, list, format!("manifest list: {e}")))?;
+            .map_err(|e| self.corrupt(snapshot, list, e.context("manifest list")))?;
         let mut out = Vec::new();
         for manifest in manifests
             .iter()
@@ -108,7 +129,7 @@ impl Walk<'_> {
         let path = &manifest.manifest_path;
         let entries = crate::spec::manifest::read_entries(self.store, manifest)
             .await
-            .map_err(|e| self.corrupt(snapshot, path, format!("manifest: {e}")))?;
+            .map_err(|e| self.corrupt(snapshot, path, e.context("manifest")))?;
         let keep = |e: &ManifestEntry| match own {
             true => e.status != ManifestStatus::Existing && e.snapshot_id == Some(id),
             false => e.is_alive(),
@@ -180,7 +201,7 @@ impl Walk<'_> {
         let list = snapshot.manifest_list();
         let schema = snapshot
             .schema(self.metadata)
-            .map_err(|e| self.corrupt(snapshot, list, format!("schema: {e}")))?;
+            .map_err(|e| self.corrupt(snapshot, list, CodecError::within("schema")(e)))?;
         let spec = neutral::partition_spec(self.metadata.default_partition_spec(), &schema)
             .map_err(|e| self.refuse(snapshot, list, e))?;
         let operation = snapshot.summary().operation.as_str().to_string();
@@ -287,12 +308,15 @@ impl Walk<'_> {
         touched: &mut BTreeSet<String>,
     ) -> Result<(), SourceError> {
         let path = e.entry.data_file().file_path().to_string();
-        let bytes =
-            self.store.get(&self.relative(&path)).await.map_err(|err| {
-                self.corrupt(snapshot, &path, format!("position-delete file: {err}"))
-            })?;
+        let bytes = self.store.get(&self.relative(&path)).await.map_err(|err| {
+            self.corrupt(
+                snapshot,
+                &path,
+                CodecError::within("position-delete file")(err),
+            )
+        })?;
         let by_data_file = crate::spec::deletes::read_position_deletes(bytes)
-            .map_err(|why| self.corrupt(snapshot, &path, format!("position-delete file: {why}")))?;
+            .map_err(|why| self.corrupt(snapshot, &path, why.context("position-delete file")))?;
         let mut targets = Vec::new();
         let mut spelled = None;
         for (named, rows) in by_data_file {
@@ -357,12 +381,12 @@ impl Walk<'_> {
             DataFileFormat::Orc => FileFormat::Orc,
             DataFileFormat::Avro => FileFormat::Avro,
             DataFileFormat::Puffin => {
-                return Err(self.corrupt(snapshot, path, "a data file in Puffin format".into()))
+                return Err(self.corrupt(snapshot, path, "a data file in Puffin format"))
             }
         };
         let schema = snapshot
             .schema(self.metadata)
-            .map_err(|err| self.corrupt(snapshot, path, format!("schema: {err}")))?;
+            .map_err(|err| self.corrupt(snapshot, path, CodecError::within("schema")(err)))?;
         let iceberg_spec = self
             .metadata
             .partition_spec_by_id(e.spec_id)
@@ -400,7 +424,7 @@ impl Walk<'_> {
             self.corrupt(
                 snapshot,
                 path,
-                "a deletion vector without referenced_data_file".into(),
+                "a deletion vector without referenced_data_file",
             )
         })
     }
@@ -424,7 +448,7 @@ impl Walk<'_> {
         let (Some(offset), Some(size)) = (file.content_offset(), file.content_size_in_bytes())
         else {
             let why = "a deletion vector without content_offset and content_size_in_bytes";
-            return Err(self.corrupt(snapshot, path, why.into()));
+            return Err(self.corrupt(snapshot, path, why));
         };
         let (Ok(offset), Some(size)) = (
             u64::try_from(offset),

@@ -48,10 +48,10 @@ pub fn position_delete_file(data_file: &str, positions: &[u64]) -> Result<Bytes,
 /// The rows a position-delete Parquet file deletes, by the data file (`file_path` as
 /// written) they are in. Only `file_path` and `pos` are read (a file may also hold the
 /// deleted `row`); an `Err` says what is wrong with the file: not Parquet, a column
-/// missing or of another type, a null or negative position.
-pub fn read_position_deletes(bytes: Bytes) -> Result<HashMap<String, RoaringTreemap>, String> {
+/// missing or of another type, a null or negative position (Parquet's error beneath).
+pub fn read_position_deletes(bytes: Bytes) -> Result<HashMap<String, RoaringTreemap>, CodecError> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)
-        .map_err(|e| format!("not a Parquet file: {e}"))?;
+        .map_err(CodecError::within("not a Parquet file"))?;
     let schema = builder.schema().clone();
     let index = |name: &str| {
         schema
@@ -72,11 +72,11 @@ pub fn read_position_deletes(bytes: Bytes) -> Result<HashMap<String, RoaringTree
     let reader = builder
         .with_projection(mask)
         .build()
-        .map_err(|e| format!("unreadable: {e}"))?;
+        .map_err(CodecError::within("unreadable"))?;
     let (path_at, pos_at) = if path_at < pos_at { (0, 1) } else { (1, 0) };
     let mut out: HashMap<String, RoaringTreemap> = HashMap::new();
     for batch in reader {
-        let batch = batch.map_err(|e| format!("unreadable: {e}"))?;
+        let batch = batch.map_err(CodecError::within("unreadable"))?;
         let paths = strings(batch.column(path_at).as_ref())?;
         let pos = batch
             .column(pos_at)
@@ -85,7 +85,7 @@ pub fn read_position_deletes(bytes: Bytes) -> Result<HashMap<String, RoaringTree
             .ok_or_else(|| format!("`pos` is {}, not a long", batch.column(pos_at).data_type()))?;
         for (i, path) in paths.into_iter().enumerate() {
             let (Some(path), true) = (path, pos.is_valid(i)) else {
-                return Err(format!("row {i}: a null `file_path` or `pos`"));
+                return Err(format!("row {i}: a null `file_path` or `pos`").into());
             };
             let p = u64::try_from(pos.value(i))
                 .map_err(|_| format!("row {i}: position {} is negative", pos.value(i)))?;
@@ -96,7 +96,7 @@ pub fn read_position_deletes(bytes: Bytes) -> Result<HashMap<String, RoaringTree
 }
 
 /// The values of a string column, in any of Arrow's string layouts.
-fn strings(column: &dyn Array) -> Result<Vec<Option<&str>>, String> {
+fn strings(column: &dyn Array) -> Result<Vec<Option<&str>>, CodecError> {
     if let Some(a) = column.as_any().downcast_ref::<StringArray>() {
         return Ok(a.iter().collect());
     }
@@ -111,12 +111,9 @@ fn strings(column: &dyn Array) -> Result<Vec<Option<&str>>, String> {
             .iter()
             .map(|b| b.map(std::str::from_utf8).transpose())
             .collect::<Result<_, _>>()
-            .map_err(|e| format!("`file_path` is not UTF-8: {e}"));
+            .map_err(CodecError::within("`file_path` is not UTF-8"));
     }
-    Err(format!(
-        "`file_path` is {}, not a string",
-        column.data_type()
-    ))
+    Err(format!("`file_path` is {}, not a string", column.data_type()).into())
 }
 
 #[cfg(test)]
@@ -147,7 +144,9 @@ mod tests {
         assert_eq!(read.len(), 1);
         assert_eq!(read["/t/a.parquet"].iter().collect::<Vec<_>>(), [1, 5]);
         let err = read_position_deletes(Bytes::from_static(b"PFA1")).unwrap_err();
-        assert!(err.starts_with("not a Parquet file"), "{err}");
+        assert!(err.to_string().starts_with("not a Parquet file"), "{err}");
+        let beneath = std::error::Error::source(&err);
+        assert!(beneath.is_some_and(|e| e.is::<parquet::errors::ParquetError>()));
         // A data file (no `file_path`, `pos`) is not a position-delete file.
         let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
         let batch = RecordBatch::try_new(
@@ -160,6 +159,9 @@ mod tests {
         writer.write(&batch).unwrap();
         writer.close().unwrap();
         let err = read_position_deletes(Bytes::from(out)).unwrap_err();
-        assert!(err.starts_with("no `file_path` column"), "{err}");
+        assert!(
+            err.to_string().starts_with("no `file_path` column"),
+            "{err}"
+        );
     }
 }

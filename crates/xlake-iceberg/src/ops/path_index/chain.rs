@@ -10,6 +10,7 @@ use bytes::Bytes;
 
 use super::segment::{encode, Segment};
 use crate::ops::live_paths::PathKeys;
+use crate::spec::error::CodecError;
 
 /// The most segments a chain holds: a removal onto a chain this long writes a full one.
 /// Each is a read for a removal (side by side; a request each on an object store).
@@ -81,7 +82,7 @@ impl Chain {
 
 /// A segment of the manifests `fresh` (location and the keys of its paths), building on
 /// `chain` (see [`Chain::extends`]).
-pub(crate) fn delta(chain: &Chain, fresh: &[(&str, Arc<PathKeys>)]) -> Result<Bytes, String> {
+pub(crate) fn delta(chain: &Chain, fresh: &[(&str, Arc<PathKeys>)]) -> Result<Bytes, CodecError> {
     let mut names: Vec<&str> = fresh.iter().map(|(l, _)| *l).collect();
     names.sort_unstable();
     names.dedup();
@@ -93,7 +94,7 @@ pub(crate) fn full<'a>(
     chain: Option<&'a Chain>,
     live: &HashSet<&str>,
     fresh: &[(&'a str, Arc<PathKeys>)],
-) -> Result<Bytes, String> {
+) -> Result<Bytes, CodecError> {
     let segments = chain.map_or(&[][..], |c| &c.segments[..]);
     // Each live manifest's keys come from one place: `fresh`, else the newest segment.
     let mut names: HashSet<&'a str> = fresh.iter().map(|(l, _)| *l).collect();

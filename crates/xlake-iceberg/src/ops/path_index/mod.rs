@@ -37,6 +37,7 @@ use crate::error::Result;
 use crate::ops::live_paths::PathKeys;
 use crate::ops::plan::Draft;
 use crate::ops::table::IcebergTable;
+use crate::spec::error::CodecError;
 use crate::spec::layout::METADATA_DIR;
 
 /// The table property naming the current path index (table-relative).
@@ -134,14 +135,14 @@ impl IcebergTable {
 
     /// The chain whose head is `head`: the head, then the segments it names, read side by
     /// side.
-    async fn read_chain(&self, head: &str) -> std::result::Result<Chain, String> {
+    async fn read_chain(&self, head: &str) -> std::result::Result<Chain, CodecError> {
         let read = |name: String| async move {
             let bytes = self
                 .store
                 .get_written_once(&name)
                 .await
-                .map_err(|e| e.to_string())?;
-            segment::Segment::parse(bytes).map_err(|e| format!("{name}: {e}"))
+                .map_err(CodecError::library)?;
+            segment::Segment::parse(bytes).map_err(|e| e.context(&name))
         };
         let first = read(head.to_string()).await?;
         let ancestors = first.ancestors().to_vec();
@@ -149,10 +150,11 @@ impl IcebergTable {
             return Err(format!(
                 "{} segments named, at most {MAX_ANCESTORS} read",
                 ancestors.len()
-            ));
+            )
+            .into());
         }
         if let Some(odd) = ancestors.iter().find(|a| !is_index_name(a)) {
-            return Err(format!("names {odd}, not a path index xlake writes"));
+            return Err(format!("names {odd}, not a path index xlake writes").into());
         }
         let reads = ancestors.into_iter().map(read);
         let mut segments = vec![first];
@@ -214,7 +216,7 @@ impl IcebergTable {
         self.store
             .put_if_absent(&path, bytes)
             .await
-            .map_err(|e| self.write_failed(&path)(e.to_string()))?;
+            .map_err(self.write_failed(&path))?;
         Ok(())
     }
 }

@@ -19,6 +19,8 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::spec::error::CodecError;
+
 const MAGIC: &[u8] = b"XLPI2";
 const LEGACY: &[u8] = b"XLPI1";
 
@@ -60,7 +62,7 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    fn skip(&mut self, n: usize) -> Result<usize, String> {
+    fn skip(&mut self, n: usize) -> Result<usize, CodecError> {
         let start = self.at;
         match start.checked_add(n).filter(|end| *end <= self.bytes.len()) {
             Some(end) => {
@@ -71,16 +73,16 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    fn u32(&mut self) -> Result<usize, String> {
+    fn u32(&mut self) -> Result<usize, CodecError> {
         let at = self.skip(4)?;
         Ok(u32_at(self.bytes, at) as usize)
     }
 
-    fn str(&mut self) -> Result<&'a str, String> {
+    fn str(&mut self) -> Result<&'a str, CodecError> {
         let len = self.u32()?;
         let at = self.skip(len)?;
         let bytes: &'a [u8] = self.bytes;
-        std::str::from_utf8(&bytes[at..at + len]).map_err(|e| e.to_string())
+        std::str::from_utf8(&bytes[at..at + len]).map_err(CodecError::library)
     }
 }
 
@@ -100,7 +102,7 @@ impl Segment {
     /// Parse `bytes` (either layout). Only the framing is checked here, not the order of
     /// keys or names: a segment out of order only misleads lookups, and a removal a
     /// lookup misled sets the index aside (see [`super`]).
-    pub(crate) fn parse(bytes: Bytes) -> Result<Self, String> {
+    pub(crate) fn parse(bytes: Bytes) -> Result<Self, CodecError> {
         if bytes.starts_with(LEGACY) {
             let mut segment = Self::parse(legacy(&bytes)?)?;
             segment.legacy = true;
@@ -227,7 +229,7 @@ pub(crate) fn encode(
     ancestors: &[String],
     names: &[&str],
     entries: &[(u64, u32)],
-) -> Result<Bytes, String> {
+) -> Result<Bytes, CodecError> {
     let count = |n: usize| u32::try_from(n).map_err(|_| "path index too large".to_string());
     let name_bytes: usize = names.iter().map(|n| n.len()).sum();
     let mut out = BytesMut::with_capacity(64 + name_bytes + names.len() * 4 + entries.len() * 12);
@@ -257,7 +259,7 @@ pub(crate) fn encode(
 }
 
 /// The first layout's bytes as a segment of the second with no ancestors.
-fn legacy(bytes: &[u8]) -> Result<Bytes, String> {
+fn legacy(bytes: &[u8]) -> Result<Bytes, CodecError> {
     let mut c = Cursor { bytes, at: 0 };
     c.skip(LEGACY.len())?;
     let count = c.u32()?;
