@@ -583,3 +583,34 @@ async fn snapshots_the_source_expired_are_history_not_unknown_to_check() {
     let (code, out) = crate::common::xlake(&["check", location, "--target", "delta"]);
     assert_eq!(code, 0, "{out}");
 }
+
+/// `cleanup` of the Iceberg target refuses an Iceberg table another writer made (a table
+/// that is a source here, not a mirror), as `check` and `expire` do: files named as xlake
+/// names its own there are another writer's (hostile review).
+#[tokio::test]
+async fn cleanup_refuses_iceberg_metadata_xlake_did_not_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    mirrored(root).await;
+    edit_metadata(root, foreign);
+    let metadata = root.join("metadata");
+    let manifest = std::fs::read_dir(&metadata)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().ends_with("-m0.avro"))
+        .unwrap();
+    let leftover = metadata.join("6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a-m0.avro");
+    std::fs::copy(&manifest, &leftover).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let location = root.to_str().unwrap();
+    let (code, out) = crate::common::xlake(&[
+        "cleanup",
+        location,
+        "--older-than",
+        "0s",
+        "--no-writer-running",
+    ]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("was not written by xlake"), "{out}");
+    assert!(leftover.exists());
+}

@@ -111,7 +111,8 @@ pub struct Orphans {
 /// Files in `metadata/` named as xlake names what it writes that neither the current
 /// metadata version nor any version above it references and that were last modified
 /// before `cutoff_ms` (ms since the epoch), as table-relative paths. Refuses
-/// ([`IcebergError::Relocated`]) while any version there was written for another location.
+/// ([`IcebergError::Relocated`]) while any version there was written for another location,
+/// and ([`IcebergError::ForeignMetadata`]) metadata xlake did not write.
 pub async fn orphan_files(store: &TableStore, cutoff_ms: i64) -> Result<Vec<String>> {
     Ok(orphans(store, cutoff_ms).await?.files)
 }
@@ -130,9 +131,15 @@ pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
         .filter(|e| is_version(&e.path))
         .map(|e| e.path.clone())
         .collect();
+    // The current version, read whole: metadata another writer made (an Iceberg table
+    // that is a source, not a mirror) is refused, as every other command refuses it;
+    // its leftovers are named as xlake names its own.
     let current = match versions.is_empty() {
         true => None,
-        false => IcebergTable::new(store.clone()).current_version().await?,
+        false => IcebergTable::new(store.clone())
+            .load_as_found()
+            .await?
+            .map(|loaded| loaded.version),
     };
     let Some(current) = current else {
         return Ok(Orphans {
