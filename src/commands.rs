@@ -37,6 +37,13 @@ pub struct Failure {
 }
 
 /// A command that could not start: bad input, a location that is not a table.
+/// An age in ms; one past what an i64 holds (292 million years) is taken as the most it
+/// holds: older than anything (a hostile review's `--older-than 99999999999999d` was an
+/// error naming no flag).
+fn millis(age: std::time::Duration) -> i64 {
+    i64::try_from(age.as_millis()).unwrap_or(i64::MAX)
+}
+
 fn usage(e: impl Display) -> Failure {
     Failure {
         code: 2,
@@ -342,9 +349,14 @@ async fn sync_and_print(table: &str, options: &SyncOptions) -> Outcome {
         outln!("degraded: {d}");
     }
     match report.written.len() {
-        0 if report.created_empty.is_some() => outln!(
-            "{table}: no completed commit yet; created the Iceberg table with the source's schema and no snapshot"
-        ),
+        0 if report.created_empty.is_some() => {
+            let delta = options.target.as_deref();
+            let kind = match delta.is_some_and(|t| t.eq_ignore_ascii_case("delta")) {
+                true => "Delta table (`_delta_log/`, version 0)",
+                false => "Iceberg table",
+            };
+            outln!("{table}: no completed commit yet; created the {kind} with the source's schema and no snapshot")
+        }
         0 => outln!("{table}: up to date, nothing to mirror"),
         n => outln!("{table}: {n} snapshots written"),
     }
@@ -474,10 +486,7 @@ async fn expire(
     }
     let retention = Retention {
         keep_snapshots,
-        max_age_ms: max_age
-            .map(|a| i64::try_from(a.as_millis()))
-            .transpose()
-            .map_err(usage)?,
+        max_age_ms: max_age.map(millis),
         now_ms: now_ms()?,
     };
     let store = located.store.with_single_writer(writer.single_writer);
@@ -533,7 +542,7 @@ async fn cleanup(
         return Err(usage(format!("{table}: {why}")));
     }
     let store = any_table(table).await?.store;
-    let age_ms = i64::try_from(older_than.as_millis()).map_err(usage)?;
+    let age_ms = millis(older_than);
     let cutoff = now_ms()?.saturating_sub(age_ms);
     let done = maintain::cleanup(&store, cutoff, dry_run, to.target.as_deref()).await?;
     for path in &done.orphans {
