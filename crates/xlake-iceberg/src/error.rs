@@ -24,7 +24,7 @@ pub enum IcebergError {
         source: Box<iceberg::Error>,
     },
     /// `metadata/` holds Iceberg metadata that xlake did not write.
-    #[error("{table}: {file} was not written by xlake or XTable (no XTABLE_METADATA in its current snapshot); refusing to modify it")]
+    #[error("{table}: {file} was not written by xlake or XTable (no XTABLE_METADATA in its current snapshot): it is not an Iceberg mirror, and xlake neither changes nor checks it as one (as a source it mirrors into Delta: `--target delta`)")]
     ForeignMetadata {
         /// Table location.
         table: String,
