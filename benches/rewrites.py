@@ -2,6 +2,7 @@
 history, two builds alternating.
 
     python benches/rewrites.py BEFORE AFTER [--runs N] [--workdir DIR] [--quick] [--only delta|hudi]
+        [--tables NAME,NAME,...]
 
 BEFORE and AFTER are xlake binaries. Tables (generated once, cached in the workdir):
 
@@ -19,7 +20,8 @@ sync`; the tables of the short histories are expired back to their length every 
 rounds (not timed). Also per round the floor of the 100k/1,000 Delta table (`xlake
 --version` plus one copy of its `vN.metadata.json`, as flat.py). Prints medians (ms)
 and the issue's ratios.
---quick: 10x smaller tables (smoke test only).
+--quick: 10x smaller tables (smoke test only). --tables: only the named tables (e.g.
+`delta_1k_10,delta_100k_1000`; the floor is measured when delta_100k_1000 is among them).
 """
 import argparse
 import json
@@ -114,11 +116,18 @@ def main():
     p.add_argument("--workdir", default="/tmp/xlake-bench/rewrites")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--only", choices=["delta", "hudi"])
+    p.add_argument("--tables", help="comma-separated table names, among: " + ", ".join(TABLES))
     a = p.parse_args()
     workdir = pathlib.Path(a.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     builds = {"before": a.before, "after": a.after}
     names = [n for n in TABLES if not a.only or TABLES[n][0] == a.only]
+    if a.tables:
+        wanted = a.tables.split(",")
+        unknown = [n for n in wanted if n not in TABLES]
+        if unknown:
+            p.error(f"unknown tables: {', '.join(unknown)}")
+        names = [n for n in names if n in wanted]
     tables = {}
     for name in names:
         path = generated(workdir, name, a.quick)
