@@ -351,7 +351,7 @@ pub async fn sync_entry(entry: TableEntry) -> TableResult {
         }
     };
     let (mut outcome, found) = match noop::shortcut(&store, &options).await {
-        noop::Shortcut::Proven(report) => (Ok(report), None),
+        noop::Shortcut::Proven(report) => (Ok(*report), None),
         noop::Shortcut::NotProven(found) => {
             let synced = sync_store(store.clone(), &options, |_| {}).await;
             (synced, Some(found))

@@ -23,7 +23,7 @@ use crate::{sources, targets, SyncOptions, SyncReport};
 /// What the shortcut found.
 pub(crate) enum Shortcut {
     /// Nothing to do: the report of the sync skipped.
-    Proven(SyncReport),
+    Proven(Box<SyncReport>),
     /// Take the normal path; the record found, if any (replaced after it when it differs).
     NotProven(Option<Settled>),
 }
@@ -48,7 +48,7 @@ pub(crate) async fn shortcut(store: &TableStore, options: &SyncOptions) -> Short
         return Shortcut::NotProven(None);
     };
     match unchanged(store, options, &settled).await {
-        Some(report) => Shortcut::Proven(report),
+        Some(report) => Shortcut::Proven(Box::new(report)),
         None => Shortcut::NotProven(Some(settled)),
     }
 }
