@@ -185,6 +185,7 @@ mod tests {
             format!("metadata/{commit}-paths.bin"),
             metadata_file(3),
             VERSION_HINT.to_string(),
+            SETTLED.to_string(),
             manifest_file(&commit, 0),
             manifest_file(&commit, 12),
             manifest_list_file(4_611_686_018_427_387_904, &commit),
@@ -211,6 +212,7 @@ mod tests {
             &format!("metadata/x{commit}-deletes.parquet"),
             &format!("other/{commit}-m0.avro"),
             "metadata/.xlake-probe-x",
+            "metadata/sub/xlake-settled.json",
         ] {
             assert!(!is_written_by_xlake(theirs), "{theirs}");
         }
