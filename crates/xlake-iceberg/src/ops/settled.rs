@@ -59,7 +59,11 @@ pub(crate) async fn read(store: &TableStore) -> Result<Option<Settled>> {
     if !hint.names_exactly(version) || !store.is_here(&record.location) {
         return Ok(None);
     }
-    if store.size_small(&metadata_file(version + 1)).await?.is_some() {
+    if store
+        .size_small(&metadata_file(version + 1))
+        .await?
+        .is_some()
+    {
         return Ok(None);
     }
     Ok(Some(record.settled))
