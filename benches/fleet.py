@@ -2,12 +2,14 @@
 mirrored already (nothing new), against the floor of reading each table's
 `metadata/version-hint.text` once, one run each (issue 44).
 
-    python benches/fleet.py [--tables 1000] [--workdir DIR]
+    python benches/fleet.py [--tables 1000] [--passes 1] [--workdir DIR]
 
 XLAKE_BIN names the binary (default: a release build, `cargo build --release --bin xlake`).
 The floor is measured two ways: one process (`cat`) reading the 1,000 hint files, which
 like `xlake run` pays one process start; and this Python process reading them in a loop.
 The ratio is taken against the first. Peak memory is GNU time's maximum RSS of the run.
+With `--passes N` the no-op pass and the `cat` floor are each run N times, one after the
+other in turn, and their medians are reported (a shared machine's noise).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 import os
 import pathlib
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,6 +49,7 @@ def timed(args: list[str]) -> tuple[float, float, float, subprocess.CompletedPro
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tables", type=int, default=1000)
+    parser.add_argument("--passes", type=int, default=1)
     parser.add_argument("--workdir")
     args = parser.parse_args()
     sys.path.insert(0, str(TESTS))
@@ -62,11 +66,17 @@ def main() -> None:
     config.write_text("".join(f'[[tables]]\nlocation = "{t}"\n' for t in tables))
     first, _, first_rss, run = timed([xlake, "run", "--config", str(config), "--once"])
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    noop, noop_cpu, noop_rss, run = timed([xlake, "run", "--config", str(config), "--once"])
-    assert run.returncode == 0 and f"{args.tables} synced (0 snapshots written)" in run.stdout, run.stdout[-500:]
     hints = [str(t / "metadata" / "version-hint.text") for t in tables]
-    floor_cat, floor_cpu, _, run = timed(["cat", *hints])
-    assert run.returncode == 0
+    noops, floors = [], []
+    for _ in range(max(args.passes, 1)):
+        noops.append(timed([xlake, "run", "--config", str(config), "--once"]))
+        run = noops[-1][3]
+        assert run.returncode == 0 and f"{args.tables} synced (0 snapshots written)" in run.stdout, run.stdout[-500:]
+        floors.append(timed(["cat", *hints]))
+        assert floors[-1][3].returncode == 0
+    median = lambda runs, i: statistics.median(r[i] for r in runs)  # noqa: E731
+    noop, noop_cpu, noop_rss = median(noops, 0), median(noops, 1), max(r[2] for r in noops)
+    floor_cat, floor_cpu = median(floors, 0), median(floors, 1)
     start = time.perf_counter()
     for h in hints:
         with open(h, "rb") as f:
@@ -77,6 +87,9 @@ def main() -> None:
     print(f"no-op pass (nothing new):  {noop:.3f} s ({noop_cpu:.2f} s CPU), peak {noop_rss:.0f} MiB")
     print(f"floor, one `cat` process:  {floor_cat:.4f} s ({floor_cpu:.2f} s CPU); "
           f"in-process loop {floor_loop:.4f} s")
+    if len(noops) > 1:
+        print(f"no-op passes (s):          {' '.join(f'{r[0]:.3f}' for r in noops)}; medians above")
+        print(f"floors (s):                {' '.join(f'{r[0]:.4f}' for r in floors)}")
     print(f"ratio no-op / floor (cat): {noop / floor_cat:.1f}x (target <= 3x); peak < 256 MiB: {noop_rss < 256}")
     if not args.workdir:
         shutil.rmtree(work)

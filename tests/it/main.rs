@@ -30,6 +30,7 @@ mod iceberg_source;
 mod iceberg_v3;
 mod inspect;
 mod job;
+mod noop;
 mod parquet_folder;
 mod races;
 mod relocation;

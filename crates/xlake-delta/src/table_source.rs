@@ -135,6 +135,12 @@ impl TableSource for DeltaSource {
         Ok(DeltaSource::listing(self)?)
     }
 
+    /// The newest version, of a commit file or a checkpoint: versions are written one
+    /// after another, so a new commit is always a newer one.
+    fn tip(&self) -> Option<String> {
+        self.log().latest().map(|v| v.to_string())
+    }
+
     /// Delta has no pending commits: a version exists once its commit file (or a
     /// checkpoint covering it) does.
     fn commit_state(&self, id: &str) -> CommitState {

@@ -117,6 +117,15 @@ impl TableSource for HudiSource {
         Ok(HudiSource::listing(self))
     }
 
+    /// Every listed instant, in listing order: an instant that completes late (table
+    /// version 6 orders by requested time) lands among older ones, so the newest alone
+    /// would not tell it.
+    fn tip(&self) -> Option<String> {
+        let listing = HudiSource::listing(self);
+        let ids: Vec<&str> = listing.commits.iter().map(|c| c.id.as_str()).collect();
+        Some(ids.join(","))
+    }
+
     fn commit_state(&self, id: &str) -> CommitState {
         let timeline = self.timeline();
         if let Some(i) = timeline.pending.iter().find(|i| i.requested() == id) {

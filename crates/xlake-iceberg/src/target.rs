@@ -9,8 +9,8 @@ use xlake_storage::{Entry, StorageError, TableStore};
 use xlake_target::{
     Ancestor, Committed, ErrorKind, Expired, Files, FormatChange, Identified, IdentifyFuture,
     Loaded, MirrorState, MissingList, Orphans, Pointer, Published, Read, Rebuilt, Retention,
-    SelfCheck, SetAside, SnapshotEntry, TableTarget, TargetError, TargetHealth, TargetOptions,
-    TargetTakes, TargetView,
+    SelfCheck, SetAside, Settled, SnapshotEntry, TableTarget, TargetError, TargetHealth,
+    TargetOptions, TargetTakes, TargetView,
 };
 
 use crate::layout::{is_metadata_json, metadata_file, parse_hint, METADATA_DIR, VERSION_HINT};
@@ -286,6 +286,35 @@ impl TableTarget for IcebergTarget {
                 .await?
                 .iter()
                 .any(|e| is_metadata_json(&e.path)))
+    }
+
+    fn settled_record(&self, tip: &str, source_commits: usize) -> Option<Settled> {
+        let (version, metadata, snapshots) = match self.base.as_ref()? {
+            Base::Loaded(l) if !self.relocated() => {
+                (l.version, &l.metadata, l.history.entries().len())
+            }
+            Base::Loaded(_) => return None,
+            Base::Next(n) => (n.version(), n.metadata(), n.snapshots()),
+        };
+        let current = metadata.current_snapshot()?;
+        let sync = SyncMetadata::from_summary(&current.summary().additional_properties)?;
+        Some(Settled {
+            version,
+            source_format: sync.source_table_format?,
+            newest: sync.source_identifier,
+            source_tip: tip.to_string(),
+            source_commits,
+            snapshots,
+            format_version: version_number(metadata.format_version()),
+        })
+    }
+
+    async fn remember_settled(&self, settled: &Settled) -> Result<(), TargetError> {
+        Ok(crate::ops::settled::write(&self.store, settled).await?)
+    }
+
+    async fn settled(&self) -> Result<Option<Settled>, TargetError> {
+        Ok(crate::ops::settled::read(&self.store).await?)
     }
 
     fn pointer(&self) -> Option<Pointer> {

@@ -172,6 +172,16 @@ pub trait TableSource: Send + Sync {
     /// source may then skip decoding it. Called before each replay.
     fn target_takes(&mut self, _takes: TargetTakes) {}
 
+    /// The source's newest state as the opened table listed it, from what opening read (no
+    /// further request): a text that differs whenever [`Self::listing`] would list a
+    /// completed commit it did not list before (Delta: the newest version; Hudi: the
+    /// listed instants). `None` when the source cannot tell it so (then a sync is never
+    /// skipped as a no-op). The engine compares it with the one a sync that left nothing
+    /// pending recorded.
+    fn tip(&self) -> Option<String> {
+        None
+    }
+
     /// One change set per completed commit not in `mirrored.commits`, in source order (a
     /// source may also give ones that are, which the engine skips), as a stream read one
     /// change set at a time; each added file already says whether a later commit removes

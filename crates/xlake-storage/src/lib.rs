@@ -959,11 +959,7 @@ impl TableStore {
     /// take as it is written (an empty, `.` or `..` segment, a leading or trailing `/`)
     /// or a writer's staged upload, where its mapping to the disk differs from a join.
     async fn local_get(&self, path: &str, how: Whole) -> Option<Result<Bytes, StorageError>> {
-        let rel = self.relative(path)?;
-        let parsed = Path::parse(rel).ok()?;
-        let plain =
-            parsed.as_ref() == rel && !parsed.filename().is_some_and(local_list::staged_upload);
-        let file = plain.then_some(self.local_root.as_ref())??.join(rel);
+        let file = self.local_file(path)?;
         let read = self
             .retrying(path, || {
                 let file = file.clone();
@@ -979,6 +975,16 @@ impl TableStore {
             })
             .await;
         Some(read.map_err(|e| self.backend_error(path, e)))
+    }
+
+    /// The local file of `path` on a local root opened by path; `None` elsewhere, and for
+    /// a path object_store does not take as it is written (see [`Self::local_get`]).
+    fn local_file(&self, path: &str) -> Option<std::path::PathBuf> {
+        let rel = self.relative(path)?;
+        let parsed = Path::parse(rel).ok()?;
+        let plain =
+            parsed.as_ref() == rel && !parsed.filename().is_some_and(local_list::staged_upload);
+        Some(plain.then_some(self.local_root.as_ref())??.join(rel))
     }
 
     /// Read a byte range of an object.
@@ -1030,6 +1036,25 @@ impl TableStore {
             Ok(meta) => Ok(Some(meta.size)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.backend_error(path, e)),
+        }
+    }
+
+    /// [`Self::size`] of an object looked up once per pass of a scheduled job, that is
+    /// small or, usually, absent (a `v(N+1).metadata.json` after the hint's version): on a
+    /// local root opened by path a `stat` on the calling thread, not handed to a blocking
+    /// thread and back, which costs more than the `stat` (as [`Self::get_small`]);
+    /// elsewhere [`Self::size`].
+    pub async fn size_small(&self, path: &str) -> Result<Option<u64>, StorageError> {
+        let Some(file) = self.local_file(path).filter(|_| self.held(path).is_none()) else {
+            return self.size(path).await;
+        };
+        match std::fs::metadata(&file) {
+            Ok(meta) if meta.is_file() => Ok(Some(meta.len())),
+            Ok(_) => Ok(None),
+            Err(e) => match io_error(path, e) {
+                object_store::Error::NotFound { .. } => Ok(None),
+                e => Err(self.backend_error(path, e)),
+            },
         }
     }
 

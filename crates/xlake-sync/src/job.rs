@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::error::{ConfigError, ConfigKind};
 use crate::maintain::{Expired, Retention};
-use crate::{open_store, sync, SyncError, SyncOptions, SyncReport};
+use crate::{noop, open_store, sync_store, SyncError, SyncOptions, SyncReport};
 use xlake_catalog::CatalogTarget;
 use xlake_source::SourceOptions;
 use xlake_storage::TableStore;
@@ -333,16 +333,43 @@ pub fn entry_options(entry: &TableEntry) -> SyncOptions {
     }
 }
 
-/// Sync one entry, then expire its snapshots if it asks for that.
+/// Sync one entry, then expire its snapshots if it asks for that. A table whose source
+/// and target have not moved since a sync left nothing pending is not synced again (see
+/// `noop`); its expiry still runs unless it could remove nothing.
 pub async fn sync_entry(entry: TableEntry) -> TableResult {
     let started = std::time::Instant::now();
     let options = entry_options(&entry);
-    let mut outcome = sync(&entry.location, &options, |_| {}).await;
+    let store = match open_store(&entry.location, &options) {
+        Ok(store) => store,
+        Err(e) => {
+            return TableResult {
+                location: entry.location,
+                outcome: Err(e),
+                expired: None,
+                took: started.elapsed(),
+            }
+        }
+    };
+    let (mut outcome, found) = match noop::shortcut(&store, &options).await {
+        noop::Shortcut::Proven(report) => (Ok(*report), None),
+        noop::Shortcut::NotProven(found) => {
+            let synced = sync_store(store.clone(), &options, |_| {}).await;
+            (synced, Some(found))
+        }
+    };
     let mut expired = None;
     if entry.expire && !nothing_to_expire(&outcome, &options) {
         match expire(&entry, &options).await {
             Ok(e) => expired = Some(e),
             Err(e) => outcome = Err(e),
+        }
+    }
+    // What a sync on the normal path settled on is kept for the next pass, unless the
+    // expiry has published a newer version since.
+    let settled = outcome.as_ref().ok().and_then(|r| r.settled.as_ref());
+    if let (Some(settled), Some(found)) = (settled, found) {
+        if expired.as_ref().is_none_or(|e: &Expired| e.version == 0) {
+            noop::remember(&store, &options, settled, found.as_ref()).await;
         }
     }
     TableResult {

@@ -18,6 +18,7 @@
 //! | [`check`](check::check) | the invariant checker: one snapshot per completed commit, in order |
 //! | [`inspect`](inspect::inspect) | the health report: metadata each format keeps, degraded mirroring |
 //! | [`job`] | the scheduled job over the tables of a config file |
+//! | `noop` | the job's no-op shortcut: a table whose source and target have not moved since a sync left nothing pending is not read again |
 //! | [`maintain`] | `expire` (the catalog entry following) and `cleanup`, shared by the binary and the job |
 //! | [`snapshots`](snapshots::snapshots) | the snapshot list and the source commit each records |
 //! | [`locate`](locate::locate) | what a location holds (source table, target metadata), before a command acts |
@@ -43,6 +44,7 @@ pub mod inspect;
 pub mod job;
 pub mod locate;
 pub mod maintain;
+mod noop;
 pub mod rebuild;
 mod replay;
 mod run;
@@ -164,4 +166,9 @@ pub struct SyncReport {
     /// The snapshots the table's metadata retained when the sync's last plan started (0
     /// with no metadata): with nothing written, what an expiry right after would find.
     pub snapshots_found: usize,
+    /// The sync ended with nothing pending (every commit the source listed is mirrored),
+    /// as the target records it: what the scheduled job keeps for its no-op shortcut
+    /// ([`job`]). `None` when something stays pending, in-commit mode, a rebuild, or a
+    /// source or target that cannot tell.
+    pub settled: Option<xlake_target::Settled>,
 }

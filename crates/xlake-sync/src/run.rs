@@ -228,6 +228,8 @@ struct Sync<'a> {
     /// not on a first sync (which checks once every file the history names, as a copy of a
     /// log without its data shows), nor when the options ask for every file.
     trust_proven: bool,
+    /// The last plan ended with every listed commit mirrored (see [`SyncReport::settled`]).
+    settled: bool,
 }
 
 impl<'a> Sync<'a> {
@@ -246,6 +248,7 @@ impl<'a> Sync<'a> {
             report: SyncReport::default(),
             upgrade_note: None,
             trust_proven: false,
+            settled: false,
         }
     }
 
@@ -270,7 +273,15 @@ impl<'a> Sync<'a> {
                 last_seen = start.state.commits.len();
             }
             match self.plan(source, start, &mut progress).await? {
-                Planned::Done(mirrored) => return Ok((self.report, mirrored)),
+                Planned::Done(mirrored) => {
+                    if std::mem::take(&mut self.settled) {
+                        let tip = source.tip();
+                        let commits = self.report.source_commits;
+                        self.report.settled =
+                            tip.and_then(|t| self.target.settled_record(&t, commits));
+                    }
+                    return Ok((self.report, mirrored));
+                }
                 Planned::Conflict(_) if retries < MAX_CONFLICT_RETRIES => {
                     retries += 1;
                     tracing::warn!(table = %self.table, "lost a commit race; re-planning");
@@ -427,6 +438,8 @@ impl<'a> Sync<'a> {
         if self.options.rebuild {
             self.set_aside().await?;
         }
+        // Every listed commit is mirrored: the version the target holds now is settled.
+        self.settled = self.until.is_none() && !self.options.rebuild && !reduced;
         Ok(Planned::Done(until_mirrored))
     }
 

@@ -28,6 +28,7 @@
 //! | [`SetAside`], [`Rebuilt`] | a relocated history moved aside after a rebuild |
 //! | [`Orphans`] | metadata files nothing references, for `cleanup` (the engine deletes them) |
 //! | [`Pointer`], [`Identified`], [`IdentifyFuture`] | the catalog hand-off: which version a pointer should name, what a named file is |
+//! | [`Settled`] | a sync that left nothing pending, remembered beside the version it ended on: the scheduled job's no-op shortcut |
 //! | [`TargetError`], [`ErrorKind`] | one error for every target, by kind; the message names table, commit and file |
 //! | [`footer`] | record counts and column statistics from a Parquet footer, for files a source described without them |
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -312,6 +313,30 @@ pub enum Identified {
     Ours,
 }
 
+/// A sync that ended with nothing pending: at target version `version`, every commit the
+/// source listed when its newest state was `source_tip` is mirrored. A target may keep it
+/// beside that version ([`TableTarget::remember_settled`]) as a cache for the next pass of
+/// a scheduled job, which then need not read the version when neither side has moved
+/// ([`TableTarget::settled`]). It is never trusted over the metadata: a target gives it
+/// back only while its current version is still `version`, as cheaply proven.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Settled {
+    /// The target's version the sync ended on.
+    pub version: u64,
+    /// The source format its snapshots record (`DELTA`).
+    pub source_format: String,
+    /// The newest source commit mirrored (where a source reads its log from).
+    pub newest: Option<String>,
+    /// The source's newest state when the sync listed it (`TableSource::tip`).
+    pub source_tip: String,
+    /// Completed source commits listed then (for the report).
+    pub source_commits: usize,
+    /// Snapshots the version retains (an expiry of one snapshot removes nothing).
+    pub snapshots: usize,
+    /// The target's format version.
+    pub format_version: u8,
+}
+
 /// The future [`TableTarget::identify`] returns.
 pub type IdentifyFuture =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<Identified, TargetError>> + Send>>;
@@ -395,6 +420,28 @@ pub trait TableTarget: Send + Sync {
 
     /// What a catalog pointer should name: the loaded version.
     fn pointer(&self) -> Option<Pointer>;
+
+    /// The [`Settled`] record of the version the last load or publish left as the base,
+    /// with the source's `tip` and `source_commits` as the sync listed them; `None` when
+    /// there is no base, it is relocated, or the target keeps no such record.
+    fn settled_record(&self, tip: &str, source_commits: usize) -> Option<Settled> {
+        let _ = (tip, source_commits);
+        None
+    }
+
+    /// Keep `settled` beside its version, replacing what was kept (only after a sync that
+    /// ended there with nothing pending). Nothing by default.
+    async fn remember_settled(&self, settled: &Settled) -> Result<(), TargetError> {
+        let _ = settled;
+        Ok(())
+    }
+
+    /// The kept [`Settled`] record, only when cheaply proven to be of the table's current
+    /// version (pointer and version unmoved, written for this location); `None` when
+    /// missing, damaged, stale or unproven, or when the target keeps none.
+    async fn settled(&self) -> Result<Option<Settled>, TargetError> {
+        Ok(None)
+    }
 
     /// What the file `name` of the metadata folder is, against the table's `uuid` (a
     /// `Send` future: catalogs ask it from their own tasks).

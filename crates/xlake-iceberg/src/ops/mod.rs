@@ -15,5 +15,6 @@ pub mod path_index;
 pub(crate) mod plan;
 pub(crate) mod publish;
 pub mod relocation;
+pub(crate) mod settled;
 pub mod table;
 pub mod v3;

@@ -12,7 +12,7 @@ use xlake_storage::{Entry, TableStore};
 use crate::error::{IcebergError, Result};
 use crate::spec::error::CodecError;
 use crate::spec::layout::{
-    is_written_by_xlake, metadata_file, version_of, METADATA_DIR, VERSION_HINT,
+    is_written_by_xlake, metadata_file, version_of, METADATA_DIR, SETTLED, VERSION_HINT,
 };
 use crate::spec::manifest::read_entries;
 use crate::spec::manifest_list::read_manifest_list;
@@ -155,7 +155,8 @@ pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
         .collect();
     let files = listed
         .into_iter()
-        .filter(|e| !is_version(&e.path) && e.path != VERSION_HINT)
+        // The hint and the settled record are named by no version, and are no orphans.
+        .filter(|e| !is_version(&e.path) && e.path != VERSION_HINT && e.path != SETTLED)
         .filter(|e| e.modified_ms < cutoff_ms && !keep.contains(&store.absolute(&e.path)))
         .map(|e| e.path)
         .collect();

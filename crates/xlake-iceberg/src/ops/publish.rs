@@ -19,7 +19,7 @@ use crate::ops::plan::Staged;
 use crate::ops::table::{IcebergTable, LoadedTable, DELETE_AFTER_COMMIT, FILE_CHECK_CONCURRENCY};
 use crate::spec::encode::metadata_parts;
 use crate::spec::history::{split, History};
-use crate::spec::layout::{hint_text, metadata_file, metadata_file_name, VERSION_HINT};
+use crate::spec::layout::{hint_text, metadata_file, metadata_file_name, SETTLED, VERSION_HINT};
 
 /// What one commit wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,10 +143,18 @@ impl IcebergTable {
             self.check_folder_is_ours()
                 .await
                 .map_err(Unpublished::before)?;
+            // A history started afresh (its metadata deleted, the record left): the record
+            // of an old version of the same number must not pass for the new one's.
+            self.forget_settled().await.map_err(Unpublished::before)?;
         }
         self.put_version(version, body).await?;
         self.write_hint(version).await.map_err(Unpublished::after)?;
         Ok(version)
+    }
+
+    /// Delete the settled record ([`SETTLED`]), if there is one.
+    pub(crate) async fn forget_settled(&self) -> Result<()> {
+        Ok(self.store.delete(SETTLED).await?)
     }
 
     /// The version `version` follows must still be there: if metadata retention deleted it
@@ -421,6 +429,24 @@ pub struct NextBase {
 }
 
 impl NextBase {
+    /// N of the published version.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Its metadata (the working snapshots, the current one among them).
+    pub fn metadata(&self) -> &TableMetadata {
+        &self.metadata
+    }
+
+    /// How many snapshots it retains: those carried and those built, each once.
+    pub fn snapshots(&self) -> usize {
+        let known: std::collections::HashSet<i64> =
+            self.history.entries().iter().map(|e| e.id).collect();
+        let added = self.metadata.snapshots().map(|s| s.snapshot_id());
+        known.len() + added.filter(|id| !known.contains(id)).count()
+    }
+
     /// The published version as a loaded table.
     pub fn load(self) -> LoadedTable {
         let file = metadata_file_name(self.version);

@@ -11,6 +11,12 @@ pub const METADATA_DIR: &str = "metadata";
 /// read to find the table).
 pub const VERSION_HINT: &str = "metadata/version-hint.text";
 
+/// xlake's record of the last sync that left nothing pending, beside the hint (see
+/// [`xlake_target::Settled`]): a cache for the scheduled job's no-op shortcut, which no
+/// reader of the table looks at. Deleted before every commit point, so that it never
+/// outlives the version it was written for; never an orphan (cleanup leaves it).
+pub const SETTLED: &str = "metadata/xlake-settled.json";
+
 /// Relative path of `vN.metadata.json`.
 pub fn metadata_file(version: u64) -> String {
     format!("{METADATA_DIR}/{}", metadata_file_name(version))
@@ -109,7 +115,7 @@ pub fn in_metadata_dir(path: &str) -> bool {
 }
 
 /// Whether a table-relative path names a file xlake writes in `metadata/`, by the exact
-/// patterns above: `vN.metadata.json`, `version-hint.text`, `<uuid>-m<N>.avro`,
+/// patterns above: `vN.metadata.json`, `version-hint.text`, `xlake-settled.json`, `<uuid>-m<N>.avro`,
 /// `snap-<id>-1-<uuid>.avro`, `<uuid>-deletes.parquet`, `<uuid>-dv.puffin`,
 /// `<uuid>-paths.bin` (the path index, [`crate::path_index`]), and the
 /// put-if-absent probe `.xlake-probe-<uuid>` (deleted after use). Directly in `metadata/`
@@ -125,7 +131,7 @@ pub fn is_written_by_xlake(path: &str) -> bool {
     };
     let uuid = |s: &str| s.len() == 36 && uuid::Uuid::try_parse(s).is_ok();
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if version_of(name).is_some() || path == VERSION_HINT {
+    if version_of(name).is_some() || path == VERSION_HINT || path == SETTLED {
         return true;
     }
     if let Some(id) = name.strip_prefix(".xlake-probe-") {
@@ -179,6 +185,7 @@ mod tests {
             format!("metadata/{commit}-paths.bin"),
             metadata_file(3),
             VERSION_HINT.to_string(),
+            SETTLED.to_string(),
             manifest_file(&commit, 0),
             manifest_file(&commit, 12),
             manifest_list_file(4_611_686_018_427_387_904, &commit),
@@ -205,6 +212,7 @@ mod tests {
             &format!("metadata/x{commit}-deletes.parquet"),
             &format!("other/{commit}-m0.avro"),
             "metadata/.xlake-probe-x",
+            "metadata/sub/xlake-settled.json",
         ] {
             assert!(!is_written_by_xlake(theirs), "{theirs}");
         }
