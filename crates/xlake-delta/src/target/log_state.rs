@@ -109,12 +109,13 @@ pub(super) struct LogState {
     /// The files the versions read removed, in order.
     pub(super) removed: Vec<Removed>,
     /// The stored deletion vector files of `storageType` `p` any action read names
-    /// (`pathOrInlineDv`, a location as written); [`Self::named_vector_files`] gives
-    /// these and the `u` ones as locations.
-    pub(super) vector_files: BTreeSet<String>,
+    /// (`pathOrInlineDv`, a location as written), with the newest version that names
+    /// each; [`Self::named_vector_files`] gives these and the `u` ones as locations.
+    pub(super) vector_files: BTreeMap<String, u64>,
     /// The files of the `u` vectors any action read names, relative to the table root
     /// (an optional prefix folder, then `deletion_vector_<uuid>.bin`).
-    pub(super) uuid_vector_files: BTreeSet<String>,
+    /// With the newest version that names each.
+    pub(super) uuid_vector_files: BTreeMap<String, u64>,
 }
 
 impl LogState {
@@ -126,8 +127,20 @@ impl LogState {
     /// Every stored deletion vector file an action read names (`p` and `u`; an inline
     /// `i` vector has none), as locations under `root` (the table's).
     pub(super) fn named_vector_files(&self, root: &str) -> BTreeSet<String> {
-        let relative = self.uuid_vector_files.iter().map(|p| absolute_uri(root, p));
-        self.vector_files.iter().cloned().chain(relative).collect()
+        let relative = self.uuid_vector_files.keys().map(|p| absolute_uri(root, p));
+        self.vector_files.keys().cloned().chain(relative).collect()
+    }
+
+    /// Every stored deletion vector file an action read names, as the model spells a
+    /// location (a `p` decoded, a `u` relative to the table root), with the newest
+    /// version that names it.
+    pub(super) fn vector_files_read(&self) -> Result<Vec<(String, u64)>, Reason> {
+        let mut out = Vec::new();
+        for (at, &version) in &self.vector_files {
+            out.push((local_path(at)?, version));
+        }
+        out.extend(self.uuid_vector_files.iter().map(|(p, &v)| (p.clone(), v)));
+        Ok(out)
     }
 
     /// Read the log: every commit file from version 0, or (once `expire` cut its older
@@ -248,7 +261,7 @@ impl LogState {
             .and_then(Json::as_str)
             .and_then(|s| serde_json::from_str::<Json>(s).ok())
             .and_then(|s| s.get("numRecords")?.as_u64());
-        self.note_vector(add.get("deletionVector"))?;
+        self.note_vector(add.get("deletionVector"), version)?;
         let since = match self.live.get(&path) {
             // A new vector on a live file: the data file was read since then already.
             Some(l) => l.since,
@@ -261,7 +274,7 @@ impl LogState {
     fn remove(&mut self, remove: &Map<String, Json>, version: u64) -> Result<(), Reason> {
         let path = model_path(remove)?;
         let id = vector_id(remove.get("deletionVector"));
-        self.note_vector(remove.get("deletionVector"))?;
+        self.note_vector(remove.get("deletionVector"), version)?;
         if self.live.get(&path).is_some_and(|l| l.vector_id() == id) {
             if let Some(l) = self.live.remove(&path) {
                 self.removed.push(Removed {
@@ -277,18 +290,18 @@ impl LogState {
     /// Record the file a stored vector is in: a `p` by its location, a `u` by the file
     /// its Z85 uuid (and prefix) names, relative to the table root (a `u` that does not
     /// decode is refused: what it names could not be kept).
-    fn note_vector(&mut self, dv: Option<&Json>) -> Result<(), Reason> {
+    fn note_vector(&mut self, dv: Option<&Json>, version: u64) -> Result<(), Reason> {
         let Some(dv) = dv.and_then(Json::as_object) else {
             return Ok(());
         };
         let at = dv.get("pathOrInlineDv").and_then(Json::as_str);
         match (dv.get("storageType").and_then(Json::as_str), at) {
             (Some("p"), Some(at)) => {
-                self.vector_files.insert(at.to_string());
+                self.vector_files.insert(at.to_string(), version);
             }
             (Some("u"), Some(at)) => {
                 let path = uuid_path(at).map_err(|e| e.context("a `u` deletion vector"))?;
-                self.uuid_vector_files.insert(path);
+                self.uuid_vector_files.insert(path, version);
             }
             _ => {}
         }
