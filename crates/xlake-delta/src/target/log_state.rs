@@ -113,8 +113,8 @@ pub(super) struct LogState {
     /// each; [`Self::named_vector_files`] gives these and the `u` ones as locations.
     pub(super) vector_files: BTreeMap<String, u64>,
     /// The files of the `u` vectors any action read names, relative to the table root
-    /// (an optional prefix folder, then `deletion_vector_<uuid>.bin`).
-    /// With the newest version that names each.
+    /// (an optional prefix folder, then `deletion_vector_<uuid>.bin`), with the newest
+    /// version that names each.
     pub(super) uuid_vector_files: BTreeMap<String, u64>,
 }
 
