@@ -264,6 +264,14 @@ pub fn check(r: &CheckReport) {
             m.snapshot_id, m.manifest_list
         );
     }
+    for m in &r.missing_files {
+        outln!(
+            "  missing: version {} names {} {}, which is gone (readers of that version fail)",
+            m.snapshot_id,
+            m.what,
+            m.file
+        );
+    }
     for id in &r.out_of_order {
         outln!(
             "  out of order: the snapshot of source commit {id} comes after that of a later commit"

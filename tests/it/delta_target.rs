@@ -754,3 +754,143 @@ async fn expire_and_cleanup_delete_only_vector_copies_no_remaining_version_names
     assert!(!root.join(&lost).exists());
     assert!(root.join(&second).exists() && root.join("deletion_vector_theirs.bin").exists());
 }
+
+/// Thirteen versions of `data/a.parquet` whose deletes come as row positions only (an
+/// Iceberg v2 source's): version 1 deletes row 1, version 2 rows 1 and 3, each written as
+/// a `u` vector in a new `deletion_vector_<uuid>.bin`; versions 3 to 12 change nothing,
+/// a checkpoint at 10. The names of the two vector files.
+async fn position_delete_history(root: &Path) -> (String, String) {
+    let data = write_ids(&root.join("data/a.parquet"), &[10, 11, 12, 13, 14]);
+    let store = TableStore::open(root.to_str().unwrap()).unwrap();
+    let mut target: Box<dyn TableTarget> =
+        Box::new(xlake_delta::target::DeltaTarget::open(store, &TargetOptions::default()).unwrap());
+    assert!(target.load(Read::ForCommit).await.unwrap().is_none());
+    let schema = ModelSchema::new(vec![ModelField::required("id", PrimitiveType::Long)]);
+    let mut changes: Vec<ChangeSet> = (0..13u64)
+        .map(|id| {
+            let commit = SourceCommit {
+                format: SourceFormat::new("ICEBERG"),
+                id: id.to_string(),
+                action: "append".into(),
+                requested_ms: None,
+                commit_time_ms: 1_700_000_000_000 + id as i64,
+            };
+            ChangeSet::new(commit, schema.clone(), PartitionSpec::unpartitioned())
+        })
+        .collect();
+    let deleting = |rows: Vec<u64>| {
+        let mut f = DataFile::parquet("data/a.parquet", data, Some(5));
+        f.deleted_rows = rows;
+        f
+    };
+    changes[0].added = vec![deleting(Vec::new())];
+    changes[1].added = vec![deleting(vec![1])];
+    changes[2].added = vec![deleting(vec![1, 3])];
+    let batch: Vec<&ChangeSet> = changes.iter().collect();
+    let published = target.publish(&batch, true).await;
+    assert!(published.error.is_none(), "{:?}", published.error);
+    let file = |v: usize| {
+        let add = log(root)[v]
+            .iter()
+            .find_map(|a| a.get("add").cloned())
+            .unwrap();
+        let dv = &add["deletionVector"];
+        assert_eq!(dv["storageType"], "u", "{dv}");
+        let id = dv["pathOrInlineDv"].as_str().unwrap();
+        xlake_delta::deletion_vector::uuid_path(id).unwrap()
+    };
+    (file(1), file(2))
+}
+
+fn cleanup_now(table: &str) -> String {
+    let (code, out) = common::xlake(&[
+        "cleanup",
+        table,
+        "--target",
+        "delta",
+        "--older-than",
+        "0s",
+        "--no-writer-running",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    out
+}
+
+#[tokio::test]
+async fn vectors_written_for_position_deletes_stay_while_a_version_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("data")).unwrap();
+    let (first, second) = position_delete_history(root).await;
+    assert!(root.join(&first).exists() && root.join(&second).exists());
+    let table = root.to_str().unwrap();
+    // Files cleanup never deletes: other spellings of a uuid, and a fresh link (listed
+    // with the age of the old file it leads to); one it does: a copy no version names.
+    let id = "6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a";
+    let others = [
+        format!("deletion_vector_{{{id}}}.bin"),
+        format!("deletion_vector_{}.bin", id.replace('-', "")),
+        format!("deletion_vector_urn:uuid:{id}.bin"),
+        format!("deletion_vector_{}.bin", id.to_uppercase()),
+    ];
+    for name in &others {
+        std::fs::write(root.join(name), b"\x01theirs").unwrap();
+    }
+    let old = tempfile::NamedTempFile::new().unwrap();
+    let link = "deletion_vector_0a1b2c3d-3a4e-4c1b-9a57-0f3e2d1c4b5a.bin";
+    std::os::unix::fs::symlink(old.path(), root.join(link)).unwrap();
+    let lost = format!("deletion_vector_{id}.bin");
+    std::fs::write(root.join(&lost), b"\x01lost").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let out = cleanup_now(table);
+    assert!(
+        out.contains(&format!("deleted {}", root.join(&lost).display())),
+        "{out}"
+    );
+    assert!(!root.join(&lost).exists());
+    for kept in others
+        .iter()
+        .map(String::as_str)
+        .chain([link, &first, &second])
+    {
+        assert!(root.join(kept).symlink_metadata().is_ok(), "{kept}: {out}");
+    }
+    // Expire to the checkpoint of 10: the first vector file (named by versions 1 and 2
+    // only) goes, the second (live from 2 on) stays.
+    let before = delta_rs_files(root, 12).await.unwrap();
+    let (code, out) = common::xlake(&[
+        "expire",
+        table,
+        "--target",
+        "delta",
+        "--keep-snapshots",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("versions 0 to 9 expired"), "{out}");
+    assert!(
+        out.contains(&format!("deleted {}", root.join(&first).display())),
+        "{out}"
+    );
+    assert!(!root.join(&first).exists());
+    assert!(root.join(&second).exists());
+    cleanup_now(table);
+    assert!(root.join(&second).exists());
+    assert_eq!(delta_rs_files(root, 12).await.unwrap(), before);
+}
+
+#[tokio::test]
+async fn a_missing_commit_in_xlakes_own_log_is_named_as_a_gap_not_a_foreign_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("data")).unwrap();
+    position_delete_history(root).await;
+    std::fs::remove_file(root.join("_delta_log/00000000000000000011.json")).unwrap();
+    let (code, out) = common::xlake(&["expire", root.to_str().unwrap(), "--target", "delta"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("a gap in the log xlake wrote: version 11 is missing"),
+        "{out}"
+    );
+    assert!(!out.contains("another writer"), "{out}");
+}

@@ -614,3 +614,57 @@ async fn cleanup_refuses_iceberg_metadata_xlake_did_not_write() {
     assert!(out.contains("was not written by xlake"), "{out}");
     assert!(leftover.exists());
 }
+
+#[tokio::test]
+async fn cleanup_keeps_the_vectors_of_position_deletes_and_check_names_one_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    v2_with_position_deletes(root).await;
+    let location = root.to_str().unwrap();
+    sync(location, &to_delta(), |_| {}).await.unwrap();
+    let vectors = || -> Vec<String> {
+        let mut names: Vec<_> = std::fs::read_dir(root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with("deletion_vector_"))
+            .collect();
+        names.sort();
+        names
+    };
+    let written = vectors();
+    assert_eq!(written.len(), 2, "{written:?}");
+    let (code, out) = crate::common::xlake(&[
+        "cleanup",
+        location,
+        "--target",
+        "delta",
+        "--older-than",
+        "0s",
+        "--no-writer-running",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(vectors(), written, "every version still names them: {out}");
+    let checked = xlake_sync::check_with(location, &to_delta(), true, true)
+        .await
+        .unwrap();
+    assert!(checked.consistent(), "{checked:?}");
+    // One gone (as the cleanup before the fix left it): check names the version and file.
+    let gone = root.join(&written[0]);
+    std::fs::remove_file(&gone).unwrap();
+    let checked = xlake_sync::check_with(location, &to_delta(), true, true)
+        .await
+        .unwrap();
+    assert!(!checked.consistent(), "{checked:?}");
+    assert_eq!(checked.missing_files.len(), 1, "{checked:?}");
+    assert_eq!(checked.missing_files[0].file, gone.display().to_string());
+    let (code, out) = crate::common::xlake(&["check", location, "--target", "delta"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "missing: version {} names the deletion vector file {}",
+            checked.missing_files[0].snapshot_id,
+            gone.display()
+        )),
+        "{out}"
+    );
+}

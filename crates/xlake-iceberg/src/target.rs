@@ -258,6 +258,7 @@ impl TableTarget for IcebergTarget {
         }
         Ok(SelfCheck {
             missing_manifest_lists: missing_lists(&self.store, loaded).await?,
+            ..SelfCheck::default()
         })
     }
 

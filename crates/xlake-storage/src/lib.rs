@@ -846,6 +846,18 @@ impl TableStore {
             .map_err(|e| self.backend_error(from, e))
     }
 
+    /// Whether `path` is, on a local root opened by path, anything but a regular file
+    /// (a symbolic link, whatever it leads to; a folder; gone). Listings give a link the
+    /// age of what it leads to, so what deletes by age skips these. False on object
+    /// stores (they have no links) and for locations outside the table.
+    pub fn not_regular_local_file(&self, path: &str) -> bool {
+        let (Some(root), Some(rel)) = (&self.local_root, self.relative(path)) else {
+            return false;
+        };
+        let meta = std::fs::symlink_metadata(root.join(rel.trim_matches('/')));
+        !matches!(meta, Ok(m) if m.file_type().is_file())
+    }
+
     /// The path relative to the table root, if the location lies under it.
     pub fn relative<'a>(&self, path: &'a str) -> Option<&'a str> {
         if !is_absolute(path) {

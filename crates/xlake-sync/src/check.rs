@@ -7,8 +7,8 @@ use serde::Serialize;
 use xlake_model::{ChangeSet, CommitListing, VectorBytes};
 use xlake_source::{ErrorKind, MirrorState, SourceError, TableSource, TargetTakes};
 use xlake_storage::TableStore;
-pub use xlake_target::MissingList;
 use xlake_target::{Ancestor, Read, TableTarget};
+pub use xlake_target::{MissingFile, MissingList};
 
 use crate::catalog::{self, CatalogState};
 use crate::{sources, targets, InTable, SyncError, SyncOptions};
@@ -74,6 +74,10 @@ pub struct CheckReport {
     /// Snapshots of the current ancestry whose manifest list is gone (deleted beside the
     /// metadata that names it).
     pub missing_manifest_lists: Vec<MissingList>,
+    /// Other files retained snapshots read that are gone (a Delta target's deletion
+    /// vector files).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_files: Vec<MissingFile>,
     /// Source commits whose snapshot comes before that of an earlier commit.
     pub out_of_order: Vec<String>,
     /// Commits completed after the newest mirrored one.
@@ -128,6 +132,7 @@ impl CheckReport {
             && self.duplicates.is_empty()
             && self.out_of_order.is_empty()
             && self.missing_manifest_lists.is_empty()
+            && self.missing_files.is_empty()
             && self.file_differences.is_empty()
             && self.relocated_from.is_none()
             && self.catalog.as_ref().is_none_or(|c| c.problem.is_none())
@@ -180,6 +185,7 @@ pub async fn check_with(
         snapshots: ancestry.len(),
         relocated_from,
         missing_manifest_lists: own.missing_manifest_lists,
+        missing_files: own.missing_files,
         ..Default::default()
     };
     let seen = compare_commits(&mut report, source.as_ref(), &listing, &ancestry);

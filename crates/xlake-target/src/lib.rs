@@ -23,7 +23,7 @@
 //! | [`FormatChange`] | a format upgrade, done or not needed |
 //! | [`Retention`], [`Expired`] | what to expire; what was |
 //! | [`TargetView`], [`SnapshotEntry`], [`Ancestor`] | the snapshots, and the source commit each records (`snapshots`, `check`) |
-//! | [`SelfCheck`], [`MissingList`] | the target's own findings for `check` (files its history needs that are gone) |
+//! | [`SelfCheck`], [`MissingList`], [`MissingFile`] | the target's own findings for `check` (files its history needs that are gone) |
 //! | [`TargetHealth`] | the target's side of `inspect` |
 //! | [`SetAside`], [`Rebuilt`] | a relocated history moved aside after a rebuild |
 //! | [`Orphans`] | metadata files nothing references, for `cleanup` (the engine deletes them) |
@@ -209,12 +209,26 @@ pub struct MissingList {
     pub manifest_list: String,
 }
 
+/// A file other than a data file that a retained version reads and that is gone (a
+/// Delta deletion vector file): readers of that version fail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MissingFile {
+    /// The (newest) version that names it.
+    pub snapshot_id: i64,
+    /// The file's location.
+    pub file: String,
+    /// What the file is.
+    pub what: String,
+}
+
 /// The target's own findings on the loaded version, for `check`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SelfCheck {
     /// Snapshots of the current ancestry whose manifest list is gone (none listed for a
     /// relocated table: its files are named at the old place).
     pub missing_manifest_lists: Vec<MissingList>,
+    /// Other files retained versions read that are gone.
+    pub missing_files: Vec<MissingFile>,
 }
 
 /// Files and bytes of one kind of metadata.

@@ -23,6 +23,16 @@ pub enum TargetFault {
         /// What shows it.
         why: String,
     },
+    /// A commit file is missing from the log xlake wrote (its newest commit is xlake's).
+    #[error("{log}: a gap in the log xlake wrote: version {missing} is missing ({why}); readers cannot replay the table past it (restore {missing:020}.json, or mirror afresh into an empty _delta_log/)")]
+    Gap {
+        /// The log folder.
+        log: String,
+        /// The newest missing version.
+        missing: u64,
+        /// What needs it.
+        why: String,
+    },
     /// The log was written for another location.
     #[error("{file} was written by xlake for {recorded}, not for this location: the folder was copied or moved (mirror it afresh into an empty _delta_log/)")]
     Relocated {

@@ -10,6 +10,8 @@ use serde_json::{Map, Value as Json};
 use xlake_storage::TableStore;
 
 use super::error::TargetFault;
+use super::values_out::absolute_uri;
+use crate::deletion_vector::uuid_path;
 use crate::error::Reason;
 use crate::log::{LogListing, LOG_DIR};
 use crate::source::local_path;
@@ -106,15 +108,39 @@ pub(super) struct LogState {
     pub(super) protocol: Option<Map<String, Json>>,
     /// The files the versions read removed, in order.
     pub(super) removed: Vec<Removed>,
-    /// The stored deletion vector files (`pathOrInlineDv` of `storageType` `p`) any
-    /// action read names.
-    pub(super) vector_files: BTreeSet<String>,
+    /// The stored deletion vector files of `storageType` `p` any action read names
+    /// (`pathOrInlineDv`, a location as written), with the newest version that names
+    /// each; [`Self::named_vector_files`] gives these and the `u` ones as locations.
+    pub(super) vector_files: BTreeMap<String, u64>,
+    /// The files of the `u` vectors any action read names, relative to the table root
+    /// (an optional prefix folder, then `deletion_vector_<uuid>.bin`), with the newest
+    /// version that names each.
+    pub(super) uuid_vector_files: BTreeMap<String, u64>,
 }
 
 impl LogState {
     /// The newest version.
     pub(super) fn latest(&self) -> Option<&VersionEntry> {
         self.versions.last()
+    }
+
+    /// Every stored deletion vector file an action read names (`p` and `u`; an inline
+    /// `i` vector has none), as locations under `root` (the table's).
+    pub(super) fn named_vector_files(&self, root: &str) -> BTreeSet<String> {
+        let relative = self.uuid_vector_files.keys().map(|p| absolute_uri(root, p));
+        self.vector_files.keys().cloned().chain(relative).collect()
+    }
+
+    /// Every stored deletion vector file an action read names, as the model spells a
+    /// location (a `p` decoded, a `u` relative to the table root), with the newest
+    /// version that names it.
+    pub(super) fn vector_files_read(&self) -> Result<Vec<(String, u64)>, Reason> {
+        let mut out = Vec::new();
+        for (at, &version) in &self.vector_files {
+            out.push((local_path(at)?, version));
+        }
+        out.extend(self.uuid_vector_files.iter().map(|(p, &v)| (p.clone(), v)));
+        Ok(out)
     }
 
     /// Read the log: every commit file from version 0, or (once `expire` cut its older
@@ -132,7 +158,7 @@ impl LogState {
         listing: &LogListing,
         upto: Option<u64>,
     ) -> Result<Option<Self>, TargetFault> {
-        let Some(start) = start_of(store, listing)? else {
+        let Some(start) = start_of(store, listing).await? else {
             return Ok(None);
         };
         if upto.is_some_and(|u| u < start) {
@@ -235,7 +261,7 @@ impl LogState {
             .and_then(Json::as_str)
             .and_then(|s| serde_json::from_str::<Json>(s).ok())
             .and_then(|s| s.get("numRecords")?.as_u64());
-        self.note_vector(add.get("deletionVector"));
+        self.note_vector(add.get("deletionVector"), version)?;
         let since = match self.live.get(&path) {
             // A new vector on a live file: the data file was read since then already.
             Some(l) => l.since,
@@ -248,7 +274,7 @@ impl LogState {
     fn remove(&mut self, remove: &Map<String, Json>, version: u64) -> Result<(), Reason> {
         let path = model_path(remove)?;
         let id = vector_id(remove.get("deletionVector"));
-        self.note_vector(remove.get("deletionVector"));
+        self.note_vector(remove.get("deletionVector"), version)?;
         if self.live.get(&path).is_some_and(|l| l.vector_id() == id) {
             if let Some(l) = self.live.remove(&path) {
                 self.removed.push(Removed {
@@ -261,15 +287,25 @@ impl LogState {
         Ok(())
     }
 
-    fn note_vector(&mut self, dv: Option<&Json>) {
+    /// Record the file a stored vector is in: a `p` by its location, a `u` by the file
+    /// its Z85 uuid (and prefix) names, relative to the table root (a `u` that does not
+    /// decode is refused: what it names could not be kept).
+    fn note_vector(&mut self, dv: Option<&Json>, version: u64) -> Result<(), Reason> {
         let Some(dv) = dv.and_then(Json::as_object) else {
-            return;
+            return Ok(());
         };
-        if dv.get("storageType").and_then(Json::as_str) == Some("p") {
-            if let Some(at) = dv.get("pathOrInlineDv").and_then(Json::as_str) {
-                self.vector_files.insert(at.to_string());
+        let at = dv.get("pathOrInlineDv").and_then(Json::as_str);
+        match (dv.get("storageType").and_then(Json::as_str), at) {
+            (Some("p"), Some(at)) => {
+                self.vector_files.insert(at.to_string(), version);
             }
+            (Some("u"), Some(at)) => {
+                let path = uuid_path(at).map_err(|e| e.context("a `u` deletion vector"))?;
+                self.uuid_vector_files.insert(path, version);
+            }
+            _ => {}
         }
+        Ok(())
     }
 }
 
@@ -290,9 +326,12 @@ pub(super) fn checkpoint_file(version: u64) -> String {
 
 /// The version xlake's log is read from: 0 when every commit is there, else the oldest
 /// checkpoint after which every commit is (one `expire` kept), whose own commit file must
-/// be there too (it holds that version's `xlakeMetadata`); `None` for an empty log.
-fn start_of(store: &TableStore, listing: &LogListing) -> Result<Option<u64>, TargetFault> {
-    if listing.commits.is_empty() {
+/// be there too (it holds that version's `xlakeMetadata`); `None` for an empty log. A
+/// missing commit is a gap in xlake's log when the newest commit is xlake's, else the
+/// folder is another writer's. (Commits before the start are not read, so a hole there
+/// is not seen.)
+async fn start_of(store: &TableStore, listing: &LogListing) -> Result<Option<u64>, TargetFault> {
+    let Some((&latest, (newest, _))) = listing.commits.iter().next_back() else {
         if let Some(v) = listing.checkpoints.iter().next() {
             return Err(TargetFault::Foreign {
                 file: store.absolute(&checkpoint_file(*v)),
@@ -300,24 +339,25 @@ fn start_of(store: &TableStore, listing: &LogListing) -> Result<Option<u64>, Tar
             });
         }
         return Ok(None);
-    }
-    let gap = |why: String| TargetFault::Foreign {
-        file: store.absolute(LOG_DIR),
-        why,
     };
-    let start = match listing.start() {
-        Ok(Some((v, _))) => v,
+    let (start, why) = match listing.start() {
+        Ok(Some((v, _))) if listing.commits.contains_key(&v) => return Ok(Some(v)),
+        Ok(Some((v, _))) => (v, format!("the commit of the checkpoint of version {v}; xlake keeps the commit of the checkpoint it expires to")),
         Ok(None) => return Ok(None),
-        Err(e) => {
-            return Err(gap(format!(
-                "{e} (xlake keeps every commit after its oldest checkpoint)"
-            )))
-        }
+        Err(_) => (latest, "no checkpoint after it covers it; xlake keeps every commit after its oldest checkpoint".into()),
     };
-    if !listing.commits.contains_key(&start) {
-        return Err(gap(format!("the checkpoint of version {start} has no commit file beside it (xlake keeps the commit of the checkpoint it expires to)")));
-    }
-    Ok(Some(start))
+    // Read the newest commit: an xlake log has a gap, another writer's is refused.
+    let bytes = store.get(newest).await?;
+    LogState::default().apply(latest, &bytes, &store.absolute(newest))?;
+    let missing = (0..=start)
+        .rev()
+        .find(|v| !listing.commits.contains_key(v))
+        .unwrap_or(start);
+    Err(TargetFault::Gap {
+        log: store.absolute(LOG_DIR),
+        missing,
+        why,
+    })
 }
 
 /// The location a file action names, as the model spells it.

@@ -51,7 +51,12 @@ pub(super) async fn expire(
         store.delete(&path).await?;
         deleted.push(store.absolute(&path));
     }
-    for name in copied_vectors(store, &before.vector_files, &after.vector_files) {
+    let root = store.location();
+    let (named, kept) = (
+        before.named_vector_files(root),
+        after.named_vector_files(root),
+    );
+    for name in copied_vectors(store, &named, &kept) {
         store.delete(&name).await?;
         deleted.push(store.absolute(&name));
     }
@@ -194,16 +199,17 @@ fn split_version(name: &str) -> Option<(u64, &str)> {
     Some((digits.parse().ok()?, &name[20..]))
 }
 
-/// Whether `name` is a deletion vector file xlake copies (`deletion_vector_<uuid>.bin`
-/// at the table root).
+/// Whether `name` is a deletion vector file xlake writes (`deletion_vector_<uuid>.bin`
+/// at the table root, the uuid in the one form xlake writes it: lowercase, hyphenated,
+/// 36 characters; no other spelling `Uuid::parse_str` would take).
 pub(super) fn is_copied_vector(name: &str) -> bool {
     name.strip_prefix("deletion_vector_")
         .and_then(|rest| rest.strip_suffix(".bin"))
-        .is_some_and(|id| uuid::Uuid::parse_str(id).is_ok())
+        .is_some_and(|id| uuid::Uuid::try_parse(id).is_ok_and(|u| u.hyphenated().to_string() == id))
 }
 
-/// The table-relative names of the vector files xlake copied that `old` names and
-/// `kept` does not.
+/// The table-relative names of the vector files xlake wrote that `old` names and
+/// `kept` (every version kept and the checkpoint it starts from) does not.
 fn copied_vectors(
     store: &TableStore,
     old: &BTreeSet<String>,
@@ -219,9 +225,11 @@ fn copied_vectors(
 }
 
 /// For `cleanup`: the files xlake wrote that no version the log can read names, older
-/// than `cutoff_ms`: copied deletion vector files no version names, and checkpoint files
-/// of versions before the oldest one readable (left by an expire that stopped midway).
-/// Never a data file, nor a commit file (`expire` deletes those).
+/// than `cutoff_ms`: deletion vector files at the root in xlake's name form that no
+/// version names (neither as a `p` location nor as a `u` uuid), and checkpoint files of
+/// versions before the oldest one readable (left by an expire that stopped midway).
+/// Never a data file, nor a commit file (`expire` deletes those), nor anything that is
+/// not a regular file (a symbolic link is listed with the age of what it leads to).
 pub(super) async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans, TargetFault> {
     let listing = list(store).await?;
     let Some(state) = LogState::read_listed(store, &listing, None).await? else {
@@ -234,18 +242,22 @@ pub(super) async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphan
         let Some((version, rest)) = split_version(name) else {
             continue;
         };
-        if version < start && rest.starts_with(".checkpoint.") && entry.modified_ms < cutoff_ms {
+        if version < start
+            && rest.starts_with(".checkpoint.")
+            && entry.modified_ms < cutoff_ms
+            && !store.not_regular_local_file(&entry.path)
+        {
             found.files.push(entry.path.clone());
         }
     }
+    let named = state.named_vector_files(store.location());
     for entry in store.list_dir("").await? {
         let name = entry.path.rsplit('/').next().unwrap_or_default();
         if !is_copied_vector(name) || entry.modified_ms >= cutoff_ms {
             continue;
         }
-        if !state
-            .vector_files
-            .contains(&absolute_uri(store.location(), name))
+        if !named.contains(&absolute_uri(store.location(), name))
+            && !store.not_regular_local_file(name)
         {
             found.files.push(name.to_string());
         }
@@ -265,6 +277,11 @@ mod tests {
         ));
         for other in [
             "deletion_vector_theirs.bin",
+            "deletion_vector_{6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a}.bin",
+            "deletion_vector_6f1c0d523a4e4c1b9a570f3e2d1c4b5a.bin",
+            "deletion_vector_urn:uuid:6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.bin",
+            "deletion_vector_6F1C0D52-3A4E-4C1B-9A57-0F3E2D1C4B5A.bin",
+            "deletion_vector_6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.bin.bin",
             "deletion_vector_6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.bin.tmp",
             "data/deletion_vector_6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.bin",
         ] {
