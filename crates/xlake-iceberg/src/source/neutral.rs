@@ -107,6 +107,16 @@ pub(crate) fn partition_values(
     spec: &IcebergSpec,
     schema: &IcebergSchema,
 ) -> Result<Vec<Option<Value>>, CodecError> {
+    // Never a field left without its value (a tuple read short would be zipped away).
+    let values = tuple.iter().count();
+    if values != spec.fields().len() {
+        return Err(format!(
+            "a partition tuple of {values} values for the {} fields of partition spec {}",
+            spec.fields().len(),
+            spec.spec_id()
+        )
+        .into());
+    }
     let mut out = Vec::with_capacity(spec.fields().len());
     for (f, literal) in spec.fields().iter().zip(tuple.iter()) {
         if f.transform == IcebergTransform::Void {

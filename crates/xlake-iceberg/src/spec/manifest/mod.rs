@@ -8,6 +8,8 @@
 //! manifest of such entries no new row ids ([`write_manifest_list`]), so `_row_id` of an
 //! unchanged row never changes and `next-row-id` grows by the rows added only.
 
+pub(crate) mod avro_name;
+pub(crate) mod inflate;
 pub(crate) mod read;
 pub(crate) mod record;
 pub(crate) mod write;

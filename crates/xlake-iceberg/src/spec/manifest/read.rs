@@ -14,9 +14,13 @@
 //! entry and data file fields have the Avro types iceberg-rust writes and reads them with
 //! (counts and bounds as arrays of key/value records; fields of other names are skipped,
 //! as iceberg-rust's schema resolution skips them); a partition record laid out as
-//! iceberg-rust writes it (the spec's field names in order, each with the Avro type
+//! iceberg-rust writes it (the spec's fields in order, each with the Avro type
 //! iceberg-rust gives its type: boolean, int, long, date, timestamp-micros, string or
-//! fixed decimal). Anything else (v1, another field type, another partition type or
+//! fixed decimal), its fields matched to the spec's by field id, else by name, where
+//! iceberg-rust matches names only: Java and pyiceberg write a name that is not an Avro
+//! name escaped ([`crate::spec::manifest::avro_name`]), which iceberg-rust reads as null.
+//! Where the fast read does not take a manifest and a spec field is not written under its
+//! own name, the manifest is refused ([`unresolved`]) rather than read with nulls. Anything else (v1, another field type, another partition type or
 //! layout, a codec left out of the build, a value that does not convert, a corrupt file)
 //! is parsed by iceberg-rust as before, so entries and errors are iceberg-rust's. The
 //! unit tests write manifests with iceberg-rust's `ManifestWriter` (v2 and v3, data and
@@ -39,6 +43,7 @@ use serde_avro_fast::object_container_file_encoding::Reader;
 use serde_bytes::ByteBuf;
 
 use crate::spec::container::Container;
+use crate::spec::manifest::avro_name::{partition_fields, WrittenField};
 use crate::spec::manifest::record::{Bound, Counted, EntryRecord, FileRecord};
 
 use crate::spec::error::CodecError;
@@ -46,20 +51,62 @@ use crate::spec::error::CodecError;
 /// The entries of the manifest `bytes` (read from `location`), as written: snapshot ids
 /// and sequence numbers not inherited from the manifest list.
 pub(crate) fn entries(bytes: &[u8], location: &str) -> Result<Vec<ManifestEntry>, CodecError> {
-    match fast(bytes) {
-        Some(entries) => Ok(entries),
-        None => Manifest::parse_avro(bytes)
-            .map(|m| {
-                let (entries, _) = m.into_parts();
-                entries.iter().map(|e| (**e).clone()).collect()
-            })
-            .map_err(CodecError::within(location)),
+    if let Some(entries) = fast(bytes) {
+        return Ok(entries);
     }
+    if let Some(why) = unresolved(bytes) {
+        return Err(CodecError::invalid(why).context(location));
+    }
+    Manifest::parse_avro(bytes)
+        .map(|m| {
+            let (entries, _) = m.into_parts();
+            entries.iter().map(|e| (**e).clone()).collect()
+        })
+        .map_err(CodecError::within(location))
+}
+
+/// Why iceberg-rust would read a partition field of the manifest `bytes` as null in every
+/// entry, if it would: its reader resolves the partition record's fields by name, so a
+/// spec field the writer wrote under another name (Java and Python escape a name that is
+/// not an Avro name, `avro_name`) or not at all has no value. `None` when every field is
+/// written under its own name, or when the header does not parse (iceberg-rust then says
+/// what is wrong).
+fn unresolved(bytes: &[u8]) -> Option<String> {
+    let (reader, user) = header(bytes)?;
+    let user: HashMap<String, Vec<u8>> = user.into_iter().map(|(k, v)| (k, v.into_vec())).collect();
+    let metadata = ManifestMetadata::parse(&user).ok()?;
+    let spec = metadata.partition_spec();
+    let partition_type = spec.partition_type(metadata.schema()).ok()?;
+    let written = partition_fields(reader.schema().json())?;
+    let field = partition_type
+        .fields()
+        .iter()
+        .find(|f| !written.iter().any(|w| w.name == f.name))?;
+    let why = match written.iter().find(|w| w.names(field.id, &field.name)) {
+        Some(w) => format!(
+            "written as Avro field `{}`, which this reader only reads for a partition of \
+             boolean, int, long, date, timestamp, string or decimal fields in a format \
+             version 2 or 3 manifest",
+            w.name
+        ),
+        None => "missing from the manifest's partition record".to_string(),
+    };
+    Some(format!(
+        "partition field `{}` (id {}) of spec {} is {why}: its values would read as null",
+        field.name,
+        field.id,
+        spec.spec_id()
+    ))
 }
 
 /// The manifest read by serde_avro_fast; `None` for anything it does not read as
-/// iceberg-rust does (module docs).
+/// iceberg-rust does (module docs). A deflated manifest it refuses is read again
+/// inflated (pyiceberg's blocks, [`crate::spec::manifest::inflate`]).
 fn fast(bytes: &[u8]) -> Option<Vec<ManifestEntry>> {
+    read_fast(bytes).or_else(|| read_fast(&crate::spec::manifest::inflate::inflated(bytes)?))
+}
+
+fn read_fast(bytes: &[u8]) -> Option<Vec<ManifestEntry>> {
     let (mut reader, layout) = open(bytes)?;
     reader
         .deserialize::<Entry>()
@@ -177,7 +224,8 @@ enum Raw {
 }
 
 /// What the fast read needs of a manifest's metadata: its schema, its partition spec id
-/// and the spec's field types (checked against the writer's partition record).
+/// and the spec's field types (checked against the writer's partition record), each
+/// with the Avro name the writer gave it.
 struct Layout {
     schema: SchemaRef,
     spec_id: i32,
@@ -186,7 +234,9 @@ struct Layout {
 
 impl Layout {
     /// `None` unless the writer's partition record (`writer_schema`) is laid out as
-    /// iceberg-rust writes the spec's partition type.
+    /// iceberg-rust writes the spec's partition type: its fields in the spec's order,
+    /// each the spec field's by id or name (`avro_name::WrittenField::names`: Java and
+    /// Python write a name that is not an Avro name escaped) with its Avro type.
     fn of(metadata: &ManifestMetadata, writer_schema: &str) -> Option<Self> {
         let spec = metadata.partition_spec();
         let partition_type = spec.partition_type(metadata.schema()).ok()?;
@@ -198,10 +248,11 @@ impl Layout {
             .fields()
             .iter()
             .zip(written)
-            .map(|(field, (name, avro))| {
+            .map(|(field, written)| {
                 let primitive = field.field_type.as_primitive_type()?;
-                (field.name == name && avro_type(primitive) == Some(avro.as_str()))
-                    .then(|| (name, primitive.clone()))
+                let typed = avro_type(primitive) == Some(written.ty.as_str());
+                (written.names(field.id, &field.name) && typed)
+                    .then(|| (written.name, primitive.clone()))
             })
             .collect::<Option<_>>()?;
         Some(Self {
@@ -323,8 +374,8 @@ fn unscaled(text: &str, scale: u32) -> Option<i128> {
 /// [`avro_type`]); `None` when the schema is not a manifest entry's. The last schema's is
 /// kept: a table's manifests share a few schemas, and parsing one is a sizeable part of
 /// reading a small manifest.
-fn written_partition(writer_schema: &str) -> Option<Vec<(String, String)>> {
-    type Last = Mutex<Option<(String, Option<Vec<(String, String)>>)>>;
+fn written_partition(writer_schema: &str) -> Option<Vec<WrittenField>> {
+    type Last = Mutex<Option<(String, Option<Vec<WrittenField>>)>>;
     static LAST: OnceLock<Last> = OnceLock::new();
     let mut last = LAST.get_or_init(Last::default).lock().ok()?;
     match &*last {
@@ -337,10 +388,10 @@ fn written_partition(writer_schema: &str) -> Option<Vec<(String, String)>> {
     }
 }
 
-/// The partition fields (name, Avro type) of a manifest's writer schema, when its entry and
-/// data file fields have the shapes iceberg-rust writes (also the writer's check, see
-/// [`crate::spec::manifest::write`]).
-pub(crate) fn parse_partition(writer_schema: &str) -> Option<Vec<(String, String)>> {
+/// The partition fields (name, Avro type, field id) of a manifest's writer schema, when its
+/// entry and data file fields have the shapes iceberg-rust writes (also the writer's
+/// check, see [`crate::spec::manifest::write`]).
+pub(crate) fn parse_partition(writer_schema: &str) -> Option<Vec<WrittenField>> {
     let schema: serde_json::Value = serde_json::from_str(writer_schema).ok()?;
     let data_file = checked(&schema, ENTRY, "data_file")?;
     let partition = checked(data_file, DATA_FILE, "partition")?;
@@ -348,12 +399,7 @@ pub(crate) fn parse_partition(writer_schema: &str) -> Option<Vec<(String, String
         .get("fields")?
         .as_array()?
         .iter()
-        .map(|f| {
-            Some((
-                f.get("name")?.as_str()?.to_string(),
-                type_name(f.get("type")?)?,
-            ))
-        })
+        .map(|f| WrittenField::of(f, type_name(f.get("type")?)?))
         .collect()
 }
 
@@ -366,7 +412,8 @@ const ENTRY: &[(&str, &str)] = &[
     ("file_sequence_number", "?long"),
 ];
 
-/// The fields of its `data_file` other than `partition` (`data_file_fields_v2`).
+/// The fields of its `data_file` other than `partition` (`data_file_fields_v2`; shapes
+/// apart by `|` are each taken).
 const DATA_FILE: &[(&str, &str)] = &[
     ("content", "int"),
     ("file_path", "string"),
@@ -381,7 +428,9 @@ const DATA_FILE: &[(&str, &str)] = &[
     ("upper_bounds", "?[{key:int,value:bytes}]"),
     ("key_metadata", "?bytes"),
     ("split_offsets", "?[long]"),
-    ("equality_ids", "?[int]"),
+    // pyiceberg writes its ids as longs (`array<long>`), iceberg-rust and Java as ints;
+    // both read into `i32` (a long beyond it fails the fast read).
+    ("equality_ids", "?[int]|?[long]"),
     ("sort_order_id", "?int"),
     ("first_row_id", "?long"),
     ("referenced_data_file", "?string"),
@@ -404,7 +453,8 @@ fn checked<'a>(
         if name == nested {
             found = Some(ty);
         } else if let Some((_, want)) = expected.iter().find(|(n, _)| *n == name) {
-            if shape(ty)? != *want {
+            let shape = shape(ty)?;
+            if !want.split('|').any(|w| w == shape) {
                 return None;
             }
         }
@@ -886,6 +936,93 @@ mod tests {
                 "{to}"
             );
         }
+    }
+
+    /// A manifest whose partition fields have names that are not Avro names, written as
+    /// Java and Python write them (escaped, `iceberg-field-name`, `field-id`; xlake's
+    /// writer does the same): read by field id with the real values, where iceberg-rust's
+    /// reader, which resolves fields by name, does not read them; where the fast read does
+    /// not take such a manifest, it is refused rather than left to iceberg-rust.
+    #[tokio::test]
+    async fn escaped_partition_names_are_read_by_field_id() {
+        use crate::spec::manifest::write::{encode, partition_type};
+        let schema = schema();
+        let spec = PartitionSpec::builder(schema.clone())
+            .with_spec_id(3)
+            .add_partition_field("s", "part key", Transform::Identity)
+            .unwrap()
+            .add_partition_field("i", "1st", Transform::Identity)
+            .unwrap()
+            .add_partition_field("l", "ünï", Transform::Identity)
+            .unwrap()
+            .build()
+            .unwrap();
+        let tuple = |n: i64| {
+            Struct::from_iter([
+                Some(Literal::string(format!("v {n}"))),
+                (n != 1).then(|| Literal::int(n as i32)),
+                Some(Literal::long(n << 33)),
+            ])
+        };
+        let mut sink = Sink::new(5, ManifestContentType::Data);
+        for n in 0..3 {
+            let mut b = DataFileBuilder::default();
+            b.content(DataContentType::Data)
+                .file_path(format!("s3://b/t/data/f{n}.parquet"))
+                .file_format(DataFileFormat::Parquet)
+                .partition(tuple(n))
+                .partition_spec_id(3)
+                .record_count(1)
+                .file_size_in_bytes(10);
+            sink.add_file(b.build().unwrap(), -1).unwrap();
+        }
+        let shape = (&schema, &spec);
+        let partition = partition_type(&sink, shape).unwrap();
+        let (bytes, _) = encode(&sink, "/t/m.avro", shape, FormatVersion::V2, &partition)
+            .await
+            .unwrap();
+        let json = Reader::from_slice(&bytes)
+            .unwrap()
+            .schema()
+            .json()
+            .to_string();
+        assert!(json.contains(r#""name":"part_x20key""#), "{json}");
+        assert!(
+            json.contains(r#""iceberg-field-name":"part key""#),
+            "{json}"
+        );
+        let read = entries(&bytes, "/t/m.avro").unwrap();
+        let got: Vec<_> = read
+            .iter()
+            .map(|e| e.data_file().partition().clone())
+            .collect();
+        assert_eq!(got, (0..3).map(tuple).collect::<Vec<_>>());
+        // iceberg-rust does not read them (its reader resolves fields by name: here it
+        // fails, pyiceberg's manifests of one field it reads as null) ...
+        assert!(Manifest::parse_avro(&bytes).is_err());
+        // ... so a manifest the fast read does not take (here: format version 1) is
+        // refused, naming the field, rather than read so.
+        let v1 = bytes_replaced(&bytes, b"format-version\x022", b"format-version\x021");
+        assert!(fast(&v1).is_none());
+        let err = entries(&v1, "/t/m.avro").unwrap_err().to_string();
+        assert!(
+            err.starts_with("/t/m.avro: partition field `part key` (id 1000) of spec 3 is written as Avro field `part_x20key`"),
+            "{err}"
+        );
+        assert!(err.ends_with("its values would read as null"), "{err}");
+        // Written under its own name, the field is iceberg-rust's to read.
+        assert!(unresolved(&written_plain().await).is_none());
+    }
+
+    fn bytes_replaced(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+        let at = bytes.windows(from.len()).position(|w| w == from).unwrap();
+        [&bytes[..at], to, &bytes[at + from.len()..]].concat()
+    }
+
+    async fn written_plain() -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        written(&store, "m", FormatVersion::V2, DataContentType::Data, true).await
     }
 
     #[test]

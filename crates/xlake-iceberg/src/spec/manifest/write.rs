@@ -9,8 +9,12 @@
 //!   (`manifest_schema_v2.json`, the same for v3), the partition's fields put in its
 //!   partition record as iceberg-rust writes them, and the keys are serialized as it
 //!   serializes them (the tests compare both with iceberg-rust's for every type encoded
-//!   here). A partition field whose name is not a plain Avro name has the header learned
-//!   from iceberg-rust, by letting it write the same manifest with no entries;
+//!   here). A partition field whose name is not an Avro name (`part key`, `1st`) is
+//!   written as Iceberg's Java and Python writers write it, under an escaped name with
+//!   the name itself in `iceberg-field-name` ([`avro_name`]), where iceberg-rust writes
+//!   the name as it is, which Avro's Java and C parsers (Spark, Trino, DuckDB) refuse. A
+//!   header not built here is learned from iceberg-rust, by letting it write the same
+//!   manifest with no entries;
 //! - each entry is encoded by serde_avro_fast from [`Record`], which holds the fields of
 //!   iceberg-rust's own `ManifestEntryV2`/`DataFileSerde`, filled the same way;
 //! - [`Sink`] takes entries as iceberg-rust's `add_file`, `add_delete_file` and
@@ -18,7 +22,8 @@
 //!   partition summaries for the manifest list.
 //!
 //! A partition value of a type [`PartitionValue`] does not encode, or a table in format
-//! version 1, is written by iceberg-rust as before.
+//! version 1, is written by iceberg-rust as before (a partition name that is not an Avro
+//! name then written as it is: docs/known-gaps.md).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -35,6 +40,7 @@ use serde::Serialize;
 use serde_avro_fast::object_container_file_encoding::Reader;
 use serde_bytes::ByteBuf;
 
+use crate::spec::manifest::avro_name::avro_name;
 use crate::spec::manifest::record::{Bound, Counted, EntryRecord, FileRecord, FILE_FIELDS};
 
 use crate::spec::error::CodecError;
@@ -179,15 +185,15 @@ pub(crate) async fn encode(
     Some((bytes, listed))
 }
 
-/// The primitive type of each partition field, if every one is a type
-/// [`PartitionValue`] encodes.
+/// The Avro name ([`avro_name`]) and primitive type of each partition field, if every
+/// one is a type [`PartitionValue`] encodes.
 fn partition_types(partition: &StructType) -> Option<Vec<(String, PrimitiveType)>> {
     partition
         .fields()
         .iter()
         .map(|f| {
             let ty = f.field_type.as_primitive_type()?.clone();
-            encodes(&ty).then(|| (f.name.clone(), ty))
+            encodes(&ty).then(|| (avro_name(&f.name), ty))
         })
         .collect()
 }
@@ -286,23 +292,33 @@ fn held_header(
 }
 
 /// The partition record of a manifest's schema as iceberg-rust writes it: each field
-/// nullable, with a null default and its field id. `None` for a field that is not one
-/// iceberg-rust writes that way and accepts: of another type than [`avro_type`]'s,
-/// required or with a default, named other than by a plain Avro name (iceberg-rust writes
-/// it as it is), or whose id or name is another field's, or whose id is below 1000
-/// (where the entry's own field ids are: iceberg-rust refuses a duplicate).
+/// nullable, with a null default and its field id. A field whose name is not an Avro
+/// name is written as Iceberg's Java and Python writers write it, and iceberg-rust does
+/// not (it writes the name as it is, which Avro's Java, C and Rust parsers refuse): under
+/// its escaped name ([`avro_name`]), the name itself in `iceberg-field-name`. `None` for
+/// a field that is not one iceberg-rust writes that way and accepts: of another type than
+/// [`avro_type`]'s, required or with a default, or whose id or Avro name is another
+/// field's, or whose id is below 1000 (where the entry's own field ids are: iceberg-rust
+/// refuses a duplicate).
 fn partition_record(partition: &StructType) -> Option<String> {
     let (mut ids, mut names) = (HashSet::new(), HashSet::new());
     let mut fields = Vec::with_capacity(partition.fields().len());
     for f in partition.fields() {
         let ty = avro_type(f.field_type.as_primitive_type()?)?;
-        let plain =
-            !f.required && f.initial_default.is_none() && xlake_storage::avro::is_name(&f.name);
-        let unique = f.id >= 1000 && ids.insert(f.id) && names.insert(f.name.as_str());
-        (plain && unique).then_some(())?;
-        let (name, id) = (&f.name, f.id);
+        let name = avro_name(&f.name);
+        let optional = !f.required && f.initial_default.is_none();
+        let unique = f.id >= 1000 && ids.insert(f.id) && names.insert(name.clone());
+        (optional && unique).then_some(())?;
+        let original = match name == f.name {
+            true => String::new(),
+            false => format!(
+                r#","iceberg-field-name":{}"#,
+                serde_json::to_string(&f.name).ok()?
+            ),
+        };
+        let id = f.id;
         fields.push(format!(
-            r#"{{"name":"{name}","type":["null",{ty}],"default":null,"field-id":{id}}}"#
+            r#"{{"name":"{name}","type":["null",{ty}],"default":null,"field-id":{id}{original}}}"#
         ));
     }
     Some(format!(
@@ -364,7 +380,7 @@ fn laid_out_as_written(schema: &str, types: &[(String, PrimitiveType)]) -> bool 
     let Some(partition) = crate::spec::manifest::read::parse_partition(schema) else {
         return false;
     };
-    let names = partition.iter().map(|(name, _)| name);
+    let names = partition.iter().map(|w| &w.name);
     names.eq(types.iter().map(|(name, _)| name)) && data_file_fields_are(schema, FILE_FIELDS)
 }
 
@@ -861,7 +877,7 @@ mod tests {
 
     /// The header built here is the one iceberg-rust writes, for every partition type
     /// encoded here, in v2 and v3, for data and delete manifests, and is laid out as this
-    /// module writes; a partition name that is not a plain Avro name is left to it.
+    /// module writes; a partition name that is not an Avro name is written escaped.
     #[tokio::test]
     async fn the_held_header_is_iceberg_rusts() {
         let schema = schema();
@@ -883,12 +899,12 @@ mod tests {
                 assert!(laid_out_as_written(held.schema.json(), &types), "{what}");
             }
         }
-        // Left to iceberg-rust: a name that is not plain, a field id among the entry's
-        // own, two fields of one id or one name.
+        // Left to iceberg-rust: a field id among the entry's own, two fields of one id or
+        // one Avro name.
         let field =
             |id, name: &str| Arc::new(NestedField::optional(id, name, PrimitiveType::Int.into()));
         for fields in [
-            vec![field(1000, "a-b")],
+            vec![field(1000, "a b"), field(1001, "a_x20b")],
             vec![field(102, "p")],
             vec![field(1000, "p"), field(1000, "q")],
             vec![field(1000, "p"), field(1001, "p")],
@@ -897,6 +913,12 @@ mod tests {
         }
         let fine = StructType::new(vec![field(1000, "p"), field(1001, "q")]);
         assert!(partition_record(&fine).is_some());
+        // Escaped as Java and Python escape it.
+        let odd = StructType::new(vec![field(1000, "part key"), field(1001, "1st")]);
+        assert_eq!(
+            partition_record(&odd).unwrap(),
+            r#"{"type":"record","name":"r102","fields":[{"name":"part_x20key","type":["null","int"],"default":null,"field-id":1000,"iceberg-field-name":"part key"},{"name":"_1st","type":["null","int"],"default":null,"field-id":1001,"iceberg-field-name":"1st"}]}"#
+        );
     }
 
     /// The layout check passes iceberg-rust's own schema and fails any other order.
