@@ -23,12 +23,15 @@
 //! | [`MirrorState`] | what the target already records, handed to the source |
 //! | [`SourceHealth`] | what `inspect` shows of the source side |
 //! | [`SourceError`], [`ErrorKind`] | one error for every source, by kind; the message names table, commit and file |
+//! | [`Reason`] | what is wrong with a file or value, the library error beneath kept as its source (the formats' errors carry it) |
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 mod error;
+mod reason;
 mod stream;
 
 pub use error::{ErrorKind, SourceError};
+pub use reason::Reason;
 pub use stream::{collect, removals_of, ChangeStream, Collected, Replay, VecReplay};
 
 use std::cmp::Ordering;
