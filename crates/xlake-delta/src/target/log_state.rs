@@ -10,6 +10,7 @@ use serde_json::{Map, Value as Json};
 use xlake_storage::TableStore;
 
 use super::error::TargetFault;
+use super::schema_out::PhysicalNames;
 use crate::error::Reason;
 use crate::log::{LogListing, LOG_DIR};
 use crate::source::local_path;
@@ -106,6 +107,8 @@ pub(super) struct LogState {
     pub(super) protocol: Option<Map<String, Json>>,
     /// The files the versions read removed, in order.
     pub(super) removed: Vec<Removed>,
+    /// The physical names of column mapping: each field id's now, every one ever given.
+    pub(super) physical: PhysicalNames,
     /// The stored deletion vector files (`pathOrInlineDv` of `storageType` `p`) any
     /// action read names.
     pub(super) vector_files: BTreeSet<String>,
@@ -178,7 +181,10 @@ impl LogState {
                 let Json::Object(body) = body else { continue };
                 match kind.as_str() {
                     "add" => state.add(body, version).map_err(&bad)?,
-                    "metaData" => state.metadata = Some(body),
+                    "metaData" => {
+                        state.physical.note(version, &body);
+                        state.metadata = Some(body);
+                    }
                     "protocol" => state.protocol = Some(body),
                     _ => {}
                 }
@@ -214,7 +220,10 @@ impl LogState {
                     "commitInfo" => info = Some(body),
                     "add" => self.add(body, version).map_err(&bad)?,
                     "remove" => self.remove(&body, version).map_err(&bad)?,
-                    "metaData" => self.metadata = Some(body),
+                    "metaData" => {
+                        self.physical.note(version, &body);
+                        self.metadata = Some(body);
+                    }
                     "protocol" => self.protocol = Some(body),
                     _ => {}
                 }
