@@ -208,20 +208,28 @@ fn shape(state: Option<&LogState>, change: &ChangeSet) -> Result<Shape, Reason> 
 }
 
 /// A top-level column whose type the new schema changes (Delta readers read every file
-/// with the table's one type, and older files hold the old one).
+/// with the table's one type, and older files hold the old one): the same field id with
+/// column mapping, else the same name.
 fn changed_type(current: Option<&Map<String, Json>>, new: &Json) -> Option<String> {
     let old: Json = serde_json::from_str(current?.get("schemaString")?.as_str()?).ok()?;
-    let types = |s: &Json| -> HashMap<String, Json> {
+    let types = |s: &Json| -> HashMap<String, (String, Json)> {
         s.get("fields")
             .and_then(Json::as_array)
             .into_iter()
             .flatten()
-            .filter_map(|f| Some((f.get("name")?.as_str()?.to_string(), f.get("type")?.clone())))
+            .filter_map(|f| {
+                let name = f.get("name")?.as_str()?.to_string();
+                let key = match f.pointer("/metadata/delta.columnMapping.id") {
+                    Some(id) => format!("id {id}"),
+                    None => format!("name {name}"),
+                };
+                Some((key, (name, f.get("type")?.clone())))
+            })
             .collect()
     };
     let before = types(&old);
-    types(new).into_iter().find_map(|(name, ty)| {
-        let was = before.get(&name)?;
+    types(new).into_iter().find_map(|(key, (name, ty))| {
+        let (_, was) = before.get(&key)?;
         (was.is_string() && ty.is_string() && *was != ty).then(|| {
             format!("column {name} changes type from {was} to {ty}, which a Delta table cannot hold (its older files keep {was})")
         })
@@ -606,10 +614,15 @@ mod tests {
             v2.metadata["configuration"]["delta.columnMapping.maxColumnId"],
             "3"
         );
-        // A version later, field 3 keeps it.
+        // A version later, field 3 keeps it; a column added under a new name keeps its
+        // name (the source's files hold it under that name).
         let state = state_of(&[&v0.metadata, &v1.metadata, &v2.metadata]);
-        let v3 = shape(Some(&state), &change(vec![id(), secret(3)])).unwrap();
-        assert_eq!(physicals(&v3), physicals(&v2));
+        let tag = with_id(Field::optional("tag", PrimitiveType::String), 4);
+        let v3 = shape(Some(&state), &change(vec![id(), secret(3), tag])).unwrap();
+        assert_eq!(
+            physicals(&v3),
+            [(s("id"), s("id")), (s("secret"), s("col-3")), (s("tag"), s("tag"))]
+        );
         assert!(
             state.physical.reused.is_empty(),
             "{:?}",

@@ -25,8 +25,6 @@ pub(super) struct PhysicalNames {
     pub(super) used: HashMap<(Option<i64>, String), i64>,
     /// Physical names a version gave to a second field id: `version: what`.
     pub(super) reused: Vec<String>,
-    /// While naming a schema: no field was mapped before it (its new fields keep names).
-    first: bool,
 }
 
 impl PhysicalNames {
@@ -55,24 +53,26 @@ impl PhysicalNames {
         }
     }
 
-    /// The physical name of field `id` (`name` now) under `parent`: the one it has; else,
-    /// while no field is mapped yet (the table's first mapped version: its files were
-    /// written under the names), its name; else `col-<id>`, never a name another id had.
+    /// The physical name of field `id` (`name` now) under `parent`: the one it has; else
+    /// its name (the source writes its files under it), unless a field id under `parent`
+    /// ever had that name (a column dropped or renamed, its old files keep the name): then
+    /// `col-<id>`, or `col-<id>-<n>` if that too was given.
     fn assign(&mut self, parent: Option<i64>, id: i64, name: &str) -> String {
         if let Some(kept) = self.kept.get(&id) {
             return kept.clone();
         }
-        let mut candidate = if self.first {
-            name.to_string()
-        } else {
-            format!("col-{id}")
+        let taken = |names: &Self, c: &str| {
+            names
+                .used
+                .get(&(parent, c.to_string()))
+                .is_some_and(|&other| other != id)
         };
+        let mut candidate = name.to_string();
+        if taken(self, &candidate) {
+            candidate = format!("col-{id}");
+        }
         let mut n = 1;
-        while self
-            .used
-            .get(&(parent, candidate.clone()))
-            .is_some_and(|&other| other != id)
-        {
+        while taken(self, &candidate) {
             candidate = format!("col-{id}-{n}");
             n += 1;
         }
@@ -118,9 +118,6 @@ pub(super) fn delta_schema(
     schema: &Schema,
     mut mapping: Option<&mut PhysicalNames>,
 ) -> Result<Json, Reason> {
-    if let Some(names) = mapping.as_deref_mut() {
-        names.first = names.kept.is_empty();
-    }
     Ok(json!({"type": "struct", "fields": fields(&schema.fields, None, &mut mapping)?}))
 }
 
