@@ -621,7 +621,11 @@ mod tests {
         let v3 = shape(Some(&state), &change(vec![id(), secret(3), tag])).unwrap();
         assert_eq!(
             physicals(&v3),
-            [(s("id"), s("id")), (s("secret"), s("col-3")), (s("tag"), s("tag"))]
+            [
+                (s("id"), s("id")),
+                (s("secret"), s("col-3")),
+                (s("tag"), s("tag"))
+            ]
         );
         assert!(
             state.physical.reused.is_empty(),
