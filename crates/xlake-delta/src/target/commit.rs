@@ -727,12 +727,25 @@ mod tests {
         names.note(0, &meta(&f("score", 2, "score")));
         names.note(1, &meta(&f("points", 2, "score")));
         assert!(names.reused.is_empty());
-        names.note(
-            2,
-            &meta(&[f("points", 2, "score"), f("score", 3, "score")].join(",")),
-        );
+        let broken = meta(&[f("points", 2, "score"), f("score", 3, "score")].join(","));
+        names.note(2, &broken);
         assert_eq!(names.reused.len(), 1, "{:?}", names.reused);
         assert!(names.reused[0].starts_with("version 2: physical name score of field id 3"));
+        // The next version gives field 3 a name of its own; field 2 keeps `score`.
+        let state = LogState {
+            metadata: Some(broken),
+            physical: names,
+            ..Default::default()
+        };
+        let next = change(vec![
+            with_id(Field::optional("points", PrimitiveType::String), 2),
+            with_id(Field::optional("score", PrimitiveType::String), 3),
+        ]);
+        let next = shape(Some(&state), &next).unwrap();
+        assert_eq!(
+            physicals(&next),
+            [(s("points"), s("score")), (s("score"), s("col-3"))]
+        );
     }
 
     #[test]

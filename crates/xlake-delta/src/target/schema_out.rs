@@ -56,17 +56,20 @@ impl PhysicalNames {
     /// The physical name of field `id` (`name` now) under `parent`: the one it has; else
     /// its name (the source writes its files under it), unless a field id under `parent`
     /// ever had that name (a column dropped or renamed, its old files keep the name): then
-    /// `col-<id>`, or `col-<id>-<n>` if that too was given.
+    /// `col-<id>`, or `col-<id>-<n>` if that too was given. A name a log written before
+    /// this rule gave to a second field id is given anew (the versions from then on read).
     fn assign(&mut self, parent: Option<i64>, id: i64, name: &str) -> String {
-        if let Some(kept) = self.kept.get(&id) {
-            return kept.clone();
-        }
         let taken = |names: &Self, c: &str| {
             names
                 .used
                 .get(&(parent, c.to_string()))
                 .is_some_and(|&other| other != id)
         };
+        if let Some(kept) = self.kept.get(&id) {
+            if !taken(self, kept) {
+                return kept.clone();
+            }
+        }
         let mut candidate = name.to_string();
         if taken(self, &candidate) {
             candidate = format!("col-{id}");
