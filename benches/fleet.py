@@ -74,7 +74,7 @@ def main() -> None:
         assert run.returncode == 0 and f"{args.tables} synced (0 snapshots written)" in run.stdout, run.stdout[-500:]
         floors.append(timed(["cat", *hints]))
         assert floors[-1][3].returncode == 0
-    median = lambda runs, i: statistics.median(r[i] for r in runs)  # noqa: E731
+    median = lambda runs, i: statistics.median(r[i] for r in runs)
     noop, noop_cpu, noop_rss = median(noops, 0), median(noops, 1), max(r[2] for r in noops)
     floor_cat, floor_cpu = median(floors, 0), median(floors, 1)
     start = time.perf_counter()

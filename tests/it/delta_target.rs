@@ -894,3 +894,111 @@ async fn a_missing_commit_in_xlakes_own_log_is_named_as_a_gap_not_a_foreign_tabl
     );
     assert!(!out.contains("another writer"), "{out}");
 }
+
+/// `(logical, physical)` names of the top-level fields of Delta version `v`'s `metaData`,
+/// sorted.
+fn physical_names(root: &Path, v: usize) -> Vec<(String, String)> {
+    let versions = log(root);
+    let metadata = versions[..=v]
+        .iter()
+        .rev()
+        .find_map(|actions| actions.iter().find_map(|a| a.get("metaData")))
+        .unwrap();
+    let schema: Json = serde_json::from_str(metadata["schemaString"].as_str().unwrap()).unwrap();
+    let mut names: Vec<_> = schema["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let p = f["metadata"]["delta.columnMapping.physicalName"].as_str();
+            (
+                f["name"].as_str().unwrap().to_string(),
+                p.unwrap().to_string(),
+            )
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn a_dropped_or_renamed_name_added_again_gets_a_physical_name_no_field_had() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let field = |name: &str, id: i32| {
+        let mut f = ModelField::optional(name, PrimitiveType::Long);
+        f.id = Some(id);
+        f
+    };
+    // secret (2) dropped and added again (4); score (3) renamed points, a new score (5).
+    let schemas = [
+        vec![field("id", 1), field("secret", 2), field("score", 3)],
+        vec![field("id", 1), field("points", 3)],
+        vec![
+            field("id", 1),
+            field("points", 3),
+            field("secret", 4),
+            field("score", 5),
+        ],
+        vec![
+            field("id", 1),
+            field("points", 3),
+            field("secret", 4),
+            field("score", 5),
+        ],
+    ];
+    for (i, fields) in schemas.into_iter().enumerate() {
+        // A target opened afresh each time: the names given come from the log.
+        let store = TableStore::open(root.to_str().unwrap()).unwrap();
+        let mut target =
+            xlake_delta::target::DeltaTarget::open(store, &TargetOptions::default()).unwrap();
+        target.load(Read::ForCommit).await.unwrap();
+        let commit = SourceCommit {
+            format: SourceFormat::new("ICEBERG"),
+            id: i.to_string(),
+            action: "append".into(),
+            requested_ms: None,
+            commit_time_ms: 1_700_000_000_000 + i as i64,
+        };
+        let name = format!("data/{i}.parquet");
+        let size = write_ids(&root.join(&name), &[i as i64]);
+        let mut change = ChangeSet::new(
+            commit,
+            ModelSchema::new(fields),
+            PartitionSpec::unpartitioned(),
+        );
+        change.added = vec![DataFile::parquet(&name, size, Some(1))];
+        let published = target.publish(&[&change], true).await;
+        assert!(published.error.is_none(), "{:?}", published.error);
+    }
+    let s = |a: &str, b: &str| (a.to_string(), b.to_string());
+    assert_eq!(
+        physical_names(root, 0),
+        [s("id", "id"), s("score", "score"), s("secret", "secret")]
+    );
+    assert_eq!(
+        physical_names(root, 1),
+        [s("id", "id"), s("points", "score")]
+    );
+    // Old files' `secret` (field 2) and `score` (field 3) never map to fields 4 and 5.
+    let last = [
+        s("id", "id"),
+        s("points", "score"),
+        s("score", "col-5"),
+        s("secret", "col-4"),
+    ];
+    assert_eq!(physical_names(root, 2), last);
+    assert_eq!(physical_names(root, 3), last);
+    let metadata = log(root)[2]
+        .iter()
+        .find_map(|a| a.get("metaData").cloned())
+        .unwrap();
+    assert_eq!(
+        metadata["configuration"]["delta.columnMapping.maxColumnId"],
+        "5"
+    );
+    // delta-rs reads every version (no physical name is given twice).
+    for v in 0..4 {
+        delta_rs_files(root, v).await.unwrap();
+    }
+}

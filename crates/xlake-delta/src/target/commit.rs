@@ -15,8 +15,7 @@ use xlake_target::footer::{footer_stats, read_footer};
 use super::error::TargetFault;
 use super::log_state::{vector_id, LogState, XlakeMetadata, XLAKE_FIELD};
 use super::schema_out::{
-    delta_schema, has_timestamp_ntz, partition_columns, physical_names, protocol,
-    wants_column_mapping,
+    delta_schema, has_timestamp_ntz, partition_columns, protocol, wants_column_mapping,
 };
 use super::values_out::{absolute_uri, delta_path, partition_text, stats_json, z85};
 use crate::error::Reason;
@@ -144,8 +143,9 @@ fn same_metadata(current: Option<&Map<String, Json>>, new: &Map<String, Json>) -
 /// columns (Delta does not change a table's partition columns in place).
 fn shape(state: Option<&LogState>, change: &ChangeSet) -> Result<Shape, Reason> {
     let current = state.and_then(|s| s.metadata.as_ref());
-    let mapping = wants_column_mapping(&change.schema).then(|| physical_names(current));
-    let schema = delta_schema(&change.schema, mapping.as_ref())?;
+    let mut mapping = wants_column_mapping(&change.schema)
+        .then(|| state.map(|s| s.physical.clone()).unwrap_or_default());
+    let schema = delta_schema(&change.schema, mapping.as_mut())?;
     if let Some(column) = changed_type(current, &schema) {
         return Err(column.into());
     }
@@ -208,20 +208,28 @@ fn shape(state: Option<&LogState>, change: &ChangeSet) -> Result<Shape, Reason> 
 }
 
 /// A top-level column whose type the new schema changes (Delta readers read every file
-/// with the table's one type, and older files hold the old one).
+/// with the table's one type, and older files hold the old one): the same field id with
+/// column mapping, else the same name.
 fn changed_type(current: Option<&Map<String, Json>>, new: &Json) -> Option<String> {
     let old: Json = serde_json::from_str(current?.get("schemaString")?.as_str()?).ok()?;
-    let types = |s: &Json| -> HashMap<String, Json> {
+    let types = |s: &Json| -> HashMap<String, (String, Json)> {
         s.get("fields")
             .and_then(Json::as_array)
             .into_iter()
             .flatten()
-            .filter_map(|f| Some((f.get("name")?.as_str()?.to_string(), f.get("type")?.clone())))
+            .filter_map(|f| {
+                let name = f.get("name")?.as_str()?.to_string();
+                let key = match f.pointer("/metadata/delta.columnMapping.id") {
+                    Some(id) => format!("id {id}"),
+                    None => format!("name {name}"),
+                };
+                Some((key, (name, f.get("type")?.clone())))
+            })
             .collect()
     };
     let before = types(&old);
-    types(new).into_iter().find_map(|(name, ty)| {
-        let was = before.get(&name)?;
+    types(new).into_iter().find_map(|(key, (name, ty))| {
+        let (_, was) = before.get(&key)?;
         (was.is_string() && ty.is_string() && *was != ty).then(|| {
             format!("column {name} changes type from {was} to {ty}, which a Delta table cannot hold (its older files keep {was})")
         })
@@ -229,16 +237,17 @@ fn changed_type(current: Option<&Map<String, Json>>, new: &Json) -> Option<Strin
 }
 
 fn max_id(fields: &[Field]) -> i64 {
+    fn nested(t: &DataType) -> i64 {
+        match t {
+            DataType::Primitive(_) => 0,
+            DataType::Struct(c) => max_id(c),
+            DataType::List(e) => nested(&e.data_type),
+            DataType::Map { key, value } => nested(&key.data_type).max(nested(&value.data_type)),
+        }
+    }
     fields
         .iter()
-        .map(|f| {
-            let own = f.id.map_or(0, i64::from);
-            let nested = match &f.data_type {
-                DataType::Struct(c) => max_id(c),
-                _ => 0,
-            };
-            own.max(nested)
-        })
+        .map(|f| f.id.map_or(0, i64::from).max(nested(&f.data_type)))
         .max()
         .unwrap_or(0)
 }
@@ -558,9 +567,185 @@ mod tests {
         )
     }
 
+    /// The state after versions whose `metaData` are `versions`, oldest first.
+    fn state_of(versions: &[&Map<String, Json>]) -> LogState {
+        let mut state = LogState::default();
+        for (v, m) in versions.iter().enumerate() {
+            state.physical.note(v as u64, m);
+            state.metadata = Some((*m).clone());
+        }
+        state
+    }
+
+    /// The physical names of `shape`'s schema: `(logical path, physical)`, sorted.
+    fn physicals(shape: &Shape) -> Vec<(String, String)> {
+        let mut all: Vec<_> = shape.physical.clone().into_iter().collect();
+        all.sort();
+        all
+    }
+
+    fn s(text: &str) -> String {
+        text.to_string()
+    }
+
     fn with_id(mut f: Field, id: i32) -> Field {
         f.id = Some(id);
         f
+    }
+
+    #[test]
+    fn a_dropped_then_re_added_name_gets_a_physical_name_no_other_field_had() {
+        let id = || with_id(Field::required("id", PrimitiveType::Long), 1);
+        let secret = |n| with_id(Field::optional("secret", PrimitiveType::String), n);
+        let v0 = shape(None, &change(vec![id(), secret(2)])).unwrap();
+        assert_eq!(
+            physicals(&v0),
+            [(s("id"), s("id")), (s("secret"), s("secret"))]
+        );
+        let v1 = shape(Some(&state_of(&[&v0.metadata])), &change(vec![id()])).unwrap();
+        let state = state_of(&[&v0.metadata, &v1.metadata]);
+        let v2 = shape(Some(&state), &change(vec![id(), secret(3)])).unwrap();
+        // Old files' `secret` (field 2) never maps to field 3.
+        assert_eq!(
+            physicals(&v2),
+            [(s("id"), s("id")), (s("secret"), s("col-3"))]
+        );
+        assert_eq!(
+            v2.metadata["configuration"]["delta.columnMapping.maxColumnId"],
+            "3"
+        );
+        // A version later, field 3 keeps it; a column added under a new name keeps its
+        // name (the source's files hold it under that name).
+        let state = state_of(&[&v0.metadata, &v1.metadata, &v2.metadata]);
+        let tag = with_id(Field::optional("tag", PrimitiveType::String), 4);
+        let v3 = shape(Some(&state), &change(vec![id(), secret(3), tag])).unwrap();
+        assert_eq!(
+            physicals(&v3),
+            [
+                (s("id"), s("id")),
+                (s("secret"), s("col-3")),
+                (s("tag"), s("tag"))
+            ]
+        );
+        assert!(
+            state.physical.reused.is_empty(),
+            "{:?}",
+            state.physical.reused
+        );
+    }
+
+    #[test]
+    fn a_renamed_field_keeps_its_name_and_one_re_adding_the_old_name_gets_another() {
+        let id = || with_id(Field::required("id", PrimitiveType::Long), 1);
+        let v0 = change(vec![
+            id(),
+            with_id(Field::optional("score", PrimitiveType::Double), 2),
+        ]);
+        let v0 = shape(None, &v0).unwrap();
+        let renamed = || with_id(Field::optional("points", PrimitiveType::Double), 2);
+        let v1 = shape(
+            Some(&state_of(&[&v0.metadata])),
+            &change(vec![id(), renamed()]),
+        )
+        .unwrap();
+        let state = state_of(&[&v0.metadata, &v1.metadata]);
+        let readded = change(vec![
+            id(),
+            renamed(),
+            with_id(Field::optional("score", PrimitiveType::String), 3),
+        ]);
+        let v2 = shape(Some(&state), &readded).unwrap();
+        assert_eq!(
+            physicals(&v2),
+            [
+                (s("id"), s("id")),
+                (s("points"), s("score")),
+                (s("score"), s("col-3"))
+            ]
+        );
+        let state = state_of(&[&v0.metadata, &v1.metadata, &v2.metadata]);
+        assert!(
+            state.physical.reused.is_empty(),
+            "{:?}",
+            state.physical.reused
+        );
+    }
+
+    #[test]
+    fn nested_fields_get_fresh_names_by_parent_and_a_taken_col_name_is_skipped() {
+        let st = |children: Vec<Field>| {
+            let mut f = Field::optional("s", PrimitiveType::Long);
+            f.data_type = DataType::Struct(children);
+            with_id(f, 1)
+        };
+        let x = |n| with_id(Field::optional("x", PrimitiveType::Long), n);
+        // The first version names a top-level column `col-4` (any name is a name).
+        let col4 = with_id(Field::optional("col-4", PrimitiveType::Long), 2);
+        let v0 = shape(None, &change(vec![st(vec![x(3)]), col4.clone()])).unwrap();
+        assert_eq!(
+            physicals(&v0),
+            [
+                (s("col-4"), s("col-4")),
+                (s("s"), s("s")),
+                (s("s.x"), s("x"))
+            ]
+        );
+        let v1 = shape(Some(&state_of(&[&v0.metadata])), &change(vec![st(vec![])])).unwrap();
+        let state = state_of(&[&v0.metadata, &v1.metadata]);
+        let y = with_id(Field::optional("col-4", PrimitiveType::Long), 4);
+        let v2 = shape(Some(&state), &change(vec![st(vec![x(5)]), y])).unwrap();
+        assert_eq!(
+            physicals(&v2),
+            [
+                (s("col-4"), s("col-4-1")),
+                (s("s"), s("s")),
+                (s("s.x"), s("col-5"))
+            ]
+        );
+        assert_eq!(
+            v2.metadata["configuration"]["delta.columnMapping.maxColumnId"],
+            "5"
+        );
+    }
+
+    #[test]
+    fn a_physical_name_given_to_two_field_ids_is_noted_naming_the_version() {
+        let mut names = super::super::schema_out::PhysicalNames::default();
+        let meta = |fields: &str| {
+            let mut m = Map::new();
+            m.insert(
+                "schemaString".into(),
+                json!(format!(r#"{{"type":"struct","fields":[{fields}]}}"#)),
+            );
+            m
+        };
+        let f = |name: &str, id: i64, physical: &str| {
+            format!(
+                r#"{{"name":"{name}","type":"string","nullable":true,"metadata":{{"delta.columnMapping.id":{id},"delta.columnMapping.physicalName":"{physical}"}}}}"#
+            )
+        };
+        names.note(0, &meta(&f("score", 2, "score")));
+        names.note(1, &meta(&f("points", 2, "score")));
+        assert!(names.reused.is_empty());
+        let broken = meta(&[f("points", 2, "score"), f("score", 3, "score")].join(","));
+        names.note(2, &broken);
+        assert_eq!(names.reused.len(), 1, "{:?}", names.reused);
+        assert!(names.reused[0].starts_with("version 2: physical name score of field id 3"));
+        // The next version gives field 3 a name of its own; field 2 keeps `score`.
+        let state = LogState {
+            metadata: Some(broken),
+            physical: names,
+            ..Default::default()
+        };
+        let next = change(vec![
+            with_id(Field::optional("points", PrimitiveType::String), 2),
+            with_id(Field::optional("score", PrimitiveType::String), 3),
+        ]);
+        let next = shape(Some(&state), &next).unwrap();
+        assert_eq!(
+            physicals(&next),
+            [(s("points"), s("score")), (s("score"), s("col-3"))]
+        );
     }
 
     #[test]
@@ -573,10 +758,7 @@ mod tests {
         let config = &shape1.metadata["configuration"];
         assert_eq!(config["delta.columnMapping.mode"], "id");
         assert_eq!(config["delta.columnMapping.maxColumnId"], "2");
-        let state = LogState {
-            metadata: Some(shape1.metadata.clone()),
-            ..Default::default()
-        };
+        let state = state_of(&[&shape1.metadata]);
         let renamed = change(vec![
             with_id(Field::required("id", PrimitiveType::Long), 1),
             with_id(Field::optional("label", PrimitiveType::String), 2),
@@ -591,10 +773,7 @@ mod tests {
             .get("delta.columnMapping.mode")
             .is_none());
         // A type change is refused naming the column.
-        let state = LogState {
-            metadata: Some(shape3.metadata),
-            ..Default::default()
-        };
+        let state = state_of(&[&shape3.metadata]);
         let changed = change(vec![Field::required("id", PrimitiveType::String)]);
         let err = shape(Some(&state), &changed).err().unwrap().to_string();
         assert!(err.contains("column id changes type"), "{err}");

@@ -10,6 +10,7 @@ use serde_json::{Map, Value as Json};
 use xlake_storage::TableStore;
 
 use super::error::TargetFault;
+use super::schema_out::PhysicalNames;
 use super::values_out::absolute_uri;
 use crate::deletion_vector::uuid_path;
 use crate::error::Reason;
@@ -108,6 +109,8 @@ pub(super) struct LogState {
     pub(super) protocol: Option<Map<String, Json>>,
     /// The files the versions read removed, in order.
     pub(super) removed: Vec<Removed>,
+    /// The physical names of column mapping: each field id's now, every one ever given.
+    pub(super) physical: PhysicalNames,
     /// The stored deletion vector files of `storageType` `p` any action read names
     /// (`pathOrInlineDv`, a location as written), with the newest version that names
     /// each; [`Self::named_vector_files`] gives these and the `u` ones as locations.
@@ -204,7 +207,10 @@ impl LogState {
                 let Json::Object(body) = body else { continue };
                 match kind.as_str() {
                     "add" => state.add(body, version).map_err(&bad)?,
-                    "metaData" => state.metadata = Some(body),
+                    "metaData" => {
+                        state.physical.note(version, &body);
+                        state.metadata = Some(body);
+                    }
                     "protocol" => state.protocol = Some(body),
                     _ => {}
                 }
@@ -240,7 +246,10 @@ impl LogState {
                     "commitInfo" => info = Some(body),
                     "add" => self.add(body, version).map_err(&bad)?,
                     "remove" => self.remove(&body, version).map_err(&bad)?,
-                    "metaData" => self.metadata = Some(body),
+                    "metaData" => {
+                        self.physical.note(version, &body);
+                        self.metadata = Some(body);
+                    }
                     "protocol" => self.protocol = Some(body),
                     _ => {}
                 }

@@ -411,7 +411,16 @@ impl TableTarget for DeltaTarget {
             relocated_from: self.relocated_from.iter().cloned().collect(),
             not_written_by_xlake: Vec::new(),
             partitioning,
-            degraded: latest.map(|e| e.xlake.degraded.clone()).unwrap_or_default(),
+            degraded: latest
+                .map(|e| e.xlake.degraded.clone())
+                .unwrap_or_default()
+                .into_iter()
+                .chain(self.state.iter().flat_map(|s| {
+                    s.physical.reused.iter().map(|r| {
+                        format!("column mapping: {r} (readers that resolve physical names read one for the other or refuse the version)")
+                    })
+                }))
+                .collect(),
         })
     }
 

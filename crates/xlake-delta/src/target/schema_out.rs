@@ -14,76 +14,150 @@ pub(super) fn wants_column_mapping(schema: &Schema) -> bool {
     !schema.fields.is_empty() && schema.fields.iter().all(|f| f.id.is_some())
 }
 
-/// Physical names already given, by field id (kept: files written under them stay readable).
-pub(super) fn physical_names(metadata: Option<&Map<String, Json>>) -> HashMap<i64, String> {
-    let mut names = HashMap::new();
-    let schema = metadata
-        .and_then(|m| m.get("schemaString")?.as_str())
-        .and_then(|s| serde_json::from_str::<Json>(s).ok());
-    if let Some(schema) = schema {
-        collect_physical(&schema, &mut names);
-    }
-    names
+/// Column mapping as the log has it: the physical name each field id holds now, and every
+/// physical name any version gave, with the field id it was given to (by parent field:
+/// readers resolve a physical name among its siblings).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct PhysicalNames {
+    /// Field id to the physical name it has in the `metaData` in force.
+    pub(super) kept: HashMap<i64, String>,
+    /// `(parent field id, physical name)` to the field id that first had it.
+    pub(super) used: HashMap<(Option<i64>, String), i64>,
+    /// Physical names a version gave to a second field id: `version: what`.
+    pub(super) reused: Vec<String>,
 }
 
-fn collect_physical(t: &Json, names: &mut HashMap<i64, String>) {
-    match t {
-        Json::Object(o) => {
-            if let Some(meta) = o.get("metadata") {
-                let id = meta.get("delta.columnMapping.id").and_then(Json::as_i64);
-                let name = meta
-                    .get("delta.columnMapping.physicalName")
-                    .and_then(Json::as_str);
-                if let (Some(id), Some(name)) = (id, name) {
-                    names.insert(id, name.to_string());
+impl PhysicalNames {
+    /// Note the schema of a `metaData` action of `version`: `kept` becomes its mapping.
+    pub(super) fn note(&mut self, version: u64, metadata: &Map<String, Json>) {
+        let schema = metadata
+            .get("schemaString")
+            .and_then(Json::as_str)
+            .and_then(|s| serde_json::from_str::<Json>(s).ok());
+        let mut given = Vec::new();
+        if let Some(schema) = schema {
+            walk_type(&schema, None, &mut given);
+        }
+        self.kept.clear();
+        for (parent, name, id) in given {
+            match self.used.get(&(parent, name.clone())) {
+                Some(&other) if other != id => self.reused.push(format!(
+                    "version {version}: physical name {name} of field id {id} was given to field id {other}"
+                )),
+                Some(_) => {}
+                None => {
+                    self.used.insert((parent, name.clone()), id);
                 }
             }
-            o.values().for_each(|v| collect_physical(v, names));
+            self.kept.insert(id, name);
         }
-        Json::Array(a) => a.iter().for_each(|v| collect_physical(v, names)),
-        _ => {}
+    }
+
+    /// The physical name of field `id` (`name` now) under `parent`: the one it has; else
+    /// its name (the source writes its files under it), unless a field id under `parent`
+    /// ever had that name (a column dropped or renamed, its old files keep the name): then
+    /// `col-<id>`, or `col-<id>-<n>` if that too was given. A name a log written before
+    /// this rule gave to a second field id is given anew (the versions from then on read).
+    fn assign(&mut self, parent: Option<i64>, id: i64, name: &str) -> String {
+        let taken = |names: &Self, c: &str| {
+            names
+                .used
+                .get(&(parent, c.to_string()))
+                .is_some_and(|&other| other != id)
+        };
+        if let Some(kept) = self.kept.get(&id) {
+            if !taken(self, kept) {
+                return kept.clone();
+            }
+        }
+        let mut candidate = name.to_string();
+        if taken(self, &candidate) {
+            candidate = format!("col-{id}");
+        }
+        let mut n = 1;
+        while taken(self, &candidate) {
+            candidate = format!("col-{id}-{n}");
+            n += 1;
+        }
+        self.used.insert((parent, candidate.clone()), id);
+        candidate
+    }
+}
+
+/// Every `(parent field id, physical name, field id)` of a Delta type, through structs,
+/// array elements and map keys and values.
+fn walk_type(t: &Json, parent: Option<i64>, out: &mut Vec<(Option<i64>, String, i64)>) {
+    let Json::Object(o) = t else { return };
+    for f in o
+        .get("fields")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let meta = f.get("metadata");
+        let id = meta
+            .and_then(|m| m.get("delta.columnMapping.id"))
+            .and_then(Json::as_i64);
+        let name = meta
+            .and_then(|m| m.get("delta.columnMapping.physicalName"))
+            .and_then(Json::as_str);
+        if let (Some(id), Some(name)) = (id, name) {
+            out.push((parent, name.to_string(), id));
+        }
+        if let Some(ty) = f.get("type") {
+            walk_type(ty, id.or(parent), out);
+        }
+    }
+    for key in ["elementType", "keyType", "valueType"] {
+        if let Some(inner) = o.get(key) {
+            walk_type(inner, parent, out);
+        }
     }
 }
 
 /// Delta's JSON schema for `schema`; with column mapping, each field's id and physical
-/// name (the one `kept` has for its id, else its name now). Errors name the column.
+/// name (see [`PhysicalNames::assign`]). Errors name the column.
 pub(super) fn delta_schema(
     schema: &Schema,
-    mapping: Option<&HashMap<i64, String>>,
+    mut mapping: Option<&mut PhysicalNames>,
 ) -> Result<Json, Reason> {
-    Ok(json!({"type": "struct", "fields": fields(&schema.fields, mapping)?}))
+    Ok(json!({"type": "struct", "fields": fields(&schema.fields, None, &mut mapping)?}))
 }
 
-fn fields(fields: &[Field], mapping: Option<&HashMap<i64, String>>) -> Result<Vec<Json>, String> {
-    fields.iter().map(|f| field(f, mapping)).collect()
+type Mapping<'a, 'b> = &'a mut Option<&'b mut PhysicalNames>;
+
+fn fields(fields: &[Field], parent: Option<i64>, mapping: Mapping) -> Result<Vec<Json>, String> {
+    fields.iter().map(|f| field(f, parent, mapping)).collect()
 }
 
-fn field(f: &Field, mapping: Option<&HashMap<i64, String>>) -> Result<Json, String> {
+fn field(f: &Field, parent: Option<i64>, mapping: Mapping) -> Result<Json, String> {
     let mut metadata = Map::new();
-    if let (Some(kept), Some(id)) = (mapping, f.id) {
-        let physical = kept.get(&i64::from(id)).cloned().unwrap_or(f.name.clone());
+    let id = f.id.map(i64::from);
+    if let (Some(names), Some(id)) = (mapping.as_deref_mut(), id) {
+        let physical = names.assign(parent, id, &f.name);
         metadata.insert("delta.columnMapping.id".into(), json!(id));
         metadata.insert("delta.columnMapping.physicalName".into(), json!(physical));
     }
-    let ty = data_type(&f.data_type, mapping).map_err(|e| format!("column {}: {e}", f.name))?;
+    let ty = data_type(&f.data_type, id.or(parent), mapping)
+        .map_err(|e| format!("column {}: {e}", f.name))?;
     Ok(json!({"name": f.name, "type": ty, "nullable": f.nullable, "metadata": metadata}))
 }
 
-fn data_type(t: &DataType, mapping: Option<&HashMap<i64, String>>) -> Result<Json, String> {
+fn data_type(t: &DataType, parent: Option<i64>, mapping: Mapping) -> Result<Json, String> {
     Ok(match t {
         DataType::Primitive(p) => json!(primitive(p)?),
         DataType::Struct(children) => {
-            json!({"type": "struct", "fields": fields(children, mapping)?})
+            json!({"type": "struct", "fields": fields(children, parent, mapping)?})
         }
         DataType::List(element) => json!({
             "type": "array",
-            "elementType": data_type(&element.data_type, mapping)?,
+            "elementType": data_type(&element.data_type, parent, mapping)?,
             "containsNull": element.nullable,
         }),
         DataType::Map { key, value } => json!({
             "type": "map",
-            "keyType": data_type(&key.data_type, mapping)?,
-            "valueType": data_type(&value.data_type, mapping)?,
+            "keyType": data_type(&key.data_type, parent, mapping)?,
+            "valueType": data_type(&value.data_type, parent, mapping)?,
             "valueContainsNull": value.nullable,
         }),
     })
