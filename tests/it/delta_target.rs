@@ -715,22 +715,7 @@ async fn expire_and_cleanup_delete_only_vector_copies_no_remaining_version_names
     // Expire to the checkpoint of 10: the first copy (named by versions 1 and 2 only)
     // goes, the second (live at 10) stays, and so do the data file and the Puffin file.
     let before = delta_rs_files(root, 11).await.unwrap();
-    let (code, out) = common::xlake(&[
-        "expire",
-        table,
-        "--target",
-        "delta",
-        "--keep-snapshots",
-        "1",
-    ]);
-    assert_eq!(code, 0, "{out}");
-    assert!(out.contains("versions 0 to 9 expired"), "{out}");
-    assert!(
-        out.contains(&format!("deleted {}", root.join(&first).display())),
-        "{out}"
-    );
-    assert!(!root.join(&first).exists());
-    assert!(root.join(&second).exists());
+    expire_to_the_checkpoint_of_10(table, root, &first, &second);
     for kept in [
         "data/a.parquet",
         "data/deletes.puffin",
@@ -802,6 +787,28 @@ async fn position_delete_history(root: &Path) -> (String, String) {
     (file(1), file(2))
 }
 
+/// `expire --keep-snapshots 1` of the Delta target at `table` (`root`), whose newest
+/// checkpoint is version 10: versions 0 to 9 go, and the vector file `first` with them,
+/// while `second` stays.
+fn expire_to_the_checkpoint_of_10(table: &str, root: &Path, first: &str, second: &str) {
+    let (code, out) = common::xlake(&[
+        "expire",
+        table,
+        "--target",
+        "delta",
+        "--keep-snapshots",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("versions 0 to 9 expired"), "{out}");
+    assert!(
+        out.contains(&format!("deleted {}", root.join(first).display())),
+        "{out}"
+    );
+    assert!(!root.join(first).exists());
+    assert!(root.join(second).exists());
+}
+
 fn cleanup_now(table: &str) -> String {
     let (code, out) = common::xlake(&[
         "cleanup",
@@ -858,22 +865,7 @@ async fn vectors_written_for_position_deletes_stay_while_a_version_names_them() 
     // Expire to the checkpoint of 10: the first vector file (named by versions 1 and 2
     // only) goes, the second (live from 2 on) stays.
     let before = delta_rs_files(root, 12).await.unwrap();
-    let (code, out) = common::xlake(&[
-        "expire",
-        table,
-        "--target",
-        "delta",
-        "--keep-snapshots",
-        "1",
-    ]);
-    assert_eq!(code, 0, "{out}");
-    assert!(out.contains("versions 0 to 9 expired"), "{out}");
-    assert!(
-        out.contains(&format!("deleted {}", root.join(&first).display())),
-        "{out}"
-    );
-    assert!(!root.join(&first).exists());
-    assert!(root.join(&second).exists());
+    expire_to_the_checkpoint_of_10(table, root, &first, &second);
     cleanup_now(table);
     assert!(root.join(&second).exists());
     assert_eq!(delta_rs_files(root, 12).await.unwrap(), before);
