@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use xlake_storage::{Entry, TableStore};
 
 use crate::error::{IcebergError, Result};
+use crate::ops::table::written_by_xlake;
 use crate::spec::error::CodecError;
 use crate::spec::layout::{
     is_written_by_xlake, metadata_file, version_of, METADATA_DIR, SETTLED, VERSION_HINT,
@@ -63,6 +64,15 @@ async fn referenced(
                 table: store.location().to_string(),
                 file: store.absolute(path),
                 recorded: metadata.location().to_string(),
+            });
+        }
+        // Metadata another writer made (an Iceberg table that is a source, not a mirror)
+        // is refused, as every other command refuses it: its leftovers are named as xlake
+        // names its own.
+        if version_of(path) == Some(current) && !written_by_xlake(&metadata) {
+            return Err(IcebergError::ForeignMetadata {
+                table: store.location().to_string(),
+                file: store.absolute(path),
             });
         }
         if version_of(path).is_some_and(|v| v >= current) {
@@ -131,15 +141,9 @@ pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
         .filter(|e| is_version(&e.path))
         .map(|e| e.path.clone())
         .collect();
-    // The current version, read whole: metadata another writer made (an Iceberg table
-    // that is a source, not a mirror) is refused, as every other command refuses it;
-    // its leftovers are named as xlake names its own.
     let current = match versions.is_empty() {
         true => None,
-        false => IcebergTable::new(store.clone())
-            .load_as_found()
-            .await?
-            .map(|loaded| loaded.version),
+        false => IcebergTable::new(store.clone()).current_version().await?,
     };
     let Some(current) = current else {
         return Ok(Orphans {

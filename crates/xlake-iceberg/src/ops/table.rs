@@ -35,6 +35,19 @@ pub const PREVIOUS_VERSIONS_MAX: &str = "write.metadata.previous-versions-max";
 /// Table property naming the source format of a table xlake created without a snapshot
 /// (which has no `XTABLE_METADATA` to tell it is ours).
 pub const SOURCE_FORMAT_PROPERTY: &str = "xlake.source-format";
+
+/// Whether xlake (or XTable) wrote `metadata`: its current snapshot records the source
+/// commit (`XTABLE_METADATA`), or, with no snapshot, the table was created by xlake before
+/// the source's first commit.
+pub(crate) fn written_by_xlake(metadata: &TableMetadata) -> bool {
+    match metadata.current_snapshot() {
+        Some(s) => s
+            .summary()
+            .additional_properties
+            .contains_key(XTABLE_METADATA),
+        None => metadata.properties().contains_key(SOURCE_FORMAT_PROPERTY),
+    }
+}
 /// Table property: the source's state as of the current snapshot
 /// ([`ChangeSet::source_state`](xlake_model::ChangeSet::source_state)); only the newest is
 /// kept, so the history does not grow with it.
@@ -381,15 +394,7 @@ impl IcebergTable {
         let bytes = self.store.get_written_once(&path).await?;
         let read = parse.read_apart(bytes, version).await;
         let (metadata, history) = read.map_err(|e| self.corrupt(&path, e))?;
-        let ours = match metadata.current_snapshot() {
-            Some(s) => s
-                .summary()
-                .additional_properties
-                .contains_key(XTABLE_METADATA),
-            // A table created before the source's first commit.
-            None => metadata.properties().contains_key(SOURCE_FORMAT_PROPERTY),
-        };
-        if !ours {
+        if !written_by_xlake(&metadata) {
             return Err(IcebergError::ForeignMetadata {
                 table: self.table(),
                 file: self.store.absolute(&path),
