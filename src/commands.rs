@@ -60,6 +60,15 @@ impl<E: std::error::Error> From<E> for Failure {
     }
 }
 
+/// A library error: exit 2 when it refused what was asked ([`SyncError::is_refusal`]:
+/// a format or target that does not apply, a target place another writer holds), else 1.
+fn failed(e: SyncError) -> Failure {
+    match e.is_refusal() {
+        true => usage(e),
+        false => e.into(),
+    }
+}
+
 type Outcome = Result<ExitCode, Failure>;
 
 /// Run one command.
@@ -105,8 +114,10 @@ pub async fn run(command: Command) -> Outcome {
             json,
             mirror,
         } => {
-            let commit =
-                instant.unwrap_or_else(|| version.map(|v| v.to_string()).unwrap_or_default());
+            let commit = CommitId {
+                by_version: version.is_some(),
+                id: instant.unwrap_or_else(|| version.map(|v| v.to_string()).unwrap_or_default()),
+            };
             commit_and_print(&table, &commit, &allow, json, &mirror).await
         }
         command @ Command::Serve { .. } => serve_command(command).await,
@@ -146,7 +157,7 @@ async fn table_command(command: Command) -> Outcome {
                 target: to.target,
                 ..options(&view, &WriterArg::default())
             };
-            let report = inspect(&table, &options).await?;
+            let report = inspect(&table, &options).await.map_err(failed)?;
             if json {
                 print::json(&report)?;
             } else {
@@ -491,7 +502,9 @@ async fn expire(
     };
     let store = located.store.with_single_writer(writer.single_writer);
     let Expiry { expired, catalog } =
-        maintain::expire(&store, &retention, catalog.as_ref(), to.target.as_deref()).await?;
+        maintain::expire(&store, &retention, catalog.as_ref(), to.target.as_deref())
+            .await
+            .map_err(failed)?;
     print::catalog_advanced(catalog.as_ref());
     if delta {
         print::delta_expired(table, &expired);
@@ -518,7 +531,9 @@ async fn upgrade(
         .await?
         .store
         .with_single_writer(writer.single_writer);
-    let done = xlake_sync::upgrade::upgrade(&store, to, catalog.as_ref()).await?;
+    let done = xlake_sync::upgrade::upgrade(&store, to, catalog.as_ref())
+        .await
+        .map_err(failed)?;
     print::catalog_advanced(done.catalog.as_ref());
     match done.note() {
         Some(note) => outln!("{table}: {note}"),
@@ -544,7 +559,9 @@ async fn cleanup(
     let store = any_table(table).await?.store;
     let age_ms = millis(older_than);
     let cutoff = now_ms()?.saturating_sub(age_ms);
-    let done = maintain::cleanup(&store, cutoff, dry_run, to.target.as_deref()).await?;
+    let done = maintain::cleanup(&store, cutoff, dry_run, to.target.as_deref())
+        .await
+        .map_err(failed)?;
     for path in &done.orphans {
         outln!(
             "{} {path}",
@@ -572,10 +589,40 @@ async fn cleanup(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The commit `xlake commit` names: a Hudi instant (`--instant`), or a Delta version
+/// (`--version`).
+struct CommitId {
+    id: String,
+    by_version: bool,
+}
+
+/// A commit's error: a `--version` on a table that is not Delta is a usage error (exit 2)
+/// naming the flag to use; else as [`refused_or`] says.
+async fn commit_refused(table: &str, commit: &CommitId, e: SyncError) -> Failure {
+    if commit.by_version {
+        if let Ok(Located {
+            format: Some(format),
+            ..
+        }) = source_table(table).await
+        {
+            if format != "DELTA" {
+                let title = xlake_sync::sources::KINDS
+                    .iter()
+                    .find(|k| k.format.as_str() == format)
+                    .map_or(format, |k| k.title);
+                return usage(format!(
+                    "{table}: --version names a Delta version, but this is a {title} table: name its commit with --instant"
+                ));
+            }
+        }
+    }
+    refused_or(table, None, e).await
+}
+
 /// `xlake commit`: mirror up to `commit`, print what was written (`json`: as JSON).
 async fn commit_and_print(
     table: &str,
-    commit: &str,
+    commit: &CommitId,
     allow: &AllowArg,
     json: bool,
     mirror: &MirrorArgs,
@@ -585,28 +632,29 @@ async fn commit_and_print(
         ..mirror_options(mirror)?
     };
     if json {
-        let report = match mirror_commit(table, &options, commit, |_| {}).await {
+        let report = match mirror_commit(table, &options, &commit.id, |_| {}).await {
             Ok(report) => report,
-            Err(e) => return Err(refused_or(table, None, e).await),
+            Err(e) => return Err(commit_refused(table, commit, e).await),
         };
-        print::json(&print::SyncJson::of(table, Some(commit), &report))?;
+        print::json(&print::SyncJson::of(table, Some(&commit.id), &report))?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut progress = Progress::new();
-    let mirrored = mirror_commit(table, &options, commit, |m| {
+    let mirrored = mirror_commit(table, &options, &commit.id, |m| {
         progress.snapshot(&print::mirrored_line(m), m.remaining)
     })
     .await;
     let report = match mirrored {
         Ok(report) => report,
-        Err(e) => return Err(refused_or(table, None, e).await),
+        Err(e) => return Err(commit_refused(table, commit, e).await),
     };
     for d in &report.degraded {
         outln!("degraded: {d}");
     }
     print::catalog(&report);
     outln!(
-        "{table}: source commit {commit} is mirrored ({} snapshots written)",
+        "{table}: source commit {} is mirrored ({} snapshots written)",
+        commit.id,
         report.written.len()
     );
     Ok(ExitCode::SUCCESS)
@@ -677,7 +725,9 @@ async fn serve_command(command: Command) -> Outcome {
 
 /// `xlake snapshots`: the snapshot list, as text or JSON.
 async fn list_snapshots(table: &str, json: bool, target: Option<&str>) -> Outcome {
-    let list = snapshots_of(any_table(table).await?.store, target).await?;
+    let list = snapshots_of(any_table(table).await?.store, target)
+        .await
+        .map_err(failed)?;
     if json {
         print::json(&list)?;
     } else {

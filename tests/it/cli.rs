@@ -249,6 +249,27 @@ fn every_wrong_location_exits_2_with_one_clear_line() {
     assert!(dir.path().join("tbl:1/metadata/v1.metadata.json").is_file());
 }
 
+/// What refuses what was asked exits 2 like a wrong location: every command on another
+/// writer's Delta log under `--target delta`, and `commit --version` on a Hudi table
+/// (hostile review, 2026-12-05: they exited 1).
+#[test]
+fn a_foreign_target_and_a_wrong_commit_flag_exit_2() {
+    let (_keep, delta) = common::delta::extract("partitioned_3commits");
+    for command in ["check", "inspect", "snapshots", "expire", "cleanup"] {
+        let (code, stdout, err) = run(&[command, s(&delta), "--target", "delta"]);
+        assert_eq!(code, 2, "{command}: {stdout}{err}");
+        assert!(err.contains("not written by xlake"), "{command}: {err}");
+    }
+    let (_keep, hudi) = common::hudi::extract("sample_table_cow_v9_txns_simple_nometa");
+    let (code, stdout, err) = run(&["commit", s(&hudi), "--version", "3"]);
+    assert_eq!(code, 2, "{stdout}{err}");
+    assert!(
+        err.contains("--version names a Delta version, but this is a Hudi table"),
+        "{err}"
+    );
+    assert!(!hudi.join("metadata").exists());
+}
+
 #[test]
 fn a_file_inside_a_table_is_not_retried() {
     // A table whose `.hoodie` is a file: the read through it is refused by the OS, once.

@@ -592,7 +592,7 @@ async fn expire_keeps_what_the_retention_keeps_and_refuses_a_foreign_commit_by_n
         "--keep-snapshots",
         "1",
     ]);
-    assert_eq!(code, 1, "{out}");
+    assert_eq!(code, 2, "{out}");
     assert!(
         out.contains(foreign.to_str().unwrap()) && out.contains("not written by xlake"),
         "{out}"

@@ -28,6 +28,7 @@ impl From<IcebergError> for TargetError {
         let kind = match &e {
             IcebergError::CommitConflict { .. } => ErrorKind::Conflict,
             IcebergError::Relocated { .. } => ErrorKind::Relocated,
+            IcebergError::ForeignMetadata { .. } => ErrorKind::Foreign,
             IcebergError::Storage(_) => ErrorKind::Storage,
             _ => ErrorKind::Other,
         };

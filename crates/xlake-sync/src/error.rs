@@ -109,7 +109,8 @@ pub enum SyncError {
 
 impl SyncError {
     /// Whether the command was refused before it could start, for what it was asked
-    /// (a format or target that does not apply to the table): the CLI's exit 2.
+    /// (a format or target that does not apply to the table, a target place another
+    /// writer holds): the CLI's exit 2.
     pub fn is_refusal(&self) -> bool {
         matches!(
             self,
@@ -120,7 +121,7 @@ impl SyncError {
                 | Self::NotForTarget { .. }
                 | Self::NotATable { .. }
                 | Self::NoTable { .. }
-        )
+        ) || matches!(self, Self::Target(e) if e.kind == xlake_target::ErrorKind::Foreign)
     }
 }
 

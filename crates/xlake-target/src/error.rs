@@ -13,6 +13,9 @@ pub enum ErrorKind {
     Relocated,
     /// Reading or writing storage failed.
     Storage,
+    /// The target's place holds metadata another writer wrote (a Delta log, Iceberg
+    /// metadata xlake did not write): xlake refuses to write into, expire or clean it.
+    Foreign,
     /// Anything else: a change set the target cannot represent, corrupt metadata, a
     /// refused option. The message names table, commit and file.
     Other,

@@ -74,6 +74,7 @@ impl From<TargetFault> for TargetError {
         let kind = match &e {
             TargetFault::Conflict { .. } => ErrorKind::Conflict,
             TargetFault::Relocated { .. } => ErrorKind::Relocated,
+            TargetFault::Foreign { .. } => ErrorKind::Foreign,
             TargetFault::Storage(_) => ErrorKind::Storage,
             _ => ErrorKind::Other,
         };
