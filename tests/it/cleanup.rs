@@ -304,15 +304,23 @@ fn cleanup_deletes_only_files_xlake_names() {
     for p in theirs.iter().chain([&ours]) {
         std::fs::write(p, b"x").unwrap();
     }
+    // A link named as xlake names a manifest, to an old file elsewhere, is not xlake's.
+    let elsewhere = root.join("kept.avro");
+    std::fs::write(&elsewhere, b"x").unwrap();
+    let link = metadata.join("00000000-dead-beef-0000-000000000002-m0.avro");
+    std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+    age(&elsewhere, Duration::from_secs(4 * 86_400));
     for p in files_under(&metadata) {
         age(&p, Duration::from_secs(4 * 86_400));
     }
     let (code, out) = common::xlake(&["cleanup", t, "--older-than", "1d"]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains(": 1 orphan metadata files"), "{out}");
-    assert!(out.contains("left alone: 5 files"), "{out}");
+    assert!(out.contains("left alone: 6 files"), "{out}");
     assert!(!ours.exists());
     assert!(theirs.iter().all(|p| p.exists()), "{out}");
+    assert!(link.symlink_metadata().is_ok() && elsewhere.exists(), "{out}");
+    std::fs::remove_file(&link).unwrap();
     let (code, out) = common::xlake(&["inspect", t]);
     assert!(
         code == 0 && out.contains("metadata/ clash: 5 files"),

@@ -114,7 +114,7 @@ pub struct Orphans {
     /// no reader loads them, and what they name is kept.
     pub strays: Vec<String>,
     /// Files under `metadata/` whose names xlake does not write ([`not_written_by_xlake`]),
-    /// from the same listing: never deleted.
+    /// and symbolic links whatever their names, from the same listing: never deleted.
     pub others: Vec<String>,
 }
 
@@ -129,11 +129,13 @@ pub async fn orphan_files(store: &TableStore, cutoff_ms: i64) -> Result<Vec<Stri
 
 /// [`orphan_files`], and the stray versions above the current one.
 pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
+    // A symbolic link (or anything but a regular file) on a local disk is never xlake's,
+    // whatever its name: the listing gives it the age of what it leads to.
     let (listed, others): (Vec<_>, Vec<_>) = store
         .list_recursive(METADATA_DIR)
         .await?
         .into_iter()
-        .partition(|e| is_written_by_xlake(&e.path));
+        .partition(|e| is_written_by_xlake(&e.path) && !store.not_regular_local_file(&e.path));
     let others: Vec<String> = others.into_iter().map(|e| e.path).collect();
     let is_version = |path: &str| version_of(path).is_some();
     let versions: Vec<String> = listed
