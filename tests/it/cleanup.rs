@@ -319,7 +319,10 @@ fn cleanup_deletes_only_files_xlake_names() {
     assert!(out.contains("left alone: 6 files"), "{out}");
     assert!(!ours.exists());
     assert!(theirs.iter().all(|p| p.exists()), "{out}");
-    assert!(link.symlink_metadata().is_ok() && elsewhere.exists(), "{out}");
+    assert!(
+        link.symlink_metadata().is_ok() && elsewhere.exists(),
+        "{out}"
+    );
     std::fs::remove_file(&link).unwrap();
     let (code, out) = common::xlake(&["inspect", t]);
     assert!(

@@ -1022,6 +1022,12 @@ impl TableStore {
                 |b| Ok(held.slice_ref(b)),
             );
         }
+        if let Some(e) = self
+            .local_file(path)
+            .and_then(|f| local_read::not_readable(&f))
+        {
+            return Err(self.backend_error(path, io_error(path, e)));
+        }
         self.retrying(path, || self.store.get_range(&p, range.clone()))
             .await
             .map_err(|e| self.backend_error(path, e))

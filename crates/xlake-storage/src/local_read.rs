@@ -33,14 +33,16 @@ pub(crate) enum Whole {
     MapWrittenOnce,
 }
 
-/// The whole of `file`. A folder fails as `std::fs::read` fails on it (`IsADirectory`).
+/// The whole of `file`. A folder fails as `std::fs::read` fails on it (`IsADirectory`);
+/// a FIFO, socket or device fails at once (a FIFO's open would wait for a writer).
 pub(crate) fn read(file: &Path, how: Whole) -> std::io::Result<Bytes> {
-    if how != Whole::MapWrittenOnce {
-        return std::fs::read(file).map(Bytes::from);
-    }
-    let mut f = File::open(file)?;
+    let mut f = open_without_waiting(file)?;
     let meta = f.metadata()?;
-    if meta.is_file() && meta.len() >= MAP_MIN && on_local_disk(&f) {
+    if !meta.is_file() && !meta.is_dir() {
+        return Err(not_a_file());
+    }
+    if how == Whole::MapWrittenOnce && meta.is_file() && meta.len() >= MAP_MIN && on_local_disk(&f)
+    {
         if let Ok(mapped) = map(&f) {
             return Ok(mapped);
         }
@@ -52,6 +54,37 @@ pub(crate) fn read(file: &Path, how: Whole) -> std::io::Result<Bytes> {
         .map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
     f.read_to_end(&mut buf)?;
     Ok(Bytes::from(buf))
+}
+
+/// Why `file` cannot be read by a range (a FIFO, socket or device, whose open would wait);
+/// `None` for a regular file, a folder or a path that cannot be looked at (the read then
+/// fails as it fails).
+pub(crate) fn not_readable(file: &Path) -> Option<std::io::Error> {
+    let meta = std::fs::metadata(file).ok()?;
+    (!meta.is_file() && !meta.is_dir()).then(not_a_file)
+}
+
+fn not_a_file() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        "not a regular file (a FIFO, socket or device)",
+    )
+}
+
+/// `file` opened for reading without blocking on a FIFO (no writer) or a device: the
+/// flag changes nothing for the reads of a regular file.
+#[cfg(unix)]
+fn open_without_waiting(file: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(file)
+}
+
+#[cfg(not(unix))]
+fn open_without_waiting(file: &Path) -> std::io::Result<File> {
+    File::open(file)
 }
 
 /// `f`'s pages, mapped read-only, owned by the returned bytes (unmapped when the last
@@ -126,5 +159,21 @@ mod tests {
             let e = read(&dir.path().join("none"), how).unwrap_err();
             assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
         }
+    }
+
+    /// A FIFO named like a file xlake reads fails at once, in every mode: its open would
+    /// wait for a writer forever (hostile review, 2026-12-05: a local sync hung).
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_fails_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("x-paths.bin");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::RUSR).unwrap();
+        for how in [Whole::Read, Whole::Small, Whole::MapWrittenOnce] {
+            let e = read(&fifo, how).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{how:?}");
+        }
+        assert!(not_readable(&fifo).is_some());
+        assert!(not_readable(dir.path()).is_none());
     }
 }
