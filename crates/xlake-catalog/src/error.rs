@@ -127,3 +127,29 @@ impl CatalogError {
 
 /// Result type of this crate.
 pub type Result<T> = std::result::Result<T, CatalogError>;
+
+/// A catalog reached at one URI, whose request errors all name it: [`Requests::error`] and
+/// [`Requests::caused`] for the network backends (REST, Glue, Hive Metastore).
+pub(crate) trait Requests {
+    /// The catalog's URI, as errors show it (credentials redacted).
+    fn uri(&self) -> &str;
+
+    /// A request on `table` that failed for `reason`.
+    fn error(
+        &self,
+        table: &crate::contract::TableIdent,
+        reason: impl std::fmt::Display,
+    ) -> CatalogError {
+        CatalogError::request(self.uri(), table, reason)
+    }
+
+    /// A request on `table` that failed because of `cause`, `reason` its message.
+    fn caused(
+        &self,
+        table: &crate::contract::TableIdent,
+        reason: impl std::fmt::Display,
+        cause: impl Into<Cause>,
+    ) -> CatalogError {
+        CatalogError::request_caused(self.uri(), table, reason, cause)
+    }
+}

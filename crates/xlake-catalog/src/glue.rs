@@ -19,7 +19,7 @@ use aws_smithy_runtime_api::client::identity::Identity;
 use serde_json::{json, Value};
 
 use crate::contract::{Catalog, Pointer, Swap, TableIdent};
-use crate::error::{CatalogError, Cause, Result};
+use crate::error::{Cause, Requests, Result};
 use crate::http::{http_client, send_retrying};
 use crate::target::CatalogTarget;
 
@@ -40,6 +40,12 @@ struct Env {
     token: Option<String>,
 }
 
+impl Requests for GlueCatalog {
+    fn uri(&self) -> &str {
+        &self.uri
+    }
+}
+
 impl GlueCatalog {
     /// The catalog `target` names; nothing is contacted yet.
     pub fn new(target: &CatalogTarget) -> Result<Self> {
@@ -53,19 +59,6 @@ impl GlueCatalog {
             catalog_id: (!id.is_empty()).then(|| id.to_string()),
             http,
         })
-    }
-
-    fn error(&self, table: &TableIdent, reason: impl std::fmt::Display) -> CatalogError {
-        CatalogError::request(&self.uri, table, reason)
-    }
-
-    fn caused(
-        &self,
-        table: &TableIdent,
-        reason: impl std::fmt::Display,
-        cause: impl Into<Cause>,
-    ) -> CatalogError {
-        CatalogError::request_caused(&self.uri, table, reason, cause)
     }
 
     fn env(&self, table: &TableIdent) -> Result<Env> {

@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use tokio::sync::OnceCell;
 
 use crate::contract::{Catalog, Committed, Pointer, Swap, TableIdent};
-use crate::error::{CatalogError, Cause, Result};
+use crate::error::{CatalogError, Requests, Result};
 use crate::http::{http_client, send_retrying};
 use crate::target::{redact, CatalogTarget};
 
@@ -46,6 +46,12 @@ pub struct RestCatalog {
     http: reqwest::Client,
     session: OnceCell<Session>,
     by_commit: bool,
+}
+
+impl Requests for RestCatalog {
+    fn uri(&self) -> &str {
+        &self.uri
+    }
 }
 
 impl RestCatalog {
@@ -77,19 +83,6 @@ impl RestCatalog {
             session: OnceCell::new(),
             by_commit,
         })
-    }
-
-    fn error(&self, table: &TableIdent, reason: impl std::fmt::Display) -> CatalogError {
-        CatalogError::request(&self.uri, table, reason)
-    }
-
-    fn caused(
-        &self,
-        table: &TableIdent,
-        reason: impl std::fmt::Display,
-        cause: impl Into<Cause>,
-    ) -> CatalogError {
-        CatalogError::request_caused(&self.uri, table, reason, cause)
     }
 
     /// Send `req` (with the session's authorization), returning status and JSON body.

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use super::wire::{Outcome, Value};
 use super::HmsCatalog;
+use crate::error::Requests;
 use crate::{Result, TableIdent};
 
 /// How long a move waits for another writer's lock (Iceberg's `iceberg.hive.lock-timeout-ms`).

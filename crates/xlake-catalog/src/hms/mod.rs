@@ -26,7 +26,7 @@ use async_trait::async_trait;
 use wire::{Outcome, Value};
 
 use crate::contract::{Catalog, Pointer, Swap, TableIdent};
-use crate::error::{CatalogError, Cause, Result};
+use crate::error::{CatalogError, Cause, Requests, Result};
 use crate::target::{redact, CatalogTarget};
 
 /// One call's connect, read and write timeout.
@@ -55,6 +55,12 @@ pub struct HmsCatalog {
     address: String,
 }
 
+impl Requests for HmsCatalog {
+    fn uri(&self) -> &str {
+        &self.uri
+    }
+}
+
 impl HmsCatalog {
     /// The metastore `target` names (`thrift://host[:port]`); nothing is contacted yet.
     pub fn new(target: &CatalogTarget) -> Result<Self> {
@@ -78,19 +84,6 @@ impl HmsCatalog {
             uri: redact(&target.uri),
             address: format!("{host}:{port}"),
         })
-    }
-
-    fn error(&self, table: &TableIdent, reason: impl std::fmt::Display) -> CatalogError {
-        CatalogError::request(&self.uri, table, reason)
-    }
-
-    fn caused(
-        &self,
-        table: &TableIdent,
-        reason: impl std::fmt::Display,
-        cause: impl Into<Cause>,
-    ) -> CatalogError {
-        CatalogError::request_caused(&self.uri, table, reason, cause)
     }
 
     /// `method(args…)` on the metastore, off the async runtime's threads.
