@@ -130,6 +130,7 @@ pub type Result<T> = std::result::Result<T, CatalogError>;
 
 /// A catalog reached at one URI, whose request errors all name it: [`Requests::error`] and
 /// [`Requests::caused`] for the network backends (REST, Glue, Hive Metastore).
+#[cfg(any(feature = "rest", feature = "glue", feature = "hms"))]
 pub(crate) trait Requests {
     /// The catalog's URI, as errors show it (credentials redacted).
     fn uri(&self) -> &str;
