@@ -121,6 +121,39 @@ async fn a_mirror_is_never_an_iceberg_source_and_iceberg_into_iceberg_is_refused
     assert_eq!(detected(root).await, Some("iceberg"));
 }
 
+/// An Iceberg table copied elsewhere still names its files at the old place: mirrored
+/// as it reads (the copy's Iceberg readers read there too), with a note saying so
+/// (hostile review, 2026-12-05: it said nothing).
+#[tokio::test]
+async fn a_copied_iceberg_source_is_mirrored_with_a_note_naming_the_place_it_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let (root, copy) = (dir.path().join("t"), dir.path().join("copy"));
+    mirrored(&root).await;
+    edit_metadata(&root, foreign);
+    let report = sync(root.to_str().unwrap(), &to_delta(), |_| {})
+        .await
+        .unwrap();
+    assert!(report.notes.is_empty(), "{:?}", report.notes);
+    std::fs::create_dir(&copy).unwrap();
+    for sub in ["data", "metadata"] {
+        std::fs::create_dir(copy.join(sub)).unwrap();
+        for e in std::fs::read_dir(root.join(sub)).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::copy(&p, copy.join(sub).join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let report = sync(copy.to_str().unwrap(), &to_delta(), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.written.len(), 1, "{report:?}");
+    let note = report.notes.join("\n");
+    assert!(
+        note.contains(&format!("records the table at {}", root.display()))
+            && note.contains("not here"),
+        "{note}"
+    );
+}
+
 #[tokio::test]
 async fn a_bucket_partition_is_refused_naming_table_snapshot_and_field() {
     let dir = tempfile::tempdir().unwrap();

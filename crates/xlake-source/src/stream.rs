@@ -53,6 +53,14 @@ impl VecReplay {
     }
 }
 
+impl VecReplay {
+    /// The replay with `note` for the operator after its own notes.
+    pub fn noted(mut self, note: Option<String>) -> Self {
+        self.notes.extend(note);
+        self
+    }
+}
+
 #[async_trait::async_trait]
 impl ChangeStream for VecReplay {
     async fn next(&mut self) -> Option<Result<ChangeSet, SourceError>> {

@@ -103,6 +103,18 @@ impl IcebergSource {
         &self.path
     }
 
+    /// A note when the metadata records the table at another place (a copied or moved
+    /// folder): its files are named there, so the mirror reads them there too.
+    fn elsewhere(&self) -> Option<String> {
+        let recorded = self.metadata.location();
+        (!self.store.is_here(recorded)).then(|| {
+            format!(
+                "{} records the table at {recorded}, not here: the data files it names are read at that place, by the mirror as by Iceberg readers (a copy still reads the original's files; a moved table's mirror breaks when the old place is gone)",
+                self.store.absolute(&self.path)
+            )
+        })
+    }
+
     /// Whether snapshots before the oldest kept one expired: it names a parent that is
     /// gone (Iceberg Java's `expire_snapshots`); or, as pyiceberg's expiry leaves it with no
     /// parent, it is not a table's first snapshot: a sequence number above 1 (format 2 and
@@ -303,6 +315,7 @@ impl TableSource for IcebergSource {
     }
 
     async fn replay<'a>(&'a self, mirrored: &MirrorState) -> Result<Replay<'a>, SourceError> {
-        Ok(Box::new(self.changes(mirrored).await))
+        let changes = self.changes(mirrored).await;
+        Ok(Box::new(changes.noted(self.elsewhere())))
     }
 }
