@@ -224,36 +224,52 @@ impl Segment {
 }
 
 /// A segment building on `ancestors` (newest first) of the manifests `names` (ascending,
-/// distinct) and `entries`, (key, ordinal in `names`) in key order.
+/// distinct) and `entries`, (key, ordinal in `names`) in key order, `count` of them.
+/// The entries are written straight into the segment's buffer (keys, then ordinals, at
+/// places known from `count`): a backfill's full index of 10M paths holds no list of them
+/// beside its 120 MB of bytes.
 pub(crate) fn encode(
     ancestors: &[String],
     names: &[&str],
-    entries: &[(u64, u32)],
+    count: usize,
+    entries: impl Iterator<Item = (u64, u32)>,
 ) -> Result<Bytes, CodecError> {
-    let count = |n: usize| u32::try_from(n).map_err(|_| "path index too large".to_string());
+    let length = |n: usize| u32::try_from(n).map_err(|_| "path index too large".to_string());
     let name_bytes: usize = names.iter().map(|n| n.len()).sum();
-    let mut out = BytesMut::with_capacity(64 + name_bytes + names.len() * 4 + entries.len() * 12);
+    let mut out = BytesMut::with_capacity(64 + name_bytes + names.len() * 4 + count * 12);
     out.put_slice(MAGIC);
-    out.put_u32_le(count(ancestors.len())?);
+    out.put_u32_le(length(ancestors.len())?);
     for a in ancestors {
-        out.put_u32_le(count(a.len())?);
+        out.put_u32_le(length(a.len())?);
         out.put_slice(a.as_bytes());
     }
-    out.put_u32_le(count(names.len())?);
+    out.put_u32_le(length(names.len())?);
     let mut end = 0;
     for n in names {
         end += n.len();
-        out.put_u32_le(count(end)?);
+        out.put_u32_le(length(end)?);
     }
     for n in names {
         out.put_slice(n.as_bytes());
     }
-    out.put_u32_le(count(entries.len())?);
-    for (key, _) in entries {
-        out.put_u64_le(*key);
+    out.put_u32_le(length(count)?);
+    let keys_at = out.len();
+    out.resize(keys_at + count * 12, 0);
+    let (keys, ords) = out[keys_at..].split_at_mut(count * 8);
+    let mut written = 0;
+    for (i, (key, ord)) in entries.enumerate() {
+        let (Some(k), Some(o)) = (
+            keys.get_mut(8 * i..8 * i + 8),
+            ords.get_mut(4 * i..4 * i + 4),
+        ) else {
+            return Err("path index: more entries than counted".to_string().into());
+        };
+        k.copy_from_slice(&key.to_le_bytes());
+        o.copy_from_slice(&ord.to_le_bytes());
+        written = i + 1;
     }
-    for (_, ord) in entries {
-        out.put_u32_le(*ord);
+    if written != count {
+        return Err(format!("path index: {written} entries, {count} counted").into());
     }
     Ok(out.freeze())
 }
@@ -283,7 +299,7 @@ fn legacy(bytes: &[u8]) -> Result<Bytes, CodecError> {
         entries.extend(keys.iter().map(|k| (*k, ord)));
     }
     entries.sort_unstable();
-    encode(&[], &names, &entries)
+    encode(&[], &names, entries.len(), entries.into_iter())
 }
 
 #[cfg(test)]
@@ -299,7 +315,7 @@ mod tests {
         ];
         let entries = [(1, 0), (5, 0), (5, 1), (9, 2), (u64::MAX, 0)];
         let ancestors = ["metadata/p-paths.bin".to_string()];
-        let bytes = encode(&ancestors, &names, &entries).unwrap();
+        let bytes = encode(&ancestors, &names, entries.len(), entries.into_iter()).unwrap();
         let s = Segment::parse(bytes.clone()).unwrap();
         assert_eq!(s.ancestors(), &ancestors);
         assert!(s.covers("x") && s.covers(names[1]) && !s.covers("y") && !s.covers(""));
@@ -310,7 +326,7 @@ mod tests {
         assert_eq!(s.entries().count(), 5);
         assert!(Segment::parse(bytes.slice(..bytes.len() - 1)).is_err());
         assert!(Segment::parse(Bytes::from_static(b"XLPI3")).is_err());
-        let empty = Segment::parse(encode(&[], &[], &[]).unwrap()).unwrap();
+        let empty = Segment::parse(encode(&[], &[], 0, std::iter::empty()).unwrap()).unwrap();
         assert!(!empty.covers("x") && empty.holders(1).next().is_none());
     }
 
