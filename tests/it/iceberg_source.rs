@@ -246,8 +246,7 @@ async fn two_metadata_files_of_one_version_are_refused_naming_both() {
 /// and 3 of `a` (more deletes for a file that had some) and row 0 of `b`; the fourth adds
 /// `c`. Returns the paths of the delete files each snapshot added, by snapshot.
 async fn v2_with_position_deletes(root: &Path) -> Vec<Vec<String>> {
-    use xlake_model::{ChangeSet, DataFile, PartitionSpec, SourceCommit, SourceFormat};
-    use xlake_target::{Read, TableTarget, TargetOptions};
+    use xlake_model::DataFile;
     let size = |name: &str, ids: &[i64]| {
         write_parquet(&root.join(name), ids);
         std::fs::metadata(root.join(name)).unwrap().len()
@@ -263,11 +262,40 @@ async fn v2_with_position_deletes(root: &Path) -> Vec<Vec<String>> {
         Some(3),
     );
     let c = DataFile::parquet("data/c.parquet", size("data/c.parquet", &[30]), Some(1));
-    let deleting = |f: &DataFile, rows: &[u64]| {
-        let mut f = f.clone();
-        f.deleted_rows = rows.to_vec();
-        f
-    };
+    let steps = vec![
+        vec![a.clone(), b.clone()],
+        vec![deleting(&a, &[1])],
+        vec![deleting(&a, &[1, 3]), deleting(&b, &[0])],
+        vec![c],
+    ];
+    written_by_iceberg(root, &id_schema(), xlake_model::PartitionSpec::unpartitioned(), steps).await
+}
+
+/// `f` with `rows` deleted (the union so far: the Iceberg target replaces its deletes).
+fn deleting(f: &xlake_model::DataFile, rows: &[u64]) -> xlake_model::DataFile {
+    let mut f = f.clone();
+    f.deleted_rows = rows.to_vec();
+    f
+}
+
+fn id_schema() -> xlake_model::Schema {
+    xlake_model::Schema::new(vec![xlake_model::Field::optional(
+        "id",
+        xlake_model::PrimitiveType::Long,
+    )])
+}
+
+/// An Iceberg v2 table at `root`, one snapshot per step adding its files (with their
+/// deleted rows), written by xlake's Iceberg target, then xlake's marks taken out (an
+/// Iceberg table another writer could have written). The delete files each step added.
+async fn written_by_iceberg(
+    root: &Path,
+    schema: &xlake_model::Schema,
+    spec: xlake_model::PartitionSpec,
+    steps: Vec<Vec<xlake_model::DataFile>>,
+) -> Vec<Vec<String>> {
+    use xlake_model::{ChangeSet, SourceCommit, SourceFormat};
+    use xlake_target::{Read, TableTarget, TargetOptions};
     let store = xlake_storage::TableStore::open(root.to_str().unwrap()).unwrap();
     let options = TargetOptions {
         format_version: Some(2),
@@ -276,17 +304,7 @@ async fn v2_with_position_deletes(root: &Path) -> Vec<Vec<String>> {
     let mut target = xlake_iceberg::IcebergTarget::open(store, &options).unwrap();
     target.load(Read::ForCommit).await.unwrap();
     target.prepare().await.unwrap();
-    let schema = xlake_model::Schema::new(vec![xlake_model::Field::optional(
-        "id",
-        xlake_model::PrimitiveType::Long,
-    )]);
     let mut added = Vec::new();
-    let steps = [
-        vec![a.clone(), b.clone()],
-        vec![deleting(&a, &[1])],
-        vec![deleting(&a, &[1, 3]), deleting(&b, &[0])],
-        vec![c],
-    ];
     for (i, files) in steps.into_iter().enumerate() {
         let before = delete_files(root);
         let commit = SourceCommit {
@@ -296,7 +314,7 @@ async fn v2_with_position_deletes(root: &Path) -> Vec<Vec<String>> {
             requested_ms: None,
             commit_time_ms: 1_700_000_000_000 + i as i64,
         };
-        let mut change = ChangeSet::new(commit, schema.clone(), PartitionSpec::unpartitioned());
+        let mut change = ChangeSet::new(commit, schema.clone(), spec.clone());
         change.added = files;
         let published = target.publish(&[&change], true).await;
         assert!(published.error.is_none(), "{:?}", published.error);
@@ -667,4 +685,90 @@ async fn cleanup_keeps_the_vectors_of_position_deletes_and_check_names_one_gone(
         )),
         "{out}"
     );
+}
+
+/// The snapshot ids of the main branch in the newest metadata file, oldest first.
+fn snapshot_ids(root: &Path) -> Vec<i64> {
+    let newest = metadata_files(root)
+        .into_iter()
+        .filter(|(p, _)| p.ends_with(".metadata.json"))
+        .max_by_key(|(p, _)| {
+            let name = p.rsplit('/').next().unwrap().to_string();
+            name.trim_start_matches('v')
+                .split(['.', '-'])
+                .next()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&newest.1).unwrap();
+    json["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["snapshot-id"].as_i64().unwrap())
+        .collect()
+}
+
+fn delta_versions(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root.join("_delta_log"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn an_empty_string_partition_value_is_refused_naming_table_snapshot_file_and_field() {
+    use xlake_model::{DataFile, Field, PartitionField, PartitionSpec, PrimitiveType, Schema, Value};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let schema = Schema::new(vec![
+        Field::optional("id", PrimitiveType::Long),
+        Field::optional("region", PrimitiveType::String),
+    ]);
+    let spec = PartitionSpec::new(vec![PartitionField::identity("region")]);
+    let file = |name: &str, region: &str| {
+        write_parquet(&root.join(name), &[1]);
+        let size = std::fs::metadata(root.join(name)).unwrap().len();
+        DataFile::parquet(name, size, Some(1))
+            .with_partition(vec![Some(Value::String(region.into()))])
+    };
+    let steps = vec![
+        vec![file("data/eu/a.parquet", "eu")],
+        vec![file("data/empty/b.parquet", "")],
+    ];
+    written_by_iceberg(root, &schema, spec, steps).await;
+    let second = snapshot_ids(root)[1];
+    for _ in 0..2 {
+        let err = sync(root.to_str().unwrap(), &to_delta(), |_| {})
+            .await
+            .unwrap_err();
+        let message = err.to_string();
+        for part in [
+            format!("table {}", root.display()),
+            format!("source commit {second}"),
+            "data file data/empty/b.parquet".into(),
+            "partition field region is the empty string".into(),
+            "reads an empty partition value as null".into(),
+        ] {
+            assert!(message.contains(&part), "{part:?} in {message}");
+        }
+        // The snapshot before it is mirrored; nothing of the refused one is written.
+        assert_eq!(delta_versions(root), ["00000000000000000000.json"]);
+        let vectors = std::fs::read_dir(root)
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                name.to_str().unwrap().starts_with("deletion_vector_")
+            })
+            .count();
+        assert_eq!(vectors, 0);
+    }
+    // The value as Delta writes it for the other file.
+    let log = std::fs::read_to_string(root.join("_delta_log/00000000000000000000.json")).unwrap();
+    assert!(log.contains(r#""partitionValues":{"region":"eu"}"#), "{log}");
 }
