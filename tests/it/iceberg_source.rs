@@ -268,7 +268,13 @@ async fn v2_with_position_deletes(root: &Path) -> Vec<Vec<String>> {
         vec![deleting(&a, &[1, 3]), deleting(&b, &[0])],
         vec![c],
     ];
-    written_by_iceberg(root, &id_schema(), xlake_model::PartitionSpec::unpartitioned(), steps).await
+    written_by_iceberg(
+        root,
+        &id_schema(),
+        xlake_model::PartitionSpec::unpartitioned(),
+        steps,
+    )
+    .await
 }
 
 /// `f` with `rows` deleted (the union so far: the Iceberg target replaces its deletes).
@@ -723,7 +729,9 @@ fn delta_versions(root: &Path) -> Vec<String> {
 
 #[tokio::test]
 async fn an_empty_string_partition_value_is_refused_naming_table_snapshot_file_and_field() {
-    use xlake_model::{DataFile, Field, PartitionField, PartitionSpec, PrimitiveType, Schema, Value};
+    use xlake_model::{
+        DataFile, Field, PartitionField, PartitionSpec, PrimitiveType, Schema, Value,
+    };
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let schema = Schema::new(vec![
@@ -770,5 +778,8 @@ async fn an_empty_string_partition_value_is_refused_naming_table_snapshot_file_a
     }
     // The value as Delta writes it for the other file.
     let log = std::fs::read_to_string(root.join("_delta_log/00000000000000000000.json")).unwrap();
-    assert!(log.contains(r#""partitionValues":{"region":"eu"}"#), "{log}");
+    assert!(
+        log.contains(r#""partitionValues":{"region":"eu"}"#),
+        "{log}"
+    );
 }

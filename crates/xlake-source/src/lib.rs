@@ -74,6 +74,20 @@ pub struct SourceOptions {
     /// takes times from the commits it reads, so a source may list its log by name alone
     /// (Delta on local disk: no `stat` per commit file).
     pub commit_times: bool,
+    /// The name in prose of the target the mirror is written in (`Iceberg`, `Delta`), set
+    /// by the engine, for messages about what that target's readers cannot read; `None`
+    /// when no target is in use (a source is then worded without one).
+    pub target_title: Option<&'static str>,
+}
+
+impl SourceOptions {
+    /// Who reads the mirror, for messages: `Delta engines`, or `the mirror's readers`.
+    pub fn target_readers(&self) -> String {
+        match self.target_title {
+            Some(title) => format!("{title} engines"),
+            None => "the mirror's readers".into(),
+        }
+    }
 }
 
 /// What a source says of a commit id.
