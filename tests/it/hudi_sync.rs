@@ -417,6 +417,7 @@ async fn an_incremental_replay_equals_the_full_one_after_every_instant() {
                 newest: Some((done.commit.id.clone(), done.notes.clone())),
                 live_files: Some(live.iter().map(|(p, n)| (store.absolute(p), *n)).collect()),
                 source_state: None,
+                deletes: None,
             };
             // The order of files is not meaningful (commit metadata keeps write stats in
             // a map; a replace commit's removals follow the live map's).

@@ -268,6 +268,7 @@ async fn v2_with_position_deletes(root: &Path) -> Vec<Vec<String>> {
         vec![deleting(&a, &[1, 3]), deleting(&b, &[0])],
         vec![c],
     ];
+    let steps = steps.into_iter().map(|added| (added, vec![])).collect();
     written_by_iceberg(
         root,
         &id_schema(),
@@ -292,13 +293,14 @@ fn id_schema() -> xlake_model::Schema {
 }
 
 /// An Iceberg v2 table at `root`, one snapshot per step adding its files (with their
-/// deleted rows), written by xlake's Iceberg target, then xlake's marks taken out (an
-/// Iceberg table another writer could have written). The delete files each step added.
+/// deleted rows) and removing the paths it names, written by xlake's Iceberg target, then
+/// xlake's marks taken out (an Iceberg table another writer could have written). The
+/// delete files each step added.
 async fn written_by_iceberg(
     root: &Path,
     schema: &xlake_model::Schema,
     spec: xlake_model::PartitionSpec,
-    steps: Vec<Vec<xlake_model::DataFile>>,
+    steps: Vec<(Vec<xlake_model::DataFile>, Vec<String>)>,
 ) -> Vec<Vec<String>> {
     use xlake_model::{ChangeSet, SourceCommit, SourceFormat};
     use xlake_target::{Read, TableTarget, TargetOptions};
@@ -311,7 +313,7 @@ async fn written_by_iceberg(
     target.load(Read::ForCommit).await.unwrap();
     target.prepare().await.unwrap();
     let mut added = Vec::new();
-    for (i, files) in steps.into_iter().enumerate() {
+    for (i, (files, removed)) in steps.into_iter().enumerate() {
         let before = delete_files(root);
         let commit = SourceCommit {
             format: SourceFormat::new("PARQUET"),
@@ -322,6 +324,7 @@ async fn written_by_iceberg(
         };
         let mut change = ChangeSet::new(commit, schema.clone(), spec.clone());
         change.added = files;
+        change.removed = removed;
         let published = target.publish(&[&change], true).await;
         assert!(published.error.is_none(), "{:?}", published.error);
         let after = delete_files(root);
@@ -746,8 +749,8 @@ async fn an_empty_string_partition_value_is_refused_naming_table_snapshot_file_a
             .with_partition(vec![Some(Value::String(region.into()))])
     };
     let steps = vec![
-        vec![file("data/eu/a.parquet", "eu")],
-        vec![file("data/empty/b.parquet", "")],
+        (vec![file("data/eu/a.parquet", "eu")], vec![]),
+        (vec![file("data/empty/b.parquet", "")], vec![]),
     ];
     written_by_iceberg(root, &schema, spec, steps).await;
     let second = snapshot_ids(root)[1];
@@ -782,4 +785,122 @@ async fn an_empty_string_partition_value_is_refused_naming_table_snapshot_file_a
         log.contains(r#""partitionValues":{"region":"eu"}"#),
         "{log}"
     );
+}
+
+/// `n` data files of 4 rows and one more, `d0.parquet`… at `root`, as the model has them.
+fn four_row_files(root: &Path, n: usize) -> Vec<xlake_model::DataFile> {
+    (0..=n)
+        .map(|i| {
+            let name = format!("data/d{i}.parquet");
+            write_parquet(&root.join(&name), &[1, 2, 3, 4]);
+            let size = std::fs::metadata(root.join(&name)).unwrap().len();
+            xlake_model::DataFile::parquet(name, size, Some(4))
+        })
+        .collect()
+}
+
+/// The (file name, deleted rows) of Delta version `v`'s adds.
+async fn rows_of(root: &Path, v: u64) -> Vec<(String, Vec<u64>)> {
+    let adds = delta_adds(root, v).await;
+    adds.into_iter()
+        .map(|(name, rows, _)| (name, rows))
+        .collect()
+}
+
+/// Reads, through a recording store, of the files an incremental sync into Delta makes
+/// after `n` snapshots that each added one position-delete file (`n` live), then two
+/// more: one that replaces the deletes of the first data file (its delete file removed,
+/// one deleting those rows again and more added, as Iceberg's rewrites do) and one adding
+/// deletes to a file with none. Returns (delete files read, Delta vector files read).
+async fn incremental_reads(root: &Path, n: usize) -> (usize, usize) {
+    let files = four_row_files(root, n);
+    let mut steps = vec![(files.clone(), vec![])];
+    for f in &files[..n] {
+        steps.push((vec![deleting(f, &[0])], vec![]));
+    }
+    // Removed and added again with its deletes: the Iceberg target keeps the data file's
+    // entry and replaces its delete file.
+    let first = files[0].path.clone();
+    steps.push((vec![deleting(&files[0], &[0, 2])], vec![first]));
+    steps.push((vec![deleting(&files[n], &[1])], vec![]));
+    let unpartitioned = xlake_model::PartitionSpec::unpartitioned();
+    let added = written_by_iceberg(root, &id_schema(), unpartitioned, steps).await;
+    assert_eq!(
+        added[n + 1].len(),
+        1,
+        "a delete file replacing the first one"
+    );
+    let put_back = hide_newest(root, 2);
+    sync(root.to_str().unwrap(), &to_delta(), |_| {})
+        .await
+        .unwrap();
+    put_back();
+    let recording = Arc::new(xlake_storage::faults::FaultyStore::new(Arc::new(
+        object_store::local::LocalFileSystem::new(),
+    )));
+    let store = xlake_storage::TableStore::from_store(
+        recording.clone(),
+        object_store::path::Path::from_filesystem_path(root).unwrap(),
+        root.to_str().unwrap().to_string(),
+        String::new(),
+    );
+    let report = xlake_sync::sync_store(store, &to_delta(), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.written.len(), 2, "{report:?}");
+    // The first file's deletes replaced by a wider set; the last file's new.
+    let v = n as u64 + 1;
+    assert_eq!(rows_of(root, v).await, [("d0.parquet".into(), vec![0, 2])]);
+    assert_eq!(
+        rows_of(root, v + 1).await,
+        [(format!("d{n}.parquet"), vec![1])]
+    );
+    let reads = recording.reads();
+    let deletes = reads.iter().filter(|r| r.ends_with("-deletes.parquet"));
+    let vectors = reads.iter().filter(|r| r.contains("/deletion_vector_"));
+    (deletes.count(), vectors.count())
+}
+
+#[tokio::test]
+async fn an_incremental_sync_reads_the_new_delete_files_not_every_live_one() {
+    let mut seen = Vec::new();
+    for n in [2, 12] {
+        let dir = tempfile::tempdir().unwrap();
+        seen.push((n, incremental_reads(dir.path(), n).await));
+    }
+    // The new delete files (2) and the one the replacing snapshot removes (1), and the
+    // first file's vector in the mirror (1): the same with 2 or 12 delete files live.
+    assert_eq!(seen, [(2, (3, 1)), (12, (3, 1))]);
+}
+
+#[tokio::test]
+async fn deletes_a_snapshot_takes_back_are_read_from_every_live_delete_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let files = four_row_files(root, 2);
+    let steps = vec![
+        (files.clone(), vec![]),
+        (
+            vec![deleting(&files[0], &[0]), deleting(&files[1], &[3])],
+            vec![],
+        ),
+        // The first file's deletes taken back: its delete file removed, none added (its
+        // rows show again; only the live delete files tell which stay deleted).
+        (vec![files[0].clone()], vec![files[0].path.clone()]),
+        (vec![deleting(&files[2], &[2])], vec![]),
+    ];
+    let unpartitioned = xlake_model::PartitionSpec::unpartitioned();
+    written_by_iceberg(root, &id_schema(), unpartitioned, steps).await;
+    let put_back = hide_newest(root, 2);
+    sync(root.to_str().unwrap(), &to_delta(), |_| {})
+        .await
+        .unwrap();
+    put_back();
+    let report = sync(root.to_str().unwrap(), &to_delta(), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.written.len(), 2, "{report:?}");
+    assert_eq!(rows_of(root, 1).await.len(), 2);
+    assert_eq!(rows_of(root, 2).await, [("d0.parquet".into(), vec![])]);
+    assert_eq!(rows_of(root, 3).await, [("d2.parquet".into(), vec![2])]);
 }
