@@ -119,3 +119,73 @@ impl Resume {
         self.mirror.0.commit()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use xlake_source::{MirrorReadError, MirroredDeletes};
+
+    use super::*;
+
+    /// A mirror holding `a` live with rows 0 and 2 deleted, and nothing else.
+    struct Mirror;
+
+    #[async_trait::async_trait]
+    impl MirroredDeletes for Mirror {
+        fn commit(&self) -> &str {
+            "7"
+        }
+
+        async fn deleted_rows(&self, path: &str) -> Result<Option<Vec<u64>>, MirrorReadError> {
+            Ok((path == "a").then(|| vec![0, 2]))
+        }
+    }
+
+    fn resume() -> Resume {
+        let mut r = Resume::new(MirroredDeletesRef(Arc::new(Mirror)));
+        r.at_baseline = false;
+        r
+    }
+
+    fn rows(r: &[u64]) -> RoaringTreemap {
+        r.iter().copied().collect()
+    }
+
+    #[tokio::test]
+    async fn rows_come_from_the_mirror_once_and_a_file_it_lacks_gives_up() {
+        let mut r = resume();
+        assert_eq!(r.mirrored_rows("/t/a", "a").await, Some(rows(&[0, 2])));
+        assert_eq!(r.mirrored_rows("/t/a", "a").await, None, "known now");
+        assert!(r.fallback.is_none());
+        assert_eq!(r.mirrored_rows("/t/b", "b").await, None);
+        assert_eq!(
+            r.fallback.as_deref(),
+            Some("the mirror does not hold b live")
+        );
+        // A file that had a deletion vector at the baseline: the mirror holds that one.
+        let mut r = resume();
+        r.vector_at_baseline.insert("/t/a".into());
+        assert_eq!(r.mirrored_rows("/t/a", "a").await, None);
+        assert!(r.fallback.is_some());
+    }
+
+    #[test]
+    fn removed_rows_must_be_deleted_again_by_the_same_snapshot() {
+        let mut r = resume();
+        r.uncovered.insert("a".into(), rows(&[1]));
+        r.added_now.insert("a".into(), rows(&[1, 3]));
+        // A file no longer live needs nothing.
+        r.uncovered.insert("gone".into(), rows(&[5]));
+        r.check_covered(9, |p| p == "a");
+        assert!(r.fallback.is_none());
+        assert!(r.added_now.is_empty() && r.uncovered.is_empty());
+        r.uncovered.insert("a".into(), rows(&[1, 4]));
+        r.added_now.insert("a".into(), rows(&[1]));
+        r.check_covered(9, |_| true);
+        assert_eq!(
+            r.fallback.as_deref(),
+            Some("snapshot 9 removes position deletes of a that no delete file it adds deletes again")
+        );
+    }
+}
