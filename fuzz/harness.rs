@@ -57,10 +57,14 @@ pub fn hudi_commit_metadata(data: &[u8]) {
             let _ = hudi_schema::avro_to_schema(text, false);
         }
         let _ = meta.replaced().count();
-        for skip_logs in [true, false] {
+        for mor_read_optimized in [true, false] {
+            let options = xlake_hudi::HudiOptions {
+                mor_read_optimized,
+                ..Default::default()
+            };
             let mut groups = FileGroups::default();
-            let _ = groups.apply_commit(&meta, skip_logs);
-            let _ = groups.apply_commit(&meta, skip_logs);
+            let _ = groups.apply_commit(&meta, &options);
+            let _ = groups.apply_commit(&meta, &options);
         }
     }
     if let Ok(meta) = serde_json::from_value::<RollbackMetadata>(json.clone()) {

@@ -178,6 +178,43 @@ def test_a_partition_name_iceberg_escapes_reaches_delta(tmp_path, column):
     assert xlake("check", table_dir, "--target", "delta", "--deep").returncode == 0
 
 
+def test_an_empty_string_partition_value_is_refused_for_delta(tmp_path):
+    """pyiceberg appends a row whose identity partition value is `""`: Delta's protocol
+    reads an empty partition value as null, so the commit is refused naming table,
+    snapshot, file and field, and the versions before it stay as delta-rs reads them."""
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    warehouse = tmp_path / "wh"
+    warehouse.mkdir()
+    catalog = SqlCatalog("c", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}")
+    catalog.create_namespace_if_not_exists("db")
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "region", StringType()))
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
+    table = catalog.create_table("db.t", schema=schema, partition_spec=spec,
+                                 properties={"format-version": "2"})
+    for i, region in enumerate(["eu", ""]):
+        rows = {"id": pa.array([i], pa.int64()), "region": pa.array([region], pa.string())}
+        table.append(pa.table(rows, schema=table.schema().as_arrow()))
+    table = catalog.load_table("db.t")
+    table_dir = table.metadata.location.removeprefix("file://")
+    first, second = [s.snapshot_id for s in ancestry(table)]
+    for _ in range(2):
+        synced = sync(table_dir, ["--target", "delta"])
+        assert synced.returncode != 0
+        for part in [table_dir, f"source commit {second}", "region=/", ".parquet",
+                     "partition field region is the empty string"]:
+            assert part in synced.stderr, (part, synced.stderr)
+        logs = sorted(p.name for p in (pathlib.Path(table_dir) / "_delta_log").glob("*.json"))
+        assert logs == [f"{0:020}.json"], logs
+    expected = table.scan(snapshot_id=first).to_arrow().to_pylist()
+    assert by_id(deltars_rows(table_dir, 0)) == by_id(expected)
+
+
 def physical_names(table_dir, version):
     """`delta.columnMapping.physicalName` by column name in the schema of `version`."""
     from deltalake import DeltaTable

@@ -129,7 +129,28 @@ async fn merge_on_read_is_refused_by_default() {
             err.to_string().contains("--mor-read-optimized"),
             "{name}: {err}"
         );
+        assert!(
+            err.to_string()
+                .contains("merge-on-read (MOR) table: Iceberg engines cannot read Hudi log files"),
+            "{name}: {err}"
+        );
         assert!(metadata_snapshot(&root).is_empty());
+        // Under `--target delta` the message names the target in use.
+        let to_delta = SyncOptions {
+            target: Some("delta".into()),
+            ..Default::default()
+        };
+        let err = sync(root.to_str().unwrap(), &to_delta, |_| {})
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("merge-on-read (MOR) table: Delta engines cannot read Hudi log files")
+                && err.contains("--mor-read-optimized")
+                && !err.contains("Iceberg"),
+            "{name}: {err}"
+        );
+        assert!(!root.join("_delta_log").exists(), "{name}: nothing written");
     }
     let (_dir, root) = extract("sample_table_mor_avro_v9_txns_simple_nometa");
     sync(root.to_str().unwrap(), &read_optimized(), |_| {})
@@ -396,6 +417,7 @@ async fn an_incremental_replay_equals_the_full_one_after_every_instant() {
                 newest: Some((done.commit.id.clone(), done.notes.clone())),
                 live_files: Some(live.iter().map(|(p, n)| (store.absolute(p), *n)).collect()),
                 source_state: None,
+                deletes: None,
             };
             // The order of files is not meaningful (commit metadata keeps write stats in
             // a map; a replace commit's removals follow the live map's).

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::commit_metadata::{CommitMetadata, WriteStat};
 use crate::error::Reason;
+use crate::source::HudiOptions;
 
 /// The current base file of one file group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,12 +87,13 @@ pub(crate) fn is_log_file(path: &str) -> bool {
 }
 
 impl FileGroups {
-    /// Apply a commit, delta commit or replace commit. Log files are skipped when
-    /// `skip_logs` (read-optimized view of a merge-on-read table) and refused otherwise.
+    /// Apply a commit, delta commit or replace commit. Log files are skipped for the
+    /// read-optimized view of a merge-on-read table (`options.mor_read_optimized`) and
+    /// refused otherwise, naming the target whose readers cannot read them.
     pub fn apply_commit(
         &mut self,
         meta: &CommitMetadata,
-        skip_logs: bool,
+        options: &HudiOptions,
     ) -> Result<Effect, Reason> {
         let mut effect = Effect::default();
         for stat in meta.write_stats() {
@@ -101,10 +103,14 @@ impl FileGroups {
                 .filter(|p| !p.is_empty())
                 .ok_or("a write stat has no path")?;
             if is_log_file(path) {
-                if skip_logs {
+                if options.mor_read_optimized {
                     continue;
                 }
-                return Err(format!("writes log file {path}: merge-on-read log files cannot be read by Iceberg engines").into());
+                let readers = options.target_readers();
+                return Err(format!(
+                    "writes log file {path}: merge-on-read log files cannot be read by {readers}"
+                )
+                .into());
             }
             if !path.ends_with(".parquet") {
                 return Err(format!("base file {path} is not Parquet").into());
@@ -189,36 +195,53 @@ mod tests {
     #[test]
     fn new_base_file_replaces_its_group_and_replace_commits_drop_groups() {
         let mut g = FileGroups::default();
+        let none = HudiOptions::default();
         let e1 = g
             .apply_commit(
                 &meta(&[("a", "p/a_1.parquet"), ("b", "p/b_1.parquet")], &[]),
-                false,
+                &HudiOptions::default(),
             )
             .unwrap();
         assert_eq!(paths(&e1.added), ["p/a_1.parquet", "p/b_1.parquet"]);
         let e2 = g
-            .apply_commit(&meta(&[("a", "p/a_2.parquet")], &[]), false)
+            .apply_commit(&meta(&[("a", "p/a_2.parquet")], &[]), &none)
             .unwrap();
         assert_eq!(
             (paths(&e2.added), paths(&e2.removed)),
             (vec!["p/a_2.parquet"], vec!["p/a_1.parquet"])
         );
         let e3 = g
-            .apply_commit(&meta(&[("c", "p/c_3.parquet")], &["a", "b"]), false)
+            .apply_commit(&meta(&[("c", "p/c_3.parquet")], &["a", "b"]), &none)
             .unwrap();
         assert_eq!(paths(&e3.removed), ["p/a_2.parquet", "p/b_1.parquet"]);
         assert_eq!(g.len(), 1);
     }
 
     #[test]
-    fn log_files_are_refused_unless_skipped() {
+    fn log_files_are_refused_naming_the_target_unless_skipped() {
         let mut g = FileGroups::default();
         let logs = meta(&[("a", "p/.a_1.log.1_0-1-1")], &[]);
-        assert!(g
-            .apply_commit(&logs, false)
-            .unwrap_err()
-            .to_string()
-            .contains("log file"));
-        assert_eq!(g.apply_commit(&logs, true).unwrap(), Effect::default());
+        let refused = |options: &HudiOptions| {
+            FileGroups::default()
+                .apply_commit(&logs, options)
+                .unwrap_err()
+                .to_string()
+        };
+        let delta = HudiOptions {
+            target_title: Some("Delta"),
+            ..Default::default()
+        };
+        assert_eq!(
+            refused(&delta),
+            "writes log file p/.a_1.log.1_0-1-1: merge-on-read log files cannot be read by Delta engines"
+        );
+        assert!(
+            refused(&HudiOptions::default()).ends_with("cannot be read by the mirror's readers")
+        );
+        let view = HudiOptions {
+            mor_read_optimized: true,
+            ..delta
+        };
+        assert_eq!(g.apply_commit(&logs, &view).unwrap(), Effect::default());
     }
 }

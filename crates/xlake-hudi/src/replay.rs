@@ -230,7 +230,7 @@ impl<'a> HudiReplay<'a> {
                 }
                 let effect = self
                     .groups
-                    .apply_commit(&meta, source.options.mor_read_optimized)
+                    .apply_commit(&meta, &source.options)
                     .map_err(|e| source.instant_error(instant, e))?;
                 // Clustering rewrites rows as they are, except that on a merge-on-read
                 // table it also merges log records into the read-optimized view.

@@ -98,7 +98,7 @@ impl HudiSource {
             .map_err(|reason| HudiError::Properties { reason })?;
         if config.table_type == TableType::MergeOnRead && !options.mor_read_optimized {
             return Err(HudiError::Unsupported {
-                what: "merge-on-read (MOR) table: Iceberg engines cannot read Hudi log files. Pass --mor-read-optimized to mirror its base files only (the read-optimized view; log changes appear after compaction)".into(),
+                what: format!("merge-on-read (MOR) table: {} cannot read Hudi log files. Pass --mor-read-optimized to mirror its base files only (the read-optimized view; log changes appear after compaction)", options.target_readers()),
             });
         }
         if config.bootstrapped {

@@ -352,6 +352,7 @@ fn mirror_state(loaded: &LoadedTable) -> MirrorState {
         newest,
         live_files: None,
         source_state: loaded.source_state().map(str::to_string),
+        deletes: None,
     }
 }
 

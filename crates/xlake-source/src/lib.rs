@@ -74,6 +74,20 @@ pub struct SourceOptions {
     /// takes times from the commits it reads, so a source may list its log by name alone
     /// (Delta on local disk: no `stat` per commit file).
     pub commit_times: bool,
+    /// The name in prose of the target the mirror is written in (`Iceberg`, `Delta`), set
+    /// by the engine, for messages about what that target's readers cannot read; `None`
+    /// when no target is in use (a source is then worded without one).
+    pub target_title: Option<&'static str>,
+}
+
+impl SourceOptions {
+    /// Who reads the mirror, for messages: `Delta engines`, or `the mirror's readers`.
+    pub fn target_readers(&self) -> String {
+        match self.target_title {
+            Some(title) => format!("{title} engines"),
+            None => "the mirror's readers".into(),
+        }
+    }
 }
 
 /// What a source says of a commit id.
@@ -116,7 +130,49 @@ pub struct MirrorState {
     /// whose commits may complete out of order, not necessarily its newest commit's. A
     /// source checks that it belongs to the commit it resumes after before trusting it.
     pub source_state: Option<String>,
+    /// What the target's current snapshot deletes from its live data files, read on
+    /// demand, given only when the source asks for it
+    /// ([`TableSource::wants_mirrored_deletes`]) and the target can tell it: a source that
+    /// resumes after the newest mirrored commit may then take a data file's deleted rows
+    /// as of that commit from the mirror instead of reading every delete file live there.
+    pub deletes: Option<MirroredDeletesRef>,
 }
+
+/// The error of a [`MirroredDeletes`] read: the target's own, its cause kept.
+pub type MirrorReadError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The rows the target's current snapshot deletes from its live data files (its own
+/// deletion vectors, decoded when asked): the target's side of [`MirrorState::deletes`].
+/// The target knows no source format; the source asks by a data file's location.
+#[async_trait::async_trait]
+pub trait MirroredDeletes: Send + Sync {
+    /// The source commit the target's current snapshot mirrors: the rows are as of it.
+    fn commit(&self) -> &str;
+
+    /// The rows the current snapshot deletes from the data file at `path` (a location as
+    /// the model spells it), ascending, empty when it deletes none; `None` when the file
+    /// is not live there.
+    async fn deleted_rows(&self, path: &str) -> Result<Option<Vec<u64>>, MirrorReadError>;
+}
+
+/// A shared [`MirroredDeletes`], as [`MirrorState`] holds it (two are equal when they
+/// are the same reader).
+#[derive(Clone)]
+pub struct MirroredDeletesRef(pub std::sync::Arc<dyn MirroredDeletes>);
+
+impl std::fmt::Debug for MirroredDeletesRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MirroredDeletes(as of {})", self.0.commit())
+    }
+}
+
+impl PartialEq for MirroredDeletesRef {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for MirroredDeletesRef {}
 
 /// A source table opened for reading.
 #[async_trait::async_trait]
@@ -169,6 +225,14 @@ pub trait TableSource: Send + Sync {
     /// saves.
     async fn reads_saved_by_live_files(&self, _mirrored: &MirrorState) -> usize {
         0
+    }
+
+    /// Whether the replay for `mirrored` would use what the target's current snapshot
+    /// deletes ([`MirrorState::deletes`]) instead of re-reading the delete files live at
+    /// the newest mirrored commit. Decided from what opening read; the engine then asks
+    /// the target. A checker never gives them (it compares the source with the mirror).
+    fn wants_mirrored_deletes(&self, _mirrored: &MirrorState) -> bool {
+        false
     }
 
     /// What the target takes as the source stores it (deletion vectors undecoded): a

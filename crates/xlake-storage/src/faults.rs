@@ -77,6 +77,8 @@ pub struct FaultyStore {
     counts: [AtomicUsize; 4],
     /// Every fault that fired, in order, for the test to assert on.
     fired: Mutex<Vec<(Op, usize, Fault)>>,
+    /// The location of every read, in order (what a test counts reads of).
+    read: Mutex<Vec<String>>,
 }
 
 impl FaultyStore {
@@ -89,6 +91,7 @@ impl FaultyStore {
             outage: None,
             counts: Default::default(),
             fired: Mutex::new(Vec::new()),
+            read: Mutex::new(Vec::new()),
         }
     }
 
@@ -113,6 +116,17 @@ impl FaultyStore {
     /// Requests of kind `op` seen so far.
     pub fn count(&self, op: Op) -> usize {
         self.counts[op as usize].load(Ordering::SeqCst)
+    }
+
+    /// The locations read so far (whole or in part), in order.
+    pub fn reads(&self) -> Vec<String> {
+        self.read.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    fn note_read(&self, location: &Path) {
+        if let Ok(mut read) = self.read.lock() {
+            read.push(location.to_string());
+        }
     }
 
     /// The faults that fired so far.
@@ -200,6 +214,7 @@ impl ObjectStore for FaultyStore {
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        self.note_read(location);
         match self.enter(Op::Get).await {
             None => self.inner.get_opts(location, options).await,
             Some(Fault::CutShort) => {
@@ -229,6 +244,7 @@ impl ObjectStore for FaultyStore {
     }
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        self.note_read(location);
         if self.enter(Op::Get).await.is_some() {
             return Err(injected(Op::Get, location));
         }

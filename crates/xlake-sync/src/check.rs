@@ -349,6 +349,7 @@ impl Compare<'_> {
             newest: self.state.newest.clone(),
             live_files: None,
             source_state: None,
+            deletes: None,
         };
         let (oldest, newest) = self.mirrored_span(&from_start)?;
         // Nothing before the oldest commit compared is needed: the replay may start at

@@ -75,8 +75,8 @@ async fn unchanged(
         ..MirrorState::default()
     };
     let opened = match (kind.open_after, &settled.newest) {
-        (Some(after), Some(_)) => after(store.clone(), options.source, &state),
-        _ => (kind.open)(store.clone(), options.source),
+        (Some(after), Some(_)) => after(store.clone(), sources::source_options(options), &state),
+        _ => (kind.open)(store.clone(), sources::source_options(options)),
     };
     let source = opened.await.ok()??;
     if source.tip()? != settled.source_tip {

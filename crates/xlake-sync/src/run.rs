@@ -327,6 +327,9 @@ impl<'a> Sync<'a> {
         if saved > 0 {
             state.live_files = self.target.live_files(saved).await?;
         }
+        if source.wants_mirrored_deletes(&state) {
+            state.deletes = self.target.mirrored_deletes();
+        }
         let listing = match listing {
             Some(listing) => listing,
             None => source.listing(&state).in_table(&self.store)?,

@@ -22,6 +22,18 @@ pub fn kind(name: &str) -> Option<&'static SourceKind> {
     KINDS.iter().find(|k| k.name.eq_ignore_ascii_case(name))
 }
 
+/// The source options `options` ask for, with the name of the target in use (the
+/// default, Iceberg, when none is chosen or the name is unknown): a source names it where
+/// it says what the mirror's readers cannot read (Hudi's log files).
+pub(crate) fn source_options(options: &SyncOptions) -> xlake_source::SourceOptions {
+    xlake_source::SourceOptions {
+        target_title: crate::targets::kind(options.target.as_deref())
+            .ok()
+            .map(|k| k.title),
+        ..options.source
+    }
+}
+
 /// Open the table at the store's root: as the format `options.format` names; else as the
 /// first detectable format that recognises it; else as the format its mirror records
 /// (a format never detected, once chosen for the first sync, stays chosen).
@@ -61,7 +73,7 @@ async fn open_among(
         {
             continue;
         }
-        if let Some(source) = (k.open)(store.clone(), options.source)
+        if let Some(source) = (k.open)(store.clone(), source_options(options))
             .await
             .in_table(store)?
         {
@@ -70,7 +82,7 @@ async fn open_among(
     }
     if options.format.is_none() {
         if let Some(k) = recorded(store).await? {
-            if let Some(source) = (k.open)(store.clone(), options.source)
+            if let Some(source) = (k.open)(store.clone(), source_options(options))
                 .await
                 .in_table(store)?
             {
@@ -106,8 +118,8 @@ pub async fn open_as_recorded(
         .filter(|_| options.format.is_none());
     if let Some(k) = recorded {
         let opened = match (k.open_after, state.filter(|s| !s.commits.is_empty())) {
-            (Some(after), Some(state)) => after(store.clone(), options.source, state),
-            _ => (k.open)(store.clone(), options.source),
+            (Some(after), Some(state)) => after(store.clone(), source_options(options), state),
+            _ => (k.open)(store.clone(), source_options(options)),
         };
         if let Some(source) = opened.await.in_table(store)? {
             return Ok(source);

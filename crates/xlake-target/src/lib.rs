@@ -37,7 +37,9 @@ mod error;
 pub mod footer;
 
 pub use error::{ErrorKind, TargetError};
-pub use xlake_source::{MirrorState, TargetTakes};
+pub use xlake_source::{
+    MirrorReadError, MirrorState, MirroredDeletes, MirroredDeletesRef, TargetTakes,
+};
 
 use std::collections::HashMap;
 
@@ -388,6 +390,14 @@ pub trait TableTarget: Send + Sync {
     /// costs at most `max_reads` metadata reads; `None` otherwise.
     async fn live_files(&self, max_reads: usize)
         -> Result<Option<Vec<(String, u64)>>, TargetError>;
+
+    /// What the loaded version deletes from its live data files, read when asked (its
+    /// deletion vectors), for a source that resumes after the commit it mirrors
+    /// ([`MirrorState::deletes`]); `None` when the target cannot tell (or the loaded
+    /// version is another location's). None by default.
+    fn mirrored_deletes(&self) -> Option<MirroredDeletesRef> {
+        None
+    }
 
     /// Read now what the next [`Self::publish`] on the loaded version reads first (Iceberg:
     /// the current snapshot's manifest list), while the source reads the commits to

@@ -42,6 +42,9 @@ pub(super) async fn actions(
         what,
     };
     let shape = shape(state, change).map_err(&unsupported)?;
+    if let Some(why) = empty_partition_value(&shape, change) {
+        return Err(unsupported(why));
+    }
     let empty = LogState::default();
     let state_or_empty = state.unwrap_or(&empty);
     let mut out = vec![json!({"commitInfo": commit_info(store, change, state_or_empty)})];
@@ -95,6 +98,20 @@ pub(super) async fn actions(
         out.push(json!({"add": add}));
     }
     Ok(out)
+}
+
+/// Why `change` cannot be written: an added file whose partition value is the empty
+/// string. Delta's `partitionValues` hold text, and the protocol reads `""` as null
+/// (delta-spark does; Spark writes an empty partition string as null itself), so there
+/// is no text that reads back as `""` in every reader: refused, naming the file and the
+/// partition field, before anything of the version is written.
+fn empty_partition_value(shape: &Shape, change: &ChangeSet) -> Option<Reason> {
+    change.added.iter().find_map(|file| {
+        shape.partitions.iter().find_map(|(i, column, _)| {
+            matches!(file.partition.get(*i), Some(Some(xlake_model::Value::String(s))) if s.is_empty())
+                .then(|| format!("data file {}: partition field {column} is the empty string, which a Delta table cannot hold (its protocol reads an empty partition value as null, so Delta readers would show null for these rows)", file.path).into())
+        })
+    })
 }
 
 /// The table features the version uses: column mapping, deletion vectors, zone-less

@@ -21,6 +21,7 @@
 //! | module | what |
 //! |---|---|
 //! | `log_state` | xlake's log read back: versions, live files, metaData and protocol |
+//! | `mirrored_deletes` | the rows the loaded version deletes, for a source resuming after it |
 //! | `commit` | the actions of one version |
 //! | `schema_out` | schema, partition columns, column mapping, protocol |
 //! | `values_out` | partition values, statistics, paths, inline vectors |
@@ -32,6 +33,7 @@ mod checkpoint_out;
 mod commit;
 mod error;
 mod log_state;
+mod mirrored_deletes;
 mod retention;
 mod schema_out;
 mod values_out;
@@ -44,8 +46,9 @@ use xlake_model::{ChangeSet, DeclaredTable};
 use xlake_storage::{PutOutcome, TableStore};
 use xlake_target::{
     Ancestor, Committed, Expired, Files, FormatChange, Identified, IdentifyFuture, Loaded,
-    MirrorState, MissingFile, Orphans, Pointer, Published, Read, Retention, SelfCheck, SetAside,
-    SnapshotEntry, TableTarget, TargetError, TargetHealth, TargetOptions, TargetTakes, TargetView,
+    MirrorState, MirroredDeletesRef, MissingFile, Orphans, Pointer, Published, Read, Retention,
+    SelfCheck, SetAside, SnapshotEntry, TableTarget, TargetError, TargetHealth, TargetOptions,
+    TargetTakes, TargetView,
 };
 
 use crate::log::LOG_DIR;
@@ -200,6 +203,7 @@ impl TableTarget for DeltaTarget {
                 .and_then(|e| Some((source_id(&e.xlake)?, e.xlake.notes.clone()))),
             live_files: None,
             source_state: entries.last().and_then(|e| e.xlake.source_state.clone()),
+            deletes: None,
         }
     }
 
@@ -221,6 +225,16 @@ impl TableTarget for DeltaTarget {
         TargetTakes {
             stored_deletion_vectors: true,
         }
+    }
+
+    fn mirrored_deletes(&self) -> Option<MirroredDeletesRef> {
+        let state = self
+            .state
+            .as_ref()
+            .filter(|_| self.relocated_from.is_none())?;
+        let commit = source_id(&state.latest()?.xlake)?;
+        let deletes = mirrored_deletes::LogDeletes::of(&self.store, state, commit);
+        Some(MirroredDeletesRef(std::sync::Arc::new(deletes)))
     }
 
     async fn live_files(

@@ -8,9 +8,11 @@
 //! | `current` | the current metadata file (`vN.metadata.json` or `NNNNN-<uuid>.metadata.json`); whether it is a mirror of another format |
 //! | `neutral` | schema (field ids kept), identity partition specs, partition tuples |
 //! | `walk` | a snapshot's manifest entries into a change set over the live files |
+//! | `resume` | an incremental replay that takes the baseline's deleted rows from the mirror |
 
 mod current;
 mod neutral;
+mod resume;
 mod walk;
 
 use std::cmp::Ordering;
@@ -24,6 +26,7 @@ use xlake_source::{
 };
 use xlake_storage::TableStore;
 
+use resume::Resume;
 use walk::{Live, Walk};
 
 /// The format's name in `XTABLE_METADATA`.
@@ -164,7 +167,9 @@ impl IcebergSource {
     }
 
     /// The change sets after the newest mirrored snapshot of the ancestry, then the error
-    /// that stopped them, if any.
+    /// that stopped them, if any. Given what the mirror deletes as of that snapshot, the
+    /// position-delete files live there are not read (see [`resume`]), unless the replay
+    /// finds it needs them: then it is done again with them read.
     async fn changes(&self, mirrored: &MirrorState) -> VecReplay {
         if let Some(e) = self.rolled_back(mirrored) {
             return VecReplay::new(Vec::new(), Vec::new(), Some(e));
@@ -174,22 +179,46 @@ impl IcebergSource {
             .iter()
             .rposition(|s| mirrored.commits.contains(&s.snapshot_id().to_string()))
             .map_or(0, |i| i + 1);
+        let resume =
+            mirrored.deletes.clone().map(Resume::new).filter(|r| {
+                start > 0 && r.commit() == self.chain[start - 1].snapshot_id().to_string()
+            });
+        let mut live = Live::default();
+        live.resume = resume;
+        let replay = self.walk_from(start, &mut live).await;
+        match live.resume.and_then(|r| r.fallback) {
+            None => replay,
+            Some(why) => {
+                tracing::debug!(table = %self.store.location(), %why, "the baseline's position deletes are read after all");
+                self.walk_from(start, &mut Live::default()).await
+            }
+        }
+    }
+
+    /// The change sets of the snapshots from `start` on, over the state as of the one
+    /// before, read whole into `live` (its position-delete files left to `live.resume`
+    /// when there is one); the replay stops where the resume gives up.
+    async fn walk_from(&self, start: usize, live: &mut Live) -> VecReplay {
         let walk = Walk {
             store: &self.store,
             metadata: &self.metadata,
             decode: self.decode,
         };
-        let mut live = Live::default();
         let mut changes = Vec::new();
         if start > 0 {
             // The state as of the newest mirrored snapshot, read whole.
-            if let Err(e) = walk.change(&self.chain[start - 1], &mut live, true).await {
+            if let Err(e) = walk.change(&self.chain[start - 1], live, true).await {
                 return VecReplay::new(changes, Vec::new(), Some(e));
             }
+            live.baseline_read();
         }
         for (i, snapshot) in self.chain.iter().enumerate().skip(start) {
             let full = i == 0 && self.history_expired();
-            match walk.change(snapshot, &mut live, full).await {
+            let change = walk.change(snapshot, live, full).await;
+            if live.resume.as_ref().is_some_and(|r| r.fallback.is_some()) {
+                break;
+            }
+            match change {
                 Ok(change) => changes.push(change),
                 Err(e) => return VecReplay::new(changes, Vec::new(), Some(e)),
             }
@@ -308,6 +337,19 @@ impl TableSource for IcebergSource {
             partition_spec: spec,
             ignored_columns: Vec::new(),
         }))
+    }
+
+    /// When the replay resumes after a mirrored snapshot that has delete files live (or
+    /// whose summary does not say).
+    fn wants_mirrored_deletes(&self, mirrored: &MirrorState) -> bool {
+        let Some((newest, _)) = &mirrored.newest else {
+            return false;
+        };
+        let Some(at) = self.position(newest).filter(|i| i + 1 < self.chain.len()) else {
+            return false;
+        };
+        let summary = &self.chain[at].summary().additional_properties;
+        summary.get("total-delete-files").is_none_or(|n| n != "0")
     }
 
     fn target_takes(&mut self, takes: TargetTakes) {

@@ -16,6 +16,7 @@ use xlake_source::{ErrorKind, SourceError};
 use xlake_storage::TableStore;
 
 use super::neutral;
+use super::resume::{Resume, MIRRORED};
 use super::FORMAT;
 use crate::spec::error::CodecError;
 
@@ -30,9 +31,19 @@ pub(crate) struct Live {
     positions: HashMap<String, HashMap<String, RoaringTreemap>>,
     /// Position-delete file -> the live data files it deletes rows of.
     position_files: HashMap<String, Vec<String>>,
+    /// An incremental replay that takes the baseline's deleted rows from the mirror.
+    pub(crate) resume: Option<Resume>,
 }
 
 impl Live {
+    /// The baseline is walked: a resume notes which data files had a deletion vector.
+    pub(crate) fn baseline_read(&mut self) {
+        if let Some(r) = self.resume.as_mut() {
+            r.at_baseline = false;
+            r.vector_at_baseline = self.vectors.keys().cloned().collect();
+        }
+    }
+
     /// The rows every live position-delete file deletes from `path`, ascending (the
     /// union: a later delete adds to the rows earlier ones deleted).
     fn deleted_positions(&self, path: &str) -> Vec<u64> {
@@ -161,18 +172,31 @@ impl Walk<'_> {
             .into_iter()
             .partition(|e| e.entry.status == ManifestStatus::Deleted);
         for e in &deleted {
-            self.remove(snapshot, e, live, &mut change, &mut touched)?;
+            if self.unread(e, live) {
+                self.remove_unread(snapshot, e, live, &mut touched).await?;
+            } else {
+                self.remove(snapshot, e, live, &mut change, &mut touched)?;
+            }
         }
         // Data files before deletes: a delete may apply to a file of its own snapshot.
         let (data, deletes): (Vec<_>, Vec<_>) = added
             .into_iter()
             .partition(|e| e.entry.data_file().content_type() == DataContentType::Data);
         for e in data.iter().chain(&deletes) {
-            if is_position_file(e) {
-                self.add_positions(snapshot, e, live, &mut touched).await?;
-            } else {
-                self.add(snapshot, e, live, &change.partition_spec, &mut touched)?;
+            match live.resume.as_mut().filter(|r| r.at_baseline) {
+                // The baseline's delete files: noted, not read (the mirror holds them).
+                Some(r) if is_position_file(e) => {
+                    r.unread.insert(e.entry.data_file().file_path().to_string());
+                }
+                _ if is_position_file(e) => {
+                    self.add_positions(snapshot, e, live, &mut touched).await?;
+                }
+                _ => self.add(snapshot, e, live, &change.partition_spec, &mut touched)?,
             }
+        }
+        let Live { files, resume, .. } = &mut *live;
+        if let Some(r) = resume.as_mut().filter(|r| !r.at_baseline) {
+            r.check_covered(snapshot.snapshot_id(), |p| files.contains_key(p));
         }
         if full {
             change.full_state = true;
@@ -187,6 +211,7 @@ impl Walk<'_> {
             if file.deletion_vector.is_none() {
                 // A data file with a deletion vector has its older position deletes
                 // merged into it (format version 3): the vector wins.
+                self.take_mirrored(&path, &file.path, live).await;
                 file.deleted_rows = live.deleted_positions(&path);
             } else if self.decode {
                 file.deleted_rows = self.decoded(snapshot, &file).await?;
@@ -235,6 +260,9 @@ impl Walk<'_> {
                 }
                 live.vectors.remove(path);
                 live.positions.remove(path);
+                if let Some(r) = live.resume.as_mut() {
+                    r.known.remove(path);
+                }
                 touched.remove(path);
             }
             DataContentType::PositionDeletes if is_position_file(e) => {
@@ -275,7 +303,12 @@ impl Walk<'_> {
         match e.entry.data_file().content_type() {
             DataContentType::Data => {
                 let file = self.data_file(snapshot, e, spec)?;
-                live.files.insert(path.clone(), file);
+                let new = live.files.insert(path.clone(), file).is_none();
+                // A file new since the baseline has no rows a baseline delete file
+                // deletes (one added again keeps its rows).
+                if let Some(r) = live.resume.as_mut().filter(|r| new && !r.at_baseline) {
+                    r.known.insert(path.clone());
+                }
                 touched.insert(path);
             }
             DataContentType::PositionDeletes => {
@@ -308,15 +341,7 @@ impl Walk<'_> {
         touched: &mut BTreeSet<String>,
     ) -> Result<(), SourceError> {
         let path = e.entry.data_file().file_path().to_string();
-        let bytes = self.store.get(&self.relative(&path)).await.map_err(|err| {
-            self.corrupt(
-                snapshot,
-                &path,
-                CodecError::within("position-delete file")(err),
-            )
-        })?;
-        let by_data_file = crate::spec::deletes::read_position_deletes(bytes)
-            .map_err(|why| self.corrupt(snapshot, &path, why.context("position-delete file")))?;
+        let by_data_file = self.read_positions(snapshot, &path).await?;
         let mut targets = Vec::new();
         let mut spelled = None;
         for (named, rows) in by_data_file {
@@ -332,6 +357,9 @@ impl Walk<'_> {
                     return Err(self.corrupt(snapshot, &path, why));
                 }
             }
+            if let Some(r) = live.resume.as_mut() {
+                *r.added_now.entry(target.clone()).or_default() |= &rows;
+            }
             let by_file = live.positions.entry(target.clone()).or_default();
             match by_file.get_mut(&path) {
                 Some(held) => *held |= rows,
@@ -344,6 +372,76 @@ impl Walk<'_> {
         }
         live.position_files.insert(path, targets);
         Ok(())
+    }
+
+    /// The rows a position-delete file at `path` deletes, by the data file it names.
+    async fn read_positions(
+        &self,
+        snapshot: &Snapshot,
+        path: &str,
+    ) -> Result<HashMap<String, RoaringTreemap>, SourceError> {
+        let bytes = self.store.get(&self.relative(path)).await.map_err(|err| {
+            self.corrupt(
+                snapshot,
+                path,
+                CodecError::within("position-delete file")(err),
+            )
+        })?;
+        crate::spec::deletes::read_position_deletes(bytes)
+            .map_err(|why| self.corrupt(snapshot, path, why.context("position-delete file")))
+    }
+
+    /// Whether `e` removes a baseline position-delete file a resume has not read.
+    fn unread(&self, e: &Entry, live: &Live) -> bool {
+        is_position_file(e)
+            && live
+                .resume
+                .as_ref()
+                .is_some_and(|r| r.unread.contains(e.entry.data_file().file_path()))
+    }
+
+    /// A DELETED entry of a baseline position-delete file not read: read now (one file),
+    /// its rows kept as rows a delete file the snapshot adds must delete again (see
+    /// [`Resume::check_covered`]); the data files it names are touched.
+    async fn remove_unread(
+        &self,
+        snapshot: &Snapshot,
+        e: &Entry,
+        live: &mut Live,
+        touched: &mut BTreeSet<String>,
+    ) -> Result<(), SourceError> {
+        let path = e.entry.data_file().file_path();
+        let by_data_file = self.read_positions(snapshot, path).await?;
+        let mut spelled = None;
+        let mut named = Vec::new();
+        for (data, rows) in by_data_file {
+            if let Some(target) = self.live_key(live, &data, &mut spelled) {
+                named.push((target, rows));
+            }
+        }
+        let Some(r) = live.resume.as_mut() else {
+            return Ok(());
+        };
+        r.unread.remove(path);
+        for (target, rows) in named {
+            *r.uncovered.entry(target.clone()).or_default() |= rows;
+            touched.insert(target);
+        }
+        Ok(())
+    }
+
+    /// For a resume: the rows the mirror deletes from data file `key` (`relative`, as the
+    /// model spells it), kept among its rows when they are not known yet.
+    async fn take_mirrored(&self, key: &str, relative: &str, live: &mut Live) {
+        let Some(r) = live.resume.as_mut() else {
+            return;
+        };
+        if let Some(rows) = r.mirrored_rows(key, relative).await {
+            if !rows.is_empty() {
+                let by_file = live.positions.entry(key.to_string()).or_default();
+                by_file.insert(MIRRORED.to_string(), rows);
+            }
+        }
     }
 
     /// The key in `live.files` of the data file a position-delete file names: the same
