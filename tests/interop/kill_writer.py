@@ -14,6 +14,7 @@ Lines for the test start with `XLAKE-KILLS ` on stdout (Spark's own output goes 
     python kill_writer.py <table> <out> <round>
 """
 import json
+import os
 import pathlib
 import sys
 import time
@@ -25,6 +26,8 @@ import real_writers as rw
 
 OPTIONS = dict(rw.HUDI_BASE, **{"hoodie.table.name": "kills_cow", "hoodie.table.format": "xlake",
                                 "hoodie.datasource.write.table.type": "COPY_ON_WRITE"})
+if os.environ.get("XLAKE_KILL_METADATA"):  # hoodie.metadata.enable, else Hudi's default (on)
+    OPTIONS["hoodie.metadata.enable"] = os.environ["XLAKE_KILL_METADATA"]
 KILLED_ROWS = 400  # new ids of each killed write
 
 
