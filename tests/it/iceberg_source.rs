@@ -422,15 +422,7 @@ fn hide_newest(root: &Path, n: usize) -> impl FnOnce() {
         .map(|(p, _)| std::path::PathBuf::from(p))
         .filter(|p| p.to_str().unwrap().ends_with(".metadata.json"))
         .collect();
-    files.sort_by_key(|p| {
-        let name = p.file_name().unwrap().to_str().unwrap();
-        name.trim_start_matches('v')
-            .split(['.', '-'])
-            .next()
-            .unwrap()
-            .parse::<u64>()
-            .unwrap()
-    });
+    files.sort_by_key(|p| metadata_version(p.file_name().unwrap().to_str().unwrap()));
     let hidden: Vec<_> = files.split_off(files.len() - n);
     let aside = root.join("aside");
     std::fs::create_dir_all(&aside).unwrap();
@@ -729,20 +721,18 @@ async fn cleanup_keeps_the_vectors_of_position_deletes_and_check_names_one_gone(
     );
 }
 
+/// The version a metadata file's name gives (`v3.metadata.json`, `00003-<uuid>.metadata.json`).
+fn metadata_version(name: &str) -> u64 {
+    let digits = name.trim_start_matches('v').split(['.', '-']).next();
+    digits.unwrap().parse().unwrap()
+}
+
 /// The snapshot ids of the main branch in the newest metadata file, oldest first.
 fn snapshot_ids(root: &Path) -> Vec<i64> {
     let newest = metadata_files(root)
         .into_iter()
         .filter(|(p, _)| p.ends_with(".metadata.json"))
-        .max_by_key(|(p, _)| {
-            let name = p.rsplit('/').next().unwrap().to_string();
-            name.trim_start_matches('v')
-                .split(['.', '-'])
-                .next()
-                .unwrap()
-                .parse::<u64>()
-                .unwrap()
-        })
+        .max_by_key(|(p, _)| metadata_version(p.rsplit('/').next().unwrap()))
         .unwrap();
     let json: serde_json::Value = serde_json::from_slice(&newest.1).unwrap();
     json["snapshots"]
