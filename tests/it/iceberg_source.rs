@@ -945,3 +945,38 @@ async fn a_mirror_whose_vector_cannot_be_read_has_the_live_delete_files_read() {
     // the replay again reads the 2 delete files live at the baseline and the 2 new ones.
     assert_eq!(incremental_reads(dir.path(), 2, true).await, (6, 1));
 }
+
+/// Deletes that replaced a baseline delete file and are then taken back, in one resumed
+/// sync: the rows show again (hostile review, 2026-12-06: the mirror's rows kept the
+/// baseline file's, so they stayed deleted in every later version and `check --deep`
+/// still said consistent).
+#[tokio::test]
+async fn deletes_that_replaced_the_baseline_s_and_are_taken_back_show_the_rows_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let files = four_row_files(root, 2);
+    let d0 = files[0].path.clone();
+    let steps = vec![
+        (files.clone(), vec![]),
+        (vec![deleting(&files[0], &[0])], vec![]),
+        // Its delete file replaced by one deleting those rows again and more.
+        (vec![deleting(&files[0], &[0, 2])], vec![d0.clone()]),
+        // Then taken back: removed, none added; every row shows again.
+        (vec![files[0].clone()], vec![d0.clone()]),
+        (vec![deleting(&files[1], &[1])], vec![]),
+    ];
+    let unpartitioned = xlake_model::PartitionSpec::unpartitioned();
+    written_by_iceberg(root, &id_schema(), unpartitioned, steps).await;
+    let put_back = hide_newest(root, 3);
+    sync(root.to_str().unwrap(), &to_delta(), |_| {})
+        .await
+        .unwrap();
+    put_back();
+    let report = sync(root.to_str().unwrap(), &to_delta(), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.written.len(), 3, "{report:?}");
+    assert_eq!(rows_of(root, 2).await, [("d0.parquet".into(), vec![0, 2])]);
+    assert_eq!(rows_of(root, 3).await, [("d0.parquet".into(), vec![])]);
+    assert_eq!(rows_of(root, 4).await, [("d1.parquet".into(), vec![1])]);
+}

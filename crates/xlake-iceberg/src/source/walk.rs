@@ -270,7 +270,19 @@ impl Walk<'_> {
                     let Some(by_file) = live.positions.get_mut(&target) else {
                         continue;
                     };
-                    by_file.remove(path);
+                    let rows = by_file.remove(path);
+                    // A resume's rows from the mirror may hold rows of a baseline delete
+                    // file removed since, which only this one deleted again: they must be
+                    // deleted again by this snapshot, or the baseline is read after all
+                    // (hostile review, 2026-12-06: they stayed deleted).
+                    if let (Some(rows), Some(mirrored), Some(r)) =
+                        (rows, by_file.get(MIRRORED), live.resume.as_mut())
+                    {
+                        let stale = rows & mirrored;
+                        if !stale.is_empty() {
+                            *r.uncovered.entry(target.clone()).or_default() |= stale;
+                        }
+                    }
                     if by_file.is_empty() {
                         live.positions.remove(&target);
                     }
