@@ -409,6 +409,8 @@ async fn demo(dir: &Path) -> Outcome {
 
 /// A job config file, parsed; errors name the file (exit 2).
 fn read_job_config(config: &Path) -> Result<JobConfig, Failure> {
+    // Read as `cat` reads it: a pipe is taken (`--config <(generate)`), and waits for
+    // its writer.
     let text =
         std::fs::read_to_string(config).map_err(|e| usage(format!("{}: {e}", config.display())))?;
     JobConfig::parse(&text).map_err(|e| usage(format!("{}: {e}", config.display())))

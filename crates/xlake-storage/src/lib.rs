@@ -1022,12 +1022,7 @@ impl TableStore {
                 |b| Ok(held.slice_ref(b)),
             );
         }
-        if let Some(e) = self
-            .local_file(path)
-            .and_then(|f| local_read::not_readable(&f))
-        {
-            return Err(self.backend_error(path, io_error(path, e)));
-        }
+        self.refuse_special(path)?;
         self.retrying(path, || self.store.get_range(&p, range.clone()))
             .await
             .map_err(|e| self.backend_error(path, e))
@@ -1037,10 +1032,24 @@ impl TableStore {
     /// or `None` when it does not exist.
     pub async fn modified_ms(&self, path: &str) -> Result<Option<i64>, StorageError> {
         let p = self.object_path(path)?;
+        self.refuse_special(path)?;
         match self.retrying(path, || self.store.head(&p)).await {
             Ok(meta) => Ok(Some(meta.last_modified.timestamp_millis())),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.backend_error(path, e)),
+        }
+    }
+
+    /// On a local root, refuse a FIFO, socket or device at `path` before object_store
+    /// opens it (its `head` and ranged reads open the file, and a FIFO's open waits for a
+    /// writer: a hostile review's syncs hung).
+    fn refuse_special(&self, path: &str) -> Result<(), StorageError> {
+        match self
+            .local_file(path)
+            .and_then(|f| local_read::not_readable(&f))
+        {
+            Some(e) => Err(self.backend_error(path, io_error(path, e))),
+            None => Ok(()),
         }
     }
 
@@ -1050,6 +1059,7 @@ impl TableStore {
         if let Some(held) = self.held(path) {
             return Ok(Some(held.len() as u64));
         }
+        self.refuse_special(path)?;
         match self.retrying(path, || self.store.head(&p)).await {
             Ok(meta) => Ok(Some(meta.size)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
