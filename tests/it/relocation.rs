@@ -417,3 +417,31 @@ fn a_path_index_property_naming_a_source_file_is_ignored_by_a_rebuild() {
         assert_eq!(code, 0, "{out}");
     }
 }
+
+/// A copied folder holding Iceberg metadata another writer made is refused by cleanup as
+/// foreign (exit 2), not as relocated: the rebuild that advice names would refuse it too.
+#[test]
+fn cleanup_of_a_copied_foreign_table_is_refused_as_foreign() {
+    let (dir, root) = common::delta::extract("simple_table");
+    assert_eq!(xlake(&["sync", s(&root)]).0, 0);
+    let hint = std::fs::read_to_string(root.join("metadata/version-hint.text")).unwrap();
+    let path = root.join(format!("metadata/v{}.metadata.json", hint.trim()));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("XTABLE_METADATA", "SOMEONE_ELSE")).unwrap();
+    let copy = dir.path().join("copy");
+    copy_dir(&root, &copy);
+    let before = tree(&copy);
+    let (code, out) = xlake(&[
+        "cleanup",
+        s(&copy),
+        "--older-than",
+        "0s",
+        "--no-writer-running",
+    ]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("not written by xlake") && !out.contains("--rebuild"),
+        "{out}"
+    );
+    assert!(tree(&copy) == before, "cleanup changed the copy");
+}

@@ -37,11 +37,7 @@ async fn referenced(
     metadata_files: &[String],
     current: u64,
 ) -> Result<HashSet<String>> {
-    let corrupt = |file: &str, reason: CodecError| IcebergError::CorruptMetadata {
-        table: store.location().to_string(),
-        file: file.to_string(),
-        reason,
-    };
+    let corrupt = |file: &str, reason: CodecError| corrupt(store, file, reason);
     if !metadata_files
         .iter()
         .any(|p| version_of(p) == Some(current))
@@ -52,33 +48,14 @@ async fn referenced(
                 .into();
         return Err(corrupt(&file, reason));
     }
+    let versions = read_versions(store, metadata_files, current).await?;
     let mut lists = HashSet::new();
     let mut indexes = HashSet::new();
-    for path in metadata_files {
-        let bytes = store.get(path).await?;
-        let metadata = crate::spec::decode::parse_metadata(&bytes).map_err(|e| corrupt(path, e))?;
-        // A copied or moved table's versions name the old place: every file here would
-        // look unreferenced. Nothing is an orphan until a rebuild sets that history aside.
-        if !store.is_here(metadata.location()) {
-            return Err(IcebergError::Relocated {
-                table: store.location().to_string(),
-                file: store.absolute(path),
-                recorded: metadata.location().to_string(),
-            });
-        }
-        // Metadata another writer made (an Iceberg table that is a source, not a mirror)
-        // is refused, as every other command refuses it: its leftovers are named as xlake
-        // names its own.
-        if version_of(path) == Some(current) && !written_by_xlake(&metadata) {
-            return Err(IcebergError::ForeignMetadata {
-                table: store.location().to_string(),
-                file: store.absolute(path),
-            });
-        }
+    for (path, metadata) in &versions {
         if version_of(path).is_some_and(|v| v >= current) {
             lists.extend(metadata.snapshots().map(|s| s.manifest_list().to_string()));
             // The path index it names, and the segments it builds on (crate::path_index).
-            let chain = crate::path_index::path_index_files(store, &metadata).await?;
+            let chain = crate::path_index::path_index_files(store, metadata).await?;
             indexes.extend(chain.iter().map(|p| store.absolute(p)));
         }
     }
@@ -103,6 +80,52 @@ async fn referenced(
     out.extend(manifests);
     out.extend(indexes);
     Ok(out)
+}
+
+/// Every `vN.metadata.json` in `metadata_files`, decoded. Refuses metadata another writer
+/// made first (an Iceberg table that is a source, not a mirror), as every other command
+/// refuses it: its leftovers are named as xlake names its own, and a rebuild (the advice
+/// for a relocated table) would refuse it too. Then refuses a copied or moved table, whose
+/// versions name the old place: every file here would look unreferenced, and nothing is an
+/// orphan until a rebuild sets that history aside.
+async fn read_versions<'a>(
+    store: &TableStore,
+    metadata_files: &'a [String],
+    current: u64,
+) -> Result<Vec<(&'a String, iceberg::spec::TableMetadata)>> {
+    let mut versions = Vec::with_capacity(metadata_files.len());
+    for path in metadata_files {
+        let bytes = store.get(path).await?;
+        let metadata =
+            crate::spec::decode::parse_metadata(&bytes).map_err(|e| corrupt(store, path, e))?;
+        versions.push((path, metadata));
+    }
+    if let Some((path, _)) = versions
+        .iter()
+        .find(|(p, m)| version_of(p) == Some(current) && !written_by_xlake(m))
+    {
+        return Err(IcebergError::ForeignMetadata {
+            table: store.location().to_string(),
+            file: store.absolute(path),
+        });
+    }
+    if let Some((path, m)) = versions.iter().find(|(_, m)| !store.is_here(m.location())) {
+        return Err(IcebergError::Relocated {
+            table: store.location().to_string(),
+            file: store.absolute(path),
+            recorded: m.location().to_string(),
+        });
+    }
+    Ok(versions)
+}
+
+/// A metadata file cleanup could not read: nothing is deleted.
+fn corrupt(store: &TableStore, file: &str, reason: CodecError) -> IcebergError {
+    IcebergError::CorruptMetadata {
+        table: store.location().to_string(),
+        file: file.to_string(),
+        reason,
+    }
 }
 
 /// What [`orphans`] found.
