@@ -612,8 +612,13 @@ async fn commit_refused(table: &str, commit: &CommitId, e: SyncError) -> Failure
                     .iter()
                     .find(|k| k.format.as_str() == format)
                     .map_or(format, |k| k.title);
+                let a = if title.starts_with(['A', 'E', 'I', 'O', 'U']) {
+                    "an"
+                } else {
+                    "a"
+                };
                 return usage(format!(
-                    "{table}: --version names a Delta version, but this is a {title} table: name its commit with --instant"
+                    "{table}: --version names a Delta version, but this is {a} {title} table: name its commit with --instant"
                 ));
             }
         }
