@@ -343,6 +343,10 @@ fn refused_by_os(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// The size a local folder reports when it fits in one block of its file system (ext4's
+/// 4 KiB: about 100 entries of short names); such a folder is listed on the calling thread.
+const ONE_BLOCK: u64 = 4096;
+
 /// Remote schemes that object_store's cloud clients (the `cloud` feature) open.
 const CLOUD_SCHEMES: [&str; 8] = ["s3", "s3a", "gs", "az", "azure", "abfs", "abfss", "adl"];
 
@@ -1308,10 +1312,17 @@ impl TableStore {
             return Ok(None);
         };
         let folder = root.join(rel.trim_matches('/'));
-        let read = tokio::task::spawn_blocking(move || read(&folder)).await;
-        let listed = match read {
-            Ok(listed) => listed,
-            Err(e) => Err(std::io::Error::other(e)),
+        // A folder of one block (a small table's `_delta_log/`, ~100 short names on ext4)
+        // is read on the calling thread, as a small file is (`get_small`): handing it to a
+        // blocking thread and back costs more than the read, once per table of a fleet's
+        // no-op pass (issue 44). A larger one, whose read may take long, is handed off.
+        let small = std::fs::metadata(&folder).is_ok_and(|m| m.is_dir() && m.len() <= ONE_BLOCK);
+        let listed = match small {
+            true => read(&folder),
+            false => match tokio::task::spawn_blocking(move || read(&folder)).await {
+                Ok(listed) => listed,
+                Err(e) => Err(std::io::Error::other(e)),
+            },
         };
         match listed {
             Ok(entries) => Ok(Some(entries)),
