@@ -131,7 +131,7 @@ def test_mirrored_to_delta_delta_rs_equals_pyiceberg_at_every_snapshot(tmp_path,
     before = sorted(p.name for p in (pathlib.Path(table_dir) / "metadata").iterdir())
     same = sync(table_dir)
     assert same.returncode != 0
-    assert "the source is a Iceberg table and the target is Iceberg too" in same.stderr
+    assert "the source is Iceberg and the target is Iceberg too" in same.stderr
     assert sorted(p.name for p in (pathlib.Path(table_dir) / "metadata").iterdir()) == before
 
 

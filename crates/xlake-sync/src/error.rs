@@ -59,7 +59,7 @@ pub enum SyncError {
         known: String,
     },
     /// The source and the target are the same format.
-    #[error("{table}: the source is a {format} table and the target is {format} too: xlake mirrors a table into another format, never into its own (nothing written)")]
+    #[error("{table}: the source is {format} and the target is {format} too: xlake mirrors a table into another format, never into its own (nothing written)")]
     SameFormat {
         /// Table location.
         table: String,

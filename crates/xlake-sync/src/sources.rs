@@ -171,7 +171,7 @@ async fn chosen(store: &TableStore, name: &str) -> Result<&'static SourceKind, S
                 table: store.location().to_string(),
                 asked: asked.format.as_str().into(),
                 found: format!(
-                    "the table is a {} table ({} is there)",
+                    "the table's format is {} ({} is there)",
                     other.title, other.marker
                 ),
             });
