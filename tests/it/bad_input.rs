@@ -34,6 +34,34 @@ async fn a_missing_checkpoint_part_names_the_part() {
     assert!(code != 0 && text.contains(part), "{code}: {text}");
 }
 
+/// A commit file deleted below the mirrored version, found when a new commit needs the
+/// state there (the incremental listing starts at the mirrored version): named as the gap
+/// it is, not as the Delta library's dump of its listing.
+#[tokio::test]
+async fn a_commit_deleted_below_the_mirrored_one_is_named() {
+    let (_dir, root) = common::delta::extract("simple_table");
+    sync(root.to_str().unwrap(), &SyncOptions::default(), |_| {})
+        .await
+        .unwrap();
+    let before = metadata_snapshot(&root);
+    std::fs::remove_file(root.join("_delta_log/00000000000000000002.json")).unwrap();
+    // A commit that needs the schema in force before it (it removes files).
+    let log = root.join("_delta_log");
+    std::fs::copy(
+        log.join("00000000000000000004.json"),
+        log.join("00000000000000000005.json"),
+    )
+    .unwrap();
+    let err = sync_err(&root).await;
+    assert!(
+        err.contains(root.to_str().unwrap())
+            && err.contains("commit 00000000000000000002.json is missing")
+            && !err.contains("ParsedLogPath"),
+        "{err}"
+    );
+    assert!(metadata_snapshot(&root) == before, "nothing written");
+}
+
 #[tokio::test]
 async fn damaged_iceberg_metadata_is_named_and_left_alone() {
     let (_dir, root) = common::delta::extract("partitioned_3commits");

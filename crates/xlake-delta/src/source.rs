@@ -372,7 +372,13 @@ impl DeltaSource {
         if !files {
             builder = builder.without_files();
         }
-        let table = builder.load().await.map_err(|e| fail(Reason::library(e)))?;
+        let table = match builder.load().await {
+            Ok(table) => table,
+            Err(e) => {
+                let gap = self.gap_below(version).await;
+                return Err(gap.unwrap_or_else(|| fail(Reason::library(e))));
+            }
+        };
         let snapshot = table.snapshot().map_err(|e| fail(Reason::library(e)))?;
         let metadata: MetaData = serde_json::to_value(snapshot.metadata())
             .and_then(serde_json::from_value)
@@ -382,6 +388,19 @@ impl DeltaSource {
             .map_err(|e| fail(Reason::library(e).context("protocol")))?;
         let state = self.state(version, metadata, protocol)?;
         Ok((state, table))
+    }
+
+    /// Why deltalake-core could not load the table at `version`, when the whole log says
+    /// it plainly: a commit file missing that no checkpoint covers (an incremental sync
+    /// lists the log only from the mirrored version on, and deltalake-core's own message
+    /// dumps its listing). `None` when the whole log has no such gap.
+    async fn gap_below(&self, version: u64) -> Option<DeltaError> {
+        let whole = match LogListing::load(&self.store, false).await {
+            Ok(whole) => whole,
+            Err(e) => return Some(e),
+        };
+        let start = whole.start().err()?;
+        (whole.latest()? >= version).then_some(start)
     }
 
     /// The schema state in force at `version`, without reading its file list: from the
