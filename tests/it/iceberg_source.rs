@@ -436,6 +436,25 @@ fn hide_newest(root: &Path, n: usize) -> impl FnOnce() {
     }
 }
 
+/// An unpartitioned Iceberg table of `steps` (`written_by_iceberg`) mirrored into Delta
+/// without its newest `resumed` snapshots, then resumed with them: the second sync's report.
+async fn mirrored_then_resumed(
+    root: &Path,
+    steps: Vec<(Vec<xlake_model::DataFile>, Vec<String>)>,
+    resumed: usize,
+) -> xlake_sync::SyncReport {
+    let unpartitioned = xlake_model::PartitionSpec::unpartitioned();
+    written_by_iceberg(root, &id_schema(), unpartitioned, steps).await;
+    let put_back = hide_newest(root, resumed);
+    sync(root.to_str().unwrap(), &to_delta(), |_| {})
+        .await
+        .unwrap();
+    put_back();
+    sync(root.to_str().unwrap(), &to_delta(), |_| {})
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn v2_position_deletes_become_delta_deletion_vectors_of_their_union_per_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -921,16 +940,7 @@ async fn deletes_a_snapshot_takes_back_are_read_from_every_live_delete_file() {
         (vec![files[0].clone()], vec![files[0].path.clone()]),
         (vec![deleting(&files[2], &[2])], vec![]),
     ];
-    let unpartitioned = xlake_model::PartitionSpec::unpartitioned();
-    written_by_iceberg(root, &id_schema(), unpartitioned, steps).await;
-    let put_back = hide_newest(root, 2);
-    sync(root.to_str().unwrap(), &to_delta(), |_| {})
-        .await
-        .unwrap();
-    put_back();
-    let report = sync(root.to_str().unwrap(), &to_delta(), |_| {})
-        .await
-        .unwrap();
+    let report = mirrored_then_resumed(root, steps, 2).await;
     assert_eq!(report.written.len(), 2, "{report:?}");
     assert_eq!(rows_of(root, 1).await.len(), 2);
     assert_eq!(rows_of(root, 2).await, [("d0.parquet".into(), vec![])]);
@@ -965,16 +975,7 @@ async fn deletes_that_replaced_the_baseline_s_and_are_taken_back_show_the_rows_a
         (vec![files[0].clone()], vec![d0.clone()]),
         (vec![deleting(&files[1], &[1])], vec![]),
     ];
-    let unpartitioned = xlake_model::PartitionSpec::unpartitioned();
-    written_by_iceberg(root, &id_schema(), unpartitioned, steps).await;
-    let put_back = hide_newest(root, 3);
-    sync(root.to_str().unwrap(), &to_delta(), |_| {})
-        .await
-        .unwrap();
-    put_back();
-    let report = sync(root.to_str().unwrap(), &to_delta(), |_| {})
-        .await
-        .unwrap();
+    let report = mirrored_then_resumed(root, steps, 3).await;
     assert_eq!(report.written.len(), 3, "{report:?}");
     assert_eq!(rows_of(root, 2).await, [("d0.parquet".into(), vec![0, 2])]);
     assert_eq!(rows_of(root, 3).await, [("d0.parquet".into(), vec![])]);
