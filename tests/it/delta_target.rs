@@ -214,6 +214,19 @@ async fn a_copied_delta_mirror_is_refused_and_delta_into_delta_too() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("copied or moved"), "{err}");
+    // Its cleanup too: the log names its vector files at the old place, so every one here
+    // would look unnamed (hostile review, 2026-12-06).
+    let (code, out) = common::xlake(&[
+        "cleanup",
+        copy.to_str().unwrap(),
+        "--target",
+        "delta",
+        "--older-than",
+        "0s",
+        "--no-writer-running",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("copied or moved"), "{out}");
 
     let (_d, delta) = common::delta::extract("simple_table");
     let err = sync(delta.to_str().unwrap(), &delta_options(), |_| {})
@@ -686,10 +699,13 @@ async fn expire_and_cleanup_delete_only_vector_copies_no_remaining_version_names
     // xlake never writes: cleanup lists the first only.
     let lost = format!(
         "deletion_vector_{}.bin",
-        "6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a"
+        "786c616b-3a4e-8c1b-9a57-0f3e2d1c4b5a"
     );
     std::fs::write(root.join(&lost), b"\x01lost").unwrap();
     std::fs::write(root.join("deletion_vector_theirs.bin"), b"theirs").unwrap();
+    // Another Delta writer's name, a random (version 4) uuid: never xlake's.
+    let other_writer = "deletion_vector_6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.bin";
+    std::fs::write(root.join(other_writer), b"\x01theirs").unwrap();
     let (code, out) = common::xlake(&[
         "cleanup",
         table,
@@ -738,6 +754,7 @@ async fn expire_and_cleanup_delete_only_vector_copies_no_remaining_version_names
     assert!(out.contains(&format!("deleted {lost_at}")), "{out}");
     assert!(!root.join(&lost).exists());
     assert!(root.join(&second).exists() && root.join("deletion_vector_theirs.bin").exists());
+    assert!(root.join(other_writer).exists());
 }
 
 /// Thirteen versions of `data/a.parquet` whose deletes come as row positions only (an
@@ -833,8 +850,10 @@ async fn vectors_written_for_position_deletes_stay_while_a_version_names_them() 
     let table = root.to_str().unwrap();
     // Files cleanup never deletes: other spellings of a uuid, and a fresh link (listed
     // with the age of the old file it leads to); one it does: a copy no version names.
-    let id = "6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a";
+    let id = "786c616b-3a4e-8c1b-9a57-0f3e2d1c4b5a";
     let others = [
+        // Another Delta writer's: a random (version 4) uuid.
+        "deletion_vector_6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.bin".to_string(),
         format!("deletion_vector_{{{id}}}.bin"),
         format!("deletion_vector_{}.bin", id.replace('-', "")),
         format!("deletion_vector_urn:uuid:{id}.bin"),
@@ -844,7 +863,7 @@ async fn vectors_written_for_position_deletes_stay_while_a_version_names_them() 
         std::fs::write(root.join(name), b"\x01theirs").unwrap();
     }
     let old = tempfile::NamedTempFile::new().unwrap();
-    let link = "deletion_vector_0a1b2c3d-3a4e-4c1b-9a57-0f3e2d1c4b5a.bin";
+    let link = "deletion_vector_786c616b-0a1b-8c1b-9a57-0f3e2d1c4b5a.bin";
     std::os::unix::fs::symlink(old.path(), root.join(link)).unwrap();
     let lost = format!("deletion_vector_{id}.bin");
     std::fs::write(root.join(&lost), b"\x01lost").unwrap();

@@ -404,7 +404,7 @@ async fn vector_of(store: &TableStore, file: &DataFile) -> Result<Option<Json>, 
         if length.map(u32::from_be_bytes).map(u64::from) != Some(size) {
             return Err(format!("deletion vector {path} at {offset}: its length field is not the {size} bytes the source records"));
         }
-        let name = format!("deletion_vector_{}.bin", uuid::Uuid::new_v4());
+        let name = format!("deletion_vector_{}.bin", super::retention::vector_uuid());
         let mut body = vec![1u8];
         body.extend_from_slice(&framed);
         store.put_if_absent(&name, body).await.map_err(fail)?;
@@ -438,7 +438,7 @@ async fn written_vectors(
     let Some(first) = wanted.first() else {
         return Ok(out);
     };
-    let uuid = uuid::Uuid::new_v4();
+    let uuid = super::retention::vector_uuid();
     let mut body = Vec::new();
     let mut writer = StreamingDeletionVectorWriter::new(&mut body);
     for file in &wanted {
