@@ -410,9 +410,20 @@ async fn demo(dir: &Path) -> Outcome {
 /// A job config file, parsed; errors name the file (exit 2).
 fn read_job_config(config: &Path) -> Result<JobConfig, Failure> {
     // Read as `cat` reads it: a pipe is taken (`--config <(generate)`), and waits for
-    // its writer.
-    let text =
-        std::fs::read_to_string(config).map_err(|e| usage(format!("{}: {e}", config.display())))?;
+    // its writer; but no more than a job file could need (`/dev/zero` would fill memory).
+    const MOST: u64 = 64 << 20;
+    let failed = |e: std::io::Error| usage(format!("{}: {e}", config.display()));
+    let mut text = String::new();
+    let file = std::fs::File::open(config).map_err(failed)?;
+    std::io::Read::read_to_string(&mut std::io::Read::take(file, MOST + 1), &mut text)
+        .map_err(failed)?;
+    if text.len() as u64 > MOST {
+        return Err(usage(format!(
+            "{}: larger than {} MiB, more than a job file holds",
+            config.display(),
+            MOST >> 20
+        )));
+    }
     JobConfig::parse(&text).map_err(|e| usage(format!("{}: {e}", config.display())))
 }
 

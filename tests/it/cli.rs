@@ -456,3 +456,12 @@ fn repeat_only_options_are_refused_with_once() {
         assert!(err.contains("cannot be used with"), "{args:?}: {err}");
     }
 }
+
+/// A job file read from an endless device or pipe stops at a size no job file reaches,
+/// exit 2 (hostile review, 2026-12-06: `--config /dev/zero` grew by 1 GB a second).
+#[test]
+fn an_endless_job_file_is_refused_at_a_size() {
+    let (code, _, err) = run(&["run", "--config", "/dev/zero", "--once"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("/dev/zero: larger than 64 MiB"), "{err}");
+}
