@@ -136,6 +136,30 @@ def test_mirrored_to_delta_delta_rs_equals_pyiceberg_at_every_snapshot(tmp_path,
 
 
 
+def test_data_files_outside_the_table_folder_are_removed_in_delta_too(tmp_path):
+    """`write.data.path` elsewhere (a common Iceberg setting): an overwrite's removals of
+    files outside the table folder reach the Delta log, so delta-rs equals pyiceberg at
+    every snapshot (hostile review 2026-12-06: the removals were dropped, exit 0)."""
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    catalog = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/wh")
+    catalog.create_namespace("n")
+    table = catalog.create_table(
+        "n.t", schema=pa.schema([("id", pa.int64())]), location=f"file://{tmp_path}/t",
+        properties={"write.data.path": f"file://{tmp_path}/t_data"})
+    table.append(pa.table({"id": [1, 2]}))
+    table.append(pa.table({"id": [3]}))
+    table.overwrite(pa.table({"id": [9]}))
+    synced = sync(str(tmp_path / "t"), ["--target", "delta"])
+    assert synced.returncode == 0, synced.stderr
+    for version, snapshot in enumerate(ancestry(table)):
+        expected = table.scan(snapshot_id=snapshot.snapshot_id).to_arrow().to_pylist()
+        assert by_id(deltars_rows(tmp_path / "t", version)) == by_id(expected), version
+    check = xlake("check", "--target", "delta", "--deep", str(tmp_path / "t"))
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
 def odd_partition_table(warehouse, column):
     """A pyiceberg table partitioned by identity on the string column `column`, whose name
     is not an Avro name: pyiceberg writes the manifest's partition field escaped

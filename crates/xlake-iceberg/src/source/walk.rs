@@ -592,7 +592,10 @@ impl Walk<'_> {
     }
 
     /// A location as the model keeps it: relative to the table root when it lies under it
-    /// (`file:///t/data/a.parquet` of a table at `/t` is `data/a.parquet`).
+    /// (`file:///t/data/a.parquet` of a table at `/t` is `data/a.parquet`), else a local
+    /// file as its absolute path (`file:///d/a.parquet` is `/d/a.parquet`, as the other
+    /// sources and targets spell it: a removal spelled otherwise matched no file the Delta
+    /// target held, and was dropped), else as written.
     fn relative(&self, path: &str) -> String {
         let local = path
             .strip_prefix("file://")
@@ -601,7 +604,7 @@ impl Walk<'_> {
             .unwrap_or(path);
         match self.store.relative(local) {
             Some(rel) => rel.to_string(),
-            None => path.to_string(),
+            None => local.to_string(),
         }
     }
 }
