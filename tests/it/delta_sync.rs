@@ -1073,3 +1073,23 @@ async fn an_incremental_sync_looks_up_only_the_files_its_commit_does_not_prove()
     let report = sync_with(&root, &SyncOptions::default()).await.unwrap();
     assert_eq!(report.written.len(), 1);
 }
+
+/// A log that now ends before the newest version the mirror holds (the table dropped and
+/// written anew at the same place): refused, nothing written (hostile review, 2026-12-06:
+/// "up to date", exit 0, and later commits were mirrored on top of the old table's files).
+#[tokio::test]
+async fn a_log_that_ends_before_the_mirrored_version_is_refused() {
+    let (_dir, root) = extract("simple_table");
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    let before = metadata_snapshot(&root);
+    for v in 1..=4 {
+        std::fs::remove_file(root.join(format!("_delta_log/{v:020}.json"))).unwrap();
+    }
+    let err = sync_with(&root, &SyncOptions::default()).await.unwrap_err();
+    assert!(
+        err.contains(root.to_str().unwrap())
+            && err.contains("the log ends at version 0, before version 4"),
+        "{err}"
+    );
+    assert!(metadata_snapshot(&root) == before, "nothing written");
+}

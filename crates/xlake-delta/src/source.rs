@@ -131,7 +131,15 @@ impl DeltaSource {
         mirrored: Vec<u64>,
     ) -> Result<Self> {
         let Some(log) = LogListing::load_from(&store, times, newest).await? else {
-            return Self::open_with_times(store, times).await;
+            let whole = Self::open_with_times(store, times).await?;
+            return match whole.log.latest() {
+                Some(latest) if latest < newest => Err(DeltaError::Incomplete {
+                    reason: format!(
+                        "the log ends at version {latest}, before version {newest} that the mirror holds: the table was written anew or its log cut short, and the mirror is not its (move metadata/ aside and sync to mirror it afresh)"
+                    ),
+                }),
+                _ => Ok(whole),
+            };
         };
         let mut mirrored_before: Vec<u64> = mirrored.into_iter().filter(|v| *v < newest).collect();
         mirrored_before.sort_unstable();
