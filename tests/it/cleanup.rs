@@ -474,3 +474,24 @@ fn cleanup_keeps_the_current_version_when_a_stray_version_lies_above_it() {
     let (code, out) = common::xlake(&["check", t, "--deep"]);
     assert_eq!(code, 0, "{out}");
 }
+
+/// Iceberg metadata another writer made under a catalog's names (no `vN`, no hint) is
+/// refused as foreign, exit 2, as `check` refuses it (hostile review, 2026-12-06: exit 0).
+#[test]
+fn cleanup_refuses_catalog_named_foreign_metadata() {
+    let (_dir, root) = common::delta::extract("simple_table");
+    let t = root.to_str().unwrap();
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    // As a catalog names its versions, and without xlake's marks.
+    let metadata = root.join("metadata");
+    let ours = std::fs::read_to_string(metadata.join("v1.metadata.json")).unwrap();
+    let theirs = metadata.join("00000-6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.metadata.json");
+    std::fs::write(&theirs, ours.replace("XTABLE_METADATA", "SOMEONE_ELSE")).unwrap();
+    std::fs::remove_file(metadata.join("v1.metadata.json")).unwrap();
+    std::fs::remove_file(metadata.join("version-hint.text")).unwrap();
+    let before = files_under(&metadata);
+    let (code, out) = common::xlake(&["cleanup", t, "--older-than", "0s", "--no-writer-running"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("not written by xlake"), "{out}");
+    assert_eq!(files_under(&metadata), before);
+}
