@@ -127,6 +127,18 @@ impl LogState {
         self.versions.last()
     }
 
+    /// The refusal of a log whose newest version was written for another location than
+    /// `store`'s (a copied or moved folder); `None` at home or for an empty log.
+    pub(super) fn relocated(&self, store: &TableStore) -> Option<TargetFault> {
+        let latest = self
+            .latest()
+            .filter(|l| !store.is_here(&l.xlake.table_location))?;
+        Some(TargetFault::Relocated {
+            file: store.absolute(&super::DeltaTarget::commit_file(latest.version)),
+            recorded: latest.xlake.table_location.clone(),
+        })
+    }
+
     /// Every stored deletion vector file an action read names (`p` and `u`; an inline
     /// `i` vector has none), as locations under `root` (the table's).
     pub(super) fn named_vector_files(&self, root: &str) -> BTreeSet<String> {

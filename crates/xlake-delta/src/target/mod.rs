@@ -167,13 +167,10 @@ impl TableTarget for DeltaTarget {
         let Some(latest) = self.state.as_ref().and_then(LogState::latest).cloned() else {
             return Ok(None);
         };
-        if !self.store.is_here(&latest.xlake.table_location) {
+        let relocated = self.state.as_ref().and_then(|s| s.relocated(&self.store));
+        if let Some(fault) = relocated {
             if matches!(read, Read::ForCommit | Read::ForFirstCommit) {
-                return Err(TargetFault::Relocated {
-                    file: self.store.absolute(&Self::commit_file(latest.version)),
-                    recorded: latest.xlake.table_location,
-                }
-                .into());
+                return Err(fault.into());
             }
             self.relocated_from = Some(latest.xlake.table_location.clone());
         }

@@ -258,14 +258,8 @@ pub(super) async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphan
     };
     // A copied or moved mirror's log names its vector files at the old place: every one
     // here would look unnamed (hostile review, 2026-12-06: they were deleted).
-    if let Some(latest) = state
-        .latest()
-        .filter(|l| !store.is_here(&l.xlake.table_location))
-    {
-        return Err(TargetFault::Relocated {
-            file: store.absolute(&format!("{LOG_DIR}/{:020}.json", latest.version)),
-            recorded: latest.xlake.table_location.clone(),
-        });
+    if let Some(fault) = state.relocated(store) {
+        return Err(fault);
     }
     let start = state.versions.first().map_or(0, |e| e.version);
     let mut found = Orphans::default();
