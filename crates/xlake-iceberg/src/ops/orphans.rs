@@ -166,19 +166,14 @@ pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
         .filter(|e| is_version(&e.path))
         .map(|e| e.path.clone())
         .collect();
+    let table = IcebergTable::new(store.clone());
     let current = match versions.is_empty() {
-        true => None,
-        false => IcebergTable::new(store.clone()).current_version().await?,
+        // No `vN.metadata.json`: nothing, or a catalog's (`00000-<uuid>.metadata.json`),
+        // Iceberg metadata another writer made, which the loader refuses.
+        true => table.listed_version().await?,
+        false => table.current_version().await?,
     };
     let Some(current) = current else {
-        // No `vN.metadata.json` but a catalog's (`00000-<uuid>.metadata.json`): Iceberg
-        // metadata another writer made, refused as when it has xlake's names.
-        if let Some(file) = others.iter().find(|p| is_catalog_metadata(p)) {
-            return Err(IcebergError::ForeignMetadata {
-                table: store.location().to_string(),
-                file: store.absolute(file),
-            });
-        }
         return Ok(Orphans {
             others,
             ..Orphans::default()
@@ -220,14 +215,4 @@ pub fn not_written_by_xlake_among(listed: &[Entry]) -> Vec<String> {
         .filter(|e| !is_written_by_xlake(&e.path))
         .map(|e| e.path.clone())
         .collect()
-}
-
-/// Whether `path` (table-relative) is a metadata file directly in `metadata/` named as
-/// catalogs name them, not as xlake does (`vN.metadata.json`).
-fn is_catalog_metadata(path: &str) -> bool {
-    path.strip_prefix(METADATA_DIR)
-        .map(|rest| rest.trim_start_matches('/'))
-        .is_some_and(|name| {
-            !name.contains('/') && name.ends_with(".metadata.json") && version_of(path).is_none()
-        })
 }

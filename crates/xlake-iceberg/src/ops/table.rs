@@ -424,7 +424,7 @@ impl IcebergTable {
 
     /// The highest `vN` in `metadata/`, when there is no hint; `None` when there is no
     /// metadata. Metadata files only another writer names are refused.
-    async fn listed_version(&self) -> Result<Option<u64>> {
+    pub(crate) async fn listed_version(&self) -> Result<Option<u64>> {
         let listed = self.store.list_dir(METADATA_DIR).await?;
         if let Some(v) = listed.iter().filter_map(|e| version_of(&e.path)).max() {
             return Ok(Some(v));
