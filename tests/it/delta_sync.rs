@@ -1093,3 +1093,57 @@ async fn a_log_that_ends_before_the_mirrored_version_is_refused() {
     );
     assert!(metadata_snapshot(&root) == before, "nothing written");
 }
+
+/// A table dropped and written anew at the same place whose new log has passed the
+/// mirrored version: refused by its table id, nothing written (hostile review, 2026-12-06:
+/// its commits were mirrored on top of the old table's files). A commit file that only
+/// changed its time (a copy) goes on.
+#[tokio::test]
+async fn a_table_written_anew_past_the_mirrored_version_is_refused() {
+    let (_dir, root) = extract("simple_table");
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    let rewrite = |version: u64, edit: &dyn Fn(String) -> String| {
+        let path = root.join(format!("_delta_log/{version:020}.json"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, edit(text)).unwrap();
+    };
+    // The same log, its newest commit file written again (a copy without its times).
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    rewrite(4, &|text| text);
+    let report = sync_an_empty_version(&root, 5).await;
+    assert_eq!(report.written.len(), 1);
+    // A new table at the same place: another id, versions past the mirrored one.
+    let first = std::fs::read_to_string(root.join("_delta_log/00000000000000000000.json"));
+    let old_id = serde_json::from_str::<serde_json::Value>(
+        first
+            .unwrap()
+            .lines()
+            .find(|l| l.contains("\"metaData\""))
+            .unwrap(),
+    )
+    .unwrap()["metaData"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let new_id = "0c0ffee0-0000-4000-8000-000000000001";
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    for v in 0..=5 {
+        rewrite(v, &|text| text.replace(&old_id, new_id));
+    }
+    write_commit(
+        &root,
+        6,
+        "{\"commitInfo\":{\"timestamp\":1900000000000,\"operation\":\"WRITE\"}}\n",
+    );
+    let before = metadata_snapshot(&root);
+    let err = sync_with(&root, &SyncOptions::default()).await.unwrap_err();
+    assert!(
+        err.contains(root.to_str().unwrap())
+            && err.contains("version 5 is not the one the mirror holds")
+            && err.contains(new_id)
+            && err.contains(&old_id),
+        "{err}"
+    );
+    assert!(metadata_snapshot(&root) == before, "nothing written");
+}

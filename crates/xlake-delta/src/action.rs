@@ -59,6 +59,10 @@ pub struct Remove {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct MetaData {
+    /// The table's id, a writer's uuid given when the table is created (required by the
+    /// protocol; optional here so that a state saved without it still loads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// The schema as Delta's JSON.
     pub schema_string: String,
     /// Partition columns (logical names).

@@ -68,9 +68,11 @@ impl LogListing {
             store.list_dir_from(LOG_DIR, &offset, times),
             read_pointer(store)
         );
+        // An object store's listing gives the times for nothing: they are kept.
         let entries = entries?.into_iter().map(|e| {
             let name = e.path.rsplit('/').next().unwrap_or_default().to_string();
-            (name, times.then_some(e.modified_ms))
+            let listed = times || e.modified_ms != 0;
+            (name, listed.then_some(e.modified_ms))
         });
         let (mut listing, lacking) = Self::of_names(entries.collect());
         let Some(latest) = listing.latest() else {

@@ -14,7 +14,7 @@ use xlake_source::{ChangeStream, MirrorState, SourceError};
 
 use crate::action::{parse_commit, Add};
 use crate::error::{DeltaError, HistoryLost, Reason, Result};
-use crate::resume;
+use crate::resume::{self, Learnt};
 use crate::source::{local_path, BaseLive, State};
 use crate::DeltaSource;
 
@@ -68,10 +68,7 @@ impl DeltaSource {
             // the file list), never by replaying the whole log.
             if m < latest {
                 let saved = state.source_state.as_deref();
-                replay.state = Some(match resume::load(saved, m) {
-                    Some((metadata, protocol)) => self.state(m, metadata, protocol)?,
-                    None => self.schema_at(m).await?,
-                });
+                replay.state = Some(self.resumed_state(saved, m).await?);
                 replay.base = BaseLive::NotLoaded {
                     version: m,
                     removed: HashSet::new(),
@@ -95,6 +92,33 @@ impl DeltaSource {
         }
         self.plan(&mut replay, first, latest).await;
         Ok(replay)
+    }
+
+    /// The schema state in force at the newest mirrored version `m`, where an incremental
+    /// replay starts: the state the last sync `saved`, while `m`'s commit file is the one
+    /// it was saved from; else read from the log, and refused if its table id is not the
+    /// saved one (the table was dropped and written anew at the same place: its new
+    /// commits are not changes of what the mirror holds).
+    async fn resumed_state(&self, saved: Option<&str>, m: u64) -> Result<State> {
+        let Some((metadata, protocol)) = resume::load(saved, m) else {
+            return self.schema_at(m).await;
+        };
+        let unchanged = match resume::commit_modified(saved, m) {
+            Some(then) => self.commit_modified(m).await? == Some(then),
+            None => true,
+        };
+        if unchanged {
+            return self.state(m, metadata, protocol);
+        }
+        let now = self.schema_at(m).await?;
+        match (&metadata.id, &now.metadata.id) {
+            (Some(was), Some(is)) if was != is => Err(DeltaError::Incomplete {
+                reason: format!(
+                    "version {m} is not the one the mirror holds: the table's id is {is}, the mirror's {was} (the table was written anew at this place; move metadata/ aside and sync to mirror it afresh)"
+                ),
+            }),
+            _ => Ok(now),
+        }
     }
 
     /// A replay for a checker comparing versions from `from` on: from the newest
@@ -287,12 +311,16 @@ impl DeltaReplay<'_> {
             .iter()
             .filter_map(Add::created)
             .fold(time, i64::max);
-        change.source_state = Some(resume::save_with(
-            version,
-            &s.metadata,
-            &s.protocol,
-            Some(created_by),
-        ));
+        // The newest version's commit file is known by its time to the next sync.
+        let commit_modified = match version == self.latest {
+            true => source.commit_modified(version).await?,
+            false => None,
+        };
+        let learnt = Learnt {
+            created_by: Some(created_by),
+            commit_modified,
+        };
+        change.source_state = Some(resume::save_with(version, &s.metadata, &s.protocol, learnt));
         for add in &commit.adds {
             let mut file = source.data_file(s, add).await.map_err(&log_error)?;
             // The writer's own record of the file it wrote, inside the table.

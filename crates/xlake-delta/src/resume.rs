@@ -2,7 +2,9 @@
 //! and `protocol` in force after a version. An incremental sync starts from it instead of
 //! reading them again, which on a table past its first checkpoint means the checkpoint's
 //! two columns (over a million rows at 1M files, a third of a commit). It is trusted only
-//! for the version it names; otherwise the log is read as before.
+//! for the version it names, while that version's commit file keeps the modification time
+//! it had when mirrored; otherwise the log is read as before (and a table id other than
+//! the saved one is refused: the table was written anew at the same place).
 //!
 //! [`ChangeSet::source_state`]: xlake_model::ChangeSet::source_state
 
@@ -27,25 +29,42 @@ struct Resume {
     /// `DeltaSource::created_by`), when the commit of `version` was read.
     #[serde(default)]
     created_by: Option<i64>,
+    /// The modification time of `version`'s commit file when it was mirrored: a commit
+    /// file changed since (a copy, or a table written anew at the same place) is not
+    /// trusted to be the version this state is of.
+    #[serde(default)]
+    commit_modified: Option<i64>,
+}
+
+/// What a sync learnt of the commit of the version it saves, besides the schema state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Learnt {
+    /// See [`Resume::created_by`].
+    pub(crate) created_by: Option<i64>,
+    /// See [`Resume::commit_modified`].
+    pub(crate) commit_modified: Option<i64>,
 }
 
 /// The state after `version`, to save.
 pub(crate) fn save(version: u64, metadata: &MetaData, protocol: &Protocol) -> String {
-    save_with(version, metadata, protocol, None)
+    save_with(version, metadata, protocol, Learnt::default())
 }
 
-/// [`save`], with how late a file live at `version` can say it was created, as its
-/// commit tells it: the next sync then need not read that commit again.
+/// [`save`], with what the sync learnt of the commit of `version`: the next sync then
+/// need not read that commit again, and can tell whether it is still the same file.
 pub(crate) fn save_with(
     version: u64,
     metadata: &MetaData,
     protocol: &Protocol,
-    created_by: Option<i64>,
+    learnt: Learnt,
 ) -> String {
     let mut delta =
         serde_json::json!({"version": version, "metaData": metadata, "protocol": protocol});
-    if let Some(t) = created_by {
+    if let Some(t) = learnt.created_by {
         delta["createdBy"] = t.into();
+    }
+    if let Some(t) = learnt.commit_modified {
+        delta["commitModified"] = t.into();
     }
     serde_json::json!({ "delta": delta }).to_string()
 }
@@ -55,6 +74,15 @@ pub(crate) fn created_by(saved: Option<&str>, version: u64) -> Option<i64> {
     let Saved { delta } = serde_json::from_str(saved?).ok()?;
     (delta.version == version)
         .then_some(delta.created_by)
+        .flatten()
+}
+
+/// The saved modification time of `version`'s commit file, if the state is that
+/// version's and has one (states saved before it was kept have none).
+pub(crate) fn commit_modified(saved: Option<&str>, version: u64) -> Option<i64> {
+    let Saved { delta } = serde_json::from_str(saved?).ok()?;
+    (delta.version == version)
+        .then_some(delta.commit_modified)
         .flatten()
 }
 
@@ -71,6 +99,7 @@ mod tests {
     #[test]
     fn a_saved_state_is_loaded_for_its_version_only() {
         let metadata = MetaData {
+            id: Some("5d1b6c6e-0c1a-4f7e-9d1e-2b3c4d5e6f70".into()),
             schema_string: r#"{"type":"struct","fields":[]}"#.into(),
             partition_columns: vec!["day".into()],
             configuration: [("delta.columnMapping.mode".to_string(), Some("name".into()))]
@@ -82,7 +111,11 @@ mod tests {
             reader_features: Some(vec!["columnMapping".into()]),
         };
         let saved = save(41, &metadata, &protocol);
-        let timed = save_with(41, &metadata, &protocol, Some(7));
+        let learnt = Learnt {
+            created_by: Some(7),
+            commit_modified: Some(9),
+        };
+        let timed = save_with(41, &metadata, &protocol, learnt);
         assert_eq!(
             load(Some(&saved), 41),
             Some((metadata.clone(), protocol.clone()))
@@ -95,5 +128,8 @@ mod tests {
         assert_eq!(load(Some(&timed), 41), Some((metadata, protocol)));
         assert_eq!(created_by(Some(&timed), 41), Some(7));
         assert_eq!(created_by(Some(&timed), 42), None);
+        assert_eq!(commit_modified(Some(&saved), 41), None);
+        assert_eq!(commit_modified(Some(&timed), 41), Some(9));
+        assert_eq!(commit_modified(Some(&timed), 42), None);
     }
 }

@@ -230,10 +230,16 @@ impl DeltaSource {
         if let Some(time) = info.and_then(|i| i.in_commit_timestamp.or(i.timestamp)) {
             return Ok(time);
         }
+        Ok(self.commit_modified(version).await?.unwrap_or(0))
+    }
+
+    /// The modification time of `version`'s commit file: as listed, else asked of the
+    /// store (`None` when the log has no commit file of it).
+    pub(crate) async fn commit_modified(&self, version: u64) -> Result<Option<i64>> {
         Ok(match self.log.commits.get(&version) {
-            Some((_, Some(modified))) => *modified,
-            Some((path, None)) => self.store.modified_ms(path).await?.unwrap_or(0),
-            None => 0,
+            Some((_, Some(modified))) => Some(*modified),
+            Some((path, None)) => self.store.modified_ms(path).await?,
+            None => None,
         })
     }
 
@@ -707,6 +713,7 @@ mod tests {
     #[test]
     fn row_tracking_columns_and_change_type_are_read_past() {
         let metadata = |props: &[(&str, &str)]| MetaData {
+            id: None,
             schema_string: String::new(),
             partition_columns: Vec::new(),
             configuration: props
