@@ -342,9 +342,8 @@ impl Walk<'_> {
     }
 
     /// An ADDED (or, for a full state, live) v2 position-delete file: read whole (it may
-    /// delete rows of many data files), its rows kept for each live data file it names. A
-    /// data file it names that is not live is skipped (its deletes dangle: the file was
-    /// removed before, which Iceberg allows). Never written or changed.
+    /// delete rows of many data files), its rows kept for each live data file it names
+    /// ([`Self::live_positions`]). Never written or changed.
     async fn add_positions(
         &self,
         snapshot: &Snapshot,
@@ -353,13 +352,8 @@ impl Walk<'_> {
         touched: &mut BTreeSet<String>,
     ) -> Result<(), SourceError> {
         let path = e.entry.data_file().file_path().to_string();
-        let by_data_file = self.read_positions(snapshot, &path).await?;
         let mut targets = Vec::new();
-        let mut spelled = None;
-        for (named, rows) in by_data_file {
-            let Some(target) = self.live_key(live, &named, &mut spelled) else {
-                continue;
-            };
+        for (named, target, rows) in self.live_positions(snapshot, &path, live).await? {
             let records = live.files.get(&target).and_then(|f| f.record_count);
             if let (Some(n), Some(max)) = (records, rows.max()) {
                 if max >= n {
@@ -384,6 +378,27 @@ impl Walk<'_> {
         }
         live.position_files.insert(path, targets);
         Ok(())
+    }
+
+    /// The rows a position-delete file at `path` deletes, as (data file it names, that
+    /// file's key in `live.files`, rows), for the live data files only: one it names that
+    /// is not live is skipped (its deletes dangle: the file was removed before, which
+    /// Iceberg allows).
+    async fn live_positions(
+        &self,
+        snapshot: &Snapshot,
+        path: &str,
+        live: &Live,
+    ) -> Result<Vec<(String, String, RoaringTreemap)>, SourceError> {
+        let by_data_file = self.read_positions(snapshot, path).await?;
+        let mut spelled = None;
+        Ok(by_data_file
+            .into_iter()
+            .filter_map(|(named, rows)| {
+                let key = self.live_key(live, &named, &mut spelled)?;
+                Some((named, key, rows))
+            })
+            .collect())
     }
 
     /// The rows a position-delete file at `path` deletes, by the data file it names.
@@ -423,19 +438,12 @@ impl Walk<'_> {
         touched: &mut BTreeSet<String>,
     ) -> Result<(), SourceError> {
         let path = e.entry.data_file().file_path();
-        let by_data_file = self.read_positions(snapshot, path).await?;
-        let mut spelled = None;
-        let mut named = Vec::new();
-        for (data, rows) in by_data_file {
-            if let Some(target) = self.live_key(live, &data, &mut spelled) {
-                named.push((target, rows));
-            }
-        }
+        let named = self.live_positions(snapshot, path, live).await?;
         let Some(r) = live.resume.as_mut() else {
             return Ok(());
         };
         r.unread.remove(path);
-        for (target, rows) in named {
+        for (_, target, rows) in named {
             *r.uncovered.entry(target.clone()).or_default() |= rows;
             touched.insert(target);
         }
