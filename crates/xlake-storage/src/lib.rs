@@ -552,7 +552,10 @@ impl TableStore {
             }
             Err(e) => return Err(invalid(e.to_string())),
         }
-        let root = Path::from_filesystem_path(abs).map_err(|e| invalid(e.to_string()))?;
+        // `abs` is absolute and has no `..` (`resolve`): taken as written, without the
+        // `realpath` object_store's `from_filesystem_path` makes (a system call per
+        // folder of the path, for every table of a job's pass).
+        let root = Path::from_absolute_path(abs).map_err(|e| invalid(e.to_string()))?;
         let location = abs.to_string_lossy().trim_end_matches('/').to_string();
         Ok(Self {
             store: Arc::new(LocalFileSystem::new()),

@@ -52,7 +52,9 @@ pub(crate) fn read(file: &Path, how: Whole) -> std::io::Result<Bytes> {
     let len = usize::try_from(meta.len()).unwrap_or(usize::MAX);
     buf.try_reserve_exact(len)
         .map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
-    f.read_to_end(&mut buf)?;
+    // Through `Read::by_ref`: `File`'s own `read_to_end` would look up the size and the
+    // position again (a `statx` and an `lseek` per file) to size a buffer that is sized.
+    Read::by_ref(&mut f).take(u64::MAX).read_to_end(&mut buf)?;
     Ok(Bytes::from(buf))
 }
 
