@@ -86,6 +86,30 @@ def generate(root, commits, files, seed=7):
     return len(groups)
 
 
+def instant_number(ts):
+    """The n of `instant(n)`."""
+    day, hh, mm, ss = int(ts[6:8]), int(ts[8:10]), int(ts[10:12]), int(ts[12:14])
+    return (day - 1) * 86400 + hh * 3600 + mm * 60 + ss
+
+
+def archive(root, keep):
+    """Archive the table's timeline as Hudi does by default (`hoodie.keep.max.commits`
+    30): every completed instant but the newest `keep` leaves `.hoodie/` for
+    `.hoodie/archived/`. Hudi writes them into archive log files, which xlake does not
+    read (it takes what archived instants left live from the file listing): one
+    placeholder stands for them. Returns how many were archived."""
+    hoodie = pathlib.Path(root) / ".hoodie"
+    done = sorted(p.name.split(".")[0] for p in hoodie.glob("*.commit"))
+    old = done[:-keep] if keep else done
+    for ts in old:
+        for name in (f"{ts}.commit", f"{ts}.commit.requested", f"{ts}.inflight"):
+            (hoodie / name).unlink()
+    if old:
+        (hoodie / "archived").mkdir(exist_ok=True)
+        (hoodie / "archived" / ".commits_.archive.1_1-0-1").write_text(f"{len(old)} instants\n")
+    return len(old)
+
+
 def append_commit(root, files, seed, upserts=0):
     """One more commit of `files` base files on a generated table; its instant. All start
     new file groups (prevCommit "null"), except `upserts` of them, which write new base
@@ -93,7 +117,7 @@ def append_commit(root, files, seed, upserts=0):
     root = pathlib.Path(root)
     hoodie = root / ".hoodie"
     done = sorted(p.name.split(".")[0] for p in hoodie.glob("*.commit"))
-    n = len(done)
+    n = instant_number(done[-1]) + 1 if done else 0  # archived instants keep their numbers
     ts = instant(n)
     rng = random.Random(seed)
     previous = []

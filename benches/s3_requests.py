@@ -2,6 +2,7 @@
 xlake and an S3 server (moto in server mode, from the interop venv).
 
     python benches/s3_requests.py XLAKE [XLAKE ...] [--versions 10,1000] [--rounds 5] [--format delta|hudi]
+        [--keep-active N]
 
 For each history length, generates a table (Delta: `gen_delta.py`, V versions x 1 file;
 Hudi: `gen_hudi.py`, V instants x 2 files), uploads one copy per binary, mirrors it with
@@ -143,6 +144,9 @@ def main():
     p.add_argument("--format", choices=["delta", "hudi"], default="delta")
     p.add_argument("--workdir", default="/tmp/xlake-bench/s3")
     p.add_argument("--skip-file-check", action="store_true")
+    p.add_argument("--keep-active", type=int, default=0,
+                   help="Hudi: archive all but the newest N instants before the first sync "
+                        "(Hudi's default archival keeps 20 to 30; 0: archive nothing)")
     p.add_argument("--verbose", action="store_true", help="print the last round's requests")
     p.add_argument("--latency-ms", type=float, default=0.0,
                    help="add this latency to every request (odd rounds) and time each sync")
@@ -187,6 +191,8 @@ def measure(a, workdir, versions, client, counter, env, extra):
         gen_delta.generate(local, versions, 1)
     else:
         gen_hudi.generate(local, versions, 2)
+        if a.keep_active:
+            print(f"hudi, {versions} instants: {gen_hudi.archive(local, a.keep_active)} archived")
     counts = collections.defaultdict(list)
     walls = collections.defaultdict(lambda: collections.defaultdict(list))
     example = {}
