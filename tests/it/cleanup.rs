@@ -495,3 +495,38 @@ fn cleanup_refuses_catalog_named_foreign_metadata() {
     assert!(out.contains("not written by xlake"), "{out}");
     assert_eq!(files_under(&metadata), before);
 }
+
+/// A file under `metadata/` whose name is no object name (not UTF-8, a newline) is
+/// another tool's: left alone and named, while the rest is cleaned as always (hostile
+/// review, 2026-12-06: `cleanup` and `inspect` failed on it with object_store's error,
+/// whose local listing also ends at such a name).
+#[test]
+fn files_of_odd_names_under_metadata_are_left_alone_and_the_rest_cleaned() {
+    use std::os::unix::ffi::OsStrExt;
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    let metadata = root.join("metadata");
+    let theirs = [
+        metadata.join("new\nline"),
+        metadata.join(std::ffi::OsStr::from_bytes(b"bad\xffname")),
+    ];
+    let ours = metadata.join("00000000-dead-beef-0000-000000000000-m0.avro");
+    for p in theirs.iter().chain([&ours]) {
+        std::fs::write(p, b"x").unwrap();
+    }
+    for p in files_under(&metadata) {
+        age(&p, Duration::from_secs(4 * 86_400));
+    }
+    let (code, out) = common::xlake(&["cleanup", t, "--older-than", "1d"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(": 1 orphan metadata files"), "{out}");
+    assert!(out.contains("left alone: 2 files"), "{out}");
+    assert!(!ours.exists());
+    assert!(theirs.iter().all(|p| p.exists()), "{out}");
+    let (code, out) = common::xlake(&["inspect", t]);
+    assert!(
+        code == 0 && out.contains("metadata/ clash: 2 files"),
+        "{out}"
+    );
+}

@@ -455,8 +455,9 @@ fn files(entries: &[Entry]) -> Files {
 /// table is reported, not refused).
 async fn health(target: &IcebergTarget) -> Result<TargetHealth, TargetError> {
     let store = &target.store;
-    let metadata = store.list_recursive(METADATA_DIR).await?;
-    let not_written_by_xlake = not_written_by_xlake_among(&metadata);
+    let (metadata, unnamed) = store.list_recursive_lenient(METADATA_DIR).await?;
+    let mut not_written_by_xlake = not_written_by_xlake_among(&metadata);
+    not_written_by_xlake.extend(unnamed);
     let Some(loaded) = target.loaded() else {
         return Ok(TargetHealth {
             not_written_by_xlake,

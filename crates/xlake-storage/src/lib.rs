@@ -1349,6 +1349,37 @@ impl TableStore {
             .collect())
     }
 
+    /// [`Self::list_recursive`], leaving out the files whose names object_store cannot
+    /// name (not UTF-8 text, a control character such as a newline), which would end its
+    /// local listing with an error: on a local root those are returned apart, relative to
+    /// the table root and escaped (`metadata/new\nline`), with any linked folder (not
+    /// entered). For a command that only looks at what it knows (`cleanup`, `inspect`: a
+    /// stray file of an odd name is not theirs to refuse). Elsewhere (object names are
+    /// text) it is [`Self::list_recursive`].
+    pub async fn list_recursive_lenient(
+        &self,
+        dir: &str,
+    ) -> Result<(Vec<Entry>, Vec<String>), StorageError> {
+        let Some((files, unnamed)) = self.local_listing(dir, local_list::walk).await? else {
+            return Ok((self.list_recursive(dir).await?, Vec::new()));
+        };
+        let folder = dir.trim_matches('/');
+        let under = |rel: String| match folder.is_empty() {
+            true => rel,
+            false => format!("{folder}/{rel}"),
+        };
+        let mut entries: Vec<Entry> = files
+            .into_iter()
+            .map(|(rel, (size, modified_ms))| Entry {
+                path: under(rel),
+                size,
+                modified_ms,
+            })
+            .collect();
+        entries.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+        Ok((entries, unnamed.into_iter().map(under).collect()))
+    }
+
     /// Every object below a table-relative directory, recursively.
     pub async fn list_recursive(&self, dir: &str) -> Result<Vec<Entry>, StorageError> {
         let p = self.object_path(dir)?;

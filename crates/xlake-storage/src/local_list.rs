@@ -160,6 +160,55 @@ fn listed(folder: &Path, meta: bool) -> io::Result<Vec<(String, (u64, i64))>> {
     Ok(found)
 }
 
+/// What [`walk`] finds under a folder: the files object_store would list, as (path
+/// relative to the folder, (size, time in ms)), and the names it cannot list (not UTF-8,
+/// a control character), relative and escaped (`new\nline`, a byte that is not UTF-8 as
+/// `\u{fffd}`).
+pub(crate) type Walked = (Vec<(String, (u64, i64))>, Vec<String>);
+
+/// Every file below `folder`, as object_store's local listing gives them (links to files
+/// followed, staged uploads left out), with the names it would fail on set apart instead
+/// of ending the listing there. A linked folder is not entered (a link may lead out of the
+/// table, or round in a loop): it is set apart with the unnamed.
+pub(crate) fn walk(folder: &Path) -> io::Result<Walked> {
+    let mut walked = Walked::default();
+    walk_into(folder, "", &mut walked)?;
+    Ok(walked)
+}
+
+fn walk_into(folder: &Path, prefix: &str, walked: &mut Walked) -> io::Result<()> {
+    let gone = |e: &io::Error| e.kind() == io::ErrorKind::NotFound;
+    for entry in std::fs::read_dir(folder)? {
+        let entry = entry?;
+        let raw = entry.file_name();
+        let shown = format!("{prefix}{}", raw.to_string_lossy().escape_debug());
+        let name = match raw.into_string() {
+            Ok(name) if listable(&name) => name,
+            Ok(name) if staged_upload(&name) => continue,
+            _ => {
+                walked.1.push(shown);
+                continue;
+            }
+        };
+        let meta = match std::fs::metadata(entry.path()) {
+            Ok(m) => m,
+            // A dangling link, or a writer's temporary file renamed: not listed.
+            Err(e) if gone(&e) => continue,
+            Err(e) => return Err(e),
+        };
+        let linked = entry.file_type().is_ok_and(|t| t.is_symlink());
+        match (meta.is_dir(), linked) {
+            (true, false) => walk_into(&entry.path(), &format!("{prefix}{name}/"), walked)?,
+            (true, true) => walked.1.push(shown),
+            (false, _) if meta.is_file() => walked
+                .0
+                .push((format!("{prefix}{name}"), (meta.len(), modified_ms(&meta)))),
+            (false, _) => {}
+        }
+    }
+    Ok(())
+}
+
 /// A file's modification time in ms since the epoch, as object_store reports it.
 fn modified_ms(metadata: &std::fs::Metadata) -> i64 {
     let Ok(time) = metadata.modified() else {

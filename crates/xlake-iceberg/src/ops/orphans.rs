@@ -154,12 +154,13 @@ pub async fn orphan_files(store: &TableStore, cutoff_ms: i64) -> Result<Vec<Stri
 pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
     // A symbolic link (or anything but a regular file) on a local disk is never xlake's,
     // whatever its name: the listing gives it the age of what it leads to.
-    let (listed, others): (Vec<_>, Vec<_>) = store
-        .list_recursive(METADATA_DIR)
-        .await?
+    // A file whose name is no object name (not UTF-8, a newline) is not xlake's either:
+    // named as the listing names it, and left alone.
+    let (found, unnamed) = store.list_recursive_lenient(METADATA_DIR).await?;
+    let (listed, others): (Vec<_>, Vec<_>) = found
         .into_iter()
         .partition(|e| is_written_by_xlake(&e.path) && !store.not_regular_local_file(&e.path));
-    let others: Vec<String> = others.into_iter().map(|e| e.path).collect();
+    let others: Vec<String> = others.into_iter().map(|e| e.path).chain(unnamed).collect();
     let is_version = |path: &str| version_of(path).is_some();
     let versions: Vec<String> = listed
         .iter()
