@@ -121,6 +121,45 @@ async fn damaged_iceberg_metadata_is_named_and_left_alone() {
     common::sync_consistent(&root, 4, "repaired").await;
 }
 
+/// The regular files of `metadata/` and their bytes, by name (a FIFO is not opened).
+fn regular_metadata(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(root.join("metadata"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_file())
+        .map(|e| {
+            let name = e.file_name().into_string().unwrap();
+            (name, std::fs::read(e.path()).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// No hint, and a FIFO at the next version's name (no listing shows it): the sync fails
+/// naming the FIFO before it writes anything, the hint included (it used to be rewritten
+/// to the listed version first).
+#[tokio::test]
+async fn a_fifo_at_the_next_version_fails_the_sync_before_the_hint_is_written() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    sync(root.to_str().unwrap(), &SyncOptions::default(), |_| {})
+        .await
+        .unwrap();
+    let hint = root.join("metadata/version-hint.text");
+    let version: u64 = std::fs::read_to_string(&hint).unwrap().parse().unwrap();
+    std::fs::remove_file(&hint).unwrap();
+    let fifo = root.join(format!("metadata/v{}.metadata.json", version + 1));
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success());
+    let before = regular_metadata(&root);
+    let err = sync_err(&root).await;
+    assert!(err.contains(fifo.to_str().unwrap()), "{err}");
+    assert!(!hint.exists(), "the hint was written by a failing sync");
+    assert_eq!(regular_metadata(&root), before, "nothing written");
+    std::fs::remove_file(&fifo).unwrap();
+    common::sync_consistent(&root, 3, "the FIFO gone").await;
+}
+
 /// A tmpfs of `bytes`, unmounted when dropped.
 struct SmallDisk(tempfile::TempDir);
 

@@ -667,6 +667,48 @@ async fn a_file_outside_the_allowed_locations_stops_the_sync_at_its_commit() {
     assert_eq!(mirrored(&root).await, ["0", "1", "2"]);
 }
 
+/// An add whose relative path climbs out of the table through `..` (the file is there):
+/// refused naming table, version and path as a path outside the table, not reported as
+/// missing. Spark resolves `..`, delta-rs does not: the readers disagree on the file.
+#[tokio::test]
+async fn a_relative_add_path_through_dot_dot_is_refused_as_outside_the_table() {
+    let (dir, root) = extract("partitioned_3commits");
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    let before = metadata_snapshot(&root);
+    let outside = root.parent().unwrap().join("outside");
+    assert!(
+        outside.starts_with(dir.path()),
+        "within the test's own folder"
+    );
+    std::fs::create_dir_all(&outside).unwrap();
+    let add = v2_add(&root, |a| {
+        std::fs::copy(
+            root.join(a["path"].as_str().unwrap()),
+            outside.join("x.parquet"),
+        )
+        .unwrap();
+        a["path"] = "../outside/x.parquet".into();
+    });
+    write_commit(
+        &root,
+        3,
+        &format!("{{\"commitInfo\":{{\"timestamp\":1900000000000}}}}\n{add}\n"),
+    );
+    let err = sync_with(&root, &SyncOptions::default()).await.unwrap_err();
+    let resolved = outside.join("x.parquet");
+    for part in [
+        root.to_str().unwrap(),
+        "version 3",
+        "../outside/x.parquet",
+        "outside the table folder",
+        resolved.to_str().unwrap(),
+    ] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+    assert!(!err.contains("does not exist"), "{err}");
+    assert_eq!(metadata_snapshot(&root), before, "nothing written");
+}
+
 /// Version 2's add line of `partitioned_3commits`, with `edit` applied to its add.
 fn v2_add(root: &Path, edit: impl FnOnce(&mut serde_json::Value)) -> String {
     let log = std::fs::read_to_string(root.join("_delta_log/00000000000000000002.json")).unwrap();

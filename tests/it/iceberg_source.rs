@@ -273,6 +273,38 @@ async fn two_metadata_files_of_one_version_are_refused_naming_both() {
     assert!(!root.join("_delta_log").exists());
 }
 
+#[tokio::test]
+async fn a_hint_naming_a_missing_version_is_refused_naming_it_not_mirrored_at_an_older_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    mirrored(root).await;
+    edit_metadata(root, foreign);
+    let newest = metadata_files(root)
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| p.ends_with(".metadata.json"))
+        .map(|p| metadata_version(p.rsplit('/').next().unwrap()))
+        .max()
+        .unwrap();
+    // Java's HadoopTableOperations fails on this table ("Metadata file for version N is
+    // missing"); it does not fall back to the newest listed version.
+    let hint = root.join("metadata/version-hint.text");
+    std::fs::write(&hint, (newest + 1).to_string()).unwrap();
+    let err = sync(root.to_str().unwrap(), &to_delta(), |_| {})
+        .await
+        .unwrap_err();
+    let message = err.to_string();
+    let missing = format!("v{}.metadata.json is missing", newest + 1);
+    assert!(message.contains(&missing), "{message}");
+    assert!(message.contains("version-hint.text"), "{message}");
+    assert!(!root.join("_delta_log").exists(), "nothing written");
+    // A stale hint naming a version that exists is looked past, as Java does.
+    std::fs::write(&hint, newest.to_string()).unwrap();
+    sync(root.to_str().unwrap(), &to_delta(), |_| {})
+        .await
+        .unwrap();
+}
+
 /// An Iceberg v2 table at `root` whose deletes are position-delete files, written by
 /// xlake's Iceberg target from change sets (then xlake's marks taken out): `a` (5 rows)
 /// and `b` (3 rows); the second snapshot deletes row 1 of `a`; the third deletes rows 1
@@ -414,8 +446,8 @@ async fn delta_adds(root: &Path, v: u64) -> Vec<(String, Vec<u64>, serde_json::V
     out
 }
 
-/// The metadata files of the newest `n` versions moved aside (the table as it was before
-/// them); the returned closure puts them back.
+/// The metadata files of the newest `n` versions moved aside and the hint pointed at the
+/// newest kept (the table as it was before them); the returned closure puts them back.
 fn hide_newest(root: &Path, n: usize) -> impl FnOnce() {
     let mut files: Vec<_> = metadata_files(root)
         .into_iter()
@@ -429,9 +461,18 @@ fn hide_newest(root: &Path, n: usize) -> impl FnOnce() {
     for p in &hidden {
         std::fs::rename(p, aside.join(p.file_name().unwrap())).unwrap();
     }
+    let hint = root.join("metadata/version-hint.text");
+    let hinted = std::fs::read(&hint).ok();
+    if let (Some(_), Some(kept)) = (&hinted, files.last()) {
+        let kept = metadata_version(kept.file_name().unwrap().to_str().unwrap());
+        std::fs::write(&hint, kept.to_string()).unwrap();
+    }
     move || {
         for p in &hidden {
             std::fs::rename(aside.join(p.file_name().unwrap()), p).unwrap();
+        }
+        if let Some(bytes) = hinted {
+            std::fs::write(&hint, bytes).unwrap();
         }
     }
 }

@@ -306,6 +306,7 @@ impl DeltaSource {
         add: &Add,
     ) -> std::result::Result<DataFile, Reason> {
         let path = local_path(&add.path)?;
+        refuse_dot_dot(&path, self.store.location())?;
         let (records, stats) = match &add.stats {
             Some(text) if !text.is_empty() => {
                 parse_stats(text, &s.table).map_err(|e| e.context(&add.path))?
@@ -699,6 +700,39 @@ pub(crate) fn local_path(path: &str) -> std::result::Result<String, Reason> {
     percent_decode(path)
 }
 
+/// Refuse a table-relative path (decoded) with a `..` segment. The protocol takes an add's
+/// path as an RFC 2396 URI relative to the table root, and Spark (Hadoop's `Path`) resolves
+/// `..` by it, to a file beside or above the table; delta-rs reads a folder literally named
+/// `..` (as an object store may hold one). Readers of the one log disagree on the file, so
+/// it is not mirrored as either.
+fn refuse_dot_dot(path: &str, root: &str) -> std::result::Result<(), Reason> {
+    if path.contains("://") || path.starts_with('/') || !path.split('/').any(|s| s == "..") {
+        return Ok(());
+    }
+    let (mut kept, mut above) = (Vec::new(), 0usize);
+    for segment in path.split('/') {
+        match segment {
+            ".." if kept.pop().is_none() => above += 1,
+            ".." | "." | "" => {}
+            name => kept.push(name),
+        }
+    }
+    let place = if above > 0 {
+        let mut at: Vec<&str> = root.trim_end_matches('/').split('/').collect();
+        // Never above the file system's root or the bucket (`s3:`, ``, `b`).
+        let top = if root.contains("://") { 3 } else { 1 };
+        at.truncate(at.len().saturating_sub(above).max(top));
+        at.extend(kept);
+        format!("outside the table folder, to {}", at.join("/"))
+    } else {
+        format!("back into the table folder, to {}", kept.join("/"))
+    };
+    Err(format!(
+        "{path}: a relative path through `..` that leads {place}: Spark resolves `..` against the table root, delta-rs reads a folder named `..`, so readers of this log disagree on the file, and xlake refuses it (a writer that means a file elsewhere records its absolute location, which xlake reads, within --allow)"
+    )
+    .into())
+}
+
 fn percent_decode(s: &str) -> std::result::Result<String, Reason> {
     percent_encoding::percent_decode_str(s)
         .decode_utf8()
@@ -794,6 +828,39 @@ mod tests {
         assert_eq!(listed, ["2", "3", "4"]);
         for id in ["0", "1", "2", "3", "4", "5", "03", "+3", "x", ""] {
             assert_eq!(source.lists(id), listed.iter().any(|l| l == id), "{id}");
+        }
+    }
+
+    #[test]
+    fn a_relative_path_through_dot_dot_is_refused_naming_where_it_leads() {
+        let refused = |path: &str, root: &str| refuse_dot_dot(path, root).unwrap_err().to_string();
+        let out = refused("../outside/x.parquet", "/data/t");
+        assert!(
+            out.contains("outside the table folder, to /data/outside/x.parquet"),
+            "{out}"
+        );
+        let out = refused("a/../../../x.parquet", "s3://b/w/t/");
+        assert!(
+            out.contains("outside the table folder, to s3://b/x.parquet"),
+            "{out}"
+        );
+        let out = refused("../../../../x.parquet", "/data/t");
+        assert!(
+            out.contains("outside the table folder, to /x.parquet"),
+            "{out}"
+        );
+        let out = refused("a/../b.parquet", "/data/t");
+        assert!(
+            out.contains("back into the table folder, to b.parquet"),
+            "{out}"
+        );
+        for fine in [
+            "a/b..c/x.parquet",
+            "/abs/../x.parquet",
+            "s3://b/../x",
+            "..x/y",
+        ] {
+            assert!(refuse_dot_dot(fine, "/data/t").is_ok(), "{fine}");
         }
     }
 

@@ -297,12 +297,16 @@ impl IcebergTable {
         }
     }
 
-    /// Point a stale `version-hint.text` at the loaded version (see
-    /// [`LoadedTable::hint_stale`]); nothing to do otherwise.
+    /// Point a stale `version-hint.text` at the loaded version, or a newer one (see
+    /// [`LoadedTable::hint_stale`]); nothing to do otherwise. The versions after the loaded
+    /// one are looked at before the hint is written: one that cannot be read (a FIFO at
+    /// `v(N+1).metadata.json`, which no listing shows) fails the sync naming it, with the
+    /// metadata left as it was.
     pub async fn heal_hint(&self, loaded: &mut LoadedTable) -> Result<()> {
         if loaded.hint_stale {
-            tracing::warn!(table = %self.table(), version = loaded.version, "version-hint.text was stale; rewriting it");
-            self.write_hint(loaded.version).await?;
+            let newest = self.newest_from(loaded.version).await?;
+            tracing::warn!(table = %self.table(), version = newest, "version-hint.text was stale; rewriting it");
+            self.write_hint(newest).await?;
             loaded.hint_stale = false;
         }
         Ok(())

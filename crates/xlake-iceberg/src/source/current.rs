@@ -6,13 +6,17 @@
 //! `NNNNN-<uuid>.metadata.json` (catalogs: pyiceberg's `SqlCatalog`, Java's `JdbcCatalog`,
 //! which write no `version-hint.text`). `version-hint.text` is not trusted over the
 //! listing: Java's `HadoopTableOperations` also looks past the hint for newer versions,
-//! and a stale hint is a known failure (docs/sources.md).
+//! and a stale hint is a known failure (docs/sources.md). A hint naming a version that is
+//! missing is refused ([`check_hint`]), as Java refuses it: the table's current metadata
+//! is gone, and an older one is not the table.
 
 use iceberg::spec::TableMetadata;
 use xlake_source::{ErrorKind, SourceError};
-use xlake_storage::TableStore;
+use xlake_storage::{StorageError, TableStore};
 
-use crate::spec::layout::{is_metadata_json, METADATA_DIR};
+use crate::spec::layout::{
+    is_metadata_json, metadata_file, parse_hint, METADATA_DIR, VERSION_HINT,
+};
 use crate::spec::snapshot_index::SNAPSHOT_INDEX;
 use crate::spec::summary::XTABLE_METADATA;
 
@@ -62,6 +66,39 @@ pub(crate) async fn newest_metadata(store: &TableStore) -> Result<Option<String>
         let name = path.rsplit('/').next().unwrap_or(path);
         format!("{METADATA_DIR}/{name}")
     }))
+}
+
+/// Refuse a table whose `version-hint.text` names a `vN.metadata.json` that is missing, as
+/// Java's `HadoopTableOperations.refresh` does ("Metadata file for version N is missing")
+/// rather than read an older version; `current` is the newest listed file. No hint, or one
+/// that names no number (Java then lists the folder, as xlake does), passes.
+pub(crate) async fn check_hint(store: &TableStore, current: &str) -> Result<(), SourceError> {
+    let bytes = match store.get_small(VERSION_HINT).await {
+        Ok(bytes) => bytes,
+        Err(StorageError::NotFound { .. }) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    let Ok(hint) = parse_hint(&bytes) else {
+        return Ok(());
+    };
+    let named = metadata_file(hint.version);
+    if named == current || store.size(&named).await?.is_some() {
+        return Ok(());
+    }
+    let missing = store.absolute(&named);
+    Err(SourceError::new(
+        ErrorKind::Corrupt {
+            commit: None,
+            file: Some(missing.clone()),
+        },
+        format!(
+            "{} names version {}, but {missing} is missing (the newest listed is {}): Iceberg's Java reader refuses such a table (\"Metadata file for version {} is missing\") rather than read another version, and so does xlake. Restore {missing}, or, if the newest listed is the current version, write its number into version-hint.text",
+            store.absolute(VERSION_HINT),
+            hint.version,
+            store.absolute(current),
+            hint.version
+        ),
+    ))
 }
 
 /// The metadata file at `path`, parsed.

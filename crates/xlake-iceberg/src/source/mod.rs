@@ -91,6 +91,7 @@ impl IcebergSource {
         if current::is_mirror(&metadata) {
             return Ok(None);
         }
+        current::check_hint(&store, &path).await?;
         let chain = ancestry(&metadata);
         Ok(Some(Self {
             store,
