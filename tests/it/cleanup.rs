@@ -530,3 +530,37 @@ fn files_of_odd_names_under_metadata_are_left_alone_and_the_rest_cleaned() {
         "{out}"
     );
 }
+
+/// What a write killed between object_store's staging file and its rename leaves,
+/// `<name>#<n>`, is deleted once old when the name is one xlake writes; another's staged
+/// file is left alone (hostile review, 2026-12-05: object_store's listing hid them, so
+/// `cleanup` never deleted them).
+#[test]
+fn staging_files_of_killed_writes_are_cleaned_once_old() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    let metadata = root.join("metadata");
+    let ours = [
+        metadata.join("00000000-dead-beef-0000-000000000000-m0.avro#1"),
+        metadata.join("v9.metadata.json#12"),
+        metadata.join("version-hint.text#3"),
+    ];
+    let theirs = metadata.join("stray.avro#1");
+    let young = metadata.join("00000000-dead-beef-0000-000000000001-m0.avro#1");
+    for p in ours.iter().chain([&theirs, &young]) {
+        std::fs::write(p, b"x").unwrap();
+    }
+    for p in files_under(&metadata) {
+        if p != young {
+            age(&p, Duration::from_secs(4 * 86_400));
+        }
+    }
+    let (code, out) = common::xlake(&["cleanup", t, "--older-than", "1d"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(": 3 orphan metadata files"), "{out}");
+    assert!(out.contains("left alone: 1 files"), "{out}");
+    assert!(ours.iter().all(|p| !p.exists()), "{out}");
+    assert!(theirs.exists() && young.exists(), "{out}");
+    assert_eq!(common::xlake(&["check", t, "--deep"]).0, 0);
+}

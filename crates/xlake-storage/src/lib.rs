@@ -1174,10 +1174,27 @@ impl TableStore {
         if let Some(deferred) = &self.deferred {
             deferred.forget(&self.absolute(path));
         }
+        if let Some(file) = self.local_staged_upload(path) {
+            return match std::fs::remove_file(file) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(self.backend_error(path, io_error(path, e))),
+            };
+        }
         match self.retrying(path, || self.store.delete(&p)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.backend_error(path, e)),
         }
+    }
+
+    /// On a local root, the file at table-relative `path` when it is one of object_store's
+    /// staged uploads (`<name>#<n>`, what a write killed before its rename left), which
+    /// its local backend refuses to name: [`Self::delete`] removes it directly.
+    fn local_staged_upload(&self, path: &str) -> Option<std::path::PathBuf> {
+        let root = self.local_root.as_ref()?;
+        let name = path.rsplit('/').next()?;
+        let rel = self.relative(path)?;
+        local_list::staged_upload(name).then(|| root.join(rel.trim_matches('/')))
     }
 
     /// Objects directly under a table-relative directory (not recursive), sorted by path.
@@ -1349,9 +1366,10 @@ impl TableStore {
             .collect())
     }
 
-    /// [`Self::list_recursive`], leaving out the files whose names object_store cannot
-    /// name (not UTF-8 text, a control character such as a newline), which would end its
-    /// local listing with an error: on a local root those are returned apart, relative to
+    /// [`Self::list_recursive`], with object_store's staged uploads (`<name>#<n>`: what a
+    /// write killed before its rename left), and leaving out the files whose names
+    /// object_store cannot name (not UTF-8 text, a control character such as a newline),
+    /// which would end its local listing with an error: on a local root those are returned apart, relative to
     /// the table root and escaped (`metadata/new\nline`), with any linked folder (not
     /// entered). For a command that only looks at what it knows (`cleanup`, `inspect`: a
     /// stray file of an odd name is not theirs to refuse). Elsewhere (object names are

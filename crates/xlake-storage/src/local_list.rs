@@ -167,8 +167,8 @@ fn listed(folder: &Path, meta: bool) -> io::Result<Vec<(String, (u64, i64))>> {
 pub(crate) type Walked = (Vec<(String, (u64, i64))>, Vec<String>);
 
 /// Every file below `folder`, as object_store's local listing gives them (links to files
-/// followed, staged uploads left out), with the names it would fail on set apart instead
-/// of ending the listing there. A linked folder is not entered (a link may lead out of the
+/// followed), and its staged uploads (`<name>#<n>`, which it hides: what a killed write
+/// left), with the names it would fail on set apart instead of ending the listing there. A linked folder is not entered (a link may lead out of the
 /// table, or round in a loop): it is set apart with the unnamed.
 pub(crate) fn walk(folder: &Path) -> io::Result<Walked> {
     let mut walked = Walked::default();
@@ -183,8 +183,7 @@ fn walk_into(folder: &Path, prefix: &str, walked: &mut Walked) -> io::Result<()>
         let raw = entry.file_name();
         let shown = format!("{prefix}{}", raw.to_string_lossy().escape_debug());
         let name = match raw.into_string() {
-            Ok(name) if listable(&name) => name,
-            Ok(name) if staged_upload(&name) => continue,
+            Ok(name) if listable(&name) || staged_of_listable(&name) => name,
             _ => {
                 walked.1.push(shown);
                 continue;
@@ -218,6 +217,14 @@ fn modified_ms(metadata: &std::fs::Metadata) -> i64 {
         Ok(after) => i64::try_from(after.as_millis()).unwrap_or(i64::MAX),
         Err(before) => -i64::try_from(before.duration().as_millis()).unwrap_or(i64::MAX),
     }
+}
+
+/// Whether `name` is a staged upload of a file object_store lists.
+fn staged_of_listable(name: &str) -> bool {
+    staged_upload(name)
+        && name
+            .rsplit_once('#')
+            .is_some_and(|(file, _)| listable(file))
 }
 
 /// object_store's local backend names a staged upload `<name>#<n>` and does not list it.

@@ -13,7 +13,8 @@ use crate::error::{IcebergError, Result};
 use crate::ops::table::written_by_xlake;
 use crate::spec::error::CodecError;
 use crate::spec::layout::{
-    is_written_by_xlake, metadata_file, version_of, METADATA_DIR, SETTLED, VERSION_HINT,
+    is_written_by_xlake, metadata_file, staged_by_xlake, version_of, METADATA_DIR, SETTLED,
+    VERSION_HINT,
 };
 use crate::spec::manifest::read_entries;
 use crate::spec::manifest_list::read_manifest_list;
@@ -159,7 +160,7 @@ pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
     let (found, unnamed) = store.list_recursive_lenient(METADATA_DIR).await?;
     let (listed, others): (Vec<_>, Vec<_>) = found
         .into_iter()
-        .partition(|e| is_written_by_xlake(&e.path) && !store.not_regular_local_file(&e.path));
+        .partition(|e| xlake_s(&e.path) && !store.not_regular_local_file(&e.path));
     let others: Vec<String> = others.into_iter().map(|e| e.path).chain(unnamed).collect();
     let is_version = |path: &str| version_of(path).is_some();
     let versions: Vec<String> = listed
@@ -213,7 +214,12 @@ pub async fn not_written_by_xlake(store: &TableStore) -> Result<Vec<String>> {
 pub fn not_written_by_xlake_among(listed: &[Entry]) -> Vec<String> {
     listed
         .iter()
-        .filter(|e| !is_written_by_xlake(&e.path))
+        .filter(|e| !xlake_s(&e.path))
         .map(|e| e.path.clone())
         .collect()
+}
+
+/// A file xlake writes, or the staging file a killed write of one left behind.
+fn xlake_s(path: &str) -> bool {
+    is_written_by_xlake(path) || staged_by_xlake(path)
 }

@@ -114,6 +114,16 @@ pub fn in_metadata_dir(path: &str) -> bool {
         .is_some_and(|rest| rest.starts_with('/'))
 }
 
+/// Whether a table-relative path is the staging file of one xlake writes in `metadata/`
+/// ([`is_written_by_xlake`]): object_store's local backend writes `<name>#<n>` and renames
+/// it into place, so a write killed between the two leaves it behind. Never read, never
+/// named by a version: an orphan once older than any write in progress.
+pub fn staged_by_xlake(path: &str) -> bool {
+    path.rsplit_once('#').is_some_and(|(name, n)| {
+        !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && is_written_by_xlake(name)
+    })
+}
+
 /// Whether a table-relative path names a file xlake writes in `metadata/`, by the exact
 /// patterns above: `vN.metadata.json`, `version-hint.text`, `xlake-settled.json`, `<uuid>-m<N>.avro`,
 /// `snap-<id>-1-<uuid>.avro`, `<uuid>-deletes.parquet`, `<uuid>-dv.puffin`,
@@ -157,6 +167,23 @@ pub fn is_written_by_xlake(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn staging_files_are_xlake_s_only_for_names_xlake_writes() {
+        let m0 = "metadata/00000000-dead-beef-0000-000000000000-m0.avro";
+        assert!(staged_by_xlake(&format!("{m0}#1")));
+        assert!(staged_by_xlake("metadata/v3.metadata.json#12"));
+        assert!(staged_by_xlake("metadata/version-hint.text#0"));
+        for not in [
+            m0,
+            "metadata/stray.avro#1",
+            "metadata/v3.metadata.json#",
+            "metadata/v3.metadata.json#1x",
+            "data/v3.metadata.json#1",
+        ] {
+            assert!(!staged_by_xlake(not), "{not}");
+        }
+    }
 
     #[test]
     fn names_round_trip() {
