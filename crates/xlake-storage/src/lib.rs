@@ -309,13 +309,30 @@ impl RetryPolicy {
 /// Worth trying again: a failure that says nothing about the request itself. A backend's
 /// generic error is transient unless the operating system's reason inside it is one no
 /// retry can change (a local path that is a file, missing, forbidden or malformed): those
-/// fail at once.
+/// fail at once. The local backend's own refusals, with no operating system's reason
+/// inside (a name it does not take, `x#1`), fail at once too.
 fn transient(e: &object_store::Error) -> bool {
     match e {
+        object_store::Error::Generic {
+            store: "LocalFileSystem",
+            source,
+        } => has_io_error(source.as_ref()) && !refused_by_os(source.as_ref()),
         object_store::Error::Generic { source, .. } => !refused_by_os(source.as_ref()),
         object_store::Error::JoinError { .. } => true,
         _ => false,
     }
+}
+
+/// Whether there is an I/O error somewhere in `e`'s chain.
+fn has_io_error(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(e);
+    while let Some(err) = next {
+        if err.is::<std::io::Error>() {
+            return true;
+        }
+        next = err.source();
+    }
+    false
 }
 
 /// Whether an I/O error somewhere in `e`'s chain is a refusal: retrying the same request
@@ -1897,6 +1914,9 @@ mod tests {
         let local = LocalFileSystem::new_with_prefix(dir.path()).unwrap();
         let err = local.head(&Path::from("f.txt/x")).await.unwrap_err();
         assert!(matches!(err, object_store::Error::Generic { .. }), "{err}");
+        assert!(!transient(&err), "{err}");
+        // Its own refusal of a name, with no operating system's reason inside.
+        let err = local.delete(&Path::from("f.txt#1")).await.unwrap_err();
         assert!(!transient(&err), "{err}");
         let injected = object_store::Error::Generic {
             store: "x",
