@@ -1,0 +1,179 @@
+//! How a source's data files hold its fields, from their Parquet schemas, and the column
+//! mapping mode that follows: `id` while every file carries Parquet field ids; `name` once
+//! a file has none (an Iceberg table's files imported by `add_files`, which Iceberg readers
+//! resolve through the name mapping, `ChangeSet::name_mapped`). delta-spark refuses a
+//! file without ids in mode `id` ("Parquet file schema doesn't contain any field Ids"), so
+//! in mode `name` each field's physical name is the name the files hold it under. Where no
+//! one name does (a file written after a rename beside one written before it, without
+//! ids), no mode reads every file as the source does: the version is refused.
+//!
+//! The footers are those the target reads for statistics anyway (the Iceberg source
+//! records none), read once per added file.
+
+use std::collections::HashSet;
+
+use parquet::basic::{ConvertedType, LogicalType};
+use parquet::file::metadata::ParquetMetaData;
+use parquet::schema::types::Type as ParquetType;
+use serde_json::{Map, Value as Json};
+use xlake_model::{DataType, Field, Schema};
+
+use super::schema_out::{physical_names_of, PhysicalNames};
+
+/// How one data file holds the schema's fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct FileNaming {
+    /// Whether the file carries Parquet field ids (then fields resolve by id, else by the
+    /// names the source's name mapping gives them).
+    pub(super) has_ids: bool,
+    /// `(parent field id, field id, name in the file)` of each field the file holds.
+    pub(super) held: Vec<(Option<i64>, i64, String)>,
+    /// `(parent field id, name)` of the file's columns no field resolves to (the source's
+    /// readers skip them).
+    pub(super) unresolved: Vec<(Option<i64>, String)>,
+}
+
+/// How the file of `meta` holds the fields of `schema` (resolved by Parquet field id where
+/// the file has any, else by each field's aliases, the source's name mapping).
+pub(super) fn file_naming(meta: &ParquetMetaData, schema: &Schema) -> FileNaming {
+    let root = meta.file_metadata().schema();
+    let mut out = FileNaming {
+        has_ids: any_id(root),
+        ..FileNaming::default()
+    };
+    for node in root.get_fields() {
+        out.node(node, &schema.fields, None);
+    }
+    out
+}
+
+fn any_id(node: &ParquetType) -> bool {
+    node.get_fields()
+        .iter()
+        .any(|f| f.get_basic_info().has_id() || (f.is_group() && any_id(f)))
+}
+
+impl FileNaming {
+    /// A column `node` among the fields `candidates` of the field `parent`.
+    fn node(&mut self, node: &ParquetType, candidates: &[Field], parent: Option<i64>) {
+        let info = node.get_basic_info();
+        let found = candidates.iter().find(|f| match self.has_ids {
+            true => info.has_id() && f.id == Some(info.id()),
+            false => f.aliases.iter().any(|a| a == info.name()),
+        });
+        let Some((field, id)) = found.and_then(|f| Some((f, i64::from(f.id?)))) else {
+            self.unresolved.push((parent, info.name().to_string()));
+            return;
+        };
+        self.held.push((parent, id, info.name().to_string()));
+        self.inside(node, &field.data_type, Some(id));
+    }
+
+    /// The struct fields under `node`, of type `ty`, through lists and maps (whose struct
+    /// fields Delta names under the list's or map's field, as `schema_out` does).
+    fn inside(&mut self, node: &ParquetType, ty: &DataType, parent: Option<i64>) {
+        if !node.is_group() {
+            return;
+        }
+        match ty {
+            DataType::Primitive(_) => {}
+            DataType::Struct(children) => {
+                for child in node.get_fields() {
+                    self.node(child, children, parent);
+                }
+            }
+            DataType::List(element) => {
+                if let Some(e) = list_element(node) {
+                    self.inside(e, &element.data_type, parent);
+                }
+            }
+            DataType::Map { key, value } => {
+                let pair = node.get_fields().first().filter(|kv| kv.is_group());
+                if let Some([k, v]) = pair.map(|kv| kv.get_fields()) {
+                    self.inside(k, &key.data_type, parent);
+                    self.inside(v, &value.data_type, parent);
+                }
+            }
+        }
+    }
+}
+
+/// The element of a Parquet list: the repeated group's one field (three levels), or the
+/// repeated field itself (the Parquet spec's two-level forms).
+fn list_element(list: &ParquetType) -> Option<&ParquetType> {
+    let repeated = list.get_fields().first()?;
+    let annotated = list.get_basic_info().converted_type() == ConvertedType::LIST
+        || matches!(
+            list.get_basic_info().logical_type_ref(),
+            Some(LogicalType::List)
+        );
+    let three_level = annotated
+        && repeated.is_group()
+        && repeated.get_fields().len() == 1
+        && repeated.name() != "array"
+        && repeated.name() != format!("{}_tuple", list.name());
+    match three_level {
+        true => repeated.get_fields().first().map(|e| e.as_ref()),
+        false => Some(repeated.as_ref()),
+    }
+}
+
+/// Whether the version that adds files named `namings` (path, naming) uses column mapping
+/// mode `name`: the log already does, or a file carries no field ids. From mode `id`, only
+/// when no version gave a field a physical name other than its name (`Err` says which
+/// did): the files mirrored before hold each field under its physical name then.
+pub(super) fn by_name(
+    current: Option<&Map<String, Json>>,
+    names: &PhysicalNames,
+    namings: &[(&str, &FileNaming)],
+) -> Result<bool, String> {
+    let mode = current.and_then(|m| {
+        m.get("configuration")?
+            .get("delta.columnMapping.mode")?
+            .as_str()
+    });
+    if mode == Some("name") {
+        return Ok(true);
+    }
+    let Some((path, _)) = namings.iter().find(|(_, n)| !n.has_ids) else {
+        return Ok(false);
+    };
+    match (mode, &names.renamed) {
+        (Some("id"), Some(renamed)) => Err(format!(
+            "data file {path} carries no Parquet field ids, which Delta readers that resolve by id (delta-spark) refuse, so column mapping must change from mode id to mode name; but {renamed}, so files mirrored before hold that field under another name than its physical one and would read as null by name: no mode reads every file as the source does (mirror the table afresh into a new folder, or rewrite the files without ids)"
+        )),
+        _ => Ok(true),
+    }
+}
+
+/// Give each field the name the files of `namings` hold it under, as its physical name
+/// (mode `name`). `Err` names the file and field when a file holds it under another name
+/// than its physical one, or under one another field has.
+pub(super) fn settle(
+    names: &mut PhysicalNames,
+    namings: &[(&str, &FileNaming)],
+) -> Result<(), String> {
+    for (path, naming) in namings {
+        for (parent, id, name) in &naming.held {
+            names.give(*parent, *id, name).map_err(|why| {
+                format!("data file {path} holds field id {id} as column {name}, but {why}: with column mapping by name (the table's files include some without Parquet field ids), no physical name reads every file as the source does")
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// A file column the source's readers skip whose name is a physical name of `schema`
+/// (Delta, by name, would read it as that field): `Err` names the file and column.
+pub(super) fn check_unresolved(
+    schema: &Json,
+    namings: &[(&str, &FileNaming)],
+) -> Result<(), String> {
+    let physical: HashSet<(Option<i64>, String)> = physical_names_of(schema);
+    for (path, naming) in namings {
+        if let Some((_, name)) = naming.unresolved.iter().find(|k| physical.contains(*k)) {
+            return Err(format!("data file {path} holds a column {name} that the source's readers resolve to no field (its name mapping does not name it), and that column mapping by name would read as the field whose physical name is {name}"));
+        }
+    }
+    Ok(())
+}
