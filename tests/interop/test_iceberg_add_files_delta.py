@@ -82,26 +82,34 @@ def spark_rows(tmp_path, table_dir, versions):
 def test_files_without_field_ids_read_alike_in_delta_rs_spark_and_pyiceberg(tmp_path):
     """An append with ids, then add_files without ids (mode id becomes name), an append,
     a copy-on-write delete, add_files again, a rename and a delete that drops the last
-    imported file whole: every version reads as pyiceberg reads its snapshot."""
+    imported file whole, synced after each (the mode read back from the log): every
+    version reads as pyiceberg reads its snapshot."""
     cat, t = table_of(tmp_path, "imported")
+    table_dir = t.metadata.location.removeprefix("file://")
+
+    def synced():
+        done = sync(table_dir, DELTA)
+        assert done.returncode == 0, done.stderr
+        return cat.load_table("db.imported")
+
     t.append(rows([1, 2], ["a", "b"]))
+    t = synced()
     add_without_ids(t, "imported-1.parquet", rows([3, 4, 5], ["c", "d", "e"]))
-    t = cat.load_table("db.imported")
+    t = synced()
     assert t.metadata.properties.get("schema.name-mapping.default"), "add_files sets the mapping"
     t.append(rows([6], ["f"]))
+    t = synced()
     t.delete("id = 4")  # rewrites the imported file (copy-on-write), with ids
+    t = synced()
     add_without_ids(t, "imported-2.parquet", rows([7, 8], ["g", "h"]))
-    t = cat.load_table("db.imported")
+    t = synced()
     with t.update_schema() as u:
         u.rename_column("name", "label")
     t = cat.load_table("db.imported")
     t.delete("id >= 7")  # drops imported-2 whole: a snapshot of the renamed schema
-    t = cat.load_table("db.imported")
-    table_dir = t.metadata.location.removeprefix("file://")
-    synced = sync(table_dir, DELTA)
-    assert synced.returncode == 0, synced.stderr
+    t = synced()
     chain = ancestry(t)
-    assert len(delta_log(table_dir)) == len(chain)
+    assert len(delta_log(table_dir)) == len(chain) == 6
     assert mode_at(table_dir) == ["id"] + ["name"] * (len(chain) - 1)
     last = json.loads(next(a["metaData"] for a in delta_log(table_dir)[-1] if "metaData" in a)["schemaString"])
     physical = {f["name"]: f["metadata"]["delta.columnMapping.physicalName"] for f in last["fields"]}
@@ -143,3 +151,30 @@ def test_a_file_written_after_a_rename_beside_files_without_ids_is_refused(tmp_p
     assert len(delta_log(table_dir)) == 1 and mode_at(table_dir) == ["name"]
     want = t.scan(snapshot_id=chain[0].snapshot_id).to_arrow().to_pylist()
     assert by_id(deltars_rows(table_dir, 0)) == by_id(want)
+
+
+def test_add_files_after_a_rename_mirrored_by_id_is_refused(tmp_path):
+    """Appends with ids before and after a rename (mode id: `label`'s physical name is
+    `name`, the newer file holds `label`), then add_files without ids: mode id cannot read
+    it in delta-spark, and by name the older files would not all read. Refused naming
+    the snapshot, the file and the version that renamed."""
+    cat, t = table_of(tmp_path, "late")
+    t.append(rows([1], ["a"]))
+    with t.update_schema() as u:
+        u.rename_column("name", "label")
+    t = cat.load_table("db.late")
+    t.append(pa.table({"id": pa.array([2], pa.int64()), "label": pa.array(["b"], pa.string())}))
+    t = cat.load_table("db.late")
+    table_dir = t.metadata.location.removeprefix("file://")
+    first = sync(table_dir, DELTA)
+    assert first.returncode == 0, first.stderr
+    assert mode_at(table_dir) == ["id", "id"]
+    add_without_ids(t, "imported.parquet", pa.table({"id": pa.array([3], pa.int64()),
+                                                     "label": pa.array(["c"], pa.string())}))
+    t = cat.load_table("db.late")
+    refused = sync(table_dir, DELTA)
+    assert refused.returncode != 0, refused.stdout
+    for part in (str(ancestry(t)[-1].snapshot_id), "imported.parquet carries no Parquet field ids",
+                 "version 1: field id 2 (label) has physical name name"):
+        assert part in refused.stderr, (part, refused.stderr)
+    assert len(delta_log(table_dir)) == 2

@@ -36,7 +36,11 @@ pub(super) struct FileNaming {
 /// How the file of `meta` holds the fields of `schema` (resolved by Parquet field id where
 /// the file has any, else by each field's aliases, the source's name mapping).
 pub(super) fn file_naming(meta: &ParquetMetaData, schema: &Schema) -> FileNaming {
-    let root = meta.file_metadata().schema();
+    naming_of(meta.file_metadata().schema(), schema)
+}
+
+/// [`file_naming`] of a Parquet schema (`root`: the message type).
+fn naming_of(root: &ParquetType, schema: &Schema) -> FileNaming {
     let mut out = FileNaming {
         has_ids: any_id(root),
         ..FileNaming::default()
@@ -176,4 +180,142 @@ pub(super) fn check_unresolved(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use parquet::schema::parser::parse_message_type;
+    use xlake_model::PrimitiveType;
+
+    use super::*;
+
+    fn field(name: &str, id: i32, aliases: &[&str], data_type: DataType) -> Field {
+        let mut f = Field::new(name, data_type, true);
+        f.id = Some(id);
+        f.aliases = aliases.iter().map(|a| a.to_string()).collect();
+        f
+    }
+
+    /// `id` (1), `label` (2, once `name`), `s` (3) a struct of `x` (4), `l` (5) a list of
+    /// structs of `y` (7).
+    fn schema() -> Schema {
+        let long = || DataType::Primitive(PrimitiveType::Long);
+        let y = field("y", 7, &["y"], long());
+        let element = field("element", 6, &["element"], DataType::Struct(vec![y]));
+        Schema::new(vec![
+            field("id", 1, &["id"], long()),
+            field("label", 2, &["name", "label"], long()),
+            field(
+                "s",
+                3,
+                &["s"],
+                DataType::Struct(vec![field("x", 4, &["x"], long())]),
+            ),
+            field("l", 5, &["l"], DataType::List(Box::new(element))),
+        ])
+    }
+
+    #[test]
+    fn a_file_without_ids_holds_fields_by_the_names_the_mapping_gives() {
+        let root = parse_message_type(
+            "message m { optional int64 id; optional int64 name; optional int64 extra;
+             optional group s { optional int64 x; }
+             optional group l (LIST) { repeated group list { optional group element { optional int64 y; } } } }",
+        )
+        .unwrap();
+        let n = naming_of(&root, &schema());
+        assert!(!n.has_ids);
+        assert_eq!(
+            n.held,
+            [
+                (None, 1, "id".to_string()),
+                (None, 2, "name".to_string()),
+                (None, 3, "s".to_string()),
+                (Some(3), 4, "x".to_string()),
+                (None, 5, "l".to_string()),
+                (Some(5), 7, "y".to_string()),
+            ]
+        );
+        assert_eq!(n.unresolved, [(None, "extra".to_string())]);
+    }
+
+    #[test]
+    fn a_file_with_ids_holds_fields_by_id_whatever_their_names() {
+        let root = parse_message_type(
+            "message m { optional int64 id = 1; optional int64 label = 2; optional int64 name = 9; }",
+        )
+        .unwrap();
+        let n = naming_of(&root, &schema());
+        assert!(n.has_ids);
+        assert_eq!(
+            n.held,
+            [(None, 1, "id".to_string()), (None, 2, "label".to_string())]
+        );
+        assert_eq!(n.unresolved, [(None, "name".to_string())]);
+    }
+
+    fn metadata(mode: &str) -> Map<String, Json> {
+        let mut m = Map::new();
+        m.insert(
+            "configuration".into(),
+            serde_json::json!({ "delta.columnMapping.mode": mode }),
+        );
+        m
+    }
+
+    #[test]
+    fn mode_name_comes_with_a_file_without_ids_and_not_after_a_rename_in_mode_id() {
+        let with_ids = FileNaming {
+            has_ids: true,
+            ..FileNaming::default()
+        };
+        let without = FileNaming::default();
+        let mut names = PhysicalNames::default();
+        let id = metadata("id");
+        assert_eq!(by_name(None, &names, &[("a", &with_ids)]), Ok(false));
+        assert_eq!(
+            by_name(None, &names, &[("a", &with_ids), ("b", &without)]),
+            Ok(true)
+        );
+        assert_eq!(by_name(Some(&id), &names, &[("b", &without)]), Ok(true));
+        assert_eq!(
+            by_name(Some(&metadata("name")), &names, &[("a", &with_ids)]),
+            Ok(true)
+        );
+        names.renamed = Some("version 3: field id 2 (label) has physical name name".into());
+        let err = by_name(Some(&id), &names, &[("b", &without)]).unwrap_err();
+        assert!(
+            err.contains("data file b carries no Parquet field ids"),
+            "{err}"
+        );
+        assert!(err.contains("version 3: field id 2 (label)"), "{err}");
+    }
+
+    #[test]
+    fn settle_gives_the_files_name_and_refuses_a_second_one() {
+        let held = |name: &str| FileNaming {
+            held: vec![(None, 2, name.to_string())],
+            ..FileNaming::default()
+        };
+        let mut names = PhysicalNames::default();
+        let (old, new) = (held("name"), held("label"));
+        assert_eq!(settle(&mut names, &[("a", &old)]), Ok(()));
+        assert_eq!(names.kept.get(&2).map(String::as_str), Some("name"));
+        let err = settle(&mut names, &[("b", &new)]).unwrap_err();
+        assert!(
+            err.starts_with(
+                "data file b holds field id 2 as column label, but its physical name is name"
+            ),
+            "{err}"
+        );
+        let other = FileNaming {
+            held: vec![(None, 3, "name".to_string())],
+            ..FileNaming::default()
+        };
+        let err = settle(&mut names, &[("c", &other)]).unwrap_err();
+        assert!(
+            err.contains("the physical name name belongs to field id 2"),
+            "{err}"
+        );
+    }
 }

@@ -268,4 +268,15 @@ mod tests {
             .to_string();
         assert!(err.contains("partition field p is month(day)"), "{err}");
     }
+
+    #[test]
+    fn the_name_mapping_gives_each_field_id_its_names_as_aliases() {
+        let mapping: NameMapping = serde_json::from_str(
+            r#"[{"field-id": 1, "names": ["id"]}, {"field-id": 2, "names": ["day", "d"]}]"#,
+        )
+        .unwrap();
+        let neutral = with_name_mapping(super::schema(&table_schema()), &mapping);
+        assert_eq!(neutral.fields[0].aliases, ["id"]);
+        assert_eq!(neutral.fields[1].aliases, ["day", "d"]);
+    }
 }
