@@ -3,7 +3,7 @@
 mapping mode `name` from the first file without ids on (delta-spark refuses a file
 without ids in mode `id`), each field's physical name the name its files hold it under,
 and delta-rs and Spark with delta-spark read every version as pyiceberg reads the
-snapshot. A file that holds a field under another name than the other files (written
+snapshot (DuckDB's delta extension the newest). A file that holds a field under another name than the other files (written
 after a rename) is refused, naming table, snapshot and file."""
 import json
 import pathlib
@@ -63,6 +63,17 @@ def mode_at(table_dir):
     return out
 
 
+def duckdb_rows(table_dir):
+    """DuckDB's delta extension over the newest version (it reads no other)."""
+    import duckdb
+    import duckdb_ext
+
+    con = duckdb.connect()
+    con.execute(f"SET extension_directory = '{pathlib.Path(next(iter(duckdb_ext.__path__))) / 'extensions'}'")
+    con.execute("LOAD delta")
+    return con.execute("SELECT * FROM delta_scan(?)", [str(table_dir)]).fetch_arrow_table().to_pylist()
+
+
 def spark_rows(tmp_path, table_dir, versions):
     """Spark+delta-spark's rows of each version, in a process of its own; None without Spark."""
     if shutil.which("java") is None:
@@ -118,6 +129,7 @@ def test_files_without_field_ids_read_alike_in_delta_rs_spark_and_pyiceberg(tmp_
     assert [r["label"] for r in sorted(expected[-1], key=lambda r: r["id"])] == ["a", "b", "c", "e", "f"]
     for version, want in enumerate(expected):
         assert by_id(deltars_rows(table_dir, version)) == by_id(want), f"delta-rs, version {version}"
+    assert by_id(duckdb_rows(table_dir)) == by_id(expected[-1]), "DuckDB, newest version"
     spark = spark_rows(tmp_path, table_dir, range(len(chain)))
     if spark is None:
         pytest.skip("no Spark here: delta-rs compared only")

@@ -125,7 +125,8 @@ fn list_element(list: &ParquetType) -> Option<&ParquetType> {
 /// Whether the version that adds files named `namings` (path, naming) uses column mapping
 /// mode `name`: the log already does, or a file carries no field ids. From mode `id`, only
 /// when no version gave a field a physical name other than its name (`Err` says which
-/// did): the files mirrored before hold each field under its physical name then.
+/// did): the files mirrored before hold each field under its physical name then. (A
+/// fresh mirror would do no better: its versions before the file are the same.)
 pub(super) fn by_name(
     current: Option<&Map<String, Json>>,
     names: &PhysicalNames,
@@ -144,7 +145,7 @@ pub(super) fn by_name(
     };
     match (mode, &names.renamed) {
         (Some("id"), Some(renamed)) => Err(format!(
-            "data file {path} carries no Parquet field ids, which Delta readers that resolve by id (delta-spark) refuse, so column mapping must change from mode id to mode name; but {renamed}, so files mirrored before hold that field under another name than its physical one and would read as null by name: no mode reads every file as the source does (mirror the table afresh into a new folder, or rewrite the files without ids)"
+            "data file {path} carries no Parquet field ids, which Delta readers that resolve by id (delta-spark) refuse, so column mapping must change from mode id to mode name; but {renamed}, so files mirrored before hold that field under another name than its physical one and may read as null by name: no mode reads every file as the source does (not until the files without ids are rewritten with them)"
         )),
         _ => Ok(true),
     }

@@ -1,5 +1,6 @@
 //! The neutral schema and partition spec in Delta's words: `schemaString`, identity
-//! partition columns, column mapping by id (when the source's fields carry ids), and the
+//! partition columns, column mapping by id (when the source's fields carry ids; by name
+//! when its files carry none, from `naming`), and the
 //! lowest protocol that holds the features used.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
