@@ -1022,3 +1022,72 @@ async fn deletes_that_replaced_the_baseline_s_and_are_taken_back_show_the_rows_a
     assert_eq!(rows_of(root, 3).await, [("d0.parquet".into(), vec![])]);
     assert_eq!(rows_of(root, 4).await, [("d1.parquet".into(), vec![1])]);
 }
+
+/// A Parquet file whose one column `name` carries Parquet field id 1 (as Iceberg writers
+/// write it), holding `ids`.
+fn write_parquet_with_id(path: &Path, name: &str, ids: &[i64]) {
+    let field = Field::new(name, DataType::Int64, true).with_metadata(
+        [("PARQUET:field_id".to_string(), "1".to_string())]
+            .into_iter()
+            .collect(),
+    );
+    let schema = Arc::new(Schema::new(vec![field]));
+    let column = Arc::new(Int64Array::from(ids.to_vec()));
+    let batch = RecordBatch::try_new(schema.clone(), vec![column]).unwrap();
+    let mut writer =
+        ArrowWriter::try_new(std::fs::File::create(path).unwrap(), schema, None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+}
+
+/// `delta.columnMapping.mode` and the physical name of `id` at Delta version `v`.
+fn mapping_at(root: &Path, v: u64) -> (serde_json::Value, serde_json::Value) {
+    let text = std::fs::read_to_string(root.join(format!("_delta_log/{v:020}.json"))).unwrap();
+    let metadata = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find_map(|a| a.get("metaData").cloned())
+        .unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(metadata["schemaString"].as_str().unwrap()).unwrap();
+    (
+        metadata["configuration"]["delta.columnMapping.mode"].clone(),
+        schema["fields"][0]["metadata"]["delta.columnMapping.physicalName"].clone(),
+    )
+}
+
+#[tokio::test]
+async fn files_without_field_ids_are_mapped_by_name_and_a_second_name_is_refused() {
+    use xlake_model::DataFile;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // An Iceberg table with a name mapping (xlake's Iceberg target writes one) whose first
+    // file carries no field ids (as pyiceberg's add_files imports them), its second field
+    // id 1 under another name (a writer after a rename).
+    write_parquet(&root.join("data/a.parquet"), &[1, 2]);
+    std::fs::create_dir_all(root.join("data")).unwrap();
+    write_parquet_with_id(&root.join("data/b.parquet"), "renamed", &[3]);
+    let size = |name: &str| std::fs::metadata(root.join(name)).unwrap().len();
+    let a = DataFile::parquet("data/a.parquet", size("data/a.parquet"), Some(2));
+    let b = DataFile::parquet("data/b.parquet", size("data/b.parquet"), Some(1));
+    let steps = vec![(vec![a], vec![]), (vec![b], vec![])];
+    let spec = xlake_model::PartitionSpec::unpartitioned();
+    written_by_iceberg(root, &id_schema(), spec, steps).await;
+    let err = sync(root.to_str().unwrap(), &to_delta(), |_| {})
+        .await
+        .unwrap_err()
+        .to_string();
+    // Mode name (delta-spark refuses a file without ids in mode id), physical name the
+    // file's column; the second version is refused naming table, snapshot and file.
+    assert_eq!(mapping_at(root, 0), ("name".into(), "id".into()));
+    let second = snapshot_ids(root)[1];
+    for part in [
+        root.display().to_string(),
+        second.to_string(),
+        "data file data/b.parquet holds field id 1 as column renamed".into(),
+        "no physical name reads every file as the source does".into(),
+    ] {
+        assert!(err.contains(&part), "{part}: {err}");
+    }
+    assert_eq!(delta_versions(root).len(), 1);
+}

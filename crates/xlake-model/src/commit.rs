@@ -85,6 +85,11 @@ pub struct ChangeSet {
     /// snapshot only, and gives it back in the engine's mirror state, so that a source can
     /// resume where it stopped without reading its history again.
     pub source_state: Option<String>,
+    /// The source's readers read a data file that carries no field ids by column name,
+    /// each field under one of its [`aliases`](crate::Field::aliases) (an Iceberg table's
+    /// `schema.name-mapping.default`: the aliases are every name it gives the field id).
+    /// A target that maps columns by field id must then look at each file.
+    pub name_mapped: bool,
 }
 
 impl ChangeSet {
@@ -102,6 +107,7 @@ impl ChangeSet {
             degraded: Vec::new(),
             ignored_columns: Vec::new(),
             source_state: None,
+            name_mapped: false,
         }
     }
 }

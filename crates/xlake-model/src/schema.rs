@@ -84,7 +84,9 @@ pub struct Field {
     pub id: Option<i32>,
     /// Column comment.
     pub doc: Option<String>,
-    /// Other names the column has inside data files (Delta column mapping's physical name).
+    /// Other names the column has inside data files (Delta column mapping's physical name;
+    /// with [`ChangeSet::name_mapped`](crate::ChangeSet::name_mapped), every name the
+    /// source's name mapping gives the field id, its own included where the mapping has it).
     pub aliases: Vec<String>,
 }
 

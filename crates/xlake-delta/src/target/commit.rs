@@ -14,6 +14,7 @@ use xlake_target::footer::{footer_stats, read_footer};
 
 use super::error::TargetFault;
 use super::log_state::{vector_id, LogState, XlakeMetadata, XLAKE_FIELD};
+use super::naming::{self, file_naming, FileNaming};
 use super::schema_out::{
     delta_schema, has_timestamp_ntz, partition_columns, protocol, wants_column_mapping,
 };
@@ -41,7 +42,14 @@ pub(super) async fn actions(
         commit: change.commit.id.clone(),
         what,
     };
-    let shape = shape(state, change).map_err(&unsupported)?;
+    let mut premeasured = premeasure(store, change, verify)
+        .await
+        .map_err(|(path, e)| unsupported(format!("data file {path}: {e}").into()))?;
+    let namings: Vec<(&str, &FileNaming)> = premeasured
+        .iter()
+        .filter_map(|(path, m)| Some((path.as_str(), m.naming.as_ref()?)))
+        .collect();
+    let shape = shape(state, change, &namings).map_err(&unsupported)?;
     if let Some(why) = empty_partition_value(&shape, change) {
         return Err(unsupported(why));
     }
@@ -92,7 +100,8 @@ pub(super) async fn actions(
                 out.push(json!({"remove": remove_of(&live.add, change)}));
             }
         }
-        let add = add_action(store, change, file, (&shape, dv), verify)
+        let known = premeasured.remove(&file.path);
+        let add = add_action(store, change, file, (&shape, dv), (known, verify))
             .await
             .map_err(|e| unsupported(format!("data file {}: {e}", file.path).into()))?;
         out.push(json!({"add": add}));
@@ -158,11 +167,28 @@ fn same_metadata(current: Option<&Map<String, Json>>, new: &Map<String, Json>) -
 
 /// The `metaData` for `change`, keeping the table's id, creation time and partition
 /// columns (Delta does not change a table's partition columns in place).
-fn shape(state: Option<&LogState>, change: &ChangeSet) -> Result<Shape, Reason> {
+fn shape(
+    state: Option<&LogState>,
+    change: &ChangeSet,
+    namings: &[(&str, &FileNaming)],
+) -> Result<Shape, Reason> {
     let current = state.and_then(|s| s.metadata.as_ref());
     let mut mapping = wants_column_mapping(&change.schema)
         .then(|| state.map(|s| s.physical.clone()).unwrap_or_default());
+    let by_name = match &mut mapping {
+        Some(names) => {
+            let by_name = naming::by_name(current, names, namings)?;
+            if by_name {
+                naming::settle(names, namings)?;
+            }
+            by_name
+        }
+        None => false,
+    };
     let schema = delta_schema(&change.schema, mapping.as_mut())?;
+    if by_name {
+        naming::check_unresolved(&schema, namings)?;
+    }
     if let Some(column) = changed_type(current, &schema) {
         return Err(column.into());
     }
@@ -188,7 +214,8 @@ fn shape(state: Option<&LogState>, change: &ChangeSet) -> Result<Shape, Reason> 
         .and_then(|m| m.get("configuration")?.as_object().cloned())
         .unwrap_or_default();
     if mapping.is_some() {
-        configuration.insert("delta.columnMapping.mode".into(), json!("id"));
+        let mode = if by_name { "name" } else { "id" };
+        configuration.insert("delta.columnMapping.mode".into(), json!(mode));
         let max = max_id(&change.schema.fields).max(
             configuration
                 .get("delta.columnMapping.maxColumnId")
@@ -478,7 +505,7 @@ async fn add_action(
     change: &ChangeSet,
     file: &DataFile,
     (shape, dv): (&Shape, Option<Json>),
-    verify: bool,
+    (known, verify): (Option<Measured>, bool),
 ) -> Result<Json, String> {
     let mut values = Map::new();
     let mut skip = Vec::new();
@@ -497,7 +524,10 @@ async fn add_action(
         values.insert(physical.clone(), json!(text));
         skip.push(column.clone());
     }
-    let (rows, columns) = measured(store, change, file, verify).await?;
+    let Measured { rows, columns, .. } = match known {
+        Some(m) => m,
+        None => measured(store, change, file, verify).await?,
+    };
     let tight = file.deletion_vector.is_none() && file.deleted_rows.is_empty();
     let stats = stats_json(
         rows,
@@ -525,15 +555,51 @@ async fn add_action(
     Ok(Json::Object(add))
 }
 
+/// What the target knows of a file's contents.
+struct Measured {
+    rows: Option<u64>,
+    columns: Vec<(String, ColumnStats)>,
+    /// How the file holds the fields, when its footer was read for a change set whose
+    /// source reads files without field ids by name ([`ChangeSet::name_mapped`]).
+    naming: Option<FileNaming>,
+}
+
+/// [`measured`] of every added file, by path, before the version's column mapping is
+/// chosen (it depends on whether the files carry field ids): only for a change set whose
+/// source reads files without ids by name; else none (each file is measured as its `add`
+/// is written). `Err` names the file.
+async fn premeasure(
+    store: &TableStore,
+    change: &ChangeSet,
+    verify: bool,
+) -> Result<HashMap<String, Measured>, (String, String)> {
+    let mut out = HashMap::new();
+    if !change.name_mapped {
+        return Ok(out);
+    }
+    for file in &change.added {
+        let m = measured(store, change, file, verify)
+            .await
+            .map_err(|e| (file.path.clone(), e))?;
+        out.insert(file.path.clone(), m);
+    }
+    Ok(out)
+}
+
 /// The file's rows and column statistics: as the source records them, else from its
-/// Parquet footer (a file a later commit removed may be gone: then what the source gave).
+/// Parquet footer (a file a later commit removed may be gone: then what the source gave);
+/// with the footer read, how it holds the fields ([`ChangeSet::name_mapped`] only).
 async fn measured(
     store: &TableStore,
     change: &ChangeSet,
     file: &DataFile,
     verify: bool,
-) -> Result<(Option<u64>, Vec<(String, ColumnStats)>), String> {
-    let known = (file.record_count, file.column_stats.clone());
+) -> Result<Measured, String> {
+    let known = Measured {
+        rows: file.record_count,
+        columns: file.column_stats.clone(),
+        naming: None,
+    };
     if file.record_count.is_some() && !file.column_stats.is_empty() && !verify {
         return Ok(known);
     }
@@ -559,9 +625,15 @@ async fn measured(
     }
     let columns = match file.column_stats.is_empty() {
         true => footer.columns.into_iter().collect(),
-        false => known.1,
+        false => known.columns,
     };
-    Ok((Some(footer.record_count), columns))
+    Ok(Measured {
+        rows: Some(footer.record_count),
+        columns,
+        naming: change
+            .name_mapped
+            .then(|| file_naming(&meta, &change.schema)),
+    })
 }
 
 #[cfg(test)]
@@ -614,14 +686,14 @@ mod tests {
     fn a_dropped_then_re_added_name_gets_a_physical_name_no_other_field_had() {
         let id = || with_id(Field::required("id", PrimitiveType::Long), 1);
         let secret = |n| with_id(Field::optional("secret", PrimitiveType::String), n);
-        let v0 = shape(None, &change(vec![id(), secret(2)])).unwrap();
+        let v0 = shape(None, &change(vec![id(), secret(2)]), &[]).unwrap();
         assert_eq!(
             physicals(&v0),
             [(s("id"), s("id")), (s("secret"), s("secret"))]
         );
-        let v1 = shape(Some(&state_of(&[&v0.metadata])), &change(vec![id()])).unwrap();
+        let v1 = shape(Some(&state_of(&[&v0.metadata])), &change(vec![id()]), &[]).unwrap();
         let state = state_of(&[&v0.metadata, &v1.metadata]);
-        let v2 = shape(Some(&state), &change(vec![id(), secret(3)])).unwrap();
+        let v2 = shape(Some(&state), &change(vec![id(), secret(3)]), &[]).unwrap();
         // Old files' `secret` (field 2) never maps to field 3.
         assert_eq!(
             physicals(&v2),
@@ -635,7 +707,7 @@ mod tests {
         // name (the source's files hold it under that name).
         let state = state_of(&[&v0.metadata, &v1.metadata, &v2.metadata]);
         let tag = with_id(Field::optional("tag", PrimitiveType::String), 4);
-        let v3 = shape(Some(&state), &change(vec![id(), secret(3), tag])).unwrap();
+        let v3 = shape(Some(&state), &change(vec![id(), secret(3), tag]), &[]).unwrap();
         assert_eq!(
             physicals(&v3),
             [
@@ -658,11 +730,12 @@ mod tests {
             id(),
             with_id(Field::optional("score", PrimitiveType::Double), 2),
         ]);
-        let v0 = shape(None, &v0).unwrap();
+        let v0 = shape(None, &v0, &[]).unwrap();
         let renamed = || with_id(Field::optional("points", PrimitiveType::Double), 2);
         let v1 = shape(
             Some(&state_of(&[&v0.metadata])),
             &change(vec![id(), renamed()]),
+            &[],
         )
         .unwrap();
         let state = state_of(&[&v0.metadata, &v1.metadata]);
@@ -671,7 +744,7 @@ mod tests {
             renamed(),
             with_id(Field::optional("score", PrimitiveType::String), 3),
         ]);
-        let v2 = shape(Some(&state), &readded).unwrap();
+        let v2 = shape(Some(&state), &readded, &[]).unwrap();
         assert_eq!(
             physicals(&v2),
             [
@@ -698,7 +771,7 @@ mod tests {
         let x = |n| with_id(Field::optional("x", PrimitiveType::Long), n);
         // The first version names a top-level column `col-4` (any name is a name).
         let col4 = with_id(Field::optional("col-4", PrimitiveType::Long), 2);
-        let v0 = shape(None, &change(vec![st(vec![x(3)]), col4.clone()])).unwrap();
+        let v0 = shape(None, &change(vec![st(vec![x(3)]), col4.clone()]), &[]).unwrap();
         assert_eq!(
             physicals(&v0),
             [
@@ -707,10 +780,15 @@ mod tests {
                 (s("s.x"), s("x"))
             ]
         );
-        let v1 = shape(Some(&state_of(&[&v0.metadata])), &change(vec![st(vec![])])).unwrap();
+        let v1 = shape(
+            Some(&state_of(&[&v0.metadata])),
+            &change(vec![st(vec![])]),
+            &[],
+        )
+        .unwrap();
         let state = state_of(&[&v0.metadata, &v1.metadata]);
         let y = with_id(Field::optional("col-4", PrimitiveType::Long), 4);
-        let v2 = shape(Some(&state), &change(vec![st(vec![x(5)]), y])).unwrap();
+        let v2 = shape(Some(&state), &change(vec![st(vec![x(5)]), y]), &[]).unwrap();
         assert_eq!(
             physicals(&v2),
             [
@@ -758,7 +836,7 @@ mod tests {
             with_id(Field::optional("points", PrimitiveType::String), 2),
             with_id(Field::optional("score", PrimitiveType::String), 3),
         ]);
-        let next = shape(Some(&state), &next).unwrap();
+        let next = shape(Some(&state), &next, &[]).unwrap();
         assert_eq!(
             physicals(&next),
             [(s("points"), s("score")), (s("score"), s("col-3"))]
@@ -771,7 +849,7 @@ mod tests {
             with_id(Field::required("id", PrimitiveType::Long), 1),
             with_id(Field::optional("name", PrimitiveType::String), 2),
         ]);
-        let shape1 = shape(None, &first).unwrap();
+        let shape1 = shape(None, &first, &[]).unwrap();
         let config = &shape1.metadata["configuration"];
         assert_eq!(config["delta.columnMapping.mode"], "id");
         assert_eq!(config["delta.columnMapping.maxColumnId"], "2");
@@ -780,19 +858,22 @@ mod tests {
             with_id(Field::required("id", PrimitiveType::Long), 1),
             with_id(Field::optional("label", PrimitiveType::String), 2),
         ]);
-        let shape2 = shape(Some(&state), &renamed).unwrap();
+        let shape2 = shape(Some(&state), &renamed, &[]).unwrap();
         assert_eq!(shape2.physical["label"], "name");
         assert_eq!(shape2.metadata["id"], shape1.metadata["id"]);
         // Without ids (Hudi, Parquet): no column mapping.
         let plain = change(vec![Field::required("id", PrimitiveType::Long)]);
-        let shape3 = shape(None, &plain).unwrap();
+        let shape3 = shape(None, &plain, &[]).unwrap();
         assert!(shape3.metadata["configuration"]
             .get("delta.columnMapping.mode")
             .is_none());
         // A type change is refused naming the column.
         let state = state_of(&[&shape3.metadata]);
         let changed = change(vec![Field::required("id", PrimitiveType::String)]);
-        let err = shape(Some(&state), &changed).err().unwrap().to_string();
+        let err = shape(Some(&state), &changed, &[])
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("column id changes type"), "{err}");
     }
 }

@@ -24,6 +24,7 @@
 //! | `mirrored_deletes` | the rows the loaded version deletes, for a source resuming after it |
 //! | `commit` | the actions of one version |
 //! | `schema_out` | schema, partition columns, column mapping, protocol |
+//! | `naming` | how files hold the fields (Parquet field ids or names): column mapping `id` or `name` |
 //! | `values_out` | partition values, statistics, paths, inline vectors |
 //! | `checkpoint_out` | checkpoints through deltalake-core |
 //! | `retention` | `expire` (log cleanup to a checkpoint) and `cleanup` (unnamed vector files) |
@@ -34,6 +35,7 @@ mod commit;
 mod error;
 mod log_state;
 mod mirrored_deletes;
+mod naming;
 mod retention;
 mod schema_out;
 mod values_out;

@@ -1,8 +1,9 @@
 //! The neutral schema and partition spec in Delta's words: `schemaString`, identity
-//! partition columns, column mapping by id (when the source's fields carry ids), and the
+//! partition columns, column mapping by id (when the source's fields carry ids; by name
+//! when its files carry none, from `naming`), and the
 //! lowest protocol that holds the features used.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::{json, Map, Value as Json};
 use xlake_model::{DataType, Field, PartitionSpec, PrimitiveType, Schema, Transform};
@@ -25,6 +26,10 @@ pub(super) struct PhysicalNames {
     pub(super) used: HashMap<(Option<i64>, String), i64>,
     /// Physical names a version gave to a second field id: `version: what`.
     pub(super) reused: Vec<String>,
+    /// The first field a version gave a physical name other than its own name (a rename,
+    /// or `col-<id>`): `version N: field id I (name) is physical P`. Files written by the
+    /// source after that hold the field under another name than its physical one.
+    pub(super) renamed: Option<String>,
 }
 
 impl PhysicalNames {
@@ -39,7 +44,12 @@ impl PhysicalNames {
             walk_type(&schema, None, &mut given);
         }
         self.kept.clear();
-        for (parent, name, id) in given {
+        for (parent, name, id, logical) in given {
+            if name != logical && self.renamed.is_none() {
+                self.renamed = Some(format!(
+                    "version {version}: field id {id} ({logical}) has physical name {name}"
+                ));
+            }
             match self.used.get(&(parent, name.clone())) {
                 Some(&other) if other != id => self.reused.push(format!(
                     "version {version}: physical name {name} of field id {id} was given to field id {other}"
@@ -50,6 +60,25 @@ impl PhysicalNames {
                 }
             }
             self.kept.insert(id, name);
+        }
+    }
+
+    /// Give field `id` under `parent` the physical name `name`, which a data file holds it
+    /// under (column mapping mode `name`): `Err` names the name it has, or the field id
+    /// that has `name`, when that differs.
+    pub(super) fn give(&mut self, parent: Option<i64>, id: i64, name: &str) -> Result<(), String> {
+        if let Some(kept) = self.kept.get(&id).filter(|k| *k != name) {
+            return Err(format!("its physical name is {kept}"));
+        }
+        match self.used.get(&(parent, name.to_string())) {
+            Some(&other) if other != id => Err(format!(
+                "the physical name {name} belongs to field id {other}"
+            )),
+            _ => {
+                self.used.insert((parent, name.to_string()), id);
+                self.kept.insert(id, name.to_string());
+                Ok(())
+            }
         }
     }
 
@@ -84,9 +113,22 @@ impl PhysicalNames {
     }
 }
 
-/// Every `(parent field id, physical name, field id)` of a Delta type, through structs,
-/// array elements and map keys and values.
-fn walk_type(t: &Json, parent: Option<i64>, out: &mut Vec<(Option<i64>, String, i64)>) {
+/// Every `(parent field id, physical name)` of a Delta schema (column mapping).
+pub(super) fn physical_names_of(schema: &Json) -> HashSet<(Option<i64>, String)> {
+    let mut given = Vec::new();
+    walk_type(schema, None, &mut given);
+    given
+        .into_iter()
+        .map(|(parent, name, _, _)| (parent, name))
+        .collect()
+}
+
+/// `(parent field id, physical name, field id, name)`.
+type Given = (Option<i64>, String, i64, String);
+
+/// Every `(parent field id, physical name, field id, name)` of a Delta type, through
+/// structs, array elements and map keys and values.
+fn walk_type(t: &Json, parent: Option<i64>, out: &mut Vec<Given>) {
     let Json::Object(o) = t else { return };
     for f in o
         .get("fields")
@@ -101,8 +143,9 @@ fn walk_type(t: &Json, parent: Option<i64>, out: &mut Vec<(Option<i64>, String, 
         let name = meta
             .and_then(|m| m.get("delta.columnMapping.physicalName"))
             .and_then(Json::as_str);
+        let logical = f.get("name").and_then(Json::as_str).unwrap_or_default();
         if let (Some(id), Some(name)) = (id, name) {
-            out.push((parent, name.to_string(), id));
+            out.push((parent, name.to_string(), id, logical.to_string()));
         }
         if let Some(ty) = f.get("type") {
             walk_type(ty, id.or(parent), out);

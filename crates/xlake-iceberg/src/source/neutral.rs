@@ -1,9 +1,12 @@
 //! An Iceberg table's schema, partition spec and partition tuples in the neutral model:
-//! field ids kept ([`Field::id`]), identity partitions only.
+//! field ids kept ([`Field::id`]), the name mapping's names as aliases, identity
+//! partitions only.
+
+use std::collections::HashMap;
 
 use iceberg::spec::{
-    Literal, NestedFieldRef, PartitionSpec as IcebergSpec, PrimitiveLiteral,
-    PrimitiveType as IcebergPrimitive, Schema as IcebergSchema, Struct,
+    Literal, MappedField, NameMapping, NestedFieldRef, PartitionSpec as IcebergSpec,
+    PrimitiveLiteral, PrimitiveType as IcebergPrimitive, Schema as IcebergSchema, Struct,
     Transform as IcebergTransform, Type,
 };
 use xlake_model::{
@@ -15,6 +18,42 @@ use crate::spec::error::CodecError;
 /// The neutral schema of an Iceberg schema, every field with its Iceberg id.
 pub(crate) fn schema(schema: &IcebergSchema) -> Schema {
     Schema::new(schema.as_struct().fields().iter().map(field).collect())
+}
+
+/// `schema` with each field's [`Field::aliases`] the names `mapping` (the table's
+/// `schema.name-mapping.default`) gives its field id: the names a data file without field
+/// ids holds it under, as Iceberg readers resolve them.
+pub(crate) fn with_name_mapping(mut schema: Schema, mapping: &NameMapping) -> Schema {
+    fn collect<'a>(f: &'a MappedField, out: &mut HashMap<i32, &'a [String]>) {
+        if let Some(id) = f.field_id() {
+            out.insert(id, f.names());
+        }
+        for child in f.fields() {
+            collect(child, out);
+        }
+    }
+    fn apply(fields: &mut [Field], names: &HashMap<i32, &[String]>) {
+        for f in fields {
+            if let Some(given) = f.id.and_then(|id| names.get(&id)) {
+                f.aliases = given.to_vec();
+            }
+            match &mut f.data_type {
+                DataType::Primitive(_) => {}
+                DataType::Struct(children) => apply(children, names),
+                DataType::List(element) => apply(std::slice::from_mut(element), names),
+                DataType::Map { key, value } => {
+                    apply(std::slice::from_mut(key), names);
+                    apply(std::slice::from_mut(value), names);
+                }
+            }
+        }
+    }
+    let mut names = HashMap::new();
+    for f in mapping.fields() {
+        collect(f, &mut names);
+    }
+    apply(&mut schema.fields, &names);
+    schema
 }
 
 fn field(f: &NestedFieldRef) -> Field {
@@ -228,5 +267,16 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("partition field p is month(day)"), "{err}");
+    }
+
+    #[test]
+    fn the_name_mapping_gives_each_field_id_its_names_as_aliases() {
+        let mapping: NameMapping = serde_json::from_str(
+            r#"[{"field-id": 1, "names": ["id"]}, {"field-id": 2, "names": ["day", "d"]}]"#,
+        )
+        .unwrap();
+        let neutral = with_name_mapping(super::schema(&table_schema()), &mapping);
+        assert_eq!(neutral.fields[0].aliases, ["id"]);
+        assert_eq!(neutral.fields[1].aliases, ["day", "d"]);
     }
 }

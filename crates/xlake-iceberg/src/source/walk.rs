@@ -5,8 +5,8 @@
 use std::collections::{BTreeSet, HashMap};
 
 use iceberg::spec::{
-    DataContentType, DataFileFormat, ManifestEntry, ManifestFile, ManifestStatus, Snapshot,
-    TableMetadata,
+    DataContentType, DataFileFormat, ManifestEntry, ManifestFile, ManifestStatus, NameMapping,
+    Snapshot, TableMetadata, DEFAULT_SCHEMA_NAME_MAPPING,
 };
 use roaring::RoaringTreemap;
 use xlake_model::{
@@ -237,8 +237,19 @@ impl Walk<'_> {
             requested_ms: None,
             commit_time_ms: snapshot.timestamp_ms(),
         };
-        let mut change = ChangeSet::new(commit, neutral::schema(&schema), spec);
+        let mut neutral = neutral::schema(&schema);
+        let mapping = self.metadata.properties().get(DEFAULT_SCHEMA_NAME_MAPPING);
+        if let Some(text) = mapping {
+            let mapping: NameMapping = serde_json::from_str(text).map_err(|e| {
+                let why =
+                    CodecError::within(format!("table property {DEFAULT_SCHEMA_NAME_MAPPING}"));
+                self.corrupt(snapshot, list, why(e))
+            })?;
+            neutral = neutral::with_name_mapping(neutral, &mapping);
+        }
+        let mut change = ChangeSet::new(commit, neutral, spec);
         change.data_change = operation != "replace";
+        change.name_mapped = mapping.is_some();
         Ok(change)
     }
 
