@@ -138,7 +138,7 @@ pub(crate) trait Requests {
     /// A request on `table` that failed for `reason`.
     fn error(
         &self,
-        table: &crate::contract::TableIdent,
+        table: &crate::ident::TableIdent,
         reason: impl std::fmt::Display,
     ) -> CatalogError {
         CatalogError::request(self.uri(), table, reason)
@@ -147,7 +147,7 @@ pub(crate) trait Requests {
     /// A request on `table` that failed because of `cause`, `reason` its message.
     fn caused(
         &self,
-        table: &crate::contract::TableIdent,
+        table: &crate::ident::TableIdent,
         reason: impl std::fmt::Display,
         cause: impl Into<Cause>,
     ) -> CatalogError {

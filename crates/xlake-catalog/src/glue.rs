@@ -18,9 +18,10 @@ use aws_sigv4::sign::v4;
 use aws_smithy_runtime_api::client::identity::Identity;
 use serde_json::{json, Value};
 
-use crate::contract::{Catalog, Pointer, Swap, TableIdent};
+use crate::contract::{Catalog, Pointer, Swap};
 use crate::error::{Cause, Requests, Result};
 use crate::http::{http_client, send_retrying};
+use crate::ident::TableIdent;
 use crate::target::CatalogTarget;
 
 /// A Glue Data Catalog.

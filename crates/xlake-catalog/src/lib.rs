@@ -10,10 +10,10 @@
 //! |---|---|
 //! | [`Catalog`] | one catalog kind: `load_pointer`, `register`, `swap(expected, new)` |
 //! | [`CatalogTarget`] | what the operator asked for: URI, catalog name, `namespace.table` |
-//! | [`contract`] | the [`Catalog`] trait every backend implements, and its values ([`Pointer`], [`Swap`], [`TableIdent`]) |
+//! | [`contract`] | the [`Catalog`] trait every backend implements, and its values ([`Pointer`], [`Swap`]) |
 //! | [`target`] | [`CatalogTarget`], and how messages name a catalog (`redact`) |
 //! | [`uri`] | parses a catalog URI and opens the matching [`Catalog`]: the one module that knows every backend |
-//! | [`TableIdent`] | a table name in a namespace |
+//! | [`ident`] | [`TableIdent`]: a table name in a namespace |
 //! | [`commit`] | the rules where the entry moves by commit (REST): judged by snapshots, moved by requirements and updates |
 //! | [`pointer`] | the rules: refuse foreign entries, register, move only forward (past versions the table's [`History`] holds) |
 //! | [`sql`] | the JDBC-catalog layout (Iceberg Java `JdbcCatalog`, pyiceberg `SqlCatalog`) over SQLite and, with `postgres`, PostgreSQL |
@@ -23,7 +23,7 @@
 //! | [`error`] | [`CatalogError`]: errors, each naming the catalog and the table |
 //!
 //! Dependencies point one way: backends (`sql`, `rest`, `glue`, `hms`) import `contract`,
-//! `error`, `target` (and the HTTP helpers), never `uri`; `uri` imports the backends.
+//! `error`, `ident`, `target` (and the HTTP helpers), never `uri`; `uri` imports the backends.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod commit;
@@ -34,6 +34,7 @@ pub mod glue;
 #[cfg(feature = "hms")]
 pub mod hms;
 mod http;
+pub mod ident;
 pub mod pointer;
 #[cfg(feature = "rest")]
 pub mod rest;
@@ -41,8 +42,9 @@ pub mod sql;
 pub mod target;
 pub mod uri;
 
-pub use contract::{Catalog, Committed, Pointer, Swap, TableIdent, TableIdentError};
+pub use contract::{Catalog, Committed, Pointer, Swap};
 pub use error::{CatalogError, Result};
+pub use ident::{TableIdent, TableIdentError};
 pub use pointer::{advance, precheck, Advanced, History, TableRoot};
 pub use target::CatalogTarget;
 pub use uri::open;

@@ -19,8 +19,9 @@
 use async_trait::async_trait;
 
 use crate::commit::{self, Position, Refusal};
-use crate::contract::{Catalog, Committed, Pointer, Swap, TableIdent};
+use crate::contract::{Catalog, Committed, Pointer, Swap};
 use crate::error::{CatalogError, Result};
+use crate::ident::TableIdent;
 
 /// An error of the table's own storage, as [`History`] gives it.
 pub use crate::error::TableError;

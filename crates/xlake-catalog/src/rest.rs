@@ -26,9 +26,10 @@ use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde_json::{json, Value};
 use tokio::sync::OnceCell;
 
-use crate::contract::{Catalog, Committed, Pointer, Swap, TableIdent};
+use crate::contract::{Catalog, Committed, Pointer, Swap};
 use crate::error::{CatalogError, Requests, Result};
 use crate::http::{http_client, send_retrying};
+use crate::ident::TableIdent;
 use crate::target::{redact, CatalogTarget};
 
 /// A session: the prefix and the authorization header.

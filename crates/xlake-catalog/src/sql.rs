@@ -10,8 +10,9 @@
 
 use async_trait::async_trait;
 
-use crate::contract::{Catalog, Pointer, Swap, TableIdent};
+use crate::contract::{Catalog, Pointer, Swap};
 use crate::error::{CatalogError, Result};
+use crate::ident::TableIdent;
 
 /// Iceberg Java's current (V1) layout; pyiceberg ignores `iceberg_type`, Java reads a NULL
 /// there as a table.

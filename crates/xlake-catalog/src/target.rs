@@ -1,8 +1,8 @@
 //! [`CatalogTarget`]: what the operator asked for, and how messages name a catalog.
 //! Backends take their target from here; opening one by its URI is `uri`'s.
 
-use crate::contract::TableIdent;
 use crate::error::{CatalogError, Result};
+use crate::ident::TableIdent;
 
 /// The catalog name used when none is given (the JDBC layout's `catalog_name`).
 pub const DEFAULT_NAME: &str = "xlake";

@@ -25,8 +25,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use wire::{Outcome, Value};
 
-use crate::contract::{Catalog, Pointer, Swap, TableIdent};
+use crate::contract::{Catalog, Pointer, Swap};
 use crate::error::{CatalogError, Cause, Requests, Result};
+use crate::ident::TableIdent;
 use crate::target::{redact, CatalogTarget};
 
 /// One call's connect, read and write timeout.
