@@ -39,4 +39,7 @@ pub mod vector_bytes;
 
 pub use error::{DeltaError, Reason, Result};
 pub use source::DeltaSource;
-pub use table_source::{FORMAT, KIND};
+pub use table_source::KIND;
+
+/// The format's name in `XTABLE_METADATA`.
+pub const FORMAT: xlake_model::SourceFormat = xlake_model::SourceFormat::new("DELTA");

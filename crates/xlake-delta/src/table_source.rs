@@ -13,10 +13,7 @@ use xlake_storage::TableStore;
 
 use crate::error::DeltaError;
 use crate::log::LOG_DIR;
-use crate::DeltaSource;
-
-/// The format's name in `XTABLE_METADATA`.
-pub const FORMAT: SourceFormat = SourceFormat::new("DELTA");
+use crate::{DeltaSource, FORMAT};
 
 /// The Delta format, for the engine's registry.
 pub const KIND: SourceKind = SourceKind {

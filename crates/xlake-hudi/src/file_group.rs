@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::commit_metadata::{CommitMetadata, WriteStat};
 use crate::error::Reason;
-use crate::source::HudiOptions;
+use xlake_source::SourceOptions as HudiOptions;
 
 /// The current base file of one file group.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -38,4 +38,7 @@ pub mod timeline;
 
 pub use error::{HudiError, Reason, Result};
 pub use source::{HudiOptions, HudiSource, READ_OPTIMIZED, VIEW_NOTE};
-pub use table_source::{FORMAT, KIND};
+pub use table_source::KIND;
+
+/// The format's name in `XTABLE_METADATA`.
+pub const FORMAT: xlake_model::SourceFormat = xlake_model::SourceFormat::new("HUDI");

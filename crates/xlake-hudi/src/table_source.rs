@@ -16,10 +16,7 @@ use crate::error::HudiError;
 use crate::file_group::parse_base_file_path;
 use crate::properties::{KeyGenerator, TableType};
 use crate::source::{READ_OPTIMIZED, VIEW_NOTE};
-use crate::HudiSource;
-
-/// The format's name in `XTABLE_METADATA`.
-pub const FORMAT: SourceFormat = SourceFormat::new("HUDI");
+use crate::{HudiSource, FORMAT};
 
 /// The Hudi format, for the engine's registry.
 pub const KIND: SourceKind = SourceKind {
