@@ -8,12 +8,12 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use xlake_source::SourceOptions;
+use xlake_sync::access::{Allowed, Key};
 use xlake_sync::inspect::inspect;
 use xlake_sync::job::{run_once, JobConfig};
 use xlake_sync::locate::{locate, Located};
 use xlake_sync::maintain::Retention;
 use xlake_sync::maintain::{self, Expiry};
-use xlake_sync::serve::access::{Allowed, Key};
 use xlake_sync::serve::{bind, serve, MetricsEndpoint, ServeConfig};
 use xlake_sync::snapshots::snapshots_of;
 use xlake_sync::{check_with, mirror_commit, sync, SyncError, SyncOptions};
@@ -285,7 +285,7 @@ fn data_roots(table: &str, allow: &AllowArg) -> Result<Option<Vec<String>>, Fail
     if allow.allow.is_empty() {
         return Ok(None);
     }
-    let table = xlake_sync::serve::access::normalise(table).map_err(usage)?;
+    let table = xlake_sync::access::normalise(table).map_err(usage)?;
     let allowed = Allowed::new(&allow.allow, &[]).map_err(usage)?;
     Ok(Some(allowed.data_roots(&table)))
 }
@@ -710,9 +710,14 @@ async fn serve_command(command: Command) -> Outcome {
     if insecure_no_key {
         crate::out::errln!("xlake: WARNING: --insecure-no-key: callbacks are not authenticated");
     }
+    let (mut prefixes, tables) = jobs
+        .as_ref()
+        .map(JobConfig::served_locations)
+        .unwrap_or_default();
+    prefixes.splice(0..0, allow.iter().cloned());
     let settings = ServeConfig {
         key,
-        allowed: Allowed::for_service(&allow, jobs.as_ref()).map_err(usage)?,
+        allowed: Allowed::for_service(&prefixes, &tables).map_err(usage)?,
         options: mirror_options(&mirror)?,
         concurrency: concurrency
             .or(jobs.as_ref().map(|j| j.concurrency))

@@ -201,6 +201,13 @@ pub fn fnv1a_64(bytes: &[u8]) -> u64 {
 }
 
 impl JobConfig {
+    /// What the config lets a service touch: its `allow` prefixes and its tables'
+    /// locations (for [`Allowed::for_service`](crate::access::Allowed::for_service)).
+    pub fn served_locations(&self) -> (Vec<String>, Vec<String>) {
+        let tables = self.tables.iter().map(|t| t.location.clone()).collect();
+        (self.allow.clone(), tables)
+    }
+
     /// Only the tables of `shard`.
     pub fn in_shard(mut self, shard: Shard) -> Self {
         self.tables.retain(|t| shard.contains(&t.location));

@@ -25,6 +25,7 @@
 //! | [`rebuild`] | `sync --rebuild`: a copied or moved table mirrored afresh at its new place |
 //! | `replay` | the source's replay as the engine reads it: pending change sets, `--from-latest`, lost history |
 //! | [`serve`] | the long-running service: Hudi's write-commit callback, scheduled sync, check, metrics |
+//! | [`access`] | who may ask for what: the service's API key, and the locations (table roots, data files) a sync or a request may read or write |
 //! | [`upgrade`](upgrade::upgrade) | `xlake upgrade`: a newer target format version, at once |
 //! | [`sources`] | the registry of source formats: the only module naming Hudi, Delta and Parquet |
 //! | [`targets`] | the registry of targets: the only module naming Iceberg |
@@ -37,6 +38,7 @@
 //! re-plans from the target's state.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod access;
 pub mod catalog;
 pub mod check;
 mod error;
@@ -114,7 +116,7 @@ pub fn open_store(location: &str, options: &SyncOptions) -> Result<TableStore, S
     let store = TableStore::open(location)?.with_single_writer(options.single_writer);
     Ok(match options.data_roots.clone() {
         Some(roots) => store.confined(xlake_storage::Confinement::new(move |path| {
-            serve::access::data_file_allowed(path, &roots)
+            access::data_file_allowed(path, &roots)
         })),
         None => store,
     })

@@ -9,7 +9,7 @@ use xlake_storage::TableStore;
 use xlake_target::{Loaded, Read, SetAside, TableTarget, TargetError};
 
 use crate::{
-    catalog, rebuild, replay, serve, sources, targets, upgrade, InTable, Mirrored, SyncError,
+    access, catalog, rebuild, replay, sources, targets, upgrade, InTable, Mirrored, SyncError,
     SyncOptions, SyncReport,
 };
 
@@ -589,8 +589,8 @@ fn confine(
             xlake_model::VectorBytes::Stored { path, .. } => Some(path),
             xlake_model::VectorBytes::Inline(_) => None,
         });
-        !serve::access::data_file_allowed(&f.path, roots)
-            || vector.is_some_and(|p| !serve::access::data_file_allowed(p, roots))
+        !access::data_file_allowed(&f.path, roots)
+            || vector.is_some_and(|p| !access::data_file_allowed(p, roots))
     };
     pending.iter().enumerate().find_map(|(i, change)| {
         let file = change.added.iter().find(outside)?;

@@ -21,9 +21,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tower_http::timeout::TimeoutError;
 
-use super::access::KEY_HEADER;
 use super::metrics::failure_kind;
 use super::{off_thread, Peer, ServiceState};
+use crate::access::KEY_HEADER;
 use crate::{mirror_commit, SyncError};
 
 /// The fields of Hudi's callback message the endpoint needs.
@@ -186,7 +186,7 @@ async fn mirror(state: &ServiceState, message: &CallbackMessage, table: &str) ->
     let entry = state.config.jobs.as_ref().and_then(|jobs| {
         jobs.tables
             .iter()
-            .find(|t| super::access::normalise(&t.location).is_ok_and(|n| n == table))
+            .find(|t| crate::access::normalise(&t.location).is_ok_and(|n| n == table))
     });
     let mut options = entry.map_or_else(|| state.config.options.clone(), crate::job::entry_options);
     options.data_roots = Some(state.config.allowed.data_roots(table));

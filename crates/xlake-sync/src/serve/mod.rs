@@ -5,7 +5,7 @@
 //!
 //! | module | what it does |
 //! |---|---|
-//! | [`access`] | the API key, allowed locations, path normalisation |
+//! | [`access`](crate::access) | the API key, allowed locations, path normalisation (the crate's module, which `sync --allow` shares) |
 //! | [`callback`] | one callback: authenticate, parse, authorise, mirror under the table's lock, answer |
 //! | [`metrics`] | the Prometheus metrics |
 //! | [`schedule`] | the scheduled sync cycle and the periodic check |
@@ -15,7 +15,6 @@
 //! bodies over the limit are answered 413 unread. On shutdown the listener closes, idle
 //! connections are closed, and requests in flight (their mirrors) finish and are answered.
 
-pub mod access;
 pub mod callback;
 pub mod metrics;
 pub mod schedule;
@@ -40,9 +39,9 @@ use tokio::sync::{watch, Semaphore};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
+use crate::access::{self, Allowed, Key};
 use crate::job::JobConfig;
 use crate::{SyncError, SyncOptions};
-use access::{Allowed, Key};
 use metrics::Metrics;
 
 /// How the service runs.

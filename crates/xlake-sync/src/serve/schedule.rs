@@ -9,9 +9,9 @@ use futures::StreamExt;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::access::normalise;
 use super::metrics::{failure_kind, Metrics};
 use super::{off_thread, ServiceState};
+use crate::access::normalise;
 use crate::check::check;
 use crate::job::{sync_entry, TableEntry, TableResult};
 

@@ -205,19 +205,11 @@ impl Allowed {
         })
     }
 
-    /// The service's allowed locations: `--allow` and the config's `allow` prefixes, and
-    /// the config's tables; refuses to start with none (any location could be named).
-    pub fn for_service(
-        prefixes: &[String],
-        jobs: Option<&crate::job::JobConfig>,
-    ) -> Result<Self, ConfigError> {
-        let mut all: Vec<String> = prefixes.to_vec();
-        let mut tables = Vec::new();
-        if let Some(j) = jobs {
-            all.extend(j.allow.iter().cloned());
-            tables.extend(j.tables.iter().map(|t| t.location.clone()));
-        }
-        let allowed = Self::new(&all, &tables)?;
+    /// The service's allowed locations: the `prefixes` of `--allow` and of a job config's
+    /// `allow`, and the config's `tables`; refuses to start with none (any location could
+    /// be named).
+    pub fn for_service(prefixes: &[String], tables: &[String]) -> Result<Self, ConfigError> {
+        let allowed = Self::new(prefixes, tables)?;
         if allowed.is_empty() {
             return Err(ConfigError::access("nothing to serve: give --allow <location-prefix> or --config with the tables to serve".into()));
         }
