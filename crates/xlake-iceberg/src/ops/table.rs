@@ -222,7 +222,7 @@ pub struct IcebergTable {
     /// once, not once per commit.
     pub(crate) live_paths: PathCache,
     /// The path index chains read, and those set aside (see [`crate::path_index`]).
-    pub(crate) path_index: Arc<Mutex<crate::ops::path_index::IndexState>>,
+    pub(crate) path_index: Arc<Mutex<crate::ops::path_index::chain::IndexState>>,
     /// A manifest list read ahead of the commit that reads it (see
     /// [`Self::read_ahead_list`]): its location and bytes.
     pub(crate) read_ahead: Arc<Mutex<Option<(String, Bytes)>>>,

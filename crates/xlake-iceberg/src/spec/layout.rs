@@ -114,6 +114,14 @@ pub fn in_metadata_dir(path: &str) -> bool {
         .is_some_and(|rest| rest.starts_with('/'))
 }
 
+/// The table property naming the current path index (table-relative).
+pub const PATH_INDEX: &str = "xlake.path-index";
+
+/// A fresh path index file's table-relative path (`metadata/<uuid>-paths.bin`).
+pub(crate) fn path_index_file() -> String {
+    format!("{METADATA_DIR}/{}-paths.bin", uuid::Uuid::new_v4())
+}
+
 /// Whether a table-relative path is the staging file of one xlake writes in `metadata/`
 /// ([`is_written_by_xlake`]): object_store's local backend writes `<name>#<n>` and renames
 /// it into place, so a write killed between the two leaves it behind. Never read, never

@@ -13,6 +13,14 @@ use super::segment::{encode, Segment};
 use crate::ops::live_paths::PathKeys;
 use crate::spec::error::CodecError;
 
+/// Per process: the chains read (by head; `None` when it could not be), and the heads of
+/// those set aside after they misled a removal.
+#[derive(Debug, Default)]
+pub(crate) struct IndexState {
+    pub(super) chains: HashMap<String, Option<Arc<Chain>>>,
+    pub(super) set_aside: HashSet<String>,
+}
+
 /// The most segments a chain holds: a removal onto a chain this long writes a full one.
 /// Each is a read for a removal (side by side; a request each on an object store).
 pub(crate) const MAX_DEPTH: usize = 8;

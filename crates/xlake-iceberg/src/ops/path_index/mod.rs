@@ -22,15 +22,16 @@
 //! process: its reads are done as if it did not exist, and the next index is written
 //! full from what the process knows.
 
-mod chain;
+pub(crate) mod chain;
 mod segment;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use iceberg::spec::TableMetadata;
 use xlake_storage::{StorageError, TableStore};
 
+pub use crate::spec::layout::PATH_INDEX;
 pub(crate) use chain::Chain;
 
 use crate::error::Result;
@@ -38,19 +39,10 @@ use crate::ops::live_paths::PathKeys;
 use crate::ops::plan::Draft;
 use crate::ops::table::IcebergTable;
 use crate::spec::error::CodecError;
-use crate::spec::layout::METADATA_DIR;
-
-/// The table property naming the current path index (table-relative).
-pub const PATH_INDEX: &str = "xlake.path-index";
 
 /// The most ancestors a segment may name when read (a chain xlake writes has fewer than
 /// [`chain::MAX_DEPTH`]).
 const MAX_ANCESTORS: usize = 64;
-
-/// A fresh path index file's table-relative path.
-pub(crate) fn path_index_file() -> String {
-    format!("{METADATA_DIR}/{}-paths.bin", uuid::Uuid::new_v4())
-}
 
 /// Whether `name` is one xlake gives a path index (`metadata/<uuid>-paths.bin`).
 fn is_index_name(name: &str) -> bool {
@@ -94,14 +86,6 @@ pub async fn path_index_files(
         }
     }
     Ok(out)
-}
-
-/// Per process: the chains read (by head; `None` when it could not be), and the heads of
-/// those set aside after they misled a removal.
-#[derive(Debug, Default)]
-pub(crate) struct IndexState {
-    chains: HashMap<String, Option<Arc<Chain>>>,
-    set_aside: HashSet<String>,
 }
 
 impl IcebergTable {

@@ -30,10 +30,11 @@ use iceberg::spec::{
 use xlake_model::ChangeSet;
 
 use crate::error::{IcebergError, Result};
-use crate::ops::path_index::{path_index_file, Chain, PATH_INDEX};
+use crate::ops::path_index::chain::Chain;
 use crate::ops::table::{IcebergTable, LoadedTable};
 use crate::spec::fidelity::PARQUET_VECTORIZATION;
 use crate::spec::history::History;
+use crate::spec::layout::{path_index_file, PATH_INDEX};
 use crate::spec::manifest_list::ListFile;
 use manifests::Written;
 
