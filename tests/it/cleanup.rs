@@ -564,3 +564,31 @@ fn staging_files_of_killed_writes_are_cleaned_once_old() {
     assert!(theirs.exists() && young.exists(), "{out}");
     assert_eq!(common::xlake(&["check", t, "--deep"]).0, 0);
 }
+
+/// A table synced under two spellings of its place (its path, and a symbolic link to it)
+/// names its metadata files both ways; cleanup under either spelling deletes none of the
+/// live ones (hostile review 3, 2026-12-06: it deleted the manifests and lists named
+/// through the other spelling, and the mirror no longer loaded).
+#[test]
+fn cleanup_keeps_files_named_through_another_spelling_of_the_table() {
+    let (dir, root) = common::delta::extract("partitioned_3commits");
+    let link = dir.path().join("through a link");
+    std::os::unix::fs::symlink(&root, &link).unwrap();
+    assert_eq!(common::xlake(&["sync", s(&link)]).0, 0);
+    common::empty_delta_commit(&root, 3);
+    assert_eq!(common::xlake(&["sync", s(&root)]).0, 0);
+    let before = metadata_names(&root);
+    for t in [s(&root), s(&link)] {
+        let args = ["cleanup", t, "--older-than", "0s", "--no-writer-running"];
+        let (code, out) = common::xlake(&args);
+        assert!(
+            code == 0 && out.contains(": 0 orphan metadata files"),
+            "{out}"
+        );
+    }
+    assert_eq!(metadata_names(&root), before);
+    for t in [s(&root), s(&link)] {
+        let (code, out) = common::xlake(&["check", t]);
+        assert_eq!(code, 0, "{out}");
+    }
+}
