@@ -311,14 +311,12 @@ impl DeltaReplay<'_> {
             .iter()
             .filter_map(Add::created)
             .fold(time, i64::max);
-        // The newest version's commit file is known by its time to the next sync.
-        let commit_modified = match version == self.latest {
-            true => source.commit_modified(version).await?,
-            false => None,
-        };
+        // Each version's commit file is known by its time to the next sync: any version
+        // may be the newest one mirrored (in-commit mode stops at its own, a failing
+        // version ends a sync early), which the next sync resumes from.
         let learnt = Learnt {
             created_by: Some(created_by),
-            commit_modified,
+            commit_modified: source.commit_modified(version).await?,
         };
         change.source_state = Some(resume::save_with(version, &s.metadata, &s.protocol, learnt));
         for add in &commit.adds {
