@@ -1229,3 +1229,34 @@ fn a_table_written_anew_after_an_in_commit_mirror_is_refused() {
     }
     assert!(metadata_snapshot(&root) == before, "nothing written");
 }
+
+/// A table restored from a copy older than the mirror and written past it keeps its id,
+/// but its version at the mirrored one is another commit: refused by that commit's time,
+/// nothing written (hostile review 3, 2026-12-06: the new commits were mirrored on top of
+/// the commits the restore dropped).
+#[tokio::test]
+async fn a_table_restored_from_an_older_copy_and_written_past_the_mirror_is_refused() {
+    let (_dir, root) = extract("simple_table");
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    // Version 4 written again after a restore to version 3: another commit, same id.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let path = root.join("_delta_log/00000000000000000004.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, text.replace("1587968626537", "1900000000000")).unwrap();
+    write_commit(
+        &root,
+        5,
+        "{\"commitInfo\":{\"timestamp\":1900000000001,\"operation\":\"WRITE\"}}\n",
+    );
+    let before = metadata_snapshot(&root);
+    let err = sync_with(&root, &SyncOptions::default()).await.unwrap_err();
+    for part in [
+        root.to_str().unwrap(),
+        "version 4 is not the one the mirror holds",
+        path.to_str().unwrap(),
+    ] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+    assert!(metadata_snapshot(&root) == before, "nothing written");
+}

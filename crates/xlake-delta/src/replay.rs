@@ -117,7 +117,49 @@ impl DeltaSource {
                     "version {m} is not the one the mirror holds: the table's id is {is}, the mirror's {was} (the table was written anew at this place; move metadata/ aside and sync to mirror it afresh)"
                 ),
             }),
-            _ => Ok(now),
+            _ => {
+                self.same_commit(saved, m).await?;
+                Ok(now)
+            }
+        }
+    }
+
+    /// Refuse a commit file of version `m` whose time is not the one the mirrored commit
+    /// had: a table restored from a backup older than the mirror and written past it keeps
+    /// its id, but its version `m` is another commit. Told by the commit's own timestamp
+    /// and its adds' times, as the last sync saved them (`createdBy`); a commit without a
+    /// timestamp of its own (its time is its file's) cannot be told apart, and passes.
+    async fn same_commit(&self, saved: Option<&str>, m: u64) -> Result<()> {
+        let (Some(was), Some((path, _))) =
+            (resume::created_by(saved, m), self.log().commits.get(&m))
+        else {
+            return Ok(());
+        };
+        let bytes = self.store().get(path).await?;
+        let text = String::from_utf8_lossy(&bytes);
+        let Ok(commit) = parse_commit(&text) else {
+            return Ok(());
+        };
+        let Some(time) = commit
+            .info
+            .as_ref()
+            .and_then(|i| i.in_commit_timestamp.or(i.timestamp))
+        else {
+            return Ok(());
+        };
+        let is = commit
+            .adds
+            .iter()
+            .filter_map(Add::created)
+            .fold(time, i64::max);
+        match is == was {
+            true => Ok(()),
+            false => Err(DeltaError::Incomplete {
+                reason: format!(
+                    "version {m} is not the one the mirror holds: {} was written at {is} ms, the mirrored commit at {was} ms (the table was restored from an older copy, or written anew, at this place; move metadata/ aside and sync to mirror it afresh)",
+                    self.store().absolute(path)
+                ),
+            }),
         }
     }
 
