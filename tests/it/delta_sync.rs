@@ -1260,3 +1260,51 @@ async fn a_table_restored_from_an_older_copy_and_written_past_the_mirror_is_refu
     }
     assert!(metadata_snapshot(&root) == before, "nothing written");
 }
+
+/// A first sync that starts at a checkpoint, the log's newest version: the state it saves
+/// knows that version's commit file's time too, so a table written anew past it is refused
+/// by its id (hostile review 3, 2026-12-06: the checkpoint's state kept no time, was
+/// trusted, and the new table's commits were mirrored on top of the old one).
+#[tokio::test]
+async fn a_table_written_anew_past_a_mirrored_checkpoint_is_refused() {
+    let (_dir, root) = extract("checkpoints_vacuumed");
+    let log = root.join("_delta_log");
+    for entry in std::fs::read_dir(&log).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if !name.starts_with("00000000000000000010.") {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let options = SyncOptions {
+        skip_file_check: true,
+        ..Default::default()
+    };
+    sync_with(&root, &options).await.unwrap();
+    // Another table's log (another id) at the same place, written past version 10.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    std::fs::remove_dir_all(&log).unwrap();
+    let (_other_dir, other) = extract("simple_table");
+    std::fs::create_dir(&log).unwrap();
+    for v in 0..=4u64 {
+        let name = format!("{v:020}.json");
+        std::fs::copy(other.join("_delta_log").join(&name), log.join(&name)).unwrap();
+    }
+    for v in 5..=11u64 {
+        write_commit(
+            &root,
+            v,
+            "{\"commitInfo\":{\"timestamp\":1900000000000,\"operation\":\"SET TBLPROPERTIES\"}}\n",
+        );
+    }
+    let before = metadata_snapshot(&root);
+    let err = sync_with(&root, &options).await.unwrap_err();
+    for part in [
+        root.to_str().unwrap(),
+        "version 10 is not the one the mirror holds",
+        &table_id(&other),
+    ] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+    assert!(metadata_snapshot(&root) == before, "nothing written");
+}

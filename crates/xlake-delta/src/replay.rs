@@ -206,7 +206,13 @@ impl DeltaSource {
     /// Make `replay` give the checkpoint of `version`'s whole state first; the next
     /// version to read.
     async fn start_at_checkpoint(&self, replay: &mut DeltaReplay<'_>, version: u64) -> Result<u64> {
-        let (s, change) = self.checkpoint_state(version).await?;
+        let (s, mut change) = self.checkpoint_state(version).await?;
+        // Its commit file is known by its time to the next sync, as a commit's is (`read`).
+        let learnt = Learnt {
+            created_by: None,
+            commit_modified: self.commit_modified(version).await?,
+        };
+        change.source_state = Some(resume::save_with(version, &s.metadata, &s.protocol, learnt));
         replay.live = change.added.iter().map(|f| path_key(&f.path)).collect();
         replay.state = Some(s);
         replay.checkpoint = Some((version, change));
