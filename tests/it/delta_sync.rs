@@ -1156,23 +1156,9 @@ async fn a_table_written_anew_past_the_mirrored_version_is_refused() {
     let report = sync_an_empty_version(&root, 5).await;
     assert_eq!(report.written.len(), 1);
     // A new table at the same place: another id, versions past the mirrored one.
-    let first = std::fs::read_to_string(root.join("_delta_log/00000000000000000000.json"));
-    let old_id = serde_json::from_str::<serde_json::Value>(
-        first
-            .unwrap()
-            .lines()
-            .find(|l| l.contains("\"metaData\""))
-            .unwrap(),
-    )
-    .unwrap()["metaData"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let old_id = table_id(&root);
     let new_id = "0c0ffee0-0000-4000-8000-000000000001";
-    std::thread::sleep(std::time::Duration::from_millis(5));
-    for v in 0..=5 {
-        rewrite(v, &|text| text.replace(&old_id, new_id));
-    }
+    write_anew(&root, &old_id, new_id, 5);
     write_commit(
         &root,
         6,
@@ -1187,5 +1173,138 @@ async fn a_table_written_anew_past_the_mirrored_version_is_refused() {
             && err.contains(&old_id),
         "{err}"
     );
+    assert!(metadata_snapshot(&root) == before, "nothing written");
+}
+
+/// The table id (`metaData.id`) version 0 of the Delta table at `root` gives.
+fn table_id(root: &Path) -> String {
+    let first = std::fs::read_to_string(root.join("_delta_log/00000000000000000000.json"));
+    let line = first
+        .unwrap()
+        .lines()
+        .find(|l| l.contains("\"metaData\""))
+        .map(str::to_string)
+        .unwrap();
+    serde_json::from_str::<serde_json::Value>(&line).unwrap()["metaData"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Versions `0..=last` of the log at `root` written anew (later, as new files) with the
+/// table id `new_id` for `old_id`: a table dropped and created again at the same place.
+fn write_anew(root: &Path, old_id: &str, new_id: &str, last: u64) {
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    for v in 0..=last {
+        let path = root.join(format!("_delta_log/{v:020}.json"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, text.replace(old_id, new_id)).unwrap();
+    }
+}
+
+/// In-commit mode mirrors up to its version while the log holds later ones (another
+/// writer's): the state it saves knows its commit file's time too, so a table written anew
+/// past that version is refused by its id (hostile review 3, 2026-12-06: only the log's
+/// newest version kept it, and the new table was mirrored on top of the old one).
+#[test]
+fn a_table_written_anew_after_an_in_commit_mirror_is_refused() {
+    let (_dir, root) = extract("simple_table");
+    let t = root.to_str().unwrap();
+    let (code, out) = common::xlake(&["commit", t, "--version", "2"]);
+    assert_eq!(code, 0, "{out}");
+    let old_id = table_id(&root);
+    let new_id = "0c0ffee0-0000-4000-8000-000000000002";
+    write_anew(&root, &old_id, new_id, 4);
+    let before = metadata_snapshot(&root);
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 1, "{out}");
+    for part in [
+        t,
+        "version 2 is not the one the mirror holds",
+        new_id,
+        &old_id,
+    ] {
+        assert!(out.contains(part), "{part}: {out}");
+    }
+    assert!(metadata_snapshot(&root) == before, "nothing written");
+}
+
+/// A table restored from a copy older than the mirror and written past it keeps its id,
+/// but its version at the mirrored one is another commit: refused by that commit's time,
+/// nothing written (hostile review 3, 2026-12-06: the new commits were mirrored on top of
+/// the commits the restore dropped).
+#[tokio::test]
+async fn a_table_restored_from_an_older_copy_and_written_past_the_mirror_is_refused() {
+    let (_dir, root) = extract("simple_table");
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    // Version 4 written again after a restore to version 3: another commit, same id.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let path = root.join("_delta_log/00000000000000000004.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, text.replace("1587968626537", "1900000000000")).unwrap();
+    write_commit(
+        &root,
+        5,
+        "{\"commitInfo\":{\"timestamp\":1900000000001,\"operation\":\"WRITE\"}}\n",
+    );
+    let before = metadata_snapshot(&root);
+    let err = sync_with(&root, &SyncOptions::default()).await.unwrap_err();
+    for part in [
+        root.to_str().unwrap(),
+        "version 4 is not the one the mirror holds",
+        path.to_str().unwrap(),
+    ] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+    assert!(metadata_snapshot(&root) == before, "nothing written");
+}
+
+/// A first sync that starts at a checkpoint, the log's newest version: the state it saves
+/// knows that version's commit file's time too, so a table written anew past it is refused
+/// by its id (hostile review 3, 2026-12-06: the checkpoint's state kept no time, was
+/// trusted, and the new table's commits were mirrored on top of the old one).
+#[tokio::test]
+async fn a_table_written_anew_past_a_mirrored_checkpoint_is_refused() {
+    let (_dir, root) = extract("checkpoints_vacuumed");
+    let log = root.join("_delta_log");
+    for entry in std::fs::read_dir(&log).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if !name.starts_with("00000000000000000010.") {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let options = SyncOptions {
+        skip_file_check: true,
+        ..Default::default()
+    };
+    sync_with(&root, &options).await.unwrap();
+    // Another table's log (another id) at the same place, written past version 10.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    std::fs::remove_dir_all(&log).unwrap();
+    let (_other_dir, other) = extract("simple_table");
+    std::fs::create_dir(&log).unwrap();
+    for v in 0..=4u64 {
+        let name = format!("{v:020}.json");
+        std::fs::copy(other.join("_delta_log").join(&name), log.join(&name)).unwrap();
+    }
+    for v in 5..=11u64 {
+        write_commit(
+            &root,
+            v,
+            "{\"commitInfo\":{\"timestamp\":1900000000000,\"operation\":\"SET TBLPROPERTIES\"}}\n",
+        );
+    }
+    let before = metadata_snapshot(&root);
+    let err = sync_with(&root, &options).await.unwrap_err();
+    for part in [
+        root.to_str().unwrap(),
+        "version 10 is not the one the mirror holds",
+        &table_id(&other),
+    ] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
     assert!(metadata_snapshot(&root) == before, "nothing written");
 }

@@ -117,7 +117,49 @@ impl DeltaSource {
                     "version {m} is not the one the mirror holds: the table's id is {is}, the mirror's {was} (the table was written anew at this place; move metadata/ aside and sync to mirror it afresh)"
                 ),
             }),
-            _ => Ok(now),
+            _ => {
+                self.same_commit(saved, m).await?;
+                Ok(now)
+            }
+        }
+    }
+
+    /// Refuse a commit file of version `m` whose time is not the one the mirrored commit
+    /// had: a table restored from a backup older than the mirror and written past it keeps
+    /// its id, but its version `m` is another commit. Told by the commit's own timestamp
+    /// and its adds' times, as the last sync saved them (`createdBy`); a commit without a
+    /// timestamp of its own (its time is its file's) cannot be told apart, and passes.
+    async fn same_commit(&self, saved: Option<&str>, m: u64) -> Result<()> {
+        let (Some(was), Some((path, _))) =
+            (resume::created_by(saved, m), self.log().commits.get(&m))
+        else {
+            return Ok(());
+        };
+        let bytes = self.store().get(path).await?;
+        let text = String::from_utf8_lossy(&bytes);
+        let Ok(commit) = parse_commit(&text) else {
+            return Ok(());
+        };
+        let Some(time) = commit
+            .info
+            .as_ref()
+            .and_then(|i| i.in_commit_timestamp.or(i.timestamp))
+        else {
+            return Ok(());
+        };
+        let is = commit
+            .adds
+            .iter()
+            .filter_map(Add::created)
+            .fold(time, i64::max);
+        match is == was {
+            true => Ok(()),
+            false => Err(DeltaError::Incomplete {
+                reason: format!(
+                    "version {m} is not the one the mirror holds: {} was written at {is} ms, the mirrored commit at {was} ms (the table was restored from an older copy, or written anew, at this place; move metadata/ aside and sync to mirror it afresh)",
+                    self.store().absolute(path)
+                ),
+            }),
         }
     }
 
@@ -164,7 +206,13 @@ impl DeltaSource {
     /// Make `replay` give the checkpoint of `version`'s whole state first; the next
     /// version to read.
     async fn start_at_checkpoint(&self, replay: &mut DeltaReplay<'_>, version: u64) -> Result<u64> {
-        let (s, change) = self.checkpoint_state(version).await?;
+        let (s, mut change) = self.checkpoint_state(version).await?;
+        // Its commit file is known by its time to the next sync, as a commit's is (`read`).
+        let learnt = Learnt {
+            created_by: None,
+            commit_modified: self.commit_modified(version).await?,
+        };
+        change.source_state = Some(resume::save_with(version, &s.metadata, &s.protocol, learnt));
         replay.live = change.added.iter().map(|f| path_key(&f.path)).collect();
         replay.state = Some(s);
         replay.checkpoint = Some((version, change));
@@ -311,14 +359,12 @@ impl DeltaReplay<'_> {
             .iter()
             .filter_map(Add::created)
             .fold(time, i64::max);
-        // The newest version's commit file is known by its time to the next sync.
-        let commit_modified = match version == self.latest {
-            true => source.commit_modified(version).await?,
-            false => None,
-        };
+        // Each version's commit file is known by its time to the next sync: any version
+        // may be the newest one mirrored (in-commit mode stops at its own, a failing
+        // version ends a sync early), which the next sync resumes from.
         let learnt = Learnt {
             created_by: Some(created_by),
-            commit_modified,
+            commit_modified: source.commit_modified(version).await?,
         };
         change.source_state = Some(resume::save_with(version, &s.metadata, &s.protocol, learnt));
         for add in &commit.adds {

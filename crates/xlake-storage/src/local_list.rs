@@ -178,8 +178,14 @@ pub(crate) fn walk(folder: &Path) -> io::Result<Walked> {
 
 fn walk_into(folder: &Path, prefix: &str, walked: &mut Walked) -> io::Result<()> {
     let gone = |e: &io::Error| e.kind() == io::ErrorKind::NotFound;
-    for entry in std::fs::read_dir(folder)? {
-        let entry = entry?;
+    // A failure below the folder listed names the subfolder or file it failed at.
+    let at = |e: io::Error, what: &str| match what.is_empty() {
+        true => e,
+        false => io::Error::new(e.kind(), format!("{what}: {e}")),
+    };
+    let shown_prefix = prefix.trim_end_matches('/');
+    for entry in std::fs::read_dir(folder).map_err(|e| at(e, shown_prefix))? {
+        let entry = entry.map_err(|e| at(e, shown_prefix))?;
         let raw = entry.file_name();
         let shown = format!("{prefix}{}", raw.to_string_lossy().escape_debug());
         let name = match raw.into_string() {
@@ -189,13 +195,19 @@ fn walk_into(folder: &Path, prefix: &str, walked: &mut Walked) -> io::Result<()>
                 continue;
             }
         };
+        let linked = entry.file_type().is_ok_and(|t| t.is_symlink());
         let meta = match std::fs::metadata(entry.path()) {
             Ok(m) => m,
-            // A dangling link, or a writer's temporary file renamed: not listed.
+            // A link that leads nowhere or cannot be followed (a loop): set apart, as a
+            // linked folder is, not the end of the listing.
+            Err(_) if linked => {
+                walked.1.push(shown);
+                continue;
+            }
+            // A writer's temporary file renamed: not listed.
             Err(e) if gone(&e) => continue,
-            Err(e) => return Err(e),
+            Err(e) => return Err(at(e, &shown)),
         };
-        let linked = entry.file_type().is_ok_and(|t| t.is_symlink());
         match (meta.is_dir(), linked) {
             (true, false) => walk_into(&entry.path(), &format!("{prefix}{name}/"), walked)?,
             (true, true) => walked.1.push(shown),

@@ -5,7 +5,7 @@
 //! there are never touched; and none while the folder holds metadata written for another
 //! location (a copied or moved table).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use xlake_storage::{Entry, TableStore};
 
@@ -120,6 +120,31 @@ async fn read_versions<'a>(
     Ok(versions)
 }
 
+/// The `referenced` files directly in this table's `metadata/`, as table-relative paths,
+/// whichever spelling of its place named them: a table synced once as `/real/t` and once
+/// through a link as `/link/t` names its files both ways, and a listing compared with one
+/// spelling only would take the other's live manifests for orphans. A place is this
+/// table's as [`TableStore::is_here`] tells (once per place). The rest stay as named.
+fn in_this_table(store: &TableStore, referenced: HashSet<String>) -> HashSet<String> {
+    let mut places: HashMap<String, bool> = HashMap::new();
+    let mut here = |place: &str| {
+        *places
+            .entry(place.to_string())
+            .or_insert_with(|| store.is_here(place))
+    };
+    referenced
+        .into_iter()
+        .map(
+            |path| match path.rsplit_once(&format!("/{METADATA_DIR}/")) {
+                Some((place, name)) if !name.contains('/') && here(place) => {
+                    format!("{METADATA_DIR}/{name}")
+                }
+                _ => store.relative(&path).map(str::to_string).unwrap_or(path),
+            },
+        )
+        .collect()
+}
+
 /// A metadata file cleanup could not read: nothing is deleted.
 fn corrupt(store: &TableStore, file: &str, reason: CodecError) -> IcebergError {
     IcebergError::CorruptMetadata {
@@ -181,7 +206,7 @@ pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
             ..Orphans::default()
         });
     };
-    let keep = referenced(store, &versions, current).await?;
+    let keep = in_this_table(store, referenced(store, &versions, current).await?);
     let strays = versions
         .iter()
         .filter(|p| version_of(p).is_some_and(|v| v > current))
@@ -191,7 +216,7 @@ pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
         .into_iter()
         // The hint and the settled record are named by no version, and are no orphans.
         .filter(|e| !is_version(&e.path) && e.path != VERSION_HINT && e.path != SETTLED)
-        .filter(|e| e.modified_ms < cutoff_ms && !keep.contains(&store.absolute(&e.path)))
+        .filter(|e| e.modified_ms < cutoff_ms && !keep.contains(&e.path))
         .map(|e| e.path)
         .collect();
     Ok(Orphans {
