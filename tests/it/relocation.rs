@@ -445,3 +445,38 @@ fn cleanup_of_a_copied_foreign_table_is_refused_as_foreign() {
     );
     assert!(tree(&copy) == before, "cleanup changed the copy");
 }
+
+/// A table synced through a link as well as by its own path keeps the spelling its mirror
+/// recorded: the versions synced through the link name their files as the first sync did,
+/// so a later removal finds them under either spelling (hostile review, 2026-12-06: the
+/// mirror named its files both ways and every removal after that failed).
+#[test]
+fn a_table_synced_through_a_link_keeps_the_spelling_its_mirror_recorded() {
+    let (dir, root) = common::delta::extract("simple_table");
+    let log = root.join("_delta_log");
+    let aside = dir.path().join("aside");
+    std::fs::create_dir(&aside).unwrap();
+    for v in 2..=4 {
+        let name = format!("{v:020}.json");
+        std::fs::rename(log.join(&name), aside.join(&name)).unwrap();
+    }
+    assert_eq!(xlake(&["sync", s(&root)]).0, 0);
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&root, &link).unwrap();
+    // Versions 2 to 4 remove what versions 0 and 1 added; each synced through the link.
+    for v in 2..=4 {
+        let name = format!("{v:020}.json");
+        std::fs::rename(aside.join(&name), log.join(&name)).unwrap();
+        let (code, out) = xlake(&["sync", s(&link)]);
+        assert_eq!(code, 0, "version {v}: {out}");
+    }
+    let named = named_paths(&current(&root));
+    assert!(
+        !named.is_empty() && named.iter().all(|p| p.contains(s(&root))),
+        "{named:?}"
+    );
+    for spelling in [&root, &link] {
+        let (code, out) = xlake(&["check", s(spelling), "--deep"]);
+        assert_eq!(code, 0, "{}: {out}", s(spelling));
+    }
+}

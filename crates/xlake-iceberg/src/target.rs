@@ -103,6 +103,7 @@ impl TableTarget for IcebergTarget {
         Ok(self.loaded().map(|l| Loaded {
             version: l.version,
             relocated_from: self.table.recorded_elsewhere(l).map(str::to_string),
+            recorded_at: Some(l.metadata.location().to_string()),
             source_format: l.source_format(),
             format_version: version_number(l.metadata.format_version()),
             snapshots: l.history.entries().len(),

@@ -861,6 +861,30 @@ impl TableStore {
         }
     }
 
+    /// This table under `location`, another spelling of its local place (a link to it,
+    /// or the place a link at it names: [`Self::is_here`]), with the same settings; `None`
+    /// when `location` is spelled as this handle's, is not this table's, or is not local.
+    /// A table synced once as `/real/t` and once as `/link/t` would name its files both
+    /// ways, and a removal named one way would not find the file named the other: what
+    /// the metadata recorded is written again instead.
+    pub fn spelled_as(&self, location: &str) -> Option<TableStore> {
+        self.local_root.as_ref()?;
+        let there = local_path(location)?;
+        if local_path(&self.location).is_some_and(|here| here == there) || !self.is_here(location) {
+            return None;
+        }
+        let Ok(Resolved::Local(abs)) = resolve(&there.to_string_lossy()) else {
+            return None;
+        };
+        let opened = Self::open_local(&abs, location).ok()?;
+        Some(Self {
+            root: opened.root,
+            location: opened.location,
+            local_root: opened.local_root,
+            ..self.clone()
+        })
+    }
+
     /// Move an object within the store (replacing anything at `to`). On local disk a
     /// rename; elsewhere a copy, then a delete of the original.
     pub async fn rename(&self, from: &str, to: &str) -> Result<(), StorageError> {

@@ -158,10 +158,17 @@ pub async fn check_with(
     deep: bool,
     all: bool,
 ) -> Result<CheckReport, SyncError> {
-    let store = TableStore::open(location)?;
+    let mut store = TableStore::open(location)?;
     let mut target = targets::open_chosen(&store, options)?;
     // A copied or moved table is reported, not refused: that is a finding.
-    let loaded = target.load(Read::AsFound).await?;
+    let mut loaded = target.load(Read::AsFound).await?;
+    // The mirror recorded another spelling of this table's place: compared as it spells it.
+    let recorded = loaded.as_ref().and_then(|l| l.recorded_at.as_deref());
+    if let Some(spelled) = recorded.and_then(|r| store.spelled_as(r)) {
+        store = spelled;
+        target = targets::open_chosen(&store, options)?;
+        loaded = target.load(Read::AsFound).await?;
+    }
     let options = &sources::with_recorded_choices(options, target.as_ref());
     let relocated_from = loaded.as_ref().and_then(|l| l.relocated_from.clone());
     // Readers must find the current version (else: an error); lost history is a finding.

@@ -44,6 +44,12 @@ pub async fn mirror_commit(
     // it stands is where the source's log is read from.
     let loaded = target.load(Read::ForFirstCommit).await;
     let recorded = loaded.as_ref().ok().and_then(Option::as_ref);
+    // The mirror recorded another spelling of this table's place: it is kept.
+    let spelled = recorded.and_then(|l| store.spelled_as(l.recorded_at.as_deref()?));
+    if let Some(spelled) = spelled {
+        let location = spelled.location().to_string();
+        return Box::pin(mirror_commit(&location, options, commit, progress)).await;
+    }
     // A rebuild mirrors the history afresh: the source is read whole.
     let state = (recorded.is_some() && !options.rebuild).then(|| target.mirror_state());
     let mut source = sources::open_as_recorded(&store, options, recorded, state.as_ref()).await?;
@@ -110,6 +116,14 @@ pub async fn sync_store(
         });
     }
     let (mut source, target, preloaded) = open_both(&store, options).await?;
+    // The mirror recorded another spelling of this table's place: it is kept.
+    let recorded = preloaded
+        .as_ref()
+        .and_then(|p| p.loaded.as_ref()?.recorded_at.as_deref());
+    if let Some(spelled) = recorded.and_then(|r| store.spelled_as(r)) {
+        tracing::debug!(table = %store.location(), recorded = %spelled.location(), "synced as the mirror spells the table's place");
+        return Box::pin(sync_store(spelled, options, progress)).await;
+    }
     let entry = precheck_catalog(&store, options).await?;
     let outcome = match target {
         Ok(target) => {

@@ -93,6 +93,9 @@ pub struct Loaded {
     pub version: u64,
     /// The location the current version was written for, when not this table's.
     pub relocated_from: Option<String>,
+    /// The location the current version records (this table's, or not: then also
+    /// [`Self::relocated_from`]), as it spells it.
+    pub recorded_at: Option<String>,
     /// The source format the newest snapshot records (`HUDI`, `DELTA`).
     pub source_format: Option<String>,
     /// The target's format version.

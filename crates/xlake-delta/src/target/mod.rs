@@ -184,6 +184,7 @@ impl TableTarget for DeltaTarget {
         Ok(Some(Loaded {
             version: latest.version,
             relocated_from: self.relocated_from.clone(),
+            recorded_at: Some(latest.xlake.table_location.clone()),
             source_format: Some(latest.xlake.source_table_format.clone()),
             format_version: u8::try_from(reader).unwrap_or(u8::MAX),
             snapshots: self.entries().len(),
