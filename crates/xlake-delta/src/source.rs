@@ -677,9 +677,28 @@ pub(crate) fn table_url(location: &str) -> std::result::Result<url::Url, Reason>
     if location.contains("://") {
         url::Url::parse(location).map_err(Reason::library)
     } else {
+        // deltalake-core decodes the URL's path once more than it was encoded: a folder
+        // named `a%41` would be read as `aA`, another folder (hostile review 3, F7).
+        if let Some(at) = escape_like(location) {
+            return Err(format!(
+                "{location}: `{at}` in the table's path reads as an escape to deltalake-core, which reads this log's checkpoints, so it would read another folder; rename the folder (or sync the table through a path without `%` and two hex digits)"
+            )
+            .into());
+        }
         url::Url::from_directory_path(location)
             .map_err(|_| format!("{location} is not an absolute path").into())
     }
+}
+
+/// The first `%` followed by two hex digits in `path`, which a URL reader takes for an
+/// escape.
+fn escape_like(path: &str) -> Option<&str> {
+    let bytes = path.as_bytes();
+    (0..bytes.len().saturating_sub(2))
+        .find(|&i| {
+            bytes[i] == b'%' && bytes[i + 1].is_ascii_hexdigit() && bytes[i + 2].is_ascii_hexdigit()
+        })
+        .and_then(|i| path.get(i..i + 3))
 }
 
 /// A Delta file path as xlake-storage takes it: percent-decoded; `file:` URIs become
@@ -862,6 +881,19 @@ mod tests {
         ] {
             assert!(refuse_dot_dot(fine, "/data/t").is_ok(), "{fine}");
         }
+    }
+
+    #[test]
+    fn a_table_path_with_an_escape_like_name_is_refused_for_deltalake_core() {
+        let err = table_url("/data/a%41/t").unwrap_err().to_string();
+        assert!(
+            err.contains("`%41`") && err.contains("/data/a%41/t"),
+            "{err}"
+        );
+        assert!(table_url("/data/100%/t").is_ok());
+        assert!(table_url("/data/a%4g/t").is_ok());
+        assert_eq!(escape_like("x%2Fy"), Some("%2F"));
+        assert_eq!(escape_like("%"), None);
     }
 
     #[test]
