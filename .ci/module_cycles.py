@@ -26,7 +26,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 PATH = re.compile(rf"\b(crate|super|self)((?:::{IDENT})+)")
-USE = re.compile(r"\buse\s+((?:crate|super|self)\b[^;]*);", re.S)
+USE = re.compile(r"\buse\s+((?:crate|super|self)\b[^;]*);", re.DOTALL)
 
 
 def module_files(src: pathlib.Path) -> dict[tuple[str, ...], pathlib.Path]:
@@ -43,7 +43,7 @@ def module_files(src: pathlib.Path) -> dict[tuple[str, ...], pathlib.Path]:
 def code_of(f: pathlib.Path) -> str:
     """The file's text without comment lines and without its test module."""
     text = f.read_text()
-    cut = re.search(r"^#\[cfg\(test\)\]\s*\n\s*mod tests\b", text, re.M)
+    cut = re.search(r"^#\[cfg\(test\)\]\s*\n\s*mod tests\b", text, re.MULTILINE)
     if cut:
         text = text[: cut.start()]
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
