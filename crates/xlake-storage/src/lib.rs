@@ -863,7 +863,9 @@ impl TableStore {
 
     /// This table under `location`, another spelling of its local place (a link to it,
     /// or the place a link at it names: [`Self::is_here`]), with the same settings; `None`
-    /// when `location` is spelled as this handle's, is not this table's, or is not local.
+    /// when `location` is spelled as this handle's or opens as it (`/d/sub/../t`, a relative
+    /// path: else a caller re-opening the table as it spells it would ask again without
+    /// end), is not this table's, or is not local.
     /// A table synced once as `/real/t` and once as `/link/t` would name its files both
     /// ways, and a removal named one way would not find the file named the other: what
     /// the metadata recorded is written again instead.
@@ -877,6 +879,9 @@ impl TableStore {
             return None;
         };
         let opened = Self::open_local(&abs, location).ok()?;
+        if local_path(&opened.location) == local_path(&self.location) {
+            return None;
+        }
         Some(Self {
             root: opened.root,
             location: opened.location,
@@ -1797,6 +1802,28 @@ mod tests {
         std::fs::rename(&real, &moved).unwrap();
         let store = TableStore::open(moved.to_str().unwrap()).unwrap();
         assert!(!store.is_here(path));
+    }
+
+    /// A recorded spelling that opens as this very handle's location (`/d/sub/../t`, a
+    /// relative `t`) is no other spelling: `sync` would re-open the table as it is and ask
+    /// again, without end (hostile review 4: a stack overflow).
+    #[test]
+    fn a_spelling_that_opens_as_this_location_is_not_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::create_dir_all(dir.path().join("sub")).unwrap();
+        std::fs::create_dir(&real).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let store = TableStore::open(real.to_str().unwrap()).unwrap();
+        let climbing = format!("{}/sub/../real", dir.path().display());
+        assert!(store.is_here(&climbing));
+        assert!(store.spelled_as(&climbing).is_none(), "{climbing}");
+        // Another spelling still is one, and spelled as itself it is no other.
+        let linked = store.spelled_as(link.to_str().unwrap()).unwrap();
+        assert_eq!(linked.location(), link.to_str().unwrap());
+        assert!(linked.spelled_as(link.to_str().unwrap()).is_none());
+        assert!(linked.spelled_as(&format!("{}/", link.display())).is_none());
     }
 
     #[test]
