@@ -517,3 +517,32 @@ fn a_recorded_location_through_dot_dot_is_the_tables_own_and_synced_once() {
     let (code, out) = xlake(&["check", s(&root), "--deep"]);
     assert_eq!(code, 0, "{out}");
 }
+
+/// `sync --rebuild` through a link to a table whose mirror records its real path keeps
+/// the recorded spelling as a plain sync does: the table is at home, nothing is set
+/// aside, and the first removal finds its file (hostile review 4: a rebuild read no
+/// metadata before it chose the spelling, and stopped at the first removal).
+#[test]
+fn a_rebuild_through_a_link_keeps_the_spelling_its_mirror_recorded() {
+    let (dir, root) = common::delta::extract("simple_table");
+    let log = root.join("_delta_log");
+    let aside = dir.path().join("aside");
+    std::fs::create_dir(&aside).unwrap();
+    for v in 2..=4 {
+        let name = format!("{v:020}.json");
+        std::fs::rename(log.join(&name), aside.join(&name)).unwrap();
+    }
+    assert_eq!(xlake(&["sync", s(&root)]).0, 0);
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&root, &link).unwrap();
+    let name = format!("{:020}.json", 2);
+    std::fs::rename(aside.join(&name), log.join(&name)).unwrap();
+    let (code, out) = xlake(&["sync", "--rebuild", s(&link)]);
+    assert_eq!(code, 0, "{out}");
+    let named = named_paths(&current(&root));
+    assert!(
+        !named.is_empty() && named.iter().all(|p| p.contains(s(&root))),
+        "{named:?}"
+    );
+    assert_eq!(current(&root)["location"], s(&root), "{out}");
+}

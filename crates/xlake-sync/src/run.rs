@@ -117,10 +117,8 @@ pub async fn sync_store(
     }
     let (mut source, target, preloaded) = open_both(&store, options).await?;
     // The mirror recorded another spelling of this table's place: it is kept.
-    let recorded = preloaded
-        .as_ref()
-        .and_then(|p| p.loaded.as_ref()?.recorded_at.as_deref());
-    if let Some(spelled) = recorded.and_then(|r| store.spelled_as(r)) {
+    let recorded = recorded_spelling(&store, options, preloaded.as_ref()).await;
+    if let Some(spelled) = recorded.and_then(|r| store.spelled_as(&r)) {
         tracing::debug!(table = %store.location(), recorded = %spelled.location(), "synced as the mirror spells the table's place");
         return Box::pin(sync_store(spelled, options, progress)).await;
     }
@@ -146,6 +144,25 @@ pub async fn sync_store(
     let mut report = outcome?.0;
     report.catalog = pointed?;
     Ok(report)
+}
+
+/// The place the mirror records, as it spells it: from the metadata just read, or, for a
+/// rebuild (which reads none before it mirrors), read for it as found (a relocated
+/// mirror is not refused here: its place is not this table's, and the rebuild sets it
+/// aside).
+async fn recorded_spelling(
+    store: &TableStore,
+    options: &SyncOptions,
+    preloaded: Option<&Preloaded>,
+) -> Option<String> {
+    if let Some(preloaded) = preloaded {
+        return preloaded.loaded.as_ref()?.recorded_at.clone();
+    }
+    if !options.rebuild {
+        return None;
+    }
+    let mut target = targets::open(store, options).ok()?;
+    target.load(Read::AsFound).await.ok()??.recorded_at
 }
 
 /// The source and the target of a sync, the target's metadata loaded first (not for a
