@@ -681,7 +681,7 @@ pub(crate) fn table_url(location: &str) -> std::result::Result<url::Url, Reason>
         // named `a%41` would be read as `aA`, another folder (hostile review 3, F7).
         if let Some(at) = escape_like(location) {
             return Err(format!(
-                "{location}: `{at}` in the table's path reads as an escape to deltalake-core, which reads this log's checkpoints, so it would read another folder; rename the folder (or sync the table through a path without `%` and two hex digits)"
+                "{location}: `{at}` in the table's path reads as an escape to deltalake-core, which reads this log's checkpoints, so it would read another folder; rename the folder (a mirror already there then needs `xlake sync --rebuild` at the new path), or, before the table's first sync, sync it through a link without `%` and two hex digits (its mirror keeps that spelling; once the mirror records this one, every spelling is synced as it)"
             )
             .into());
         }
@@ -887,7 +887,7 @@ mod tests {
     fn a_table_path_with_an_escape_like_name_is_refused_for_deltalake_core() {
         let err = table_url("/data/a%41/t").unwrap_err().to_string();
         assert!(
-            err.contains("`%41`") && err.contains("/data/a%41/t"),
+            err.contains("`%41`") && err.contains("/data/a%41/t") && err.contains("--rebuild"),
             "{err}"
         );
         assert!(table_url("/data/100%/t").is_ok());
