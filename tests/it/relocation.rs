@@ -446,27 +446,34 @@ fn cleanup_of_a_copied_foreign_table_is_refused_as_foreign() {
     assert!(tree(&copy) == before, "cleanup changed the copy");
 }
 
+/// `simple_table` mirrored by its own path up to version 1, its versions 2 to 4 set
+/// aside; the function puts one back in the log.
+fn mirrored_up_to_version_1() -> (tempfile::TempDir, PathBuf, impl Fn(u64)) {
+    let (dir, root) = common::delta::extract("simple_table");
+    let log = root.join("_delta_log");
+    let aside = dir.path().join("aside");
+    std::fs::create_dir(&aside).unwrap();
+    let name = |v: u64| format!("{v:020}.json");
+    for v in 2..=4 {
+        std::fs::rename(log.join(name(v)), aside.join(name(v))).unwrap();
+    }
+    assert_eq!(xlake(&["sync", s(&root)]).0, 0);
+    let restore = move |v: u64| std::fs::rename(aside.join(name(v)), log.join(name(v))).unwrap();
+    (dir, root, restore)
+}
+
 /// A table synced through a link as well as by its own path keeps the spelling its mirror
 /// recorded: the versions synced through the link name their files as the first sync did,
 /// so a later removal finds them under either spelling (hostile review, 2026-12-06: the
 /// mirror named its files both ways and every removal after that failed).
 #[test]
 fn a_table_synced_through_a_link_keeps_the_spelling_its_mirror_recorded() {
-    let (dir, root) = common::delta::extract("simple_table");
-    let log = root.join("_delta_log");
-    let aside = dir.path().join("aside");
-    std::fs::create_dir(&aside).unwrap();
-    for v in 2..=4 {
-        let name = format!("{v:020}.json");
-        std::fs::rename(log.join(&name), aside.join(&name)).unwrap();
-    }
-    assert_eq!(xlake(&["sync", s(&root)]).0, 0);
+    let (dir, root, restore) = mirrored_up_to_version_1();
     let link = dir.path().join("link");
     std::os::unix::fs::symlink(&root, &link).unwrap();
     // Versions 2 to 4 remove what versions 0 and 1 added; each synced through the link.
     for v in 2..=4 {
-        let name = format!("{v:020}.json");
-        std::fs::rename(aside.join(&name), log.join(&name)).unwrap();
+        restore(v);
         let (code, out) = xlake(&["sync", s(&link)]);
         assert_eq!(code, 0, "version {v}: {out}");
     }
@@ -487,15 +494,7 @@ fn a_table_synced_through_a_link_keeps_the_spelling_its_mirror_recorded() {
 /// table and asked again until the stack overflowed).
 #[test]
 fn a_recorded_location_through_dot_dot_is_the_tables_own_and_synced_once() {
-    let (dir, root) = common::delta::extract("simple_table");
-    let log = root.join("_delta_log");
-    let aside = dir.path().join("aside");
-    std::fs::create_dir(&aside).unwrap();
-    for v in 2..=4 {
-        let name = format!("{v:020}.json");
-        std::fs::rename(log.join(&name), aside.join(&name)).unwrap();
-    }
-    assert_eq!(xlake(&["sync", s(&root)]).0, 0);
+    let (dir, root, restore) = mirrored_up_to_version_1();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     let name = root.file_name().unwrap().to_str().unwrap();
     let climbing = format!("{}/sub/../{name}", dir.path().display());
@@ -506,12 +505,10 @@ fn a_recorded_location_through_dot_dot_is_the_tables_own_and_synced_once() {
         serde_json::to_vec(&metadata).unwrap(),
     )
     .unwrap();
-    let name2 = format!("{:020}.json", 2);
-    std::fs::rename(aside.join(&name2), log.join(&name2)).unwrap();
+    restore(2);
     let (code, out) = xlake(&["sync", s(&root)]);
     assert_eq!(code, 0, "{out}");
-    let name3 = format!("{:020}.json", 3);
-    std::fs::rename(aside.join(&name3), log.join(&name3)).unwrap();
+    restore(3);
     let (code, out) = xlake(&["commit", s(&root), "--version", "3"]);
     assert_eq!(code, 0, "{out}");
     let (code, out) = xlake(&["check", s(&root), "--deep"]);
@@ -524,19 +521,10 @@ fn a_recorded_location_through_dot_dot_is_the_tables_own_and_synced_once() {
 /// metadata before it chose the spelling, and stopped at the first removal).
 #[test]
 fn a_rebuild_through_a_link_keeps_the_spelling_its_mirror_recorded() {
-    let (dir, root) = common::delta::extract("simple_table");
-    let log = root.join("_delta_log");
-    let aside = dir.path().join("aside");
-    std::fs::create_dir(&aside).unwrap();
-    for v in 2..=4 {
-        let name = format!("{v:020}.json");
-        std::fs::rename(log.join(&name), aside.join(&name)).unwrap();
-    }
-    assert_eq!(xlake(&["sync", s(&root)]).0, 0);
+    let (dir, root, restore) = mirrored_up_to_version_1();
     let link = dir.path().join("link");
     std::os::unix::fs::symlink(&root, &link).unwrap();
-    let name = format!("{:020}.json", 2);
-    std::fs::rename(aside.join(&name), log.join(&name)).unwrap();
+    restore(2);
     let (code, out) = xlake(&["sync", "--rebuild", s(&link)]);
     assert_eq!(code, 0, "{out}");
     let named = named_paths(&current(&root));
