@@ -14,7 +14,7 @@ use xlake_source::{ChangeStream, MirrorState, SourceError};
 
 use crate::action::{parse_commit, Add};
 use crate::error::{DeltaError, HistoryLost, Reason, Result};
-use crate::resume::{self, Learnt};
+use crate::resume::{self, Learnt, Resume};
 use crate::source::{local_path, BaseLive, State};
 use crate::DeltaSource;
 
@@ -67,14 +67,15 @@ impl DeltaSource {
             // from the log (the checkpoint's two columns and the commits since, without
             // the file list), never by replaying the whole log.
             if m < latest {
-                let saved = state.source_state.as_deref();
-                replay.state = Some(self.resumed_state(saved, m).await?);
+                // Read once: the schema state, and what the last sync learnt of m's commit.
+                let saved = resume::of(state.source_state.as_deref(), m);
+                replay.state = Some(self.resumed_state(saved.as_ref(), m).await?);
                 replay.base = BaseLive::NotLoaded {
                     version: m,
                     removed: HashSet::new(),
                 };
                 // The last sync read version m's commit: what it learnt is saved.
-                replay.base_created_by = resume::created_by(saved, m).map(Some);
+                replay.base_created_by = saved.and_then(|r| r.created_by).map(Some);
             }
             first = m + 1;
         } else if from_checkpoint {
@@ -99,26 +100,26 @@ impl DeltaSource {
     /// it was saved from; else read from the log, and refused if its table id is not the
     /// saved one (the table was dropped and written anew at the same place: its new
     /// commits are not changes of what the mirror holds).
-    async fn resumed_state(&self, saved: Option<&str>, m: u64) -> Result<State> {
-        let Some((metadata, protocol)) = resume::load(saved, m) else {
+    async fn resumed_state(&self, saved: Option<&Resume>, m: u64) -> Result<State> {
+        let Some(saved) = saved else {
             return self.schema_at(m).await;
         };
-        let unchanged = match resume::commit_modified(saved, m) {
+        let unchanged = match saved.commit_modified {
             Some(then) => self.commit_modified(m).await? == Some(then),
             None => true,
         };
         if unchanged {
-            return self.state(m, metadata, protocol);
+            return self.state(m, saved.meta_data.clone(), saved.protocol.clone());
         }
         let now = self.schema_at(m).await?;
-        match (&metadata.id, &now.metadata.id) {
+        match (&saved.meta_data.id, &now.metadata.id) {
             (Some(was), Some(is)) if was != is => Err(DeltaError::Incomplete {
                 reason: format!(
                     "version {m} is not the one the mirror holds: the table's id is {is}, the mirror's {was} (the table was written anew at this place; move metadata/ aside and sync to mirror it afresh)"
                 ),
             }),
             _ => {
-                self.same_commit(saved, m).await?;
+                self.same_commit(saved.created_by, m).await?;
                 Ok(now)
             }
         }
@@ -129,10 +130,8 @@ impl DeltaSource {
     /// its id, but its version `m` is another commit. Told by the commit's own timestamp
     /// and its adds' times, as the last sync saved them (`createdBy`); a commit without a
     /// timestamp of its own (its time is its file's) cannot be told apart, and passes.
-    async fn same_commit(&self, saved: Option<&str>, m: u64) -> Result<()> {
-        let (Some(was), Some((path, _))) =
-            (resume::created_by(saved, m), self.log().commits.get(&m))
-        else {
+    async fn same_commit(&self, created_by: Option<i64>, m: u64) -> Result<()> {
+        let (Some(was), Some((path, _))) = (created_by, self.log().commits.get(&m)) else {
             return Ok(());
         };
         let bytes = self.store().get(path).await?;

@@ -19,21 +19,22 @@ struct Saved {
     delta: Resume,
 }
 
+/// A saved state, read once per sync ([`of`]).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Resume {
+pub(crate) struct Resume {
     version: u64,
-    meta_data: MetaData,
-    protocol: Protocol,
+    pub(crate) meta_data: MetaData,
+    pub(crate) protocol: Protocol,
     /// How late a file live at `version` can say it was created (see
     /// `DeltaSource::created_by`), when the commit of `version` was read.
     #[serde(default)]
-    created_by: Option<i64>,
+    pub(crate) created_by: Option<i64>,
     /// The modification time of `version`'s commit file when it was mirrored: a commit
     /// file changed since (a copy, or a table written anew at the same place) is not
     /// trusted to be the version this state is of.
     #[serde(default)]
-    commit_modified: Option<i64>,
+    pub(crate) commit_modified: Option<i64>,
 }
 
 /// What a sync learnt of the commit of the version it saves, besides the schema state.
@@ -69,32 +70,28 @@ pub(crate) fn save_with(
     serde_json::json!({ "delta": delta }).to_string()
 }
 
-/// The saved `createdBy` of the state after `version`, if it is that state's and has one.
-pub(crate) fn created_by(saved: Option<&str>, version: u64) -> Option<i64> {
+/// The saved state, if it is the state after `version` (its `metaData` and `protocol`,
+/// and what the sync learnt of that version's commit).
+pub(crate) fn of(saved: Option<&str>, version: u64) -> Option<Resume> {
     let Saved { delta } = serde_json::from_str(saved?).ok()?;
-    (delta.version == version)
-        .then_some(delta.created_by)
-        .flatten()
-}
-
-/// The saved modification time of `version`'s commit file, if the state is that
-/// version's and has one (states saved before it was kept have none).
-pub(crate) fn commit_modified(saved: Option<&str>, version: u64) -> Option<i64> {
-    let Saved { delta } = serde_json::from_str(saved?).ok()?;
-    (delta.version == version)
-        .then_some(delta.commit_modified)
-        .flatten()
-}
-
-/// The `metaData` and `protocol` a saved state holds, if it is the state after `version`.
-pub(crate) fn load(saved: Option<&str>, version: u64) -> Option<(MetaData, Protocol)> {
-    let Saved { delta } = serde_json::from_str(saved?).ok()?;
-    (delta.version == version).then_some((delta.meta_data, delta.protocol))
+    (delta.version == version).then_some(delta)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn load(saved: Option<&str>, version: u64) -> Option<(MetaData, Protocol)> {
+        of(saved, version).map(|r| (r.meta_data, r.protocol))
+    }
+
+    fn created_by(saved: Option<&str>, version: u64) -> Option<i64> {
+        of(saved, version)?.created_by
+    }
+
+    fn commit_modified(saved: Option<&str>, version: u64) -> Option<i64> {
+        of(saved, version)?.commit_modified
+    }
 
     #[test]
     fn a_saved_state_is_loaded_for_its_version_only() {
