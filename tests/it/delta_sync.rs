@@ -875,6 +875,41 @@ async fn a_path_index_that_misleads_or_cannot_be_read_is_set_aside() {
     common::sync_consistent(&root, 5, "an unreadable path index").await;
 }
 
+/// A batch whose change fails in staging (here a data file that is not there) after a
+/// removal publishes the snapshots before it, and the path index their metadata names
+/// with them: the failed change had taken the batch's last manifest list, so the index
+/// was named but never written and later removals read every manifest.
+#[tokio::test]
+async fn a_batch_failing_after_a_removal_publishes_the_path_index_it_names() {
+    let (_dir, root) = extract("partitioned_3commits");
+    let log = std::fs::read_to_string(root.join("_delta_log/00000000000000000000.json")).unwrap();
+    let line = log
+        .lines()
+        .filter(|l| l.starts_with("{\"add\""))
+        .nth(1)
+        .unwrap();
+    let add: serde_json::Value = serde_json::from_str(line).unwrap();
+    let path = add["add"]["path"].as_str().unwrap();
+    write_commit(
+        &root,
+        3,
+        &format!("{{\"commitInfo\":{{\"timestamp\":1800000000000}}}}\n{{\"remove\":{{\"path\":\"{path}\",\"deletionTimestamp\":1800000000000,\"dataChange\":true}}}}\n"),
+    );
+    write_commit(
+        &root,
+        4,
+        "{\"commitInfo\":{\"timestamp\":1800000001000}}\n{\"add\":{\"path\":\"missing.parquet\",\"partitionValues\":{},\"size\":1,\"modificationTime\":1,\"dataChange\":true}}\n",
+    );
+    let err = sync_with(&root, &SyncOptions::default()).await.unwrap_err();
+    assert!(
+        err.contains("source commit 4") && err.contains("missing.parquet"),
+        "{err}"
+    );
+    assert_eq!(mirrored(&root).await, ["0", "1", "2", "3"]);
+    let index = path_index_of(&root);
+    assert!(root.join(&index).is_file(), "{index} is named but missing");
+}
+
 /// The path index files under `metadata/`.
 fn path_index_files(root: &Path) -> usize {
     std::fs::read_dir(root.join("metadata"))

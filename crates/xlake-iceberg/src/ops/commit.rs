@@ -10,6 +10,7 @@ use crate::ops::plan::{Draft, Staged};
 use crate::ops::publish::{Batch, Committed, Published};
 use crate::ops::table::{IcebergTable, LoadedTable, PUT_IF_ABSENT_VERIFIED};
 use crate::spec::layout::METADATA_DIR;
+use crate::spec::manifest_list::ListFile;
 
 impl IcebergTable {
     /// Commit each change set as its own snapshot, in order.
@@ -106,12 +107,16 @@ impl IcebergTable {
         let mut kept = 0;
         let mut error = None;
         for change in changes {
+            let last_list = kept_list(draft);
             match self.stage(change, draft).await {
                 Ok(snapshot) => {
                     staged.push(snapshot);
                     kept = journal.len();
                 }
                 Err(e) => {
+                    // The staged snapshots' list again (the failed change took it, or
+                    // left its own): the batch's path index is built from it.
+                    draft.last_list = last_list;
                     error = Some(e);
                     break;
                 }
@@ -199,4 +204,14 @@ impl IcebergTable {
         }
         batch
     }
+}
+
+/// The manifest list `draft` last staged, to put back if the next change fails: its
+/// location and bytes (shared, not copied; decoded again only if the path index needs it).
+fn kept_list(draft: &Draft<'_>) -> Option<ListFile> {
+    draft.last_list.as_ref().map(|l| ListFile {
+        location: l.location.clone(),
+        decoded: None,
+        bytes: l.bytes.clone(),
+    })
 }
