@@ -32,26 +32,19 @@ fn version_of(name: &str) -> Option<u64> {
 
 impl LogListing {
     /// List `_delta_log/`, with the commit files' times if `times` (else by name alone,
-    /// which on local disk spares a `stat` per file).
+    /// which on local disk spares a `stat` per file; an object store's listing gives the
+    /// times for nothing, and they are kept, as [`Self::load_from`] keeps them).
     pub async fn load(store: &TableStore, times: bool) -> Result<Self> {
-        let entries: Vec<(String, Option<i64>)> = match times {
-            true => store
-                .list_dir(LOG_DIR)
-                .await?
-                .into_iter()
-                .map(|e| {
-                    let name = e.path.rsplit('/').next().unwrap_or_default().to_string();
-                    (name, Some(e.modified_ms))
-                })
-                .collect(),
-            false => store
-                .list_names(LOG_DIR)
-                .await?
-                .iter()
-                .map(|name| (name.to_string(), None))
-                .collect(),
+        let listed = match times {
+            true => store.list_dir(LOG_DIR).await?,
+            false => store.list_dir_by_name(LOG_DIR).await?,
         };
-        let (listing, lacking) = Self::of_names(entries);
+        let entries = listed.into_iter().map(|e| {
+            let name = e.path.rsplit('/').next().unwrap_or_default().to_string();
+            let timed = times || e.modified_ms != 0;
+            (name, timed.then_some(e.modified_ms))
+        });
+        let (listing, lacking) = Self::of_names(entries.collect());
         let pointer = read_pointer(store).await?;
         listing.check_pointer(store, pointer, &lacking, 0)?;
         Ok(listing)

@@ -221,7 +221,7 @@ fn walk_into(folder: &Path, prefix: &str, walked: &mut Walked) -> io::Result<()>
 }
 
 /// A file's modification time in ms since the epoch, as object_store reports it.
-fn modified_ms(metadata: &std::fs::Metadata) -> i64 {
+pub(crate) fn modified_ms(metadata: &std::fs::Metadata) -> i64 {
     let Ok(time) = metadata.modified() else {
         return 0;
     };
