@@ -1110,8 +1110,18 @@ impl TableStore {
 
     /// Last modification time of an object (ms since the epoch, as [`Entry::modified_ms`]),
     /// or `None` when it does not exist.
+    /// On a local root opened by path one `stat` (object_store's `head` opens the file
+    /// and asks its descriptor, after a `stat` that refuses a FIFO).
     pub async fn modified_ms(&self, path: &str) -> Result<Option<i64>, StorageError> {
         let p = self.object_path(path)?;
+        if let Some(file) = self.local_file(path).filter(|_| self.held(path).is_none()) {
+            return match std::fs::metadata(&file) {
+                Ok(meta) if meta.is_dir() => Ok(None),
+                Ok(meta) => Ok(Some(local_list::modified_ms(&meta))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(self.backend_error(path, io_error(path, e))),
+            };
+        }
         self.refuse_special(path)?;
         match self.retrying(path, || self.store.head(&p)).await {
             Ok(meta) => Ok(Some(meta.last_modified.timestamp_millis())),
