@@ -911,6 +911,17 @@ impl TableStore {
         !matches!(meta, Ok(m) if m.file_type().is_file())
     }
 
+    /// Whether `path` is, on a local root opened by path, a folder (or a link to one),
+    /// where the caller expects a file. False on object stores (a "folder" there is a
+    /// prefix of other names, beside which an object of that name can still be written)
+    /// and for locations outside the table.
+    pub fn is_local_folder(&self, path: &str) -> bool {
+        let (Some(root), Some(rel)) = (&self.local_root, self.relative(path)) else {
+            return false;
+        };
+        std::fs::metadata(root.join(rel.trim_matches('/'))).is_ok_and(|m| m.is_dir())
+    }
+
     /// The path relative to the table root, if the location lies under it.
     pub fn relative<'a>(&self, path: &'a str) -> Option<&'a str> {
         if !is_absolute(path) {
