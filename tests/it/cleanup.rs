@@ -673,13 +673,7 @@ fn subfolders_of_metadata_that_cannot_be_read_are_left_alone() {
     if std::fs::read_dir(&locked).is_err() {
         left.push("metadata/locked");
     }
-    let (code, out) = common::xlake(&[
-        "cleanup",
-        t,
-        "--older-than",
-        "0s",
-        "--no-writer-running",
-    ]);
+    let (code, out) = common::xlake(&["cleanup", t, "--older-than", "0s", "--no-writer-running"]);
     assert_eq!(code, 0, "{out}");
     assert!(!ours.exists(), "{out}");
     for folder in &left {
