@@ -370,3 +370,47 @@ async fn multi_byte_vector_ids_and_out_of_range_mapping_ids_are_refused() {
         );
     }
 }
+
+/// A folder named as the next metadata version (`metadata/v2.metadata.json/`): the sync
+/// fails naming it as a folder where a metadata file belongs, exits non-zero and changes
+/// nothing (hostile review 4, F9: "another writer committed … first", then "not found").
+/// One past the next version is not taken for a version by the hint either: the commit
+/// before it goes on, the one at it fails naming it.
+#[test]
+fn a_folder_named_as_a_metadata_version_is_named_as_one() {
+    let (_dir, root) = common::delta::extract("simple_table");
+    let t = root.to_str().unwrap();
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 0, "{out}");
+    let refused = |next: u64| {
+        let before = metadata_snapshot(&root);
+        let folder = root.join(format!("metadata/v{next}.metadata.json"));
+        std::fs::create_dir(&folder).unwrap();
+        let (code, out) = common::xlake(&["sync", t]);
+        assert_eq!(code, 1, "{out}");
+        for part in [
+            folder.to_str().unwrap(),
+            "is a folder where a metadata file belongs",
+        ] {
+            assert!(out.contains(part), "{part}: {out}");
+        }
+        assert!(!out.contains("another writer"), "{out}");
+        std::fs::remove_dir(&folder).unwrap();
+        assert!(metadata_snapshot(&root) == before, "nothing changed");
+    };
+    common::empty_delta_commit(&root, 5);
+    refused(2);
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 0, "{out}");
+    // A folder at v4 while v3 is written: the hint stays at v3.
+    let folder = root.join("metadata/v4.metadata.json");
+    std::fs::create_dir(&folder).unwrap();
+    common::empty_delta_commit(&root, 6);
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 0, "{out}");
+    let hint = std::fs::read_to_string(root.join("metadata/version-hint.text")).unwrap();
+    assert_eq!(hint.trim(), "3");
+    std::fs::remove_dir(&folder).unwrap();
+    common::empty_delta_commit(&root, 7);
+    refused(4);
+}

@@ -633,3 +633,59 @@ fn links_in_metadata_that_cannot_be_followed_are_left_alone() {
     );
     assert_eq!(common::xlake(&["check", t, "--deep"]).0, 0);
 }
+
+/// Subfolders of `metadata/` that cannot be walked (one `chmod 000` where that denies, as
+/// for a user other than root; one whose path passes the system's limit, which denies
+/// even root) are not xlake's, which writes no subfolder there: left alone and named, with
+/// a warning saying why, while the rest is cleaned and inspected (hostile review 4, F10:
+/// `cleanup` and `inspect` failed whole).
+#[test]
+fn subfolders_of_metadata_that_cannot_be_read_are_left_alone() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    let metadata = root.join("metadata");
+    let ours = metadata.join("00000000-dead-beef-0000-000000000000-m0.avro");
+    std::fs::write(&ours, b"x").unwrap();
+    // Past PATH_MAX (4096 bytes): two chains of folders within it, one moved into the other.
+    let step = "d".repeat(200);
+    let chain = |base: &Path| {
+        let mut leaf = base.to_path_buf();
+        (0..12).for_each(|_| leaf.push(&step));
+        std::fs::create_dir_all(&leaf).unwrap();
+        leaf
+    };
+    let leaf = chain(&metadata.join("deep"));
+    let other = root.join("other");
+    std::fs::write(chain(&other).join("f"), b"x").unwrap();
+    std::fs::rename(other.join(&step), leaf.join("e")).unwrap();
+    let mut left = vec!["metadata/deep"];
+    // chmod denies only a user other than root.
+    let locked = metadata.join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::write(
+        locked.join("00000000-dead-beef-0000-000000000002-m0.avro"),
+        b"x",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    if std::fs::read_dir(&locked).is_err() {
+        left.push("metadata/locked");
+    }
+    let (code, out) = common::xlake(&["cleanup", t, "--older-than", "0s", "--no-writer-running"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!ours.exists(), "{out}");
+    for folder in &left {
+        // Named in the warning, with why.
+        assert!(out.contains(&format!("{t}/{folder}")), "{folder}: {out}");
+        assert!(out.contains("cannot be walked"), "{out}");
+    }
+    let (code, out) = common::xlake(&["inspect", t, "--json"]);
+    assert_eq!(code, 0, "{out}");
+    for folder in &left {
+        assert!(out.contains(folder), "{folder}: {out}");
+    }
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(common::xlake(&["check", t, "--deep"]).0, 0);
+}

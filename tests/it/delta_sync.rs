@@ -1343,3 +1343,146 @@ async fn a_table_written_anew_past_a_mirrored_checkpoint_is_refused() {
     }
     assert!(metadata_snapshot(&root) == before, "nothing written");
 }
+
+/// The log of the `checkpoints_vacuumed` fixture at `root` cut to start at its checkpoint
+/// of version 10 (commits 5-9 and the checkpoint of 5 removed), as log retention leaves it.
+fn start_at_checkpoint_10(root: &Path) {
+    let log = root.join("_delta_log");
+    for v in 5..=9u64 {
+        std::fs::remove_file(log.join(format!("{v:020}.json"))).unwrap();
+    }
+    for entry in std::fs::read_dir(&log).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if name.starts_with("00000000000000000005.checkpoint") {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+}
+
+/// A table dropped and written anew at the same place whose new log starts at a
+/// checkpoint past the mirrored version: refused by the checkpoint's table id, nothing
+/// written (hostile review 4, F8: mirrored as versions removed before they were mirrored,
+/// the newest snapshot holding the new table's files and the older ones the old table's).
+#[tokio::test]
+async fn a_table_written_anew_from_a_checkpoint_past_the_mirror_is_refused() {
+    let (_dir, root) = extract("simple_table");
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    let old_id = table_id(&root);
+    // Another table's log at the same place, starting at its checkpoint of version 10.
+    let (_other_dir, other) = extract("checkpoints_vacuumed");
+    start_at_checkpoint_10(&other);
+    let log = root.join("_delta_log");
+    std::fs::remove_dir_all(&log).unwrap();
+    std::fs::rename(other.join("_delta_log"), &log).unwrap();
+    let options = SyncOptions {
+        skip_file_check: true,
+        ..Default::default()
+    };
+    let before = metadata_snapshot(&root);
+    let err = sync_with(&root, &options).await.unwrap_err();
+    let checkpoint = log.join("00000000000000000010.checkpoint.parquet");
+    for part in [
+        root.to_str().unwrap(),
+        "the checkpoint of version 10",
+        checkpoint.to_str().unwrap(),
+        "up to version 4",
+        &old_id,
+    ] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+    assert!(metadata_snapshot(&root) == before, "nothing written");
+}
+
+/// The same table's log cleaned up past the mirrored version (its commits after it
+/// removed, as Delta's log retention does, the log starting at a later checkpoint): the
+/// checkpoint's id is the mirror's, and the table is mirrored from there as before.
+#[tokio::test]
+async fn a_log_cleaned_up_past_the_mirror_still_syncs() {
+    let (_dir, root) = extract("checkpoints_vacuumed");
+    let log = root.join("_delta_log");
+    let aside = tempfile::tempdir().unwrap();
+    // Mirror versions 5-7 only: the later files set aside, then put back.
+    let mut later: Vec<String> = (8..=12u64).map(|v| format!("{v:020}.json")).collect();
+    for entry in std::fs::read_dir(&log).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name.starts_with("00000000000000000010.checkpoint") || name == "_last_checkpoint" {
+            later.push(name);
+        }
+    }
+    for name in &later {
+        std::fs::rename(log.join(name), aside.path().join(name)).unwrap();
+    }
+    let options = SyncOptions {
+        skip_file_check: true,
+        ..Default::default()
+    };
+    sync_with(&root, &options).await.unwrap();
+    assert_eq!(mirrored(&root).await, ["5", "6", "7"]);
+    for name in &later {
+        std::fs::rename(aside.path().join(name), log.join(name)).unwrap();
+    }
+    start_at_checkpoint_10(&root);
+    let report = sync_with(&root, &options).await.unwrap();
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("removed from the log")),
+        "{:?}",
+        report.notes
+    );
+    assert_eq!(
+        mirrored(&root).await,
+        ["5", "6", "7", "10", "11", "12"].map(String::from)
+    );
+}
+
+/// A table written anew whose log has as many versions as the mirror holds (nothing new
+/// to sync): refused by its table id where it was reported up to date (hostile review 4,
+/// F8); the same log copied (its newest commit file's time changed, nothing else) is still
+/// up to date, and a restore to an older copy that wrote another commit at the mirrored
+/// version is refused by that commit's time.
+#[tokio::test]
+async fn a_table_written_anew_with_as_many_versions_is_refused() {
+    let (_dir, root) = extract("simple_table");
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    let before = metadata_snapshot(&root);
+    let newest = root.join("_delta_log/00000000000000000004.json");
+    let text = std::fs::read_to_string(&newest).unwrap();
+    let rewrite = |text: &str| {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::fs::remove_file(&newest).unwrap();
+        std::fs::write(&newest, text).unwrap();
+    };
+    // A copy: up to date, nothing written.
+    rewrite(&text);
+    let report = sync_with(&root, &SyncOptions::default()).await.unwrap();
+    assert!(report.written.is_empty());
+    assert!(metadata_snapshot(&root) == before, "nothing written");
+    // Restored from an older copy and written again up to the mirrored version.
+    rewrite(&text.replace("1587968626537", "1900000000000"));
+    let err = sync_with(&root, &SyncOptions::default()).await.unwrap_err();
+    for part in [
+        root.to_str().unwrap(),
+        "version 4 is not the one the mirror holds",
+        newest.to_str().unwrap(),
+    ] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+    rewrite(&text);
+    // Written anew: another id, as many versions.
+    let old_id = table_id(&root);
+    let new_id = "0c0ffee0-0000-4000-8000-000000000003";
+    write_anew(&root, &old_id, new_id, 4);
+    let err = sync_with(&root, &SyncOptions::default()).await.unwrap_err();
+    for part in [
+        root.to_str().unwrap(),
+        "version 4 is not the one the mirror holds",
+        new_id,
+        &old_id,
+    ] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+    assert!(metadata_snapshot(&root) == before, "nothing written");
+}

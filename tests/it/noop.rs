@@ -89,6 +89,40 @@ fn a_pass_with_nothing_new_takes_the_shortcut_and_a_new_commit_does_not() {
     assert!(job.pass(0));
 }
 
+/// A table written anew with as many versions as the mirror holds: its newest commit
+/// file's time is in the source's tip, so the pass is not skipped, and its sync refuses
+/// the new table by its id (hostile review 4, F8: skipped, and up to date, for ever).
+#[test]
+fn a_table_written_anew_with_as_many_versions_is_not_skipped() {
+    let (_d, root, job) = settled_delta();
+    assert!(job.pass(0), "nothing new: the shortcut");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let log = root.join("_delta_log");
+    let first = std::fs::read_to_string(log.join("00000000000000000000.json")).unwrap();
+    let id_line = first.lines().find(|l| l.contains("\"metaData\"")).unwrap();
+    let id = serde_json::from_str::<serde_json::Value>(id_line).unwrap()["metaData"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for v in 0..=4 {
+        let path = log.join(format!("{v:020}.json"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(
+            &path,
+            text.replace(&id, "0c0ffee0-0000-4000-8000-000000000004"),
+        )
+        .unwrap();
+    }
+    let (code, out) = job.run();
+    assert_ne!(code, 0, "{out}");
+    assert!(!out.contains(SKIPPED), "{out}");
+    assert!(
+        out.contains("version 4 is not the one the mirror holds") && out.contains(&id),
+        "{out}"
+    );
+}
+
 #[test]
 fn a_target_another_writer_moved_is_read() {
     let (_d, root, job) = settled_delta();
@@ -130,7 +164,7 @@ fn a_damaged_or_foreign_record_is_ignored_and_replaced() {
         // A record that claims a newer source state than there is.
         std::fs::read_to_string(record(&root))
             .unwrap()
-            .replace("\"source_tip\":\"4\"", "\"source_tip\":\"7\""),
+            .replace("\"source_tip\":\"4 written", "\"source_tip\":\"7 written"),
     ] {
         std::fs::write(record(&root), &damaged).unwrap();
         assert!(!job.pass(0), "{damaged:?}");

@@ -409,3 +409,41 @@ async fn a_reader_during_a_stalled_write_sees_only_whole_versions() {
     assert!(stalled >= 4, "only {stalled} writes stalled");
     assert!(listed_new, "no stall came after the new vN was written");
 }
+
+/// Each mirrored version's commit file is read for its actions and its time comes with
+/// the listing (an object store's gives it for nothing) or the read: no `head` of it
+/// (hostile review 4, F8: one more request per version, since the read gave no time).
+#[tokio::test]
+async fn a_commit_file_is_not_asked_for_its_time_apart() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let faults = FaultyStore::new(Arc::new(LocalFileSystem::new()));
+    let (store, faults) = through(&root, faults, RetryPolicy::none());
+    let report = sync_store(store.clone(), &SyncOptions::default(), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.written.len(), 3);
+    let commit = "_delta_log/00000000000000000001.json";
+    let reads = |faults: &FaultyStore| {
+        let reads = faults.reads();
+        reads.iter().filter(|r| r.ends_with(commit)).count()
+    };
+    // The first pass over its removals, then the version itself.
+    assert_eq!(reads(&faults), 2, "{:?}", faults.reads());
+    // An incremental sync of one more version: read once (one version, no first pass).
+    let body =
+        "{\"commitInfo\":{\"timestamp\":1900000000000,\"operation\":\"SET TBLPROPERTIES\"}}\n";
+    std::fs::write(root.join("_delta_log/00000000000000000003.json"), body).unwrap();
+    let faults = FaultyStore::new(Arc::new(LocalFileSystem::new()));
+    let (store, faults) = through(&root, faults, RetryPolicy::none());
+    let report = sync_store(store, &SyncOptions::default(), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.written.len(), 1);
+    let newest = "_delta_log/00000000000000000003.json";
+    let read = faults
+        .reads()
+        .iter()
+        .filter(|r| r.ends_with(newest))
+        .count();
+    assert_eq!(read, 1, "{:?}", faults.reads());
+}

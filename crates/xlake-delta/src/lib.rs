@@ -17,6 +17,7 @@
 //! | [`source`] | [`DeltaSource`]: an opened table, its listing, schema states and files |
 //! | [`replay`] | [`DeltaReplay`](replay::DeltaReplay): its versions streamed as change sets, removals read first |
 //! | `resume` | the state a sync leaves for the next (`metaData`, `protocol`), so an incremental one need not read them again |
+//! | `same_table` | whether the log is still the one the mirror was made from (table id, commit file time) |
 //! | [`table_source`] | the engine's contract ([`xlake_source::TableSource`]) and the format's [`KIND`] |
 //!
 //! Deletion vectors are decoded into deleted row positions (Iceberg v2), or left as they
@@ -30,6 +31,7 @@ pub mod error;
 pub mod log;
 pub mod replay;
 mod resume;
+mod same_table;
 pub mod schema;
 pub mod source;
 pub mod table_source;

@@ -32,26 +32,20 @@ fn version_of(name: &str) -> Option<u64> {
 
 impl LogListing {
     /// List `_delta_log/`, with the commit files' times if `times` (else by name alone,
-    /// which on local disk spares a `stat` per file).
+    /// which on local disk spares a `stat` per file; an object store's listing gives the
+    /// times for nothing, and they are kept, as [`Self::load_from`] keeps them).
     pub async fn load(store: &TableStore, times: bool) -> Result<Self> {
-        let entries: Vec<(String, Option<i64>)> = match times {
-            true => store
-                .list_dir(LOG_DIR)
-                .await?
-                .into_iter()
-                .map(|e| {
-                    let name = e.path.rsplit('/').next().unwrap_or_default().to_string();
-                    (name, Some(e.modified_ms))
-                })
-                .collect(),
-            false => store
-                .list_names(LOG_DIR)
-                .await?
-                .iter()
-                .map(|name| (name.to_string(), None))
-                .collect(),
+        let listed = match times {
+            true => store.list_dir(LOG_DIR).await?,
+            false => store.list_dir_by_name(LOG_DIR).await?,
         };
-        let (listing, lacking) = Self::of_names(entries);
+        let entries = listed.into_iter().map(|e| {
+            let name = e.path.rsplit('/').next().unwrap_or_default().to_string();
+            let timed = times || e.modified_ms != 0;
+            (name, timed.then_some(e.modified_ms))
+        });
+        let (mut listing, lacking) = Self::of_names(entries.collect());
+        listing.stamp_newest(store).await?;
         let pointer = read_pointer(store).await?;
         listing.check_pointer(store, pointer, &lacking, 0)?;
         Ok(listing)
@@ -88,6 +82,7 @@ impl LogListing {
         if !has_from || listed != after {
             return Ok(None);
         }
+        listing.stamp_newest(store).await?;
         // A pointer to an older checkpoint is not this listing's to check.
         listing.check_pointer(store, pointer?, &lacking, from)?;
         listing.from = Some(from);
@@ -171,6 +166,16 @@ impl LogListing {
                     ),
                 });
             }
+        }
+        Ok(())
+    }
+
+    /// Give the newest commit file its modification time when the listing (by name) did
+    /// not: one `stat`, so that a commit file written again (a table written anew with as
+    /// many versions) shows in the source's tip and is checked even with nothing new.
+    async fn stamp_newest(&mut self, store: &TableStore) -> Result<()> {
+        if let Some((_, (path, modified @ None))) = self.commits.iter_mut().next_back() {
+            *modified = store.modified_ms(path).await?;
         }
         Ok(())
     }
@@ -371,6 +376,9 @@ mod listing_tests {
             .commits
             .values()
             .all(|(_, t)| t.is_some_and(|t| t > 0)));
-        assert!(named.commits.values().all(|(_, t)| t.is_none()));
+        // By name, only the newest commit file is stat-ed (for the source's tip).
+        let times: Vec<Option<i64>> = named.commits.values().map(|(_, t)| *t).collect();
+        assert_eq!(times[..2], [None, None]);
+        assert_eq!(times[2], timed.commits[&2].1);
     }
 }

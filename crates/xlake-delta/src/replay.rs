@@ -14,8 +14,8 @@ use xlake_source::{ChangeStream, MirrorState, SourceError};
 
 use crate::action::{parse_commit, Add};
 use crate::error::{DeltaError, HistoryLost, Reason, Result};
-use crate::resume::{self, Learnt, Resume};
-use crate::source::{local_path, BaseLive, State};
+use crate::resume::{self, Learnt};
+use crate::source::{commit_time, ends_before, local_path, BaseLive, State};
 use crate::DeltaSource;
 
 /// A replay of a Delta table's versions in progress.
@@ -66,7 +66,12 @@ impl DeltaSource {
             // schema in force there is the state the last sync saved with it, else read
             // from the log (the checkpoint's two columns and the commits since, without
             // the file list), never by replaying the whole log.
-            if m < latest {
+            if m > latest {
+                return Err(ends_before(latest, m));
+            } else if m == latest {
+                // Nothing new: still, the newest mirrored version must be the table's.
+                self.same_newest(state.source_state.as_deref(), m).await?;
+            } else {
                 // Read once: the schema state, and what the last sync learnt of m's commit.
                 let saved = resume::of(state.source_state.as_deref(), m);
                 replay.state = Some(self.resumed_state(saved.as_ref(), m).await?);
@@ -79,11 +84,13 @@ impl DeltaSource {
             }
             first = m + 1;
         } else if from_checkpoint {
-            if newest_mirrored.is_some_and(|m| m < start) {
+            if let Some(m) = newest_mirrored.filter(|&m| m < start) {
+                // Mirrored as history lost only if the checkpoint is of the same table.
+                let saved = resume::of(state.source_state.as_deref(), m);
+                self.same_id_at_checkpoint(saved.as_ref(), m, start).await?;
                 return Err(HistoryLost {
                     what: format!(
-                        "versions after {} up to {start} were removed from the log before they were mirrored",
-                        newest_mirrored.unwrap_or_default()
+                        "versions after {m} up to {start} were removed from the log before they were mirrored"
                     ),
                 }
                 .into());
@@ -93,73 +100,6 @@ impl DeltaSource {
         }
         self.plan(&mut replay, first, latest).await;
         Ok(replay)
-    }
-
-    /// The schema state in force at the newest mirrored version `m`, where an incremental
-    /// replay starts: the state the last sync `saved`, while `m`'s commit file is the one
-    /// it was saved from; else read from the log, and refused if its table id is not the
-    /// saved one (the table was dropped and written anew at the same place: its new
-    /// commits are not changes of what the mirror holds).
-    async fn resumed_state(&self, saved: Option<&Resume>, m: u64) -> Result<State> {
-        let Some(saved) = saved else {
-            return self.schema_at(m).await;
-        };
-        let unchanged = match saved.commit_modified {
-            Some(then) => self.commit_modified(m).await? == Some(then),
-            None => true,
-        };
-        if unchanged {
-            return self.state(m, saved.meta_data.clone(), saved.protocol.clone());
-        }
-        let now = self.schema_at(m).await?;
-        match (&saved.meta_data.id, &now.metadata.id) {
-            (Some(was), Some(is)) if was != is => Err(DeltaError::Incomplete {
-                reason: format!(
-                    "version {m} is not the one the mirror holds: the table's id is {is}, the mirror's {was} (the table was written anew at this place; move metadata/ aside and sync to mirror it afresh)"
-                ),
-            }),
-            _ => {
-                self.same_commit(saved.created_by, m).await?;
-                Ok(now)
-            }
-        }
-    }
-
-    /// Refuse a commit file of version `m` whose time is not the one the mirrored commit
-    /// had: a table restored from a backup older than the mirror and written past it keeps
-    /// its id, but its version `m` is another commit. Told by the commit's own timestamp
-    /// and its adds' times, as the last sync saved them (`createdBy`); a commit without a
-    /// timestamp of its own (its time is its file's) cannot be told apart, and passes.
-    async fn same_commit(&self, created_by: Option<i64>, m: u64) -> Result<()> {
-        let (Some(was), Some((path, _))) = (created_by, self.log().commits.get(&m)) else {
-            return Ok(());
-        };
-        let bytes = self.store().get(path).await?;
-        let text = String::from_utf8_lossy(&bytes);
-        let Ok(commit) = parse_commit(&text) else {
-            return Ok(());
-        };
-        let Some(time) = commit
-            .info
-            .as_ref()
-            .and_then(|i| i.in_commit_timestamp.or(i.timestamp))
-        else {
-            return Ok(());
-        };
-        let is = commit
-            .adds
-            .iter()
-            .filter_map(Add::created)
-            .fold(time, i64::max);
-        match is == was {
-            true => Ok(()),
-            false => Err(DeltaError::Incomplete {
-                reason: format!(
-                    "version {m} is not the one the mirror holds: {} was written at {is} ms, the mirrored commit at {was} ms (the table was restored from an older copy, or written anew, at this place; move metadata/ aside and sync to mirror it afresh)",
-                    self.store().absolute(path)
-                ),
-            }),
-        }
     }
 
     /// A replay for a checker comparing versions from `from` on: from the newest
@@ -324,7 +264,9 @@ impl DeltaReplay<'_> {
             file: source.store().absolute(&path),
             reason,
         };
-        let bytes = source.store().get(&path).await?;
+        // The file's time comes with its bytes: no stat (or HEAD) of it for its time.
+        let (bytes, read_modified) = source.store().get_timed(&path).await?;
+        let modified = source.listed_modified(version).or(read_modified);
         let text = std::str::from_utf8(&bytes).map_err(|_| log_error("not UTF-8".into()))?;
         let commit = parse_commit(text).map_err(log_error)?;
         if commit.metadata.is_some() || commit.protocol.is_some() {
@@ -344,7 +286,7 @@ impl DeltaReplay<'_> {
             .state
             .as_ref()
             .ok_or_else(|| log_error("no metaData action before this version".into()))?;
-        let time = source.commit_time(version, commit.info.as_ref()).await?;
+        let time = commit_time(commit.info.as_ref(), modified);
         let action = commit
             .info
             .as_ref()
@@ -363,7 +305,7 @@ impl DeltaReplay<'_> {
         // version ends a sync early), which the next sync resumes from.
         let learnt = Learnt {
             created_by: Some(created_by),
-            commit_modified: source.commit_modified(version).await?,
+            commit_modified: modified,
         };
         change.source_state = Some(resume::save_with(version, &s.metadata, &s.protocol, learnt));
         for add in &commit.adds {

@@ -77,6 +77,28 @@ pub(crate) fn of(saved: Option<&str>, version: u64) -> Option<Resume> {
     (delta.version == version).then_some(delta)
 }
 
+/// `{"delta": {"version": …, "commitModified": …}}`: only the commit file's time of a
+/// saved state, its actions skipped unparsed.
+#[derive(Deserialize)]
+struct SavedTime {
+    delta: Time,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Time {
+    version: u64,
+    #[serde(default)]
+    commit_modified: Option<i64>,
+}
+
+/// [`Resume::commit_modified`] of the saved state, if it is the state after `version`,
+/// without parsing the rest.
+pub(crate) fn commit_modified_of(saved: Option<&str>, version: u64) -> Option<i64> {
+    let SavedTime { delta } = serde_json::from_str(saved?).ok()?;
+    (delta.version == version).then_some(delta.commit_modified)?
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,7 +112,9 @@ mod tests {
     }
 
     fn commit_modified(saved: Option<&str>, version: u64) -> Option<i64> {
-        of(saved, version)?.commit_modified
+        let full = of(saved, version).and_then(|r| r.commit_modified);
+        assert_eq!(commit_modified_of(saved, version), full);
+        full
     }
 
     #[test]

@@ -133,11 +133,7 @@ impl DeltaSource {
         let Some(log) = LogListing::load_from(&store, times, newest).await? else {
             let whole = Self::open_with_times(store, times).await?;
             return match whole.log.latest() {
-                Some(latest) if latest < newest => Err(DeltaError::Incomplete {
-                    reason: format!(
-                        "the log ends at version {latest}, before version {newest} that the mirror holds: the table was written anew or its log cut short, and the mirror is not its (move metadata/ aside and sync to mirror it afresh)"
-                    ),
-                }),
+                Some(latest) if latest < newest => Err(ends_before(latest, newest)),
                 _ => Ok(whole),
             };
         };
@@ -231,6 +227,12 @@ impl DeltaSource {
             return Ok(time);
         }
         Ok(self.commit_modified(version).await?.unwrap_or(0))
+    }
+
+    /// The modification time of `version`'s commit file as the listing gives it (`None`
+    /// for a log listed by name; see [`Self::commit_modified`]).
+    pub(crate) fn listed_modified(&self, version: u64) -> Option<i64> {
+        self.log.commits.get(&version).and_then(|(_, m)| *m)
     }
 
     /// The modification time of `version`'s commit file: as listed, else asked of the
@@ -566,6 +568,23 @@ impl DeltaSource {
                 .push(self.data_file(&state, add).await.map_err(fail)?);
         }
         Ok((state, change))
+    }
+}
+
+/// [`DeltaSource::commit_time`] of a commit file whose modification time is known:
+/// `modified` (0 without one).
+pub(crate) fn commit_time(info: Option<&CommitInfo>, modified: Option<i64>) -> i64 {
+    info.and_then(|i| i.in_commit_timestamp.or(i.timestamp))
+        .or(modified)
+        .unwrap_or(0)
+}
+
+/// The log ends at version `latest`, before the version `newest` the mirror holds.
+pub(crate) fn ends_before(latest: u64, newest: u64) -> DeltaError {
+    DeltaError::Incomplete {
+        reason: format!(
+            "the log ends at version {latest}, before version {newest} that the mirror holds: the table was written anew or its log cut short, and the mirror is not its (move metadata/ aside and sync to mirror it afresh)"
+        ),
     }
 }
 

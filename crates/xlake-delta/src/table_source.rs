@@ -133,9 +133,15 @@ impl TableSource for DeltaSource {
     }
 
     /// The newest version, of a commit file or a checkpoint: versions are written one
-    /// after another, so a new commit is always a newer one.
+    /// after another, so a new commit is always a newer one. With its commit file's
+    /// modification time: a table written anew with as many versions as before has
+    /// another tip, and is not skipped as a no-op (its sync checks its id).
     fn tip(&self) -> Option<String> {
-        self.log().latest().map(|v| v.to_string())
+        let latest = self.log().latest()?;
+        Some(match self.listed_modified(latest) {
+            Some(modified) => format!("{latest} written {modified}"),
+            None => latest.to_string(),
+        })
     }
 
     /// Delta has no pending commits: a version exists once its commit file (or a

@@ -241,8 +241,8 @@ pub trait TableSource: Send + Sync {
 
     /// The source's newest state as the opened table listed it, from what opening read (no
     /// further request): a text that differs whenever [`Self::listing`] would list a
-    /// completed commit it did not list before (Delta: the newest version; Hudi: the
-    /// listed instants). `None` when the source cannot tell it so (then a sync is never
+    /// completed commit it did not list before (Delta: the newest version and its commit
+    /// file's time, which a table written anew changes; Hudi: the listed instants). `None` when the source cannot tell it so (then a sync is never
     /// skipped as a no-op). The engine compares it with the one a sync that left nothing
     /// pending recorded.
     fn tip(&self) -> Option<String> {

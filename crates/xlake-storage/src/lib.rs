@@ -911,6 +911,17 @@ impl TableStore {
         !matches!(meta, Ok(m) if m.file_type().is_file())
     }
 
+    /// Whether `path` is, on a local root opened by path, a folder (or a link to one),
+    /// where the caller expects a file. False on object stores (a "folder" there is a
+    /// prefix of other names, beside which an object of that name can still be written)
+    /// and for locations outside the table.
+    pub fn is_local_folder(&self, path: &str) -> bool {
+        let (Some(root), Some(rel)) = (&self.local_root, self.relative(path)) else {
+            return false;
+        };
+        std::fs::metadata(root.join(rel.trim_matches('/'))).is_ok_and(|m| m.is_dir())
+    }
+
     /// The path relative to the table root, if the location lies under it.
     pub fn relative<'a>(&self, path: &'a str) -> Option<&'a str> {
         if !is_absolute(path) {
@@ -1001,17 +1012,38 @@ impl TableStore {
     }
 
     async fn get_whole(&self, path: &str, how: Whole) -> Result<Bytes, StorageError> {
+        Ok(self.get_timed_as(path, how).await?.0)
+    }
+
+    /// [`Self::get`], with the object's modification time (ms since the epoch, as
+    /// [`Entry::modified_ms`]) from the same read: on a local root the `fstat` the read
+    /// makes anyway, elsewhere the response's `Last-Modified` (whole seconds on S3, GCS
+    /// and Azure, where a listing may give milliseconds). `None` for a write held back
+    /// ([`Self::deferring`]), which has no time yet.
+    pub async fn get_timed(&self, path: &str) -> Result<(Bytes, Option<i64>), StorageError> {
+        self.get_timed_as(path, Whole::Read).await
+    }
+
+    async fn get_timed_as(
+        &self,
+        path: &str,
+        how: Whole,
+    ) -> Result<(Bytes, Option<i64>), StorageError> {
         let p = self.object_path(path)?;
         if let Some(held) = self.held(path) {
-            return Ok(held);
+            return Ok((held, None));
         }
         if let Some(read) = self.local_get(path, how).await {
-            return read;
+            return read.map(|(bytes, modified)| (bytes, Some(modified)));
         }
         // The whole read is retried: a body cut short fails the second step.
-        self.retrying(path, || async { self.store.get(&p).await?.bytes().await })
-            .await
-            .map_err(|e| self.backend_error(path, e))
+        self.retrying(path, || async {
+            let got = self.store.get(&p).await?;
+            let modified = got.meta.last_modified.timestamp_millis();
+            Ok((got.bytes().await?, Some(modified)))
+        })
+        .await
+        .map_err(|e| self.backend_error(path, e))
     }
 
     /// On a local root opened by path, a whole file read directly (`local_read`: one read
@@ -1023,16 +1055,22 @@ impl TableStore {
     /// caller, an absolute location outside the table, and a path object_store does not
     /// take as it is written (an empty, `.` or `..` segment, a leading or trailing `/`)
     /// or a writer's staged upload, where its mapping to the disk differs from a join.
-    async fn local_get(&self, path: &str, how: Whole) -> Option<Result<Bytes, StorageError>> {
+    /// The file's modification time comes with it (see [`Self::get_timed`]).
+    async fn local_get(
+        &self,
+        path: &str,
+        how: Whole,
+    ) -> Option<Result<(Bytes, i64), StorageError>> {
         let file = self.local_file(path)?;
         let read = self
             .retrying(path, || {
                 let file = file.clone();
                 async move {
                     if how == Whole::Small {
-                        return local_read::read(&file, how).map_err(|e| io_error(path, e));
+                        return local_read::read_timed(&file, how).map_err(|e| io_error(path, e));
                     }
-                    match tokio::task::spawn_blocking(move || local_read::read(&file, how)).await {
+                    let timed = move || local_read::read_timed(&file, how);
+                    match tokio::task::spawn_blocking(timed).await {
                         Ok(read) => read.map_err(|e| io_error(path, e)),
                         Err(source) => Err(object_store::Error::JoinError { source }),
                     }
@@ -1083,8 +1121,18 @@ impl TableStore {
 
     /// Last modification time of an object (ms since the epoch, as [`Entry::modified_ms`]),
     /// or `None` when it does not exist.
+    /// On a local root opened by path one `stat` (object_store's `head` opens the file
+    /// and asks its descriptor, after a `stat` that refuses a FIFO).
     pub async fn modified_ms(&self, path: &str) -> Result<Option<i64>, StorageError> {
         let p = self.object_path(path)?;
+        if let Some(file) = self.local_file(path).filter(|_| self.held(path).is_none()) {
+            return match std::fs::metadata(&file) {
+                Ok(meta) if meta.is_dir() => Ok(None),
+                Ok(meta) => Ok(Some(local_list::modified_ms(&meta))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(self.backend_error(path, io_error(path, e))),
+            };
+        }
         self.refuse_special(path)?;
         match self.retrying(path, || self.store.head(&p)).await {
             Ok(meta) => Ok(Some(meta.last_modified.timestamp_millis())),
@@ -1298,22 +1346,12 @@ impl TableStore {
     ) -> Result<Vec<Entry>, StorageError> {
         let folder = dir.trim_end_matches('/');
         if self.local_root.is_some() {
-            let mut entries: Vec<Entry> = match times {
+            let mut entries = match times {
                 true => self.list_dir(dir).await?,
-                false => self
-                    .list_names(dir)
-                    .await?
-                    .iter()
-                    .map(|name| Entry {
-                        path: format!("{folder}/{name}"),
-                        size: 0,
-                        modified_ms: 0,
-                    })
-                    .collect(),
+                false => self.list_dir_by_name(dir).await?,
             };
             let start = format!("{folder}/{from}");
             entries.retain(|e| e.path > start);
-            entries.sort_unstable_by(|a, b| a.path.cmp(&b.path));
             return Ok(entries);
         }
         let p = self.object_path(dir)?;
@@ -1342,6 +1380,28 @@ impl TableStore {
                 path: format!("{folder}/{}", meta.location.filename().unwrap_or_default()),
                 size: meta.size,
                 modified_ms: meta.last_modified.timestamp_millis(),
+            })
+            .collect();
+        entries.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+        Ok(entries)
+    }
+
+    /// [`Self::list_dir`] with sizes and times where the listing gives them for nothing
+    /// (an object store's), else by name alone (a local folder's entries are not
+    /// stat-ed: sizes and times 0), as [`Self::list_dir_from`] lists without `times`.
+    pub async fn list_dir_by_name(&self, dir: &str) -> Result<Vec<Entry>, StorageError> {
+        if self.local_root.is_none() {
+            return self.list_dir(dir).await;
+        }
+        let folder = dir.trim_end_matches('/');
+        let mut entries: Vec<Entry> = self
+            .list_names(dir)
+            .await?
+            .iter()
+            .map(|name| Entry {
+                path: format!("{folder}/{name}"),
+                size: 0,
+                modified_ms: 0,
             })
             .collect();
         entries.sort_unstable_by(|a, b| a.path.cmp(&b.path));

@@ -160,6 +160,25 @@ fn listed(folder: &Path, meta: bool) -> io::Result<Vec<(String, (u64, i64))>> {
     Ok(found)
 }
 
+/// [`walk_into`] a subfolder, which is set apart whole, as a linked folder is, when it
+/// cannot be walked (unreadable: `chmod 000`; a path past the system's limit): what it
+/// holds is not looked at, and the rest of the walk goes on. xlake writes no subfolder
+/// of `metadata/`, so nothing of its own is missed.
+fn walk_sub(folder: &Path, prefix: &str, walked: &mut Walked) {
+    let mut found = Walked::default();
+    match walk_into(folder, prefix, &mut found) {
+        Ok(()) => {
+            walked.0.append(&mut found.0);
+            walked.1.append(&mut found.1);
+        }
+        Err(e) => {
+            let shown = prefix.trim_end_matches('/').to_string();
+            tracing::warn!(folder = %folder.display(), error = %e, "a subfolder that cannot be walked is left alone, unread");
+            walked.1.push(shown);
+        }
+    }
+}
+
 /// What [`walk`] finds under a folder: the files object_store would list, as (path
 /// relative to the folder, (size, time in ms)), and the names it cannot list (not UTF-8,
 /// a control character), relative and escaped (`new\nline`, a byte that is not UTF-8 as
@@ -209,7 +228,7 @@ fn walk_into(folder: &Path, prefix: &str, walked: &mut Walked) -> io::Result<()>
             Err(e) => return Err(at(e, &shown)),
         };
         match (meta.is_dir(), linked) {
-            (true, false) => walk_into(&entry.path(), &format!("{prefix}{name}/"), walked)?,
+            (true, false) => walk_sub(&entry.path(), &format!("{prefix}{name}/"), walked),
             (true, true) => walked.1.push(shown),
             (false, _) if meta.is_file() => walked
                 .0
@@ -221,7 +240,7 @@ fn walk_into(folder: &Path, prefix: &str, walked: &mut Walked) -> io::Result<()>
 }
 
 /// A file's modification time in ms since the epoch, as object_store reports it.
-fn modified_ms(metadata: &std::fs::Metadata) -> i64 {
+pub(crate) fn modified_ms(metadata: &std::fs::Metadata) -> i64 {
     let Ok(time) = metadata.modified() else {
         return 0;
     };

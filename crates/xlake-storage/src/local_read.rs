@@ -35,16 +35,24 @@ pub(crate) enum Whole {
 
 /// The whole of `file`. A folder fails as `std::fs::read` fails on it (`IsADirectory`);
 /// a FIFO, socket or device fails at once (a FIFO's open would wait for a writer).
+#[cfg(test)]
 pub(crate) fn read(file: &Path, how: Whole) -> std::io::Result<Bytes> {
+    read_timed(file, how).map(|(bytes, _)| bytes)
+}
+
+/// [`read`], with the file's modification time (ms since the epoch, as a listing gives
+/// it) from the `fstat` the read makes anyway: no second system call for it.
+pub(crate) fn read_timed(file: &Path, how: Whole) -> std::io::Result<(Bytes, i64)> {
     let mut f = open_without_waiting(file)?;
     let meta = f.metadata()?;
+    let modified = crate::local_list::modified_ms(&meta);
     if !meta.is_file() && !meta.is_dir() {
         return Err(not_a_file());
     }
     if how == Whole::MapWrittenOnce && meta.is_file() && meta.len() >= MAP_MIN && on_local_disk(&f)
     {
         if let Ok(mapped) = map(&f) {
-            return Ok(mapped);
+            return Ok((mapped, modified));
         }
     }
     // As `std::fs::read` does: a size that cannot be allocated is an error, not an abort.
@@ -55,7 +63,7 @@ pub(crate) fn read(file: &Path, how: Whole) -> std::io::Result<Bytes> {
     // Through `Read::by_ref`: `File`'s own `read_to_end` would look up the size and the
     // position again (a `statx` and an `lseek` per file) to size a buffer that is sized.
     Read::by_ref(&mut f).take(u64::MAX).read_to_end(&mut buf)?;
-    Ok(Bytes::from(buf))
+    Ok((Bytes::from(buf), modified))
 }
 
 /// Why `file` cannot be read by a range (a FIFO, socket or device, whose open would wait);

@@ -192,8 +192,9 @@ impl IcebergTable {
     /// `error`, or a lost race when another writer has published `next` meanwhile: what
     /// failed may be a file that writer's expiry deleted, and a re-plan reads its state.
     pub(crate) async fn lost_race_or(&self, error: IcebergError, next: u64) -> IcebergError {
-        match self.store.size(&metadata_file(next)).await {
-            Ok(Some(_)) => self.conflict(next),
+        match self.version_exists(next).await {
+            Ok(true) => self.conflict(next),
+            Err(folder @ IcebergError::FolderAsMetadata { .. }) => folder,
             _ => error,
         }
     }
@@ -240,6 +241,10 @@ impl IcebergTable {
         let path = metadata_file(version);
         let e = match self.store.put_if_absent(&path, body.clone()).await {
             Ok(PutOutcome::Created) => return Ok(()),
+            // A folder of that name is no other writer's version (nothing was written).
+            _ if self.store.is_local_folder(&path) => {
+                return Err(Unpublished::before(self.folder_as_metadata(version)))
+            }
             Ok(PutOutcome::AlreadyExists) => {
                 return Err(Unpublished::before(self.conflict(version)))
             }
@@ -287,7 +292,11 @@ impl IcebergTable {
                 .put(VERSION_HINT, Bytes::from(hint_text(version)))
                 .await?;
             let mut newest = version;
-            while self.store.size(&metadata_file(newest + 1)).await?.is_some() {
+            // A folder at the next name is no version: the hint is not pointed at it (the
+            // next commit, or load, refuses it, naming it).
+            while self.store.size(&metadata_file(newest + 1)).await?.is_some()
+                && !self.store.is_local_folder(&metadata_file(newest + 1))
+            {
                 newest += 1;
             }
             if newest == version {

@@ -411,15 +411,31 @@ impl IcebergTable {
     /// The newest version from `version` on. Like Java's `HadoopTableOperations`: a newer
     /// `vN` than the hint wins (a writer died between the metadata file and the hint).
     pub(crate) async fn newest_from(&self, mut version: u64) -> Result<u64> {
-        while self
-            .store
-            .size(&metadata_file(version + 1))
-            .await?
-            .is_some()
-        {
+        while self.version_exists(version + 1).await? {
             version += 1;
         }
         Ok(version)
+    }
+
+    /// Whether `vN.metadata.json` of `version` exists; a folder of that name is refused
+    /// ([`IcebergError::FolderAsMetadata`]): it is no version, and none can be written.
+    pub(crate) async fn version_exists(&self, version: u64) -> Result<bool> {
+        let path = metadata_file(version);
+        if self.store.size(&path).await?.is_none() {
+            return Ok(false);
+        }
+        match self.store.is_local_folder(&path) {
+            true => Err(self.folder_as_metadata(version)),
+            false => Ok(true),
+        }
+    }
+
+    pub(crate) fn folder_as_metadata(&self, version: u64) -> IcebergError {
+        IcebergError::FolderAsMetadata {
+            table: self.table(),
+            version,
+            file: self.store.absolute(&metadata_file(version)),
+        }
     }
 
     /// The highest `vN` in `metadata/`, when there is no hint; `None` when there is no
