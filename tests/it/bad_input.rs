@@ -414,3 +414,30 @@ fn a_folder_named_as_a_metadata_version_is_named_as_one() {
     common::empty_delta_commit(&root, 7);
     refused(4);
 }
+
+/// A folder where the version the hint names belongs (`metadata/v2.metadata.json/` with
+/// the hint at 2): every command fails naming it as a folder, as at the next version
+/// (hostile review 5: "v2.metadata.json: not found" from sync, inspect, check, expire).
+#[test]
+fn a_folder_at_the_hinted_metadata_version_is_named_as_one() {
+    let (_dir, root) = common::delta::extract("simple_table");
+    let t = root.to_str().unwrap();
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 0, "{out}");
+    common::empty_delta_commit(&root, 5);
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 0, "{out}");
+    let file = root.join("metadata/v2.metadata.json");
+    std::fs::remove_file(&file).unwrap();
+    std::fs::create_dir(&file).unwrap();
+    for command in ["sync", "inspect", "snapshots", "expire"] {
+        let (code, out) = common::xlake(&[command, t]);
+        assert_eq!(code, 1, "{command}: {out}");
+        for part in [
+            file.to_str().unwrap(),
+            "is a folder where a metadata file belongs",
+        ] {
+            assert!(out.contains(part), "{command}: {part}: {out}");
+        }
+    }
+}

@@ -391,7 +391,14 @@ impl IcebergTable {
             return Ok(None);
         };
         let path = metadata_file(version);
-        let bytes = self.store.get_written_once(&path).await?;
+        let bytes = match self.store.get_written_once(&path).await {
+            Ok(bytes) => bytes,
+            // A folder where the hint's version belongs is named as such, not "not found".
+            Err(_) if self.store.is_local_folder(&path) => {
+                return Err(self.folder_as_metadata(version))
+            }
+            Err(e) => return Err(e.into()),
+        };
         let read = parse.read_apart(bytes, version).await;
         let (metadata, history) = read.map_err(|e| self.corrupt(&path, e))?;
         if !written_by_xlake(&metadata) {
