@@ -441,3 +441,38 @@ fn a_folder_at_the_hinted_metadata_version_is_named_as_one() {
         }
     }
 }
+
+/// A folder named `metadata/version-hint.text`: every command fails naming it, nothing
+/// changed (hostile review 5: sync failed with "Unable to rename file: Is a directory"
+/// after reading the table without it, check said the hint was missing).
+#[test]
+fn a_folder_named_as_the_version_hint_is_named_as_one() {
+    let (_dir, root) = common::delta::extract("simple_table");
+    let t = root.to_str().unwrap();
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 0, "{out}");
+    let hint = root.join("metadata/version-hint.text");
+    std::fs::remove_file(&hint).unwrap();
+    std::fs::create_dir(&hint).unwrap();
+    common::empty_delta_commit(&root, 5);
+    let names = || {
+        let mut names: Vec<_> = std::fs::read_dir(root.join("metadata"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = names();
+    for (command, exit) in [("sync", 1), ("inspect", 1), ("check", 2), ("cleanup", 1)] {
+        let (code, out) = common::xlake(&[command, t]);
+        assert_eq!(code, exit, "{command}: {out}");
+        for part in [
+            hint.to_str().unwrap(),
+            "a folder where the version hint file belongs",
+        ] {
+            assert!(out.contains(part), "{command}: {part}: {out}");
+        }
+    }
+    assert!(names() == before, "nothing written");
+}

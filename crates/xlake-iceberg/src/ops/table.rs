@@ -364,6 +364,11 @@ impl IcebergTable {
     async fn locate_current(&self, look_past: bool) -> Result<Option<(u64, Option<Hint>)>> {
         let hinted = match self.store.get_small(VERSION_HINT).await {
             Ok(bytes) => Some(parse_hint(&bytes).map_err(|e| self.corrupt(VERSION_HINT, e))?),
+            // A folder there is no missing hint: the hint could never be written again.
+            Err(StorageError::NotFound { .. }) if self.store.is_local_folder(VERSION_HINT) => {
+                let why = "a folder where the version hint file belongs (xlake never writes one there); nothing was changed: remove or rename it";
+                return Err(self.corrupt(VERSION_HINT, why));
+            }
             Err(StorageError::NotFound { .. }) => None,
             Err(e) => return Err(e.into()),
         };
