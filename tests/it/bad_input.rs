@@ -476,3 +476,31 @@ fn a_folder_named_as_the_version_hint_is_named_as_one() {
     }
     assert!(names() == before, "nothing written");
 }
+
+/// A FIFO at the next version's name with the hint in place and a commit to mirror: the
+/// sync fails naming the FIFO and leaves nothing behind (hostile review 5: each sync left
+/// the new snapshot's manifest and manifest list, as if the `vN` write might have landed,
+/// and cleanup refuses to run while the FIFO is there).
+#[tokio::test]
+async fn a_fifo_at_the_next_version_leaves_no_files_of_the_failed_commit() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    sync(root.to_str().unwrap(), &SyncOptions::default(), |_| {})
+        .await
+        .unwrap();
+    let hint = root.join("metadata/version-hint.text");
+    let version: u64 = std::fs::read_to_string(&hint).unwrap().parse().unwrap();
+    let fifo = root.join(format!("metadata/v{}.metadata.json", version + 1));
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success());
+    common::empty_delta_commit(&root, 3);
+    let names = || -> Vec<String> {
+        regular_metadata(&root)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect()
+    };
+    let before = names();
+    let err = sync_err(&root).await;
+    assert!(err.contains(fifo.to_str().unwrap()), "{err}");
+    assert_eq!(names(), before, "nothing left behind");
+}
