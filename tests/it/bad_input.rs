@@ -414,3 +414,93 @@ fn a_folder_named_as_a_metadata_version_is_named_as_one() {
     common::empty_delta_commit(&root, 7);
     refused(4);
 }
+
+/// A folder where the version the hint names belongs (`metadata/v2.metadata.json/` with
+/// the hint at 2): every command fails naming it as a folder, as at the next version
+/// (hostile review 5: "v2.metadata.json: not found" from sync, inspect, check, expire).
+#[test]
+fn a_folder_at_the_hinted_metadata_version_is_named_as_one() {
+    let (_dir, root) = common::delta::extract("simple_table");
+    let t = root.to_str().unwrap();
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 0, "{out}");
+    common::empty_delta_commit(&root, 5);
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 0, "{out}");
+    let file = root.join("metadata/v2.metadata.json");
+    std::fs::remove_file(&file).unwrap();
+    std::fs::create_dir(&file).unwrap();
+    for command in ["sync", "inspect", "snapshots", "expire"] {
+        let (code, out) = common::xlake(&[command, t]);
+        assert_eq!(code, 1, "{command}: {out}");
+        for part in [
+            file.to_str().unwrap(),
+            "is a folder where a metadata file belongs",
+        ] {
+            assert!(out.contains(part), "{command}: {part}: {out}");
+        }
+    }
+}
+
+/// A folder named `metadata/version-hint.text`: every command fails naming it, nothing
+/// changed (hostile review 5: sync failed with "Unable to rename file: Is a directory"
+/// after reading the table without it, check said the hint was missing).
+#[test]
+fn a_folder_named_as_the_version_hint_is_named_as_one() {
+    let (_dir, root) = common::delta::extract("simple_table");
+    let t = root.to_str().unwrap();
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 0, "{out}");
+    let hint = root.join("metadata/version-hint.text");
+    std::fs::remove_file(&hint).unwrap();
+    std::fs::create_dir(&hint).unwrap();
+    common::empty_delta_commit(&root, 5);
+    let names = || {
+        let mut names: Vec<_> = std::fs::read_dir(root.join("metadata"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = names();
+    for (command, exit) in [("sync", 1), ("inspect", 1), ("check", 2), ("cleanup", 1)] {
+        let (code, out) = common::xlake(&[command, t]);
+        assert_eq!(code, exit, "{command}: {out}");
+        for part in [
+            hint.to_str().unwrap(),
+            "a folder where the version hint file belongs",
+        ] {
+            assert!(out.contains(part), "{command}: {part}: {out}");
+        }
+    }
+    assert!(names() == before, "nothing written");
+}
+
+/// A FIFO at the next version's name with the hint in place and a commit to mirror: the
+/// sync fails naming the FIFO and leaves nothing behind (hostile review 5: each sync left
+/// the new snapshot's manifest and manifest list, as if the `vN` write might have landed,
+/// and cleanup refuses to run while the FIFO is there).
+#[tokio::test]
+async fn a_fifo_at_the_next_version_leaves_no_files_of_the_failed_commit() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    sync(root.to_str().unwrap(), &SyncOptions::default(), |_| {})
+        .await
+        .unwrap();
+    let hint = root.join("metadata/version-hint.text");
+    let version: u64 = std::fs::read_to_string(&hint).unwrap().parse().unwrap();
+    let fifo = root.join(format!("metadata/v{}.metadata.json", version + 1));
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success());
+    common::empty_delta_commit(&root, 3);
+    let names = || -> Vec<String> {
+        regular_metadata(&root)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect()
+    };
+    let before = names();
+    let err = sync_err(&root).await;
+    assert!(err.contains(fifo.to_str().unwrap()), "{err}");
+    assert_eq!(names(), before, "nothing left behind");
+}

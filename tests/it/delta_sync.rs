@@ -1486,3 +1486,57 @@ async fn a_table_written_anew_with_as_many_versions_is_refused() {
     }
     assert!(metadata_snapshot(&root) == before, "nothing written");
 }
+
+/// A mirror whose newest version is a checkpoint without its commit file (the log started
+/// there on the first sync: the state saved with it has no commit file time), then the
+/// table dropped and written anew at the same place with as many versions, then one more:
+/// both must be refused by the table id (hostile review 5, D1: "up to date", then the new
+/// table's version 12 mirrored on top of the old table's files, exit 0).
+#[tokio::test]
+async fn a_table_written_anew_over_a_mirror_ending_at_a_bare_checkpoint_is_refused() {
+    let (_dir, root) = extract("evolving_typed_partitions");
+    let log = root.join("_delta_log");
+    let old_id = table_id(&root);
+    let commits: Vec<String> = (0..=11u64)
+        .map(|v| std::fs::read_to_string(log.join(format!("{v:020}.json"))).unwrap())
+        .collect();
+    // The log as the first sync sees it: the checkpoint of version 11 alone.
+    for entry in std::fs::read_dir(&log).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if name != "00000000000000000011.checkpoint.parquet" && name != "_last_checkpoint" {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    assert_eq!(mirrored(&root).await, ["11"]);
+    // Dropped and written anew: another id, versions 0-11 as commit files.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    std::fs::remove_dir_all(&log).unwrap();
+    std::fs::create_dir(&log).unwrap();
+    let new_id = "0c0ffee0-0000-4000-8000-000000000005";
+    for (v, text) in commits.iter().enumerate() {
+        std::fs::write(
+            log.join(format!("{v:020}.json")),
+            text.replace(&old_id, new_id),
+        )
+        .unwrap();
+    }
+    let before = metadata_snapshot(&root);
+    let as_many = sync_with(&root, &SyncOptions::default()).await;
+    assert!(
+        as_many.as_ref().is_err_and(|e| e.contains(new_id)),
+        "as many versions: {as_many:?}"
+    );
+    write_commit(
+        &root,
+        12,
+        "{\"commitInfo\":{\"timestamp\":1900000000000}}\n",
+    );
+    let more = sync_with(&root, &SyncOptions::default()).await;
+    assert!(
+        more.as_ref().is_err_and(|e| e.contains(new_id)),
+        "more versions: {more:?}"
+    );
+    assert!(metadata_snapshot(&root) == before, "nothing written");
+}

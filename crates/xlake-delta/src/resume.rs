@@ -92,11 +92,11 @@ struct Time {
     commit_modified: Option<i64>,
 }
 
-/// [`Resume::commit_modified`] of the saved state, if it is the state after `version`,
-/// without parsing the rest.
-pub(crate) fn commit_modified_of(saved: Option<&str>, version: u64) -> Option<i64> {
+/// [`Resume::commit_modified`] of the saved state, if it is the state after `version`
+/// (`Some(None)`: saved without a commit file's time), without parsing the rest.
+pub(crate) fn commit_modified_of(saved: Option<&str>, version: u64) -> Option<Option<i64>> {
     let SavedTime { delta } = serde_json::from_str(saved?).ok()?;
-    (delta.version == version).then_some(delta.commit_modified)?
+    (delta.version == version).then_some(delta.commit_modified)
 }
 
 #[cfg(test)]
@@ -112,9 +112,9 @@ mod tests {
     }
 
     fn commit_modified(saved: Option<&str>, version: u64) -> Option<i64> {
-        let full = of(saved, version).and_then(|r| r.commit_modified);
+        let full = of(saved, version).map(|r| r.commit_modified);
         assert_eq!(commit_modified_of(saved, version), full);
-        full
+        full.flatten()
     }
 
     #[test]

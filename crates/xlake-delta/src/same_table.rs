@@ -30,9 +30,12 @@ impl DeltaSource {
         let Some(saved) = saved else {
             return self.schema_at(m).await;
         };
+        // A state saved without the commit file's time (a first sync that started at a
+        // checkpoint with no commit file of its version; a mirror older than this check)
+        // tells nothing unchanged: the id is read again.
         let unchanged = match saved.commit_modified {
             Some(then) => self.commit_modified(m).await? == Some(then),
-            None => true,
+            None => false,
         };
         if unchanged {
             return self.state(m, saved.meta_data.clone(), saved.protocol.clone());
@@ -57,11 +60,13 @@ impl DeltaSource {
     /// up to date. While `m`'s commit file keeps the time the state saved with it, only
     /// that time is read of the saved state (its schema is not parsed).
     pub(crate) async fn same_newest(&self, source_state: Option<&str>, m: u64) -> Result<()> {
-        let Some(then) = resume::commit_modified_of(source_state, m) else {
+        let Some(saved_time) = resume::commit_modified_of(source_state, m) else {
             return Ok(());
         };
-        if self.commit_modified(m).await? == Some(then) {
-            return Ok(());
+        if let Some(then) = saved_time {
+            if self.commit_modified(m).await? == Some(then) {
+                return Ok(());
+            }
         }
         let saved = resume::of(source_state, m);
         self.resumed_state(saved.as_ref(), m).await.map(drop)

@@ -260,6 +260,11 @@ impl IcebergTable {
                 error: e.into(),
                 maybe_created: !self.store.failed_writes_are_definite(),
             }),
+            // On a local disk, something other than a regular file there (a FIFO, a link)
+            // is no write of ours: nothing of this version landed.
+            Err(_) if self.store.not_regular_local_file(&path) => {
+                Err(Unpublished::before(e.into()))
+            }
             // Cannot tell: keep what the version would refer to.
             Err(_) => Err(Unpublished::after(e.into())),
         }

@@ -364,6 +364,11 @@ impl IcebergTable {
     async fn locate_current(&self, look_past: bool) -> Result<Option<(u64, Option<Hint>)>> {
         let hinted = match self.store.get_small(VERSION_HINT).await {
             Ok(bytes) => Some(parse_hint(&bytes).map_err(|e| self.corrupt(VERSION_HINT, e))?),
+            // A folder there is no missing hint: the hint could never be written again.
+            Err(StorageError::NotFound { .. }) if self.store.is_local_folder(VERSION_HINT) => {
+                let why = "a folder where the version hint file belongs (xlake never writes one there); nothing was changed: remove or rename it";
+                return Err(self.corrupt(VERSION_HINT, why));
+            }
             Err(StorageError::NotFound { .. }) => None,
             Err(e) => return Err(e.into()),
         };
@@ -391,7 +396,14 @@ impl IcebergTable {
             return Ok(None);
         };
         let path = metadata_file(version);
-        let bytes = self.store.get_written_once(&path).await?;
+        let bytes = match self.store.get_written_once(&path).await {
+            Ok(bytes) => bytes,
+            // A folder where the hint's version belongs is named as such, not "not found".
+            Err(_) if self.store.is_local_folder(&path) => {
+                return Err(self.folder_as_metadata(version))
+            }
+            Err(e) => return Err(e.into()),
+        };
         let read = parse.read_apart(bytes, version).await;
         let (metadata, history) = read.map_err(|e| self.corrupt(&path, e))?;
         if !written_by_xlake(&metadata) {
