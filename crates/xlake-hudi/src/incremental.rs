@@ -81,7 +81,7 @@ impl HudiSource {
     pub(crate) async fn incremental_saving(&self, mirrored: &MirrorState) -> usize {
         // The listing and the replay that follow use the timeline this settles on; a
         // failure to list it whole is reported by the replay, which settles again.
-        if let Err(e) = self.settle(mirrored).await {
+        if let Err(e) = self.settle(mirrored, mirrored.live_files.is_none()).await {
             tracing::debug!(table = %self.store().location(), error = %e, "could not settle the timeline");
         }
         let Some(at) = self.incremental_base(mirrored) else {
@@ -90,10 +90,16 @@ impl HudiSource {
         if self.earlier_groups(at).await.is_some() {
             return 0;
         }
-        self.timeline().completed[..=at]
+        let listed = self.timeline().completed[..=at]
             .iter()
             .filter(|i| gets_snapshot(i.action()))
-            .count()
+            .count();
+        // Listed from an instant time: without the live files the whole timeline is
+        // listed and replayed, about as many instants as the mirror holds.
+        match self.listed_from() {
+            Some(_) => listed.max(mirrored.commits.len()),
+            None => listed,
+        }
     }
 
     /// The start of an incremental replay, when the shortcut applies: with the mirror's

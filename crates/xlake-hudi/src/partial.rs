@@ -8,8 +8,15 @@
 //! alone: the newest mirrored instant is there, completed; every completed instant in the
 //! part before it is mirrored (else one completed late, and the replay from the first
 //! instant mirrors it); no later rollback or restore undoes a mirrored instant; the file
-//! groups the later instants build on and the schema are found in the part. Anything else
-//! lists the timeline whole, once, and the sync goes on as it does without a saved state.
+//! groups the later instants build on and the schema are found in the part, or the
+//! engine gives the mirror's live files. Anything else lists the timeline whole, once,
+//! and the sync goes on as it does without a saved state.
+//!
+//! The engine takes the listing before the replay: when the mirror's live files it was
+//! asked for do not come (too many manifests to read), the replay lists the timeline
+//! whole after the part was listed, and then gives no change set of an instant requested
+//! before the part (each is mirrored, or was and expired: see [`crate::resume`]), as the
+//! listing has none.
 
 use xlake_source::MirrorState;
 use xlake_storage::TableStore;
@@ -51,8 +58,9 @@ impl HudiSource {
 
     /// Before the listing and the replay for a mirror holding `state`: with the timeline
     /// listed from an instant time, whether the part gives the replay's start (see the
-    /// module doc), kept for the replay; else the timeline listed whole.
-    pub(crate) async fn settle(&self, state: &MirrorState) -> Result<()> {
+    /// module doc), kept for the replay; else the timeline listed whole. `asking`: the
+    /// engine is about to be asked for the mirror's live files, which may then do.
+    pub(crate) async fn settle(&self, state: &MirrorState, asking: bool) -> Result<()> {
         if self.listed_from().is_none() {
             return Ok(());
         }
@@ -67,8 +75,21 @@ impl HudiSource {
                 Ok(())
             }
             Some(_) => Ok(()),
+            None if asking && self.starts_with_live_files(state).await? => Ok(()),
             None => self.list_whole().await,
         }
+    }
+
+    /// Whether the part gives the replay's start once the engine gives the mirror's live
+    /// files ([`Self::incremental_saving`] asks for them): every condition holds but the
+    /// file groups the later instants build on, which the part does not name. Tried with
+    /// no live files at all, which every other condition ignores.
+    async fn starts_with_live_files(&self, state: &MirrorState) -> Result<bool> {
+        let probe = MirrorState {
+            live_files: Some(Vec::new()),
+            ..state.clone()
+        };
+        Ok(self.incremental_start(&probe).await?.is_some())
     }
 
     /// The start [`Self::settle`] found for `state`, if it is still of the part.
@@ -81,6 +102,16 @@ impl HudiSource {
         kept.as_ref()
             .filter(|(id, _)| id == newest)
             .map(|(_, start)| start.clone())
+    }
+
+    /// For a replay over the whole timeline after the part was listed to the engine: the
+    /// instant time before which it gives no change set (see the module doc).
+    pub(crate) fn skip_before(&self) -> Option<String> {
+        let listed = self.part_listed.load(std::sync::atomic::Ordering::Relaxed);
+        match (self.whole.get(), listed) {
+            (Some(_), true) => self.listed_from.clone(),
+            _ => None,
+        }
     }
 
     /// List the timeline whole, once: from then on it is the one in use.
@@ -271,30 +302,69 @@ mod tests {
         assert_eq!(got, want);
     }
 
-    /// What the part cannot tell (a group built on an instant before the floor, a schema
-    /// recorded only there) lists the timeline whole: the same change sets.
+    /// A schema recorded only before the floor: the timeline is listed whole, and gives
+    /// the same change sets.
     #[tokio::test]
-    async fn what_only_instants_before_the_floor_tell_lists_the_timeline_whole() {
-        let cases = [
-            // c4 rewrites the group c1 wrote (its base file is named there only).
-            [("b", "null"), ("a", C2)],
-            // c3, c4 and c5 record no schema: c1 and c2 do.
-            [("b", "null"), ("d", "null")],
+    async fn a_schema_recorded_only_before_the_floor_lists_the_timeline_whole() {
+        let (dir, timeline) = table(6);
+        completed(&timeline, C1, None, &commit(C1, &[("a", "null")], true));
+        completed(&timeline, C2, None, &commit(C2, &[("a", C1)], true));
+        completed(&timeline, C3, None, &commit(C3, &[("b", "null")], false));
+        completed(&timeline, C4, None, &commit(C4, &[("d", "null")], false));
+        completed(&timeline, C5, None, &commit(C5, &[("c", "null")], false));
+        let (state, want) = mirror_at(dir.path(), C3, true).await;
+        let (source, got) = after(dir.path(), &state).await;
+        assert_eq!(source.listed_from(), None);
+        assert_eq!(source.timeline().completed.len(), 5);
+        assert_eq!(unmirrored(got, &state), want);
+    }
+
+    /// c4 replaces the group c2 wrote, before the floor: the part is kept when the engine
+    /// gives the mirror's live files; when they do not come, the replay lists the
+    /// timeline whole, replays it from the first instant and gives no change set before
+    /// the part it listed. The same change sets either way.
+    #[tokio::test]
+    async fn a_group_built_before_the_floor_takes_the_mirrors_live_files() {
+        let (dir, timeline) = table(6);
+        completed(&timeline, C1, None, &commit(C1, &[("a", "null")], true));
+        completed(&timeline, C2, None, &commit(C2, &[("a", C1)], true));
+        completed(&timeline, C3, None, &commit(C3, &[("b", "null")], true));
+        // c4 replaces the group (clustering, an overwrite): the live files name it.
+        let mut c4: serde_json::Value =
+            serde_json::from_str(&commit(C4, &[("r", "null")], true)).unwrap();
+        c4["partitionToReplaceFileIds"] = serde_json::json!({"p=1": ["a"]});
+        completed(&timeline, C4, None, &c4.to_string());
+        completed(&timeline, C5, None, &commit(C5, &[("c", "null")], true));
+        let (state, want) = mirror_at(dir.path(), C3, true).await;
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let live = [
+            format!("p=1/a_0-1-1_{C2}.parquet"),
+            format!("p=1/b_0-1-1_{C3}.parquet"),
         ];
-        for (k, c4_files) in cases.iter().enumerate() {
-            let (dir, timeline) = table(6);
-            let schema = k == 0;
-            completed(&timeline, C1, None, &commit(C1, &[("a", "null")], true));
-            completed(&timeline, C2, None, &commit(C2, &[("a", C1)], true));
-            completed(&timeline, C3, None, &commit(C3, &[("b", "null")], schema));
-            let c4 = commit(C4, &c4_files[1..], schema);
-            completed(&timeline, C4, None, &c4);
-            completed(&timeline, C5, None, &commit(C5, &[("c", "null")], schema));
-            let (state, want) = mirror_at(dir.path(), C3, true).await;
-            let (source, got) = after(dir.path(), &state).await;
-            assert_eq!(source.listed_from(), None, "case {k}");
-            assert_eq!(source.timeline().completed.len(), 5);
-            assert_eq!(unmirrored(got, &state), want, "case {k}");
+        for given in [true, false] {
+            let source = HudiSource::open_after(store.clone(), Default::default(), &state)
+                .await
+                .unwrap()
+                .unwrap();
+            // As many as the mirror holds: the whole timeline would be replayed.
+            assert_eq!(source.reads_saved_by_live_files(&state).await, 3);
+            let mut state = state.clone();
+            if given {
+                let files = live.iter().map(|p| (store.absolute(p), 1)).collect();
+                state.live_files = Some(files);
+            }
+            let listed = TableSource::listing(&source, &state).unwrap().commits;
+            let got = source.change_sets(&state).await.unwrap().changes;
+            assert_eq!(source.listed_from().is_some(), given);
+            let ids: Vec<&str> = got.iter().map(|c| c.commit.id.as_str()).collect();
+            match given {
+                true => assert_eq!(ids, [C4, C5]),
+                // c3 is at the floor's side of the part: the engine skips it.
+                false => assert_eq!(ids, [C3, C4, C5]),
+            }
+            assert_eq!(unmirrored(got, &state), want, "given {given}");
+            let listed: Vec<&str> = listed.iter().map(|c| c.id.as_str()).collect();
+            assert_eq!(listed, [C1, C2, C3, C4, C5]);
         }
     }
 

@@ -42,6 +42,9 @@ pub struct HudiReplay<'a> {
     list_from: Arc<Vec<Option<String>>>,
     /// The first completed instant replayed.
     first: usize,
+    /// Instants requested before this time give no change set (a replay over the whole
+    /// timeline after the part from there was listed: [`HudiSource::skip_before`]).
+    skip_before: Option<String>,
     /// The next completed instant to look at.
     next: usize,
     /// Change sets given so far (their position for [`RemovedLater`]).
@@ -67,7 +70,7 @@ impl HudiSource {
     /// module), and reads only the instants after it.
     pub async fn replay_from(&self, state: &MirrorState) -> Result<HudiReplay<'_>> {
         let mirrored = &state.commits;
-        self.settle(state).await?;
+        self.settle(state, false).await?;
         let start = match self.settled_start(state) {
             Some(start) => Some(start),
             None => self.incremental_start(state).await?,
@@ -113,6 +116,7 @@ impl HudiSource {
             unmirrored_seed,
             list_from: list_from.clone(),
             first: from,
+            skip_before: self.skip_before(),
             next: from,
             given: 0,
             later: RemovedLater::default(),
@@ -150,6 +154,7 @@ impl<'a> HudiReplay<'a> {
             self.next += 1;
             match self.change_of(instant).await {
                 Ok(None) => continue,
+                Ok(Some(_)) if self.skipped(instant) => continue,
                 Ok(Some(mut change)) => {
                     let from = self.list_from.get(index - self.first).cloned().flatten();
                     change.source_state =
@@ -165,6 +170,13 @@ impl<'a> HudiReplay<'a> {
             }
         }
         None
+    }
+
+    /// Whether `instant`'s change set is not given (see [`Self::skip_before`]); its
+    /// effect on the file groups is kept.
+    fn skipped(&self, instant: &Instant) -> bool {
+        let before = self.skip_before.as_deref();
+        before.is_some_and(|b| seconds(instant.requested()) < b)
     }
 
     /// Instants rolled back after being mirrored: Hudi removed them from the timeline.

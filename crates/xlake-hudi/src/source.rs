@@ -77,6 +77,9 @@ pub struct HudiSource {
     /// The incremental start found for the mirror's newest instant while deciding whether
     /// the part listed is enough, kept for the replay that follows.
     pub(crate) start: std::sync::Mutex<Option<(String, crate::incremental::Start)>>,
+    /// A listing was given while the part was in use: a replay over the whole timeline
+    /// then gives nothing before the part (see [`crate::partial`]).
+    pub(crate) part_listed: std::sync::atomic::AtomicBool,
     pub(crate) options: HudiOptions,
     /// After the completed instant at the index held, the base files live before the
     /// file groups the later instants write to again, or `None` when those are not known
@@ -135,6 +138,7 @@ impl HudiSource {
             listed_from,
             whole: Default::default(),
             start: Default::default(),
+            part_listed: Default::default(),
             options,
             earlier_groups: Default::default(),
         })
@@ -186,7 +190,11 @@ impl HudiSource {
     /// see [`crate::resume`]).
     pub fn listing_after(&self, mirrored: &BTreeSet<String>) -> CommitListing {
         let before: Vec<&String> = match self.listed_from() {
-            Some(from) => mirrored.iter().filter(|id| seconds(id) < from).collect(),
+            Some(from) => {
+                self.part_listed
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                mirrored.iter().filter(|id| seconds(id) < from).collect()
+            }
             None => Vec::new(),
         };
         let timeline = self.timeline();
