@@ -61,7 +61,8 @@ impl HudiSource {
     /// module doc), kept for the replay; else the timeline listed whole. `asking`: the
     /// engine is about to be asked for the mirror's live files, which may then do.
     pub(crate) async fn settle(&self, state: &MirrorState, asking: bool) -> Result<()> {
-        if self.listed_from().is_none() {
+        // Settled already for this state (the replay after the engine's question).
+        if self.listed_from().is_none() || self.settled_start(state).is_some() {
             return Ok(());
         }
         let Some((newest, _)) = &state.newest else {
