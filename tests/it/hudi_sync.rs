@@ -485,9 +485,7 @@ async fn a_timeline_listed_from_the_saved_instant_time_gives_what_the_whole_give
     for (name, options) in cases.chain(MOR.iter().map(|n| (n, read_optimized()))) {
         let (_dir, root) = extract(name);
         let store = TableStore::open(root.to_str().unwrap()).unwrap();
-        let whole = HudiSource::open(store.clone(), options.clone())
-            .await
-            .unwrap();
+        let whole = HudiSource::open(store.clone(), options).await.unwrap();
         let full = whole
             .change_sets(&MirrorState::default())
             .await
@@ -503,7 +501,7 @@ async fn a_timeline_listed_from_the_saved_instant_time_gives_what_the_whole_give
                 ..Default::default()
             };
             assert!(state.source_state.is_some(), "{name}: no state saved");
-            let source = HudiSource::open_after(store.clone(), options.clone(), &state)
+            let source = HudiSource::open_after(store.clone(), options, &state)
                 .await
                 .unwrap()
                 .unwrap();
