@@ -42,7 +42,7 @@ const SCHEMA_LOOKBACK: usize = 20;
 const FRESH_LOOKAHEAD: usize = 8;
 
 /// Where an incremental replay starts.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Start {
     /// Index in the completed timeline of the first instant to replay.
     pub from: usize,
@@ -61,9 +61,14 @@ impl HudiSource {
         let at = completed.iter().position(|i| i.requested() == newest)?;
         // Every instant before it is looked up: a hash set, not the ordered one's compares.
         let commits: FxHashSet<&str> = mirrored.commits.iter().map(String::as_str).collect();
-        let oldest = completed
-            .iter()
-            .position(|i| commits.contains(i.requested()))?;
+        // A timeline listed from an instant time holds no instant the mirror expired: an
+        // unmirrored one anywhere before the newest mirrored one completed late.
+        let oldest = match self.listed_from() {
+            Some(_) => 0,
+            None => completed
+                .iter()
+                .position(|i| commits.contains(i.requested()))?,
+        };
         let gap = completed[oldest..at]
             .iter()
             .any(|i| gets_snapshot(i.action()) && !commits.contains(i.requested()));
@@ -74,16 +79,27 @@ impl HudiSource {
     /// files; 0 when it does not apply, or when it applies without them (see
     /// [`Self::earlier_groups`]).
     pub(crate) async fn incremental_saving(&self, mirrored: &MirrorState) -> usize {
+        // The listing and the replay that follow use the timeline this settles on; a
+        // failure to list it whole is reported by the replay, which settles again.
+        if let Err(e) = self.settle(mirrored, mirrored.live_files.is_none()).await {
+            tracing::debug!(table = %self.store().location(), error = %e, "could not settle the timeline");
+        }
         let Some(at) = self.incremental_base(mirrored) else {
             return 0;
         };
         if self.earlier_groups(at).await.is_some() {
             return 0;
         }
-        self.timeline().completed[..=at]
+        let listed = self.timeline().completed[..=at]
             .iter()
             .filter(|i| gets_snapshot(i.action()))
-            .count()
+            .count();
+        // Listed from an instant time: without the live files the whole timeline is
+        // listed and replayed, about as many instants as the mirror holds.
+        match self.listed_from() {
+            Some(_) => listed.max(mirrored.commits.len()),
+            None => listed,
+        }
     }
 
     /// The start of an incremental replay, when the shortcut applies: with the mirror's
@@ -283,8 +299,9 @@ impl HudiSource {
                 return Ok(avro_to_schema(text, meta_fields).ok());
             }
         }
-        // An older write instant may record the schema: the full replay finds it.
-        if writes.len() > SCHEMA_LOOKBACK {
+        // An older write instant may record the schema: the full replay finds it (also
+        // one before the instant time the timeline was listed from).
+        if writes.len() > SCHEMA_LOOKBACK || self.listed_from().is_some() {
             return Ok(None);
         }
         Ok(self

@@ -16,6 +16,8 @@
 //! | [`schema`] | Avro schemas to the neutral schema, `_hoodie_*` columns included |
 //! | [`source`] | [`HudiSource`]: open a table, its listing and declared schema |
 //! | [`replay`] | [`HudiReplay`](replay::HudiReplay): its timeline streamed as change sets (memory bounded by its live file groups) |
+//! | [`resume`] | the instant time the next sync lists the timeline from, saved with each change set |
+//! | `partial` | a timeline listed from that instant time, and when it gives way to the whole one |
 //! | `incremental` | where a replay starts after the newest mirrored instant, from the mirror's live files, or without them when the new instants start file groups or build on groups whose base file the instant they build on names |
 //! | [`table_source`] | the engine's contract ([`xlake_source::TableSource`]) and the format's [`KIND`] |
 //!
@@ -28,9 +30,11 @@ pub mod error;
 pub mod file_group;
 mod incremental;
 pub mod instant;
+mod partial;
 pub mod partition_path;
 pub mod properties;
 pub mod replay;
+pub mod resume;
 pub mod schema;
 pub mod source;
 pub mod table_source;

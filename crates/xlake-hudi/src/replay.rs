@@ -21,6 +21,7 @@ use crate::file_group::{BaseFile, Effect, FileGroups};
 use crate::instant::{instant_millis, Instant};
 use crate::partition_path::partition_spec;
 use crate::properties::TableType;
+use crate::resume::seconds;
 use crate::schema::avro_to_schema;
 use crate::source::{gets_snapshot, kind, Kind, READ_OPTIMIZED, VIEW_NOTE};
 use crate::HudiSource;
@@ -36,6 +37,14 @@ pub struct HudiReplay<'a> {
     notes: Vec<String>,
     /// What archived instants left live, for the first snapshot of a first sync.
     unmirrored_seed: Vec<BaseFile>,
+    /// For each completed instant from `first` on, the instant time the next sync lists
+    /// from when the mirror ends at its change set ([`list_from_after`]).
+    list_from: Arc<Vec<Option<String>>>,
+    /// The first completed instant replayed.
+    first: usize,
+    /// Instants requested before this time give no change set (a replay over the whole
+    /// timeline after the part from there was listed: [`HudiSource::skip_before`]).
+    skip_before: Option<String>,
     /// The next completed instant to look at.
     next: usize,
     /// Change sets given so far (their position for [`RemovedLater`]).
@@ -61,7 +70,11 @@ impl HudiSource {
     /// module), and reads only the instants after it.
     pub async fn replay_from(&self, state: &MirrorState) -> Result<HudiReplay<'_>> {
         let mirrored = &state.commits;
-        let start = self.incremental_start(state).await?;
+        self.settle(state, false).await?;
+        let start = match self.settled_start(state) {
+            Some(start) => Some(start),
+            None => self.incremental_start(state).await?,
+        };
         let (from, schema, seed) = match start {
             Some(s) => (s.from, Some(s.schema), s.seed),
             None => (0, None, self.archived_state(mirrored).await?),
@@ -76,10 +89,12 @@ impl HudiSource {
         }
         let completed = &self.timeline().completed;
         let on_timeline: FxHashSet<&str> = completed.iter().map(|i| i.requested()).collect();
+        // Listed from an instant time: the mirrored instants before it are not listed.
+        let listed_from = self.listed_from().unwrap_or_default();
         let gone: Arc<HashSet<String>> = Arc::new(
             mirrored
                 .iter()
-                .filter(|id| !on_timeline.contains(id.as_str()))
+                .filter(|id| !on_timeline.contains(id.as_str()) && seconds(id) >= listed_from)
                 .cloned()
                 .collect(),
         );
@@ -90,6 +105,8 @@ impl HudiSource {
         };
         let mut groups = FileGroups::default();
         groups.seed(seed);
+        let floor = crate::resume::floor(self.timeline());
+        let list_from = Arc::new(list_from_after(completed, from, floor));
         let begin = |groups: FileGroups, unmirrored_seed: Vec<BaseFile>| HudiReplay {
             source: self,
             gone: gone.clone(),
@@ -97,6 +114,9 @@ impl HudiSource {
             schema: schema.clone(),
             notes: notes.clone(),
             unmirrored_seed,
+            list_from: list_from.clone(),
+            first: from,
+            skip_before: self.skip_before(),
             next: from,
             given: 0,
             later: RemovedLater::default(),
@@ -130,10 +150,15 @@ impl<'a> HudiReplay<'a> {
                 self.done = true;
                 break;
             };
+            let index = self.next;
             self.next += 1;
             match self.change_of(instant).await {
                 Ok(None) => continue,
+                Ok(Some(_)) if self.skipped(instant) => continue,
                 Ok(Some(mut change)) => {
+                    let from = self.list_from.get(index - self.first).cloned().flatten();
+                    change.source_state =
+                        from.map(|f| crate::resume::save(instant.requested(), &f));
                     self.later.mark(self.given, &mut change);
                     self.given += 1;
                     return Some(Ok(change));
@@ -145,6 +170,13 @@ impl<'a> HudiReplay<'a> {
             }
         }
         None
+    }
+
+    /// Whether `instant`'s change set is not given (see [`Self::skip_before`]); its
+    /// effect on the file groups is kept.
+    fn skipped(&self, instant: &Instant) -> bool {
+        let before = self.skip_before.as_deref();
+        before.is_some_and(|b| seconds(instant.requested()) < b)
     }
 
     /// Instants rolled back after being mirrored: Hudi removed them from the timeline.
@@ -301,6 +333,35 @@ impl<'a> HudiReplay<'a> {
             )
         })
     }
+}
+
+/// For each instant of `completed` from `from` on, the instant time the next sync lists
+/// from if the mirror ends at its change set (see [`crate::resume`]): the timeline's
+/// `floor` ([`crate::resume::floor`]), lowered to the requested time of every later completed
+/// instant that gets a snapshot (a sync that stops there leaves them unmirrored). `None`
+/// throughout when the floor does not read.
+fn list_from_after(
+    completed: &[Instant],
+    from: usize,
+    floor: Option<String>,
+) -> Vec<Option<String>> {
+    let later = completed.get(from..).unwrap_or_default();
+    let mut low = floor;
+    let mut out = vec![None; later.len()];
+    for (k, instant) in later.iter().enumerate().rev() {
+        out[k] = low.clone();
+        if gets_snapshot(instant.action()) {
+            let time = seconds(instant.requested());
+            low = low.map(|l| {
+                if time < l.as_str() {
+                    time.to_string()
+                } else {
+                    l
+                }
+            });
+        }
+    }
+    out
 }
 
 /// What an instant did to the live files.

@@ -12,6 +12,7 @@ use crate::file_group::{parse_base_file_path, BaseFile, Effect};
 use crate::instant::{instant_millis, Instant};
 use crate::partition_path::{partition_spec, partition_values};
 use crate::properties::{parse_properties, TableConfig, TableType};
+use crate::resume::seconds;
 use crate::schema::{avro_to_schema, META_COLUMNS};
 use crate::timeline::Timeline;
 
@@ -65,7 +66,20 @@ pub(crate) fn gets_snapshot(action: &str) -> bool {
 pub struct HudiSource {
     store: TableStore,
     config: TableConfig,
+    /// The timeline as opened: whole, or from [`Self::listed_from`] on.
     timeline: Timeline,
+    /// Opened after the newest mirrored instant ([`Self::open_after`]): the instant time
+    /// the timeline was listed from (see [`crate::resume`]).
+    pub(crate) listed_from: Option<String>,
+    /// The whole timeline, listed once when the part listed does not give what the whole
+    /// would (see [`crate::partial`]).
+    pub(crate) whole: std::sync::OnceLock<Timeline>,
+    /// The incremental start found for the mirror's newest instant while deciding whether
+    /// the part listed is enough, kept for the replay that follows.
+    pub(crate) start: std::sync::Mutex<Option<(String, crate::incremental::Start)>>,
+    /// A listing was given while the part was in use: a replay over the whole timeline
+    /// then gives nothing before the part (see [`crate::partial`]).
+    pub(crate) part_listed: std::sync::atomic::AtomicBool,
     pub(crate) options: HudiOptions,
     /// After the completed instant at the index held, the base files live before the
     /// file groups the later instants write to again, or `None` when those are not known
@@ -87,26 +101,22 @@ impl HudiSource {
 
     /// [`Self::open`]; `None` when there is no `hoodie.properties` (one request either way).
     pub async fn open_if_there(store: TableStore, options: HudiOptions) -> Result<Option<Self>> {
-        let text = match store.get(".hoodie/hoodie.properties").await {
-            Ok(bytes) => String::from_utf8(bytes.to_vec()).map_err(|_| HudiError::Properties {
-                reason: "not UTF-8 text".into(),
-            })?,
-            Err(StorageError::NotFound { .. }) => return Ok(None),
-            Err(e) => return Err(e.into()),
+        let Some(config) = read_config(&store, &options).await? else {
+            return Ok(None);
         };
-        let config = TableConfig::from_properties(&parse_properties(&text))
-            .map_err(|reason| HudiError::Properties { reason })?;
-        if config.table_type == TableType::MergeOnRead && !options.mor_read_optimized {
-            return Err(HudiError::Unsupported {
-                what: format!("merge-on-read (MOR) table: {} cannot read Hudi log files. Pass --mor-read-optimized to mirror its base files only (the read-optimized view; log changes appear after compaction)", options.target_readers()),
-            });
-        }
-        if config.bootstrapped {
-            return Err(HudiError::Unsupported {
-                what: "bootstrapped table (hoodie.bootstrap.base.path is set): its skeleton files hold only the _hoodie_* columns, so they cannot be mirrored".into(),
-            });
-        }
         let timeline = Timeline::load(&store, &config.timeline_dir).await?;
+        Self::with_timeline(store, options, config, timeline, None).map(Some)
+    }
+
+    /// The source over `timeline`, listed from `listed_from` on if given; refused when it
+    /// holds a bootstrap instant.
+    pub(crate) fn with_timeline(
+        store: TableStore,
+        options: HudiOptions,
+        config: TableConfig,
+        timeline: Timeline,
+        listed_from: Option<String>,
+    ) -> Result<Self> {
         if let Some(i) = timeline
             .completed
             .iter()
@@ -121,15 +131,49 @@ impl HudiSource {
                 ),
             });
         }
-        Ok(Some(Self {
+        Ok(Self {
             store,
             config,
             timeline,
+            listed_from,
+            whole: Default::default(),
+            start: Default::default(),
+            part_listed: Default::default(),
             options,
             earlier_groups: Default::default(),
-        }))
+        })
     }
+}
 
+/// The table's configuration from `hoodie.properties`, refused for what cannot be mirrored
+/// with `options`; `None` when the file is not there.
+pub(crate) async fn read_config(
+    store: &TableStore,
+    options: &HudiOptions,
+) -> Result<Option<TableConfig>> {
+    let text = match store.get(".hoodie/hoodie.properties").await {
+        Ok(bytes) => String::from_utf8(bytes.to_vec()).map_err(|_| HudiError::Properties {
+            reason: "not UTF-8 text".into(),
+        })?,
+        Err(StorageError::NotFound { .. }) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let config = TableConfig::from_properties(&parse_properties(&text))
+        .map_err(|reason| HudiError::Properties { reason })?;
+    if config.table_type == TableType::MergeOnRead && !options.mor_read_optimized {
+        return Err(HudiError::Unsupported {
+            what: format!("merge-on-read (MOR) table: {} cannot read Hudi log files. Pass --mor-read-optimized to mirror its base files only (the read-optimized view; log changes appear after compaction)", options.target_readers()),
+        });
+    }
+    if config.bootstrapped {
+        return Err(HudiError::Unsupported {
+            what: "bootstrapped table (hoodie.bootstrap.base.path is set): its skeleton files hold only the _hoodie_* columns, so they cannot be mirrored".into(),
+        });
+    }
+    Ok(Some(config))
+}
+
+impl HudiSource {
     /// The table's configuration.
     pub fn config(&self) -> &TableConfig {
         &self.config
@@ -137,35 +181,71 @@ impl HudiSource {
 
     /// The completed instants that each get a snapshot, from the timeline's file names.
     pub fn listing(&self) -> CommitListing {
-        let commits = self
-            .timeline
+        self.listing_after(&BTreeSet::new())
+    }
+
+    /// [`Self::listing`] for a mirror holding `mirrored`: with the timeline listed from an
+    /// instant time on ([`Self::listed_from`]), the mirrored instants requested before it
+    /// come first, as the mirror names them (every completed instant there is mirrored:
+    /// see [`crate::resume`]).
+    pub fn listing_after(&self, mirrored: &BTreeSet<String>) -> CommitListing {
+        let before: Vec<&String> = match self.listed_from() {
+            Some(from) => {
+                self.part_listed
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                mirrored.iter().filter(|id| seconds(id) < from).collect()
+            }
+            None => Vec::new(),
+        };
+        let timeline = self.timeline();
+        let listed = timeline
             .completed
             .iter()
             .filter(|i| gets_snapshot(i.action()))
             .map(|i| ListedCommit {
                 id: i.requested().to_string(),
                 time_ms: instant_millis(i.commit_time()).unwrap_or(0),
-            })
-            .collect();
+            });
+        let earlier = before.iter().map(|id| ListedCommit {
+            id: id.to_string(),
+            time_ms: instant_millis(id).unwrap_or(0),
+        });
+        let on_timeline = timeline.completed.iter().chain(&timeline.pending);
+        let oldest = on_timeline.map(|i| i.requested()).min();
         CommitListing {
-            commits,
-            retained_from: self
-                .timeline
-                .completed
-                .iter()
-                .chain(&self.timeline.pending)
-                .map(|i| i.requested())
-                .min()
+            commits: earlier.chain(listed).collect(),
+            retained_from: before
+                .first()
+                .map(|id| id.as_str())
+                .or(oldest)
                 .map(str::to_string),
             strictly_ordered: self.config.version >= 8,
         }
+    }
+
+    /// What the no-op shortcut compares ([`xlake_source::TableSource::tip`]): the instant
+    /// time the next sync lists from ([`crate::resume::floor`]) and every completed
+    /// instant that gets a snapshot requested from then on, the same whether the timeline
+    /// was listed whole or from the floor the last sync left. A new instant moves the
+    /// floor or joins the list; an instant requested before the floor that completes
+    /// unseen is the case [`crate::resume`] misses too.
+    pub fn tip(&self) -> String {
+        let floor = crate::resume::floor(self.timeline()).unwrap_or_default();
+        let ids: Vec<&str> = self
+            .timeline()
+            .completed
+            .iter()
+            .filter(|i| gets_snapshot(i.action()) && seconds(i.requested()) >= floor.as_str())
+            .map(|i| i.requested())
+            .collect();
+        format!("{floor}:{}", ids.join(","))
     }
 
     /// The instants the active timeline's completed rollbacks and restores undid, each with
     /// the rollback or restore that undid it (read from their metadata).
     pub async fn undone_commits(&self) -> Result<BTreeMap<String, String>> {
         let mut undone = BTreeMap::new();
-        for instant in &self.timeline.completed {
+        for instant in &self.timeline().completed {
             let ids = match kind(instant.action()) {
                 Some(Kind::Rollback) => {
                     let json = crate::timeline::read_instant(&self.store, instant).await?;
@@ -199,9 +279,18 @@ impl HudiSource {
         &self.store
     }
 
-    /// The table's timeline.
+    /// The table's timeline: whole, or the part listed from [`Self::listed_from`] on
+    /// while that is enough (see [`crate::partial`]).
     pub fn timeline(&self) -> &Timeline {
-        &self.timeline
+        self.whole.get().unwrap_or(&self.timeline)
+    }
+
+    /// The instant time the timeline in use was listed from; `None` when it is whole.
+    pub fn listed_from(&self) -> Option<&str> {
+        match self.whole.get() {
+            Some(_) => None,
+            None => self.listed_from.as_deref(),
+        }
     }
 
     pub(crate) fn instant_error(&self, instant: &Instant, reason: impl Into<Reason>) -> HudiError {
@@ -221,17 +310,17 @@ impl HudiSource {
         mirrored: &BTreeSet<String>,
     ) -> Result<Vec<BaseFile>> {
         let on_timeline: HashSet<&str> = self
-            .timeline
+            .timeline()
             .completed
             .iter()
-            .chain(&self.timeline.pending)
+            .chain(&self.timeline().pending)
             .map(|i| i.requested())
             .collect();
         let Some(cutoff) = self
-            .timeline
+            .timeline()
             .completed
             .iter()
-            .chain(&self.timeline.pending)
+            .chain(&self.timeline().pending)
             .filter(|i| {
                 WRITE_ACTIONS.contains(&i.action())
                     || i.action() == "inflight"

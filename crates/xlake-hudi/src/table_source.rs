@@ -27,7 +27,7 @@ pub const KIND: SourceKind = SourceKind {
     detectable: true,
     detect,
     open,
-    open_after: None,
+    open_after: Some(open_after),
     recorded: &[RecordedChoice {
         note: VIEW_NOTE,
         value: READ_OPTIMIZED,
@@ -43,6 +43,22 @@ fn open(store: TableStore, options: SourceOptions) -> OpenFuture {
     Box::pin(async move {
         // No look before the read: a missing `hoodie.properties` is not a Hudi table.
         let source = HudiSource::open_if_there(store, options).await?;
+        Ok(source.map(|s| Box::new(s) as Box<dyn TableSource>))
+    })
+}
+
+/// The timeline from the instant time the mirror's saved state names, else whole (see
+/// [`HudiSource::open_after`]).
+fn open_after(store: TableStore, options: SourceOptions, state: &MirrorState) -> OpenFuture {
+    let state = MirrorState {
+        commits: Default::default(),
+        newest: state.newest.clone(),
+        live_files: None,
+        source_state: state.source_state.clone(),
+        deletes: None,
+    };
+    Box::pin(async move {
+        let source = HudiSource::open_after(store, options, &state).await?;
         Ok(source.map(|s| Box::new(s) as Box<dyn TableSource>))
     })
 }
@@ -110,17 +126,16 @@ impl TableSource for HudiSource {
         Some(format!("hoodie.table.format={format}"))
     }
 
-    fn listing(&self, _: &MirrorState) -> Result<CommitListing, SourceError> {
-        Ok(HudiSource::listing(self))
+    fn listing(&self, state: &MirrorState) -> Result<CommitListing, SourceError> {
+        Ok(HudiSource::listing_after(self, &state.commits))
     }
 
-    /// Every listed instant, in listing order: an instant that completes late (table
-    /// version 6 orders by requested time) lands among older ones, so the newest alone
-    /// would not tell it.
+    /// The floor the next sync lists from and every listed instant requested since, in
+    /// listing order ([`HudiSource::tip`]): an instant that completes late (table version
+    /// 6 orders by requested time) lands among older ones, so the newest alone would not
+    /// tell it.
     fn tip(&self) -> Option<String> {
-        let listing = HudiSource::listing(self);
-        let ids: Vec<&str> = listing.commits.iter().map(|c| c.id.as_str()).collect();
-        Some(ids.join(","))
+        Some(HudiSource::tip(self))
     }
 
     fn commit_state(&self, id: &str) -> CommitState {

@@ -30,6 +30,13 @@ impl Timeline {
         Ok(Self::from_names(dir, names.iter()))
     }
 
+    /// The part of the timeline in `dir` requested after `from` (an instant time's first
+    /// digits): its files only, listed from there ([`TableStore::list_digit_names_from`]).
+    pub async fn load_from(store: &TableStore, dir: &str, from: &str) -> Result<Self> {
+        let names = store.list_digit_names_from(dir, from).await?;
+        Ok(Self::from_names(dir, names.iter()))
+    }
+
     /// The timeline in `dir` whose file names are `names` (in any order).
     pub fn from_names<'a, I>(dir: &str, names: I) -> Self
     where

@@ -1408,6 +1408,56 @@ impl TableStore {
         Ok(entries)
     }
 
+    /// The names directly under `dir` that start with an ASCII digit and sort after `from`
+    /// (a Hudi timeline's instant files from an instant time on), in no particular order.
+    /// On a store opened by URL (S3, GCS, Azure: they list in lexicographic order) one
+    /// listing that starts after `from` and stops at the first name that sorts after the
+    /// digits: what sorts after every digit-named file (`archived/`, `metadata/`,
+    /// `hoodie.properties`, `history/`) is not fetched, though the listing is recursive
+    /// there. Elsewhere (local disk, whose order is the folder's own; a store built by the
+    /// caller) the folder is listed whole and filtered.
+    pub async fn list_digit_names_from(
+        &self,
+        dir: &str,
+        from: &str,
+    ) -> Result<Names, StorageError> {
+        let digit = |name: &str| name.starts_with(|c: char| c.is_ascii_digit());
+        if self.local_root.is_some() || self.identity.is_none() {
+            let names = self.list_names(dir).await?;
+            return Ok(names.iter().filter(|n| digit(n) && *n > from).collect());
+        }
+        let folder = dir.trim_end_matches('/');
+        let p = self.object_path(dir)?;
+        let offset = self.object_path(&format!("{folder}/{from}"))?;
+        let listed = self
+            .retrying(dir, || async {
+                let mut names = Names::default();
+                let mut stream = self.store.list_with_offset(Some(&p), &offset);
+                while let Some(meta) = stream.try_next().await? {
+                    let mut rest = meta.location.prefix_match(&p).into_iter().flatten();
+                    let Some(first) = rest.next() else { continue };
+                    // Names before the digits (`.aux/`) when `from` is short; after them,
+                    // nothing more to find.
+                    if !digit(first.as_ref()) {
+                        match first.as_ref() < "0" {
+                            true => continue,
+                            false => break,
+                        }
+                    }
+                    if rest.next().is_none() {
+                        names.push(first.as_ref());
+                    }
+                }
+                Ok(names)
+            })
+            .await;
+        match listed {
+            Ok(names) => Ok(names),
+            Err(object_store::Error::NotFound { .. }) => Ok(Names::default()),
+            Err(e) => Err(self.backend_error(dir, e)),
+        }
+    }
+
     /// The names of the objects directly under a table-relative directory (not
     /// recursive), in no particular order: what [`Self::list_dir`] lists, without sizes
     /// and times. On a local root opened by path the folder is read directly, its entries
@@ -1636,6 +1686,68 @@ mod tests {
         for other in [&b"abcdf"[..], b"abcd", b"abcdef", b""] {
             assert!(!same(&Bytes::from_static(other), &parts), "{other:?}");
         }
+    }
+
+    /// The listing that stops at the first name without a leading digit (a store opened
+    /// by URL, which lists in order) names what the whole listing filtered names.
+    #[tokio::test]
+    async fn digit_names_from_an_offset_are_the_filtered_whole_listing() {
+        let memory = Arc::new(object_store::memory::InMemory::new());
+        let keys = [
+            "t/.hoodie/.aux/1.x",
+            "t/.hoodie/1.commit",
+            "t/.hoodie/2.commit",
+            "t/.hoodie/2.inflight",
+            "t/.hoodie/20/nested.commit",
+            "t/.hoodie/3.commit",
+            "t/.hoodie/archived/4.commit",
+            "t/.hoodie/hoodie.properties",
+            "t/.hoodie/metadata/5.commit",
+            "t/other/6.commit",
+        ];
+        for key in keys {
+            memory
+                .put(&Path::from(key), PutPayload::from_static(b"x"))
+                .await
+                .unwrap();
+        }
+        let open = |ordered: bool| {
+            let mut store = TableStore::from_store(
+                memory.clone(),
+                Path::from("t"),
+                "mem://t".into(),
+                "".into(),
+            );
+            store.identity = ordered.then(|| "mem://".to_string());
+            store
+        };
+        for from in ["", "1", "2", "3", "9"] {
+            let names = |n: Names| {
+                let mut v: Vec<String> = n.iter().map(String::from).collect();
+                v.sort();
+                v
+            };
+            let ordered = names(
+                open(true)
+                    .list_digit_names_from(".hoodie", from)
+                    .await
+                    .unwrap(),
+            );
+            let whole = names(
+                open(false)
+                    .list_digit_names_from(".hoodie", from)
+                    .await
+                    .unwrap(),
+            );
+            assert_eq!(ordered, whole, "from {from:?}");
+        }
+        let from_2 = open(true)
+            .list_digit_names_from(".hoodie", "2")
+            .await
+            .unwrap();
+        let mut got: Vec<&str> = from_2.iter().collect();
+        got.sort_unstable();
+        assert_eq!(got, ["2.commit", "2.inflight", "3.commit"]);
     }
 
     #[tokio::test]

@@ -1,0 +1,439 @@
+//! A timeline listed from the instant time the last sync left ([`crate::resume`]) instead
+//! of whole, and when it gives way to the whole one.
+//!
+//! An incremental sync opens the table with the part of its timeline requested from that
+//! time on: on an object store one listing that starts there, so its pages follow the
+//! instants since, not the table's age. The part is enough when the replay starts after
+//! the newest mirrored instant (the `incremental` shortcut) from what the part holds
+//! alone: the newest mirrored instant is there, completed; every completed instant in the
+//! part before it is mirrored (else one completed late, and the replay from the first
+//! instant mirrors it); no later rollback or restore undoes a mirrored instant; the file
+//! groups the later instants build on and the schema are found in the part, or the
+//! engine gives the mirror's live files. Anything else lists the timeline whole, once,
+//! and the sync goes on as it does without a saved state.
+//!
+//! The engine takes the listing before the replay: when the mirror's live files it was
+//! asked for do not come (too many manifests to read), the replay lists the timeline
+//! whole after the part was listed, and then gives no change set of an instant requested
+//! before the part (each is mirrored, or was and expired: see [`crate::resume`]), as the
+//! listing has none.
+
+use xlake_source::MirrorState;
+use xlake_storage::TableStore;
+
+use crate::error::Result;
+use crate::source::{read_config, HudiOptions};
+use crate::timeline::Timeline;
+use crate::HudiSource;
+
+impl HudiSource {
+    /// Open the table to mirror what follows the mirror's newest instant: the timeline
+    /// listed from the instant time the saved state of that instant names
+    /// ([`crate::resume::of`]), else whole (a mirror written by an older build, a state
+    /// of another instant). The newest mirrored instant not completed in the part: whole.
+    /// `None` when there is no `hoodie.properties`.
+    pub async fn open_after(
+        store: TableStore,
+        options: HudiOptions,
+        state: &MirrorState,
+    ) -> Result<Option<Self>> {
+        let saved = state.newest.as_ref().and_then(|(newest, _)| {
+            let from = crate::resume::of(state.source_state.as_deref(), newest)?;
+            Some((newest, from))
+        });
+        let Some((newest, from)) = saved else {
+            return Self::open_if_there(store, options).await;
+        };
+        let Some(config) = read_config(&store, &options).await? else {
+            return Ok(None);
+        };
+        let timeline = Timeline::load_from(&store, &config.timeline_dir, &from).await?;
+        let found = timeline.completed.iter().any(|i| i.requested() == newest);
+        let source = Self::with_timeline(store, options, config, timeline, Some(from))?;
+        if !found {
+            source.list_whole().await?;
+        }
+        Ok(Some(source))
+    }
+
+    /// Before the listing and the replay for a mirror holding `state`: with the timeline
+    /// listed from an instant time, whether the part gives the replay's start (see the
+    /// module doc), kept for the replay; else the timeline listed whole. `asking`: the
+    /// engine is about to be asked for the mirror's live files, which may then do.
+    pub(crate) async fn settle(&self, state: &MirrorState, asking: bool) -> Result<()> {
+        // Settled already for this state (the replay after the engine's question).
+        if self.listed_from().is_none() || self.settled_start(state).is_some() {
+            return Ok(());
+        }
+        let Some((newest, _)) = &state.newest else {
+            return self.list_whole().await;
+        };
+        match self.incremental_start(state).await? {
+            Some(start) if state.live_files.is_none() => {
+                if let Ok(mut kept) = self.start.lock() {
+                    *kept = Some((newest.clone(), start));
+                }
+                Ok(())
+            }
+            Some(_) => Ok(()),
+            None if asking && self.starts_with_live_files(state).await? => Ok(()),
+            None => self.list_whole().await,
+        }
+    }
+
+    /// Whether the part gives the replay's start once the engine gives the mirror's live
+    /// files ([`Self::incremental_saving`] asks for them): every condition holds but the
+    /// file groups the later instants build on, which the part does not name. Tried with
+    /// no live files at all, which every other condition ignores.
+    async fn starts_with_live_files(&self, state: &MirrorState) -> Result<bool> {
+        let probe = MirrorState {
+            live_files: Some(Vec::new()),
+            ..state.clone()
+        };
+        Ok(self.incremental_start(&probe).await?.is_some())
+    }
+
+    /// The start [`Self::settle`] found for `state`, if it is still of the part.
+    pub(crate) fn settled_start(&self, state: &MirrorState) -> Option<crate::incremental::Start> {
+        let newest = &state.newest.as_ref()?.0;
+        if self.listed_from().is_none() || state.live_files.is_some() {
+            return None;
+        }
+        let kept = self.start.lock().ok()?;
+        kept.as_ref()
+            .filter(|(id, _)| id == newest)
+            .map(|(_, start)| start.clone())
+    }
+
+    /// For a replay over the whole timeline after the part was listed to the engine: the
+    /// instant time before which it gives no change set (see the module doc).
+    pub(crate) fn skip_before(&self) -> Option<String> {
+        let listed = self.part_listed.load(std::sync::atomic::Ordering::Relaxed);
+        match (self.whole.get(), listed) {
+            (Some(_), true) => self.listed_from.clone(),
+            _ => None,
+        }
+    }
+
+    /// List the timeline whole, once: from then on it is the one in use.
+    async fn list_whole(&self) -> Result<()> {
+        if self.whole.get().is_some() {
+            return Ok(());
+        }
+        let whole = Timeline::load(self.store(), &self.config().timeline_dir).await?;
+        let _ = self.whole.set(whole);
+        // What was found by index into the part does not hold for the whole.
+        if let Ok(mut cached) = self.earlier_groups.lock() {
+            *cached = None;
+        }
+        if let Ok(mut kept) = self.start.lock() {
+            *kept = None;
+        }
+        tracing::debug!(table = %self.store().location(), "the timeline listed from the saved instant time is not enough; listed whole");
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use xlake_model::ChangeSet;
+    use xlake_source::TableSource;
+
+    use super::*;
+
+    const SCHEMA: &str = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"long"},{"name":"p","type":"string"}]}"#;
+
+    /// Commit metadata writing `files` (file id, prevCommit) in partition `p=1`, with the
+    /// schema unless `schema` is false.
+    fn commit(instant: &str, files: &[(&str, &str)], schema: bool) -> String {
+        let stats: Vec<serde_json::Value> = files
+            .iter()
+            .map(|(id, prev)| {
+                serde_json::json!({"fileId": id, "path": format!("p=1/{id}_0-1-1_{instant}.parquet"),
+                    "prevCommit": prev, "partitionPath": "p=1", "fileSizeInBytes": 10, "numWrites": 1})
+            })
+            .collect();
+        let extra = match schema {
+            true => serde_json::json!({ "schema": SCHEMA }),
+            false => serde_json::json!({}),
+        };
+        serde_json::json!({"partitionToWriteStats": {"p=1": stats},
+            "extraMetadata": extra, "operationType": "UPSERT"})
+        .to_string()
+    }
+
+    /// A table of `version` (6: `.hoodie/`, 9: `.hoodie/timeline/`).
+    fn table(version: u32) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let timeline = timeline_dir(dir.path(), version);
+        std::fs::create_dir_all(&timeline).unwrap();
+        let properties = format!("hoodie.table.name=t\nhoodie.table.type=COPY_ON_WRITE\nhoodie.table.version={version}\nhoodie.table.partition.fields=p\nhoodie.table.keygenerator.class=org.apache.hudi.keygen.SimpleKeyGenerator\n");
+        std::fs::write(dir.path().join(".hoodie/hoodie.properties"), properties).unwrap();
+        // What sorts after the instants and is never listed from an instant time.
+        std::fs::create_dir_all(dir.path().join(".hoodie/archived")).unwrap();
+        (dir, timeline)
+    }
+
+    fn timeline_dir(root: &Path, version: u32) -> std::path::PathBuf {
+        match version {
+            6 => root.join(".hoodie"),
+            _ => root.join(".hoodie/timeline"),
+        }
+    }
+
+    /// Instant `requested` written as pending (requested and inflight files).
+    fn pending(timeline: &Path, requested: &str) {
+        std::fs::write(timeline.join(format!("{requested}.commit.requested")), "").unwrap();
+        std::fs::write(timeline.join(format!("{requested}.inflight")), "").unwrap();
+    }
+
+    /// Instant `requested` completed (at `done` on table version 9) with `json`.
+    fn completed(timeline: &Path, requested: &str, done: Option<&str>, json: &str) {
+        let name = match done {
+            Some(done) => format!("{requested}_{done}.commit"),
+            None => format!("{requested}.commit"),
+        };
+        std::fs::write(timeline.join(name), json).unwrap();
+    }
+
+    async fn open(root: &Path) -> HudiSource {
+        let store = TableStore::open(root.to_str().unwrap()).unwrap();
+        HudiSource::open(store, Default::default()).await.unwrap()
+    }
+
+    /// What the mirror holds after a full sync that ends at `newest`: the instants up to
+    /// it and the state its change set saved (unless `saved` is false: an older build).
+    async fn mirror_at(root: &Path, newest: &str, saved: bool) -> (MirrorState, Vec<ChangeSet>) {
+        let full = open(root)
+            .await
+            .change_sets(&MirrorState::default())
+            .await
+            .unwrap();
+        let at = full
+            .changes
+            .iter()
+            .position(|c| c.commit.id == newest)
+            .unwrap();
+        let done = &full.changes[at];
+        let state = MirrorState {
+            commits: full.changes[..=at]
+                .iter()
+                .map(|c| c.commit.id.clone())
+                .collect(),
+            newest: Some((newest.to_string(), done.notes.clone())),
+            source_state: done.source_state.clone().filter(|_| saved),
+            ..Default::default()
+        };
+        (state, full.changes[at + 1..].to_vec())
+    }
+
+    /// The source opened after `state`'s newest instant, and its change sets for it (as
+    /// the engine asks: first whether the mirror's live files save reads).
+    async fn after(root: &Path, state: &MirrorState) -> (HudiSource, Vec<ChangeSet>) {
+        let store = TableStore::open(root.to_str().unwrap()).unwrap();
+        let source = HudiSource::open_after(store, Default::default(), state)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(source.reads_saved_by_live_files(state).await, 0);
+        let got = source.change_sets(state).await.unwrap().changes;
+        (source, got)
+    }
+
+    /// Unmirrored change sets of a replay: the engine skips the mirrored ones.
+    fn unmirrored(changes: Vec<ChangeSet>, state: &MirrorState) -> Vec<ChangeSet> {
+        changes
+            .into_iter()
+            .filter(|c| !state.commits.contains(&c.commit.id))
+            .collect()
+    }
+
+    const C1: &str = "20240101000000000";
+    const C2: &str = "20240101010000000";
+    const C3: &str = "20240101020000000";
+    const C4: &str = "20240101020500000";
+    const C5: &str = "20240101020600000";
+
+    /// A timeline of five commits, the last two an hour after the first two: c2
+    /// rewrites c1's group, c4 the group c3 started, c5 starts one.
+    fn five_commits(timeline: &Path) {
+        completed(timeline, C1, None, &commit(C1, &[("a", "null")], true));
+        completed(timeline, C2, None, &commit(C2, &[("a", C1)], true));
+        completed(timeline, C3, None, &commit(C3, &[("b", "null")], true));
+        completed(timeline, C4, None, &commit(C4, &[("b", C3)], true));
+        completed(timeline, C5, None, &commit(C5, &[("c", "null")], true));
+    }
+
+    #[tokio::test]
+    async fn the_part_listed_gives_the_change_sets_and_listing_of_the_whole() {
+        let (dir, timeline) = table(6);
+        five_commits(&timeline);
+        let (state, want) = mirror_at(dir.path(), C3, true).await;
+        // The floor: the newest instant (c5, 02:06) less ten minutes.
+        assert_eq!(
+            crate::resume::of(state.source_state.as_deref(), C3).as_deref(),
+            Some("20240101015600")
+        );
+        let (source, got) = after(dir.path(), &state).await;
+        assert_eq!(source.listed_from(), Some("20240101015600"));
+        let ids = |t: &Timeline| {
+            t.completed
+                .iter()
+                .map(|i| i.requested().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(source.timeline()), [C3, C4, C5]);
+        assert_eq!(got, want);
+        let whole = open(dir.path()).await;
+        let listed = |s: &HudiSource| TableSource::listing(s, &state).unwrap().commits;
+        assert_eq!(listed(&source), listed(&whole));
+        assert_eq!(TableSource::tip(&source), TableSource::tip(&whole));
+    }
+
+    #[tokio::test]
+    async fn a_mirror_without_a_saved_state_lists_the_timeline_whole() {
+        let (dir, timeline) = table(6);
+        five_commits(&timeline);
+        let (state, want) = mirror_at(dir.path(), C3, false).await;
+        let (source, got) = after(dir.path(), &state).await;
+        assert_eq!(source.listed_from(), None);
+        assert_eq!(source.timeline().completed.len(), 5);
+        assert_eq!(got, want);
+    }
+
+    /// A schema recorded only before the floor: the timeline is listed whole, and gives
+    /// the same change sets.
+    #[tokio::test]
+    async fn a_schema_recorded_only_before_the_floor_lists_the_timeline_whole() {
+        let (dir, timeline) = table(6);
+        completed(&timeline, C1, None, &commit(C1, &[("a", "null")], true));
+        completed(&timeline, C2, None, &commit(C2, &[("a", C1)], true));
+        completed(&timeline, C3, None, &commit(C3, &[("b", "null")], false));
+        completed(&timeline, C4, None, &commit(C4, &[("d", "null")], false));
+        completed(&timeline, C5, None, &commit(C5, &[("c", "null")], false));
+        let (state, want) = mirror_at(dir.path(), C3, true).await;
+        let (source, got) = after(dir.path(), &state).await;
+        assert_eq!(source.listed_from(), None);
+        assert_eq!(source.timeline().completed.len(), 5);
+        assert_eq!(unmirrored(got, &state), want);
+    }
+
+    /// c4 replaces the group c2 wrote, before the floor: the part is kept when the engine
+    /// gives the mirror's live files; when they do not come, the replay lists the
+    /// timeline whole, replays it from the first instant and gives no change set before
+    /// the part it listed. The same change sets either way.
+    #[tokio::test]
+    async fn a_group_built_before_the_floor_takes_the_mirrors_live_files() {
+        let (dir, timeline) = table(6);
+        completed(&timeline, C1, None, &commit(C1, &[("a", "null")], true));
+        completed(&timeline, C2, None, &commit(C2, &[("a", C1)], true));
+        completed(&timeline, C3, None, &commit(C3, &[("b", "null")], true));
+        // c4 replaces the group (clustering, an overwrite): the live files name it.
+        let mut c4: serde_json::Value =
+            serde_json::from_str(&commit(C4, &[("r", "null")], true)).unwrap();
+        c4["partitionToReplaceFileIds"] = serde_json::json!({"p=1": ["a"]});
+        completed(&timeline, C4, None, &c4.to_string());
+        completed(&timeline, C5, None, &commit(C5, &[("c", "null")], true));
+        let (state, want) = mirror_at(dir.path(), C3, true).await;
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let live = [
+            format!("p=1/a_0-1-1_{C2}.parquet"),
+            format!("p=1/b_0-1-1_{C3}.parquet"),
+        ];
+        for given in [true, false] {
+            let source = HudiSource::open_after(store.clone(), Default::default(), &state)
+                .await
+                .unwrap()
+                .unwrap();
+            // As many as the mirror holds: the whole timeline would be replayed.
+            assert_eq!(source.reads_saved_by_live_files(&state).await, 3);
+            let mut state = state.clone();
+            if given {
+                let files = live.iter().map(|p| (store.absolute(p), 1)).collect();
+                state.live_files = Some(files);
+            }
+            let listed = TableSource::listing(&source, &state).unwrap().commits;
+            let got = source.change_sets(&state).await.unwrap().changes;
+            assert_eq!(source.listed_from().is_some(), given);
+            let ids: Vec<&str> = got.iter().map(|c| c.commit.id.as_str()).collect();
+            match given {
+                true => assert_eq!(ids, [C4, C5]),
+                // c3 is at the floor's side of the part: the engine skips it.
+                false => assert_eq!(ids, [C3, C4, C5]),
+            }
+            assert_eq!(unmirrored(got, &state), want, "given {given}");
+            let listed: Vec<&str> = listed.iter().map(|c| c.id.as_str()).collect();
+            assert_eq!(listed, [C1, C2, C3, C4, C5]);
+        }
+    }
+
+    /// Table version 6: an instant requested before the newest mirrored one, pending when
+    /// that was mirrored, completes later. The floor the sync saved is before it; the part
+    /// listed shows it completed among mirrored ones, and the timeline is listed whole
+    /// (the replay from the first instant mirrors it).
+    #[tokio::test]
+    async fn a_pending_instant_before_the_newest_mirrored_is_mirrored_when_it_completes_v6() {
+        let (dir, timeline) = table(6);
+        completed(&timeline, C1, None, &commit(C1, &[("a", "null")], true));
+        pending(&timeline, C2);
+        completed(&timeline, C3, None, &commit(C3, &[("b", "null")], true));
+        let (state, _) = mirror_at(dir.path(), C3, true).await;
+        // The oldest pending instant (c2, 01:00) less ten minutes.
+        assert_eq!(
+            crate::resume::of(state.source_state.as_deref(), C3).as_deref(),
+            Some("20240101005000")
+        );
+        completed(&timeline, C2, None, &commit(C2, &[("c", "null")], true));
+        let (source, got) = after(dir.path(), &state).await;
+        let got = unmirrored(got, &state);
+        let ids: Vec<&str> = got.iter().map(|c| c.commit.id.as_str()).collect();
+        assert_eq!(ids, [C2]);
+        assert_eq!(source.listed_from(), None);
+        let listed = TableSource::listing(&source, &state).unwrap().commits;
+        assert_eq!(
+            listed.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            [C1, C2, C3]
+        );
+    }
+
+    /// Table version 9 (instants in completion order): the same, and the part listed is
+    /// enough (the late instant comes after the newest mirrored one).
+    #[tokio::test]
+    async fn a_pending_instant_before_the_newest_mirrored_is_mirrored_when_it_completes_v9() {
+        let (dir, timeline) = table(9);
+        let done = |t: &str| format!("{}1{}", &t[..13], &t[14..]);
+        completed(
+            &timeline,
+            C1,
+            Some(&done(C1)),
+            &commit(C1, &[("a", "null")], true),
+        );
+        pending(&timeline, C2);
+        completed(
+            &timeline,
+            C3,
+            Some(&done(C3)),
+            &commit(C3, &[("b", "null")], true),
+        );
+        let (state, _) = mirror_at(dir.path(), C3, true).await;
+        assert_eq!(
+            crate::resume::of(state.source_state.as_deref(), C3).as_deref(),
+            Some("20240101005000")
+        );
+        completed(
+            &timeline,
+            C2,
+            Some("20240101030000000"),
+            &commit(C2, &[("c", "null")], true),
+        );
+        let (source, got) = after(dir.path(), &state).await;
+        assert_eq!(source.listed_from(), Some("20240101005000"));
+        let ids: Vec<&str> = got.iter().map(|c| c.commit.id.as_str()).collect();
+        assert_eq!(ids, [C2]);
+        // As the whole timeline gives it.
+        let (_, want) = mirror_at(dir.path(), C3, true).await;
+        assert_eq!(got, want);
+    }
+}
