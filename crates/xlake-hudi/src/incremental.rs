@@ -31,6 +31,7 @@ use crate::file_group::{is_log_file, parse_base_file_path, BaseFile};
 use crate::instant::Instant;
 use crate::schema::avro_to_schema;
 use crate::source::{gets_snapshot, kind, Kind};
+use crate::start::Start;
 use crate::timeline::read_instant;
 use crate::HudiSource;
 
@@ -40,17 +41,6 @@ const SCHEMA_LOOKBACK: usize = 20;
 /// Write instants after the newest mirrored one read to find the file groups they write to
 /// again (beyond that, reading the mirror's live files costs less).
 const FRESH_LOOKAHEAD: usize = 8;
-
-/// Where an incremental replay starts.
-#[derive(Debug, Clone)]
-pub(crate) struct Start {
-    /// Index in the completed timeline of the first instant to replay.
-    pub from: usize,
-    /// The live base files after the newest mirrored instant.
-    pub seed: Vec<BaseFile>,
-    /// The schema as of the newest mirrored instant.
-    pub schema: Schema,
-}
 
 impl HudiSource {
     /// From names alone: the index of the newest mirrored instant when the timeline allows

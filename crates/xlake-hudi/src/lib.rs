@@ -19,6 +19,7 @@
 //! | [`resume`] | the instant time the next sync lists the timeline from, saved with each change set |
 //! | `partial` | a timeline listed from that instant time, and when it gives way to the whole one |
 //! | `incremental` | where a replay starts after the newest mirrored instant, from the mirror's live files, or without them when the new instants start file groups or build on groups whose base file the instant they build on names |
+//! | `start` | where an incremental replay starts (the first instant, the live base files, the schema) |
 //! | [`table_source`] | the engine's contract ([`xlake_source::TableSource`]) and the format's [`KIND`] |
 //!
 //! Only completed instants count; requested and inflight ones are pending. The metadata
@@ -37,6 +38,7 @@ pub mod replay;
 pub mod resume;
 pub mod schema;
 pub mod source;
+mod start;
 pub mod table_source;
 pub mod timeline;
 

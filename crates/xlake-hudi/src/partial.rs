@@ -94,7 +94,7 @@ impl HudiSource {
     }
 
     /// The start [`Self::settle`] found for `state`, if it is still of the part.
-    pub(crate) fn settled_start(&self, state: &MirrorState) -> Option<crate::incremental::Start> {
+    pub(crate) fn settled_start(&self, state: &MirrorState) -> Option<crate::start::Start> {
         let newest = &state.newest.as_ref()?.0;
         if self.listed_from().is_none() || state.live_files.is_some() {
             return None;

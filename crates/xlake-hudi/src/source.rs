@@ -76,7 +76,7 @@ pub struct HudiSource {
     pub(crate) whole: std::sync::OnceLock<Timeline>,
     /// The incremental start found for the mirror's newest instant while deciding whether
     /// the part listed is enough, kept for the replay that follows.
-    pub(crate) start: std::sync::Mutex<Option<(String, crate::incremental::Start)>>,
+    pub(crate) start: std::sync::Mutex<Option<(String, crate::start::Start)>>,
     /// A listing was given while the part was in use: a replay over the whole timeline
     /// then gives nothing before the part (see [`crate::partial`]).
     pub(crate) part_listed: std::sync::atomic::AtomicBool,
