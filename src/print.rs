@@ -293,6 +293,9 @@ pub fn check(r: &CheckReport) {
     if let Some(why) = &r.broken_promise {
         outln!("  table format: {why}");
     }
+    if let Some(why) = &r.not_the_mirrored_table {
+        outln!("  not the mirrored table: {why}");
+    }
 }
 
 /// What a deep check compared, then each difference.

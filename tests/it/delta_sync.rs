@@ -1392,6 +1392,18 @@ async fn a_table_written_anew_from_a_checkpoint_past_the_mirror_is_refused() {
         assert!(err.contains(part), "{part}: {err}");
     }
     assert!(metadata_snapshot(&root) == before, "nothing written");
+    let why = not_the_mirrored_table(&root).await;
+    assert!(why.contains("the checkpoint of version 10"), "{why}");
+}
+
+/// What plain `check` says of a table that is not the one its mirror holds: it finds it
+/// inconsistent, and why.
+async fn not_the_mirrored_table(root: &Path) -> String {
+    let report = xlake_sync::check(root.to_str().unwrap(), &SyncOptions::default(), false)
+        .await
+        .unwrap();
+    assert!(!report.consistent, "{report:?}");
+    report.not_the_mirrored_table.expect("a finding")
 }
 
 /// The same table's log cleaned up past the mirrored version (its commits after it
@@ -1460,6 +1472,13 @@ async fn a_table_written_anew_with_as_many_versions_is_refused() {
     let report = sync_with(&root, &SyncOptions::default()).await.unwrap();
     assert!(report.written.is_empty());
     assert!(metadata_snapshot(&root) == before, "nothing written");
+    let check = xlake_sync::check(root.to_str().unwrap(), &SyncOptions::default(), false)
+        .await
+        .unwrap();
+    assert!(
+        check.consistent && check.not_the_mirrored_table.is_none(),
+        "{check:?}"
+    );
     // Restored from an older copy and written again up to the mirrored version.
     rewrite(&text.replace("1587968626537", "1900000000000"));
     let err = sync_with(&root, &SyncOptions::default()).await.unwrap_err();
@@ -1485,6 +1504,9 @@ async fn a_table_written_anew_with_as_many_versions_is_refused() {
         assert!(err.contains(part), "{part}: {err}");
     }
     assert!(metadata_snapshot(&root) == before, "nothing written");
+    // Plain `check` reports what the sync refuses (it compared listings only).
+    let why = not_the_mirrored_table(&root).await;
+    assert!(why.contains(new_id) && why.contains(&old_id), "{why}");
 }
 
 /// A mirror whose newest version is a checkpoint without its commit file (the log started

@@ -10,17 +10,60 @@
 //! starts, a sync with nothing new as well, and one whose log starts at a checkpoint past
 //! `m` (its commits after `m` removed) compares the checkpoint's id.
 
+use xlake_source::MirrorState;
+
 use crate::action::{parse_commit, Add};
 use crate::error::{DeltaError, Result};
 use crate::log::LOG_DIR;
 use crate::resume::{self, Resume};
-use crate::source::State;
+use crate::source::{ends_before, State};
 use crate::DeltaSource;
 
 /// The advice every refusal here ends with.
 const AFRESH: &str = "move metadata/ aside and sync to mirror it afresh";
 
 impl DeltaSource {
+    /// For `check`: why the log is not the one `mirrored` holds up to its newest version
+    /// (what a sync refuses before it reads on), `None` when it is. Errors are the reads
+    /// that failed, not findings.
+    pub(crate) async fn not_the_mirrored_table(
+        &self,
+        mirrored: &MirrorState,
+    ) -> Result<Option<String>> {
+        match self.holds_mirrored(mirrored).await {
+            Ok(()) => Ok(None),
+            Err(DeltaError::Incomplete { reason }) => Ok(Some(reason)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The checks an incremental replay makes where it starts (`replay`), without its
+    /// reads of what follows.
+    async fn holds_mirrored(&self, mirrored: &MirrorState) -> Result<()> {
+        let newest = mirrored
+            .commits
+            .iter()
+            .filter_map(|v| v.parse::<u64>().ok())
+            .max();
+        let (Some(m), Some((start, from_checkpoint))) = (newest, self.log().start()?) else {
+            return Ok(());
+        };
+        let latest = self.log().latest().unwrap_or(start);
+        let saved = mirrored.source_state.as_deref();
+        if m > latest {
+            return Err(ends_before(latest, m));
+        }
+        if m == latest {
+            return self.same_newest(saved, m).await;
+        }
+        let resume = resume::of(saved, m);
+        match m >= start {
+            true => self.resumed_state(resume.as_ref(), m).await.map(drop),
+            false if from_checkpoint => self.same_id_at_checkpoint(resume.as_ref(), m, start).await,
+            false => Ok(()),
+        }
+    }
+
     /// The schema state in force at the newest mirrored version `m`, where an incremental
     /// replay starts: the state the last sync `saved`, while `m`'s commit file is the one
     /// it was saved from; else read from the log, and refused if its table id is not the

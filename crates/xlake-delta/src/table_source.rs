@@ -132,6 +132,13 @@ impl TableSource for DeltaSource {
         Ok(DeltaSource::listing(self)?)
     }
 
+    async fn not_the_mirrored_table(
+        &self,
+        mirrored: &MirrorState,
+    ) -> Result<Option<String>, SourceError> {
+        Ok(DeltaSource::not_the_mirrored_table(self, mirrored).await?)
+    }
+
     /// The newest version, of a commit file or a checkpoint: versions are written one
     /// after another, so a new commit is always a newer one. With its commit file's
     /// modification time: a table written anew with as many versions as before has

@@ -204,6 +204,17 @@ pub trait TableSource: Send + Sync {
         Ok(BTreeMap::new())
     }
 
+    /// Why the table is not the one `mirrored` holds up to its newest commit, if it is
+    /// not (Delta: a table dropped and written anew at the same place, told by its id):
+    /// what a sync refuses, `check` reports. `None` when it is, or when the source cannot
+    /// tell. May read a commit or a checkpoint; an error is a read that failed.
+    async fn not_the_mirrored_table(
+        &self,
+        _mirrored: &MirrorState,
+    ) -> Result<Option<String>, SourceError> {
+        Ok(None)
+    }
+
     /// The table's own setting that promises a snapshot for every completed commit, written
     /// by its writers in their commit path (Hudi's `hoodie.table.format=xlake`), if it has
     /// one: then a completed commit without a snapshot means that promise was broken.

@@ -106,6 +106,10 @@ pub struct CheckReport {
     /// `hoodie.table.format`), but completed commits have none: why, and what to do.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub broken_promise: Option<String>,
+    /// The source is not the table the mirror holds (a Delta table dropped and written
+    /// anew at the same place, which a sync refuses): why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_the_mirrored_table: Option<String>,
 }
 
 impl CheckReport {
@@ -137,6 +141,7 @@ impl CheckReport {
             && self.relocated_from.is_none()
             && self.catalog.as_ref().is_none_or(|c| c.problem.is_none())
             && self.broken_promise.is_none()
+            && self.not_the_mirrored_table.is_none()
     }
 }
 
@@ -195,6 +200,10 @@ pub async fn check_with(
         missing_files: own.missing_files,
         ..Default::default()
     };
+    report.not_the_mirrored_table = source
+        .not_the_mirrored_table(&state)
+        .await
+        .in_table(&store)?;
     let seen = compare_commits(&mut report, source.as_ref(), &listing, &ancestry);
     if !report.unknown.is_empty() {
         let undone = source.undone_commits().await.in_table(&store)?;
