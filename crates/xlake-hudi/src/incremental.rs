@@ -341,19 +341,9 @@ mod tests {
 
     const PROPERTIES: &str = "hoodie.table.name=t\nhoodie.table.type=COPY_ON_WRITE\nhoodie.table.version=6\nhoodie.table.partition.fields=p\nhoodie.table.keygenerator.class=org.apache.hudi.keygen.SimpleKeyGenerator\n";
 
-    /// A commit writing `files` (file id, prevCommit) in partition `p=1`.
+    /// A commit writing `files` (file id, prevCommit) in partition `p=1`, with the schema.
     fn commit(instant: &str, files: &[(&str, &str)]) -> String {
-        let schema = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"long"},{"name":"p","type":"string"}]}"#;
-        let stats: Vec<serde_json::Value> = files
-            .iter()
-            .map(|(id, prev)| {
-                serde_json::json!({"fileId": id, "path": format!("p=1/{id}_0-1-1_{instant}.parquet"),
-                    "prevCommit": prev, "partitionPath": "p=1", "fileSizeInBytes": 10, "numWrites": 1})
-            })
-            .collect();
-        serde_json::json!({"partitionToWriteStats": {"p=1": stats},
-            "extraMetadata": {"schema": schema}, "operationType": "UPSERT"})
-        .to_string()
+        crate::partial::tests::commit(instant, files, true)
     }
 
     async fn table(commits: &[(&str, String)]) -> (tempfile::TempDir, HudiSource) {

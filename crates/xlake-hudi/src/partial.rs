@@ -135,7 +135,7 @@ impl HudiSource {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::path::Path;
 
     use xlake_model::ChangeSet;
@@ -147,7 +147,7 @@ mod tests {
 
     /// Commit metadata writing `files` (file id, prevCommit) in partition `p=1`, with the
     /// schema unless `schema` is false.
-    fn commit(instant: &str, files: &[(&str, &str)], schema: bool) -> String {
+    pub(crate) fn commit(instant: &str, files: &[(&str, &str)], schema: bool) -> String {
         let stats: Vec<serde_json::Value> = files
             .iter()
             .map(|(id, prev)| {
