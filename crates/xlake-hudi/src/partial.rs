@@ -436,4 +436,76 @@ mod tests {
         let (_, want) = mirror_at(dir.path(), C3, true).await;
         assert_eq!(got, want);
     }
+
+    /// Hostile review 6: one instant dated ahead of the others (a writer whose clock or
+    /// time zone is ahead: Hudi's instant times are local time by default) moves the floor
+    /// ahead of every instant the other writers request for as long, hours, not the
+    /// 10-minute margin: an instant they complete after it is never listed, and the sync
+    /// reports nothing new (exit 0). Listed whole (a mirror without a saved state), the
+    /// late completion is mirrored.
+    #[tokio::test]
+    async fn an_instant_dated_ahead_does_not_hide_the_instants_completed_after_it() {
+        let (dir, timeline) = table(6);
+        completed(&timeline, C1, None, &commit(C1, &[("a", "null")], true));
+        // Nine hours ahead of the writer of c2 (UTC+9 local time against UTC).
+        let ahead = "20240101100000000";
+        completed(
+            &timeline,
+            ahead,
+            None,
+            &commit(ahead, &[("f", "null")], true),
+        );
+        let (state, _) = mirror_at(dir.path(), ahead, true).await;
+        completed(&timeline, C2, None, &commit(C2, &[("b", "null")], true));
+        let (_, got) = after(dir.path(), &state).await;
+        let ids: Vec<String> = unmirrored(got, &state)
+            .into_iter()
+            .map(|c| c.commit.id)
+            .collect();
+        assert_eq!(ids, [C2]);
+    }
+
+    /// Hostile review 6: one writer, Hudi's default time zone (`hoodie.table.timeline.timezone`
+    /// LOCAL, as the fixtures' writer in CDT): at the autumn clock change the instant times
+    /// go back an hour. The commits of the hour after 02:00 CDT -> 01:00 CST are requested
+    /// before the floor the last sync saved (01:45 less 10 minutes) and are never listed;
+    /// a sync reports nothing new. Listed whole, they are mirrored as late completions.
+    #[tokio::test]
+    async fn commits_after_the_autumn_clock_change_are_mirrored() {
+        let (dir, timeline) = table(6);
+        let before = ["20241103013000000", "20241103014500000"];
+        let after_change = [
+            "20241103010000000",
+            "20241103011500000",
+            "20241103013000001",
+        ];
+        completed(
+            &timeline,
+            before[0],
+            None,
+            &commit(before[0], &[("a", "null")], true),
+        );
+        completed(
+            &timeline,
+            before[1],
+            None,
+            &commit(before[1], &[("b", "null")], true),
+        );
+        let (state, _) = mirror_at(dir.path(), before[1], true).await;
+        for (n, id) in after_change.iter().enumerate() {
+            let group = format!("c{n}");
+            completed(
+                &timeline,
+                id,
+                None,
+                &commit(id, &[(group.as_str(), "null")], true),
+            );
+        }
+        let (_, got) = after(dir.path(), &state).await;
+        let ids: Vec<String> = unmirrored(got, &state)
+            .into_iter()
+            .map(|c| c.commit.id)
+            .collect();
+        assert_eq!(ids, after_change);
+    }
 }
