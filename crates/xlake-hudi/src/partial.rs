@@ -15,8 +15,10 @@
 //! The engine takes the listing before the replay: when the mirror's live files it was
 //! asked for do not come (too many manifests to read), the replay lists the timeline
 //! whole after the part was listed, and then gives no change set of an instant requested
-//! before the part (each is mirrored, or was and expired: see [`crate::resume`]), as the
-//! listing has none.
+//! before the part that is mirrored or was and expired (before the oldest mirrored one),
+//! as the listing has none; an unmirrored one after the oldest mirrored one (its files
+//! appeared after the floor was saved: see [`crate::resume`]) is given, as the whole
+//! timeline's replay gives it.
 
 use xlake_source::MirrorState;
 use xlake_storage::TableStore;
@@ -507,5 +509,43 @@ mod tests {
             .map(|c| c.commit.id)
             .collect();
         assert_eq!(ids, after_change);
+    }
+
+    /// Hostile review 6: a clustering named before the floor whose files appear after the
+    /// sync that saved it (its plan took longer than the margin), then a commit that
+    /// builds on the group it wrote. Without the mirror's live files the replay lists the
+    /// timeline whole: it gives the clustering, as a replay of the whole timeline does
+    /// (skipped, the commit after it removed a file the mirror never had, and every sync
+    /// failed so until a rebuild).
+    #[tokio::test]
+    async fn an_instant_below_the_floor_seen_by_the_whole_replay_is_given() {
+        let (dir, timeline) = table(6);
+        completed(&timeline, C1, None, &commit(C1, &[("a", "null")], true));
+        completed(&timeline, C2, None, &commit(C2, &[("a", C1)], true));
+        completed(&timeline, C3, None, &commit(C3, &[("b", "null")], true));
+        let (state, _) = mirror_at(dir.path(), C3, true).await;
+        let r = "20240101014500000";
+        let mut clustering: serde_json::Value =
+            serde_json::from_str(&commit(r, &[("x", "null")], true)).unwrap();
+        clustering["partitionToReplaceFileIds"] = serde_json::json!({"p=1": ["a"]});
+        std::fs::write(
+            timeline.join(format!("{r}.replacecommit")),
+            clustering.to_string(),
+        )
+        .unwrap();
+        completed(&timeline, C4, None, &commit(C4, &[("x", r)], true));
+        let whole = open(dir.path()).await;
+        let want = unmirrored(whole.change_sets(&state).await.unwrap().changes, &state);
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let source = HudiSource::open_after(store, Default::default(), &state)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(source.reads_saved_by_live_files(&state).await > 0);
+        TableSource::listing(&source, &state).unwrap();
+        let got = unmirrored(source.change_sets(&state).await.unwrap().changes, &state);
+        let ids: Vec<&str> = got.iter().map(|c| c.commit.id.as_str()).collect();
+        assert_eq!(ids, [r, C4]);
+        assert_eq!(got, want);
     }
 }
