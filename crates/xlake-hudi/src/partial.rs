@@ -459,12 +459,18 @@ mod tests {
         );
         let (state, _) = mirror_at(dir.path(), ahead, true).await;
         completed(&timeline, C2, None, &commit(C2, &[("b", "null")], true));
+        let whole = open(dir.path()).await.change_sets(&state).await.unwrap();
+        let want: Vec<String> = unmirrored(whole.changes, &state)
+            .into_iter()
+            .map(|c| c.commit.id)
+            .collect();
+        assert_eq!(want, [C2], "the whole timeline's replay");
         let (_, got) = after(dir.path(), &state).await;
         let ids: Vec<String> = unmirrored(got, &state)
             .into_iter()
             .map(|c| c.commit.id)
             .collect();
-        assert_eq!(ids, [C2]);
+        assert_eq!(ids, want);
     }
 
     /// Hostile review 6: one writer, Hudi's default time zone (`hoodie.table.timeline.timezone`
@@ -503,12 +509,18 @@ mod tests {
                 &commit(id, &[(group.as_str(), "null")], true),
             );
         }
+        let whole = open(dir.path()).await.change_sets(&state).await.unwrap();
+        let want: Vec<String> = unmirrored(whole.changes, &state)
+            .into_iter()
+            .map(|c| c.commit.id)
+            .collect();
+        assert_eq!(want, after_change, "the whole timeline's replay");
         let (_, got) = after(dir.path(), &state).await;
         let ids: Vec<String> = unmirrored(got, &state)
             .into_iter()
             .map(|c| c.commit.id)
             .collect();
-        assert_eq!(ids, after_change);
+        assert_eq!(ids, want);
     }
 
     /// Hostile review 6: a clustering named before the floor whose files appear after the
@@ -547,5 +559,42 @@ mod tests {
         let ids: Vec<&str> = got.iter().map(|c| c.commit.id.as_str()).collect();
         assert_eq!(ids, [r, C4]);
         assert_eq!(got, want);
+    }
+
+    /// Hostile review 6: the same on table version 9 (completion-time order): the instant
+    /// dated ahead completes (by its clock) after c2, which is listed before it in the
+    /// whole timeline and mirrored by the replay from the first instant.
+    #[tokio::test]
+    async fn an_instant_dated_ahead_does_not_hide_the_instants_completed_after_it_v9() {
+        let (dir, timeline) = table(9);
+        completed(
+            &timeline,
+            C1,
+            Some("20240101000001000"),
+            &commit(C1, &[("a", "null")], true),
+        );
+        let ahead = "20240101100000000";
+        let done = Some("20240101100001000");
+        completed(
+            &timeline,
+            ahead,
+            done,
+            &commit(ahead, &[("f", "null")], true),
+        );
+        let (state, _) = mirror_at(dir.path(), ahead, true).await;
+        let c2_done = Some("20240101010001000");
+        completed(&timeline, C2, c2_done, &commit(C2, &[("b", "null")], true));
+        let whole = open(dir.path()).await.change_sets(&state).await.unwrap();
+        let want: Vec<String> = unmirrored(whole.changes, &state)
+            .into_iter()
+            .map(|c| c.commit.id)
+            .collect();
+        assert_eq!(want, [C2], "the whole timeline's replay");
+        let (_, got) = after(dir.path(), &state).await;
+        let ids: Vec<String> = unmirrored(got, &state)
+            .into_iter()
+            .map(|c| c.commit.id)
+            .collect();
+        assert_eq!(ids, want);
     }
 }
