@@ -146,3 +146,37 @@ fn a_log_starting_at_a_multi_part_or_v2_checkpoint_is_mirrored_in_commit_mode() 
         assert_eq!(code, 0, "{fixture}: {report}");
     }
 }
+
+/// Hostile review 6: a commit whose instant time is below the floor the last sync saved
+/// (its files appeared after that sync: a writer behind the others, the autumn clock
+/// change under Hudi's LOCAL time zone) is not in the timeline listed from there. Named
+/// by in-commit mode (or Hudi's callback), it is looked up in the whole timeline and
+/// mirrored, not refused as "no such completed commit".
+#[test]
+fn a_commit_requested_before_the_saved_floor_is_mirrored_when_named() {
+    let (_dir, root) = extract_hudi("sample_table_cow_v6_nonpartitioned");
+    let t = root.to_str().unwrap();
+    let hoodie = root.join(".hoodie");
+    let group = "a079bdb3-731c-4894-b855-abfcd6921007-0";
+    let base = format!("{group}_0-182-253_20240418173550988.parquet");
+    let meta = std::fs::read_to_string(hoodie.join("20240418173550988.commit")).unwrap();
+    // A commit that starts file group `new_group` at instant `id`.
+    let write = |id: &str, new_group: &str| {
+        let file = format!("{new_group}_0-1-1_{id}.parquet");
+        std::fs::copy(root.join(&base), root.join(&file)).unwrap();
+        let meta = meta.replace(&base, &file).replace(group, new_group);
+        std::fs::write(hoodie.join(format!("{id}.commit")), meta).unwrap();
+    };
+    write(
+        "20240418183000000",
+        "b0000000-0000-0000-0000-000000000000-0",
+    );
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    // Half an hour before the newest instant: below its floor (less 10 minutes).
+    let late = "20240418180000000";
+    write(late, "c0000000-0000-0000-0000-000000000000-0");
+    let (code, text) = common::xlake(&["commit", t, "--instant", late]);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(snapshot_count(&root), 4);
+    assert_eq!(common::xlake(&["check", t]).0, 0);
+}

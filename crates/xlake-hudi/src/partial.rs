@@ -15,8 +15,10 @@
 //! The engine takes the listing before the replay: when the mirror's live files it was
 //! asked for do not come (too many manifests to read), the replay lists the timeline
 //! whole after the part was listed, and then gives no change set of an instant requested
-//! before the part (each is mirrored, or was and expired: see [`crate::resume`]), as the
-//! listing has none.
+//! before the part that is mirrored or was and expired (before the oldest mirrored one),
+//! as the listing has none; an unmirrored one after the oldest mirrored one (its files
+//! appeared after the floor was saved: see [`crate::resume`]) is given, as the whole
+//! timeline's replay gives it.
 
 use xlake_source::MirrorState;
 use xlake_storage::TableStore;
@@ -435,5 +437,164 @@ pub(crate) mod tests {
         // As the whole timeline gives it.
         let (_, want) = mirror_at(dir.path(), C3, true).await;
         assert_eq!(got, want);
+    }
+
+    /// Hostile review 6: one instant dated ahead of the others (a writer whose clock or
+    /// time zone is ahead: Hudi's instant times are local time by default) moves the floor
+    /// ahead of every instant the other writers request for as long, hours, not the
+    /// 10-minute margin: an instant they complete after it is never listed, and the sync
+    /// reports nothing new (exit 0). Listed whole (a mirror without a saved state), the
+    /// late completion is mirrored.
+    #[tokio::test]
+    async fn an_instant_dated_ahead_does_not_hide_the_instants_completed_after_it() {
+        let (dir, timeline) = table(6);
+        completed(&timeline, C1, None, &commit(C1, &[("a", "null")], true));
+        // Nine hours ahead of the writer of c2 (UTC+9 local time against UTC).
+        let ahead = "20240101100000000";
+        completed(
+            &timeline,
+            ahead,
+            None,
+            &commit(ahead, &[("f", "null")], true),
+        );
+        let (state, _) = mirror_at(dir.path(), ahead, true).await;
+        completed(&timeline, C2, None, &commit(C2, &[("b", "null")], true));
+        let whole = open(dir.path()).await.change_sets(&state).await.unwrap();
+        let want: Vec<String> = unmirrored(whole.changes, &state)
+            .into_iter()
+            .map(|c| c.commit.id)
+            .collect();
+        assert_eq!(want, [C2], "the whole timeline's replay");
+        let (_, got) = after(dir.path(), &state).await;
+        let ids: Vec<String> = unmirrored(got, &state)
+            .into_iter()
+            .map(|c| c.commit.id)
+            .collect();
+        assert_eq!(ids, want);
+    }
+
+    /// Hostile review 6: one writer, Hudi's default time zone (`hoodie.table.timeline.timezone`
+    /// LOCAL, as the fixtures' writer in CDT): at the autumn clock change the instant times
+    /// go back an hour. The commits of the hour after 02:00 CDT -> 01:00 CST are requested
+    /// before the floor the last sync saved (01:45 less 10 minutes) and are never listed;
+    /// a sync reports nothing new. Listed whole, they are mirrored as late completions.
+    #[tokio::test]
+    async fn commits_after_the_autumn_clock_change_are_mirrored() {
+        let (dir, timeline) = table(6);
+        let before = ["20241103013000000", "20241103014500000"];
+        let after_change = [
+            "20241103010000000",
+            "20241103011500000",
+            "20241103013000001",
+        ];
+        completed(
+            &timeline,
+            before[0],
+            None,
+            &commit(before[0], &[("a", "null")], true),
+        );
+        completed(
+            &timeline,
+            before[1],
+            None,
+            &commit(before[1], &[("b", "null")], true),
+        );
+        let (state, _) = mirror_at(dir.path(), before[1], true).await;
+        for (n, id) in after_change.iter().enumerate() {
+            let group = format!("c{n}");
+            completed(
+                &timeline,
+                id,
+                None,
+                &commit(id, &[(group.as_str(), "null")], true),
+            );
+        }
+        let whole = open(dir.path()).await.change_sets(&state).await.unwrap();
+        let want: Vec<String> = unmirrored(whole.changes, &state)
+            .into_iter()
+            .map(|c| c.commit.id)
+            .collect();
+        assert_eq!(want, after_change, "the whole timeline's replay");
+        let (_, got) = after(dir.path(), &state).await;
+        let ids: Vec<String> = unmirrored(got, &state)
+            .into_iter()
+            .map(|c| c.commit.id)
+            .collect();
+        assert_eq!(ids, want);
+    }
+
+    /// Hostile review 6: a clustering named before the floor whose files appear after the
+    /// sync that saved it (its plan took longer than the margin), then a commit that
+    /// builds on the group it wrote. Without the mirror's live files the replay lists the
+    /// timeline whole: it gives the clustering, as a replay of the whole timeline does
+    /// (skipped, the commit after it removed a file the mirror never had, and every sync
+    /// failed so until a rebuild).
+    #[tokio::test]
+    async fn an_instant_below_the_floor_seen_by_the_whole_replay_is_given() {
+        let (dir, timeline) = table(6);
+        completed(&timeline, C1, None, &commit(C1, &[("a", "null")], true));
+        completed(&timeline, C2, None, &commit(C2, &[("a", C1)], true));
+        completed(&timeline, C3, None, &commit(C3, &[("b", "null")], true));
+        let (state, _) = mirror_at(dir.path(), C3, true).await;
+        let r = "20240101014500000";
+        let mut clustering: serde_json::Value =
+            serde_json::from_str(&commit(r, &[("x", "null")], true)).unwrap();
+        clustering["partitionToReplaceFileIds"] = serde_json::json!({"p=1": ["a"]});
+        std::fs::write(
+            timeline.join(format!("{r}.replacecommit")),
+            clustering.to_string(),
+        )
+        .unwrap();
+        completed(&timeline, C4, None, &commit(C4, &[("x", r)], true));
+        let whole = open(dir.path()).await;
+        let want = unmirrored(whole.change_sets(&state).await.unwrap().changes, &state);
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let source = HudiSource::open_after(store, Default::default(), &state)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(source.reads_saved_by_live_files(&state).await > 0);
+        TableSource::listing(&source, &state).unwrap();
+        let got = unmirrored(source.change_sets(&state).await.unwrap().changes, &state);
+        let ids: Vec<&str> = got.iter().map(|c| c.commit.id.as_str()).collect();
+        assert_eq!(ids, [r, C4]);
+        assert_eq!(got, want);
+    }
+
+    /// Hostile review 6: the same on table version 9 (completion-time order): the instant
+    /// dated ahead completes (by its clock) after c2, which is listed before it in the
+    /// whole timeline and mirrored by the replay from the first instant.
+    #[tokio::test]
+    async fn an_instant_dated_ahead_does_not_hide_the_instants_completed_after_it_v9() {
+        let (dir, timeline) = table(9);
+        completed(
+            &timeline,
+            C1,
+            Some("20240101000001000"),
+            &commit(C1, &[("a", "null")], true),
+        );
+        let ahead = "20240101100000000";
+        let done = Some("20240101100001000");
+        completed(
+            &timeline,
+            ahead,
+            done,
+            &commit(ahead, &[("f", "null")], true),
+        );
+        let (state, _) = mirror_at(dir.path(), ahead, true).await;
+        let c2_done = Some("20240101010001000");
+        completed(&timeline, C2, c2_done, &commit(C2, &[("b", "null")], true));
+        let whole = open(dir.path()).await.change_sets(&state).await.unwrap();
+        let want: Vec<String> = unmirrored(whole.changes, &state)
+            .into_iter()
+            .map(|c| c.commit.id)
+            .collect();
+        assert_eq!(want, [C2], "the whole timeline's replay");
+        let (_, got) = after(dir.path(), &state).await;
+        let ids: Vec<String> = unmirrored(got, &state)
+            .into_iter()
+            .map(|c| c.commit.id)
+            .collect();
+        assert_eq!(ids, want);
     }
 }

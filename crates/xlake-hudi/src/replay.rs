@@ -7,7 +7,7 @@
 //! later instant removes, is the same replay run once before, its change sets dropped;
 //! a replay of at most one change set has no later instant and skips it.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 use rustc_hash::FxHashSet;
@@ -43,8 +43,12 @@ pub struct HudiReplay<'a> {
     /// The first completed instant replayed.
     first: usize,
     /// Instants requested before this time give no change set (a replay over the whole
-    /// timeline after the part from there was listed: [`HudiSource::skip_before`]).
-    skip_before: Option<String>,
+    /// timeline after the part from there was listed: [`HudiSource::skip_before`]), but
+    /// those held here: unmirrored ones after the oldest mirrored one, which completed
+    /// late or whose files appeared after the floor was saved. They are given, as a
+    /// replay of the whole timeline gives them (skipped, a later instant that builds on
+    /// them removes a file the mirror never had).
+    skip_before: Option<(String, Arc<HashSet<String>>)>,
     /// The next completed instant to look at.
     next: usize,
     /// Change sets given so far (their position for [`RemovedLater`]).
@@ -107,6 +111,10 @@ impl HudiSource {
         groups.seed(seed);
         let floor = crate::resume::floor(self.timeline());
         let list_from = Arc::new(list_from_after(completed, from, floor));
+        let skip_before = self.skip_before().map(|b| {
+            let late = unmirrored_after_oldest(completed, mirrored, &b);
+            (b, Arc::new(late))
+        });
         let begin = |groups: FileGroups, unmirrored_seed: Vec<BaseFile>| HudiReplay {
             source: self,
             gone: gone.clone(),
@@ -116,7 +124,7 @@ impl HudiSource {
             unmirrored_seed,
             list_from: list_from.clone(),
             first: from,
-            skip_before: self.skip_before(),
+            skip_before: skip_before.clone(),
             next: from,
             given: 0,
             later: RemovedLater::default(),
@@ -175,8 +183,9 @@ impl<'a> HudiReplay<'a> {
     /// Whether `instant`'s change set is not given (see [`Self::skip_before`]); its
     /// effect on the file groups is kept.
     fn skipped(&self, instant: &Instant) -> bool {
-        let before = self.skip_before.as_deref();
-        before.is_some_and(|b| seconds(instant.requested()) < b)
+        let id = instant.requested();
+        let before = self.skip_before.as_ref();
+        before.is_some_and(|(b, late)| seconds(id) < b.as_str() && !late.contains(id))
     }
 
     /// Instants rolled back after being mirrored: Hudi removed them from the timeline.
@@ -362,6 +371,27 @@ fn list_from_after(
         }
     }
     out
+}
+
+/// The completed instants requested before `before` that are not `mirrored` and come
+/// after the oldest mirrored one (those before it were mirrored and expired).
+fn unmirrored_after_oldest(
+    completed: &[Instant],
+    mirrored: &BTreeSet<String>,
+    before: &str,
+) -> HashSet<String> {
+    let Some(oldest) = completed
+        .iter()
+        .position(|i| mirrored.contains(i.requested()))
+    else {
+        return HashSet::new();
+    };
+    completed[oldest..]
+        .iter()
+        .map(|i| i.requested())
+        .filter(|id| seconds(id) < before && !mirrored.contains(*id))
+        .map(str::to_string)
+        .collect()
 }
 
 /// What an instant did to the live files.

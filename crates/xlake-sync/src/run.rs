@@ -53,6 +53,13 @@ pub async fn mirror_commit(
     // A rebuild mirrors the history afresh: the source is read whole.
     let state = (recorded.is_some() && !options.rebuild).then(|| target.mirror_state());
     let mut source = sources::open_as_recorded(&store, options, recorded, state.as_ref()).await?;
+    // Opened from where the mirror stands (a Hudi timeline listed from the instant time the
+    // last sync saved), the source may not hold an older commit named here (one whose
+    // files appeared only after that sync): it is opened whole before the commit is
+    // called unknown.
+    if state.is_some() && matches!(source.commit_state(commit), CommitState::Unknown) {
+        source = sources::open_as_recorded(&store, options, recorded, None).await?;
+    }
     if let CommitState::Pending(state) = source.commit_state(commit) {
         return Err(not_mirrored(format!(
             "the commit is {state}, not completed"
