@@ -54,6 +54,9 @@ pub struct TableConfig {
     /// `ICEBERG`), not Hudi's own `native`: its writers promise an Iceberg snapshot per
     /// instant, written in the commit path.
     pub table_format: Option<String>,
+    /// `hoodie.table.timeline.timezone` is `UTC`: instant times never go back with the
+    /// clock (Hudi's default, `LOCAL`, repeats an hour when summer time ends).
+    pub utc_instants: bool,
 }
 
 /// Parse Java properties text (`key=value`, `#` comments, `\` escapes).
@@ -124,6 +127,8 @@ impl TableConfig {
                 .map(str::trim)
                 .filter(|f| !f.is_empty() && !f.eq_ignore_ascii_case("native"))
                 .map(String::from),
+            utc_instants: get("hoodie.table.timeline.timezone")
+                .is_some_and(|z| z.trim().eq_ignore_ascii_case("UTC")),
         })
     }
 }

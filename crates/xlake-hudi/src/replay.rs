@@ -109,7 +109,10 @@ impl HudiSource {
         };
         let mut groups = FileGroups::default();
         groups.seed(seed);
-        let floor = crate::resume::floor(self.timeline());
+        let floor = crate::resume::floor(
+            self.timeline(),
+            crate::resume::margin(self.config().utc_instants),
+        );
         let list_from = Arc::new(list_from_after(completed, from, floor));
         let skip_before = self.skip_before().map(|b| {
             let late = unmirrored_after_oldest(completed, mirrored, &b);

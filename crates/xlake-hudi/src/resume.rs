@@ -23,8 +23,21 @@ use serde::{Deserialize, Serialize};
 use crate::timeline::Timeline;
 
 /// How long before the newest instant listed an instant not yet listed may have been
-/// requested (see the module doc).
+/// requested (see the module doc), on a table whose instant times are UTC.
 pub const MARGIN: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
+
+/// The same on a table whose instant times are local (Hudi's default): an hour more, as
+/// the end of summer time sets the clock, and so the instant times, back an hour
+/// (hostile review 6: a sync before the change would never list the hour after it).
+pub const LOCAL_MARGIN: chrono::TimeDelta = chrono::TimeDelta::minutes(70);
+
+/// The margin for a table whose instant times are UTC (`utc`) or local.
+pub(crate) fn margin(utc: bool) -> chrono::TimeDelta {
+    match utc {
+        true => MARGIN,
+        false => LOCAL_MARGIN,
+    }
+}
 
 /// `{"hudi": {"instant": …, "listFrom": …}}`.
 #[derive(Serialize, Deserialize)]
@@ -62,21 +75,21 @@ pub(crate) fn of(saved: Option<&str>, newest: &str) -> Option<String> {
 
 /// The instant time a sync that listed `timeline` leaves to list from, before what the
 /// instants it gives after each change set lower it: the oldest pending instant and the
-/// newest instant listed, each less [`MARGIN`]. `None` when the timeline is empty or a
+/// newest instant listed, each less the margin ([`margin`]). `None` when the timeline is empty or a
 /// time does not read (the next sync then lists whole).
-pub(crate) fn floor(timeline: &Timeline) -> Option<String> {
+pub(crate) fn floor(timeline: &Timeline, margin: chrono::TimeDelta) -> Option<String> {
     let all = || timeline.completed.iter().chain(&timeline.pending);
     let newest = all().map(|i| i.requested()).max()?;
     let oldest_pending = timeline.pending.iter().map(|i| i.requested()).min();
     let bound = oldest_pending.map_or(newest, |p| p.min(newest));
-    minus_margin(bound)
+    minus_margin(bound, margin)
 }
 
-/// `time` (an instant time, 14 digits or more) less [`MARGIN`], as 14 digits.
-fn minus_margin(time: &str) -> Option<String> {
+/// `time` (an instant time, 14 digits or more) less `margin`, as 14 digits.
+fn minus_margin(time: &str, margin: chrono::TimeDelta) -> Option<String> {
     let seconds = time.get(..14)?;
     let at = chrono::NaiveDateTime::parse_from_str(seconds, "%Y%m%d%H%M%S").ok()?;
-    Some((at - MARGIN).format("%Y%m%d%H%M%S").to_string())
+    Some((at - margin).format("%Y%m%d%H%M%S").to_string())
 }
 
 /// The first 14 digits of an instant time: listing from them lists the instant.
@@ -119,17 +132,20 @@ mod tests {
     fn the_floor_is_the_oldest_pending_or_newest_instant_less_the_margin() {
         let timeline = |names: &[&str]| Timeline::from_names(".hoodie", names.iter().copied());
         let done = ["20240101020000000.commit", "20240101010000000.commit"];
-        assert_eq!(floor(&timeline(&done)).as_deref(), Some("20240101015000"));
+        assert_eq!(
+            floor(&timeline(&done), MARGIN).as_deref(),
+            Some("20240101015000")
+        );
         let pending = [&done[..], &["20240101003000000.commit.requested"]].concat();
         assert_eq!(
-            floor(&timeline(&pending)).as_deref(),
+            floor(&timeline(&pending), MARGIN).as_deref(),
             Some("20240101002000")
         );
-        assert_eq!(floor(&timeline(&[])), None);
+        assert_eq!(floor(&timeline(&[]), MARGIN), None);
         assert_eq!(
-            minus_margin("20240101000500"),
+            minus_margin("20240101000500", MARGIN),
             Some("20231231235500".into())
         );
-        assert_eq!(minus_margin("2024x101000500"), None);
+        assert_eq!(minus_margin("2024x101000500", MARGIN), None);
     }
 }

@@ -230,7 +230,11 @@ impl HudiSource {
     /// floor or joins the list; an instant requested before the floor that completes
     /// unseen is the case [`crate::resume`] misses too.
     pub fn tip(&self) -> String {
-        let floor = crate::resume::floor(self.timeline()).unwrap_or_default();
+        let floor = crate::resume::floor(
+            self.timeline(),
+            crate::resume::margin(self.config().utc_instants),
+        )
+        .unwrap_or_default();
         let ids: Vec<&str> = self
             .timeline()
             .completed

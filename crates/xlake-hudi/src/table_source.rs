@@ -58,9 +58,26 @@ fn open_after(store: TableStore, options: SourceOptions, state: &MirrorState) ->
         deletes: None,
     };
     Box::pin(async move {
-        let source = HudiSource::open_after(store, options, &state).await?;
+        let source = match lists_from_offset(&store) {
+            true => HudiSource::open_after(store, options, &state).await?,
+            false => HudiSource::open_if_there(store, options).await?,
+        };
         Ok(source.map(|s| Box::new(s) as Box<dyn TableSource>))
     })
+}
+
+/// Whether the store lists a folder from an offset, in order, on its side (S3 but its
+/// directory buckets, `--x-s3`, which do not list in order; GCS): only there does
+/// listing the timeline from the saved instant time save requests, so only there is it
+/// taken, with its risk (docs/hudi.md). A local folder is read whole anyway, and Azure
+/// has no listing from an offset in object_store (it lists whole and filters).
+fn lists_from_offset(store: &TableStore) -> bool {
+    let location = store.location();
+    let Some((scheme, rest)) = location.split_once("://") else {
+        return false;
+    };
+    let bucket = rest.split('/').next().unwrap_or_default();
+    matches!(scheme, "s3" | "s3a" | "gs") && !bucket.ends_with("--x-s3")
 }
 
 impl From<HudiError> for SourceError {
