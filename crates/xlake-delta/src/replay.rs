@@ -15,7 +15,8 @@ use xlake_source::{ChangeStream, MirrorState, SourceError};
 use crate::action::{parse_commit, Add};
 use crate::error::{DeltaError, HistoryLost, Reason, Result};
 use crate::resume::{self, Learnt};
-use crate::source::{commit_time, ends_before, local_path, BaseLive, State};
+use crate::same_table::Standing;
+use crate::source::{commit_time, local_path, BaseLive, State};
 use crate::DeltaSource;
 
 /// A replay of a Delta table's versions in progress.
@@ -52,42 +53,33 @@ impl DeltaSource {
     /// change set; that is refused if the target mirrors versions before it but not it
     /// (those between can no longer be told apart).
     pub async fn replay_from(&self, state: &MirrorState) -> Result<DeltaReplay<'_>> {
-        let mirrored = &state.commits;
         let mut replay = self.empty_replay();
         let Some((start, from_checkpoint)) = self.log().start()? else {
             replay.done = true;
             return Ok(replay);
         };
-        let mut first = start;
-        let newest_mirrored = mirrored.iter().filter_map(|v| v.parse::<u64>().ok()).max();
         let latest = self.log().latest().unwrap_or(start);
-        if let Some(m) = newest_mirrored.filter(|&m| m >= start) {
-            // Incremental: only the versions after the newest mirrored one are read; the
-            // schema in force there is the state the last sync saved with it, else read
-            // from the log (the checkpoint's two columns and the commits since, without
-            // the file list), never by replaying the whole log.
-            if m > latest {
-                return Err(ends_before(latest, m));
-            } else if m == latest {
-                // Nothing new: still, the newest mirrored version must be the table's.
-                self.same_newest(state.source_state.as_deref(), m).await?;
-            } else {
-                // Read once: the schema state, and what the last sync learnt of m's commit.
-                let saved = resume::of(state.source_state.as_deref(), m);
-                replay.state = Some(self.resumed_state(saved.as_ref(), m).await?);
+        // Incremental: only the versions after the newest mirrored one are read; the
+        // schema in force there is the state the last sync saved with it, else read from
+        // the log (the checkpoint's two columns and the commits since, without the file
+        // list), never by replaying the whole log.
+        let first = match self.standing(state).await? {
+            Standing::UpToDate(m) => m + 1,
+            Standing::Resumed {
+                m,
+                state,
+                created_by,
+            } => {
+                replay.state = Some(*state);
                 replay.base = BaseLive::NotLoaded {
                     version: m,
                     removed: HashSet::new(),
                 };
                 // The last sync read version m's commit: what it learnt is saved.
-                replay.base_created_by = saved.and_then(|r| r.created_by).map(Some);
+                replay.base_created_by = created_by.map(Some);
+                m + 1
             }
-            first = m + 1;
-        } else if from_checkpoint {
-            if let Some(m) = newest_mirrored.filter(|&m| m < start) {
-                // Mirrored as history lost only if the checkpoint is of the same table.
-                let saved = resume::of(state.source_state.as_deref(), m);
-                self.same_id_at_checkpoint(saved.as_ref(), m, start).await?;
+            Standing::PastCheckpoint(m) => {
                 return Err(HistoryLost {
                     what: format!(
                         "versions after {m} up to {start} were removed from the log before they were mirrored"
@@ -95,9 +87,12 @@ impl DeltaSource {
                 }
                 .into());
             }
-            replay.notes.push(format!("commits before version {start} are gone from the log; the first snapshot holds the checkpoint's state at version {start}"));
-            first = self.start_at_checkpoint(&mut replay, start).await?;
-        }
+            Standing::Elsewhere if from_checkpoint => {
+                replay.notes.push(format!("commits before version {start} are gone from the log; the first snapshot holds the checkpoint's state at version {start}"));
+                self.start_at_checkpoint(&mut replay, start).await?
+            }
+            Standing::Elsewhere => start,
+        };
         self.plan(&mut replay, first, latest).await;
         Ok(replay)
     }

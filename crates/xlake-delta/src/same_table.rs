@@ -19,6 +19,23 @@ use crate::resume::{self, Resume};
 use crate::source::{ends_before, State};
 use crate::DeltaSource;
 
+/// Where the mirror's newest version `m` stands in the log ([`DeltaSource::standing`]).
+pub(crate) enum Standing {
+    /// Nothing mirrored, or nothing the log's start tells about (a replay starts there).
+    Elsewhere,
+    /// `m` is the log's newest version: nothing new.
+    UpToDate(u64),
+    /// Versions follow `m`: the schema state in force at `m`, and what the last sync
+    /// learnt of `m`'s commit (`createdBy`).
+    Resumed {
+        m: u64,
+        state: Box<State>,
+        created_by: Option<i64>,
+    },
+    /// The log starts at a checkpoint past `m`: the versions between are gone.
+    PastCheckpoint(u64),
+}
+
 /// The advice every refusal here ends with.
 const AFRESH: &str = "move metadata/ aside and sync to mirror it afresh";
 
@@ -37,16 +54,23 @@ impl DeltaSource {
         }
     }
 
-    /// The checks an incremental replay makes where it starts (`replay`), without its
-    /// reads of what follows.
+    /// The checks an incremental replay makes where it starts ([`Self::standing`]),
+    /// without its reads of what follows.
     async fn holds_mirrored(&self, mirrored: &MirrorState) -> Result<()> {
+        self.standing(mirrored).await.map(drop)
+    }
+
+    /// Where the mirror's newest version stands in the log, once checked to be of the
+    /// table the mirror holds (else the refusal): what a replay starts from, and what
+    /// `check` asks.
+    pub(crate) async fn standing(&self, mirrored: &MirrorState) -> Result<Standing> {
         let newest = mirrored
             .commits
             .iter()
             .filter_map(|v| v.parse::<u64>().ok())
             .max();
         let (Some(m), Some((start, from_checkpoint))) = (newest, self.log().start()?) else {
-            return Ok(());
+            return Ok(Standing::Elsewhere);
         };
         let latest = self.log().latest().unwrap_or(start);
         let saved = mirrored.source_state.as_deref();
@@ -54,13 +78,25 @@ impl DeltaSource {
             return Err(ends_before(latest, m));
         }
         if m == latest {
-            return self.same_newest(saved, m).await;
+            // Nothing new: still, the newest mirrored version must be the table's.
+            self.same_newest(saved, m).await?;
+            return Ok(Standing::UpToDate(m));
         }
+        // Read once: the schema state, and what the last sync learnt of m's commit.
         let resume = resume::of(saved, m);
         match m >= start {
-            true => self.resumed_state(resume.as_ref(), m).await.map(drop),
-            false if from_checkpoint => self.same_id_at_checkpoint(resume.as_ref(), m, start).await,
-            false => Ok(()),
+            true => Ok(Standing::Resumed {
+                m,
+                state: Box::new(self.resumed_state(resume.as_ref(), m).await?),
+                created_by: resume.and_then(|r| r.created_by),
+            }),
+            false if from_checkpoint => {
+                // History lost only if the checkpoint is of the same table.
+                self.same_id_at_checkpoint(resume.as_ref(), m, start)
+                    .await?;
+                Ok(Standing::PastCheckpoint(m))
+            }
+            false => Ok(Standing::Elsewhere),
         }
     }
 
