@@ -442,6 +442,53 @@ fn a_folder_at_the_hinted_metadata_version_is_named_as_one() {
     }
 }
 
+/// A symbolic link to nothing where a metadata version belongs, the next one or the one
+/// the hint names: named as such, nothing changed (hostile review 5, D7: sync lost a race
+/// to no one and then failed "v2.metadata.json: not found", naming no table).
+#[test]
+fn a_link_to_nothing_named_as_a_metadata_version_is_named_as_one() {
+    let (_dir, root) = common::delta::extract("simple_table");
+    let t = root.to_str().unwrap();
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 0, "{out}");
+    let named = |command: &str, link: &std::path::Path, out: &str| {
+        for part in [
+            t,
+            link.to_str().unwrap(),
+            "is a link to nothing where a metadata",
+        ] {
+            assert!(out.contains(part), "{command}: {part}: {out}");
+        }
+    };
+    let next = root.join("metadata/v2.metadata.json");
+    std::os::unix::fs::symlink(root.join("gone"), &next).unwrap();
+    common::empty_delta_commit(&root, 5);
+    let names = || {
+        let mut names: Vec<_> = std::fs::read_dir(root.join("metadata"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = names();
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 1, "{out}");
+    named("sync", &next, &out);
+    assert!(!out.contains("another writer"), "{out}");
+    assert_eq!(names(), before, "nothing written");
+    std::fs::remove_file(&next).unwrap();
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    // The hinted version itself a link to nothing.
+    std::fs::remove_file(&next).unwrap();
+    std::os::unix::fs::symlink(root.join("gone"), &next).unwrap();
+    for command in ["sync", "inspect", "expire"] {
+        let (code, out) = common::xlake(&[command, t]);
+        assert_eq!(code, 1, "{command}: {out}");
+        named(command, &next, &out);
+    }
+}
+
 /// A folder named `metadata/version-hint.text`: every command fails naming it, nothing
 /// changed (hostile review 5: sync failed with "Unable to rename file: Is a directory"
 /// after reading the table without it, check said the hint was missing).

@@ -130,16 +130,18 @@ pub enum IcebergError {
         /// The missing manifest list or manifest.
         file: String,
     },
-    /// A folder stands where a `vN.metadata.json` belongs (on a local disk): that version
-    /// can be neither read nor written, and was not.
-    #[error("{table}: {file} is a folder where a metadata file belongs (xlake never writes one there): version {version} of the mirror can be neither read nor written. Nothing was changed; remove or rename the folder")]
-    FolderAsMetadata {
+    /// A folder, or a link to nothing, stands where a `vN.metadata.json` belongs (on a
+    /// local disk): that version can be neither read nor written, and was not.
+    #[error("{table}: {file} is {what} where a metadata file belongs (xlake never writes one there): version {version} of the mirror can be neither read nor written. Nothing was changed; remove or rename it")]
+    NotAMetadataFile {
         /// Table location.
         table: String,
         /// The version whose file it is.
         version: u64,
-        /// The folder.
+        /// The folder or link.
         file: String,
+        /// What stands there: "a folder", "a link to nothing".
+        what: &'static str,
     },
     /// Another writer committed this version first; nothing was overwritten. Re-plan.
     #[error("{table}: another writer committed metadata/v{version}.metadata.json first; nothing was overwritten, re-plan and retry")]

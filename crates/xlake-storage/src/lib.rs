@@ -922,6 +922,24 @@ impl TableStore {
         std::fs::metadata(root.join(rel.trim_matches('/'))).is_ok_and(|m| m.is_dir())
     }
 
+    /// What stands at `path`, on a local root opened by path, where the caller expects a
+    /// file and finds none it can read: "a folder" (or a link to one), "a link to nothing"
+    /// (a symbolic link whose target is gone). `None` for a file, for nothing at all, on
+    /// object stores and for locations outside the table.
+    pub fn local_non_file(&self, path: &str) -> Option<&'static str> {
+        let (Some(root), Some(rel)) = (&self.local_root, self.relative(path)) else {
+            return None;
+        };
+        let full = root.join(rel.trim_matches('/'));
+        match std::fs::metadata(&full) {
+            Ok(m) if m.is_dir() => Some("a folder"),
+            Ok(_) => None,
+            Err(_) => std::fs::symlink_metadata(&full)
+                .is_ok_and(|m| m.file_type().is_symlink())
+                .then_some("a link to nothing"),
+        }
+    }
+
     /// The path relative to the table root, if the location lies under it.
     pub fn relative<'a>(&self, path: &'a str) -> Option<&'a str> {
         if !is_absolute(path) {
@@ -1410,12 +1428,15 @@ impl TableStore {
 
     /// The names directly under `dir` that start with an ASCII digit and sort after `from`
     /// (a Hudi timeline's instant files from an instant time on), in no particular order.
-    /// On a store opened by URL (S3, GCS, Azure: they list in lexicographic order) one
-    /// listing that starts after `from` and stops at the first name that sorts after the
-    /// digits: what sorts after every digit-named file (`archived/`, `metadata/`,
-    /// `hoodie.properties`, `history/`) is not fetched, though the listing is recursive
-    /// there. Elsewhere (local disk, whose order is the folder's own; a store built by the
-    /// caller) the folder is listed whole and filtered.
+    /// On a store opened by URL (they list in lexicographic order) one listing from
+    /// `from` that stops at the first name that sorts after the digits: what sorts after
+    /// every digit-named file (`archived/`, `metadata/`, `hoodie.properties`, `history/`)
+    /// is not fetched, though the listing is recursive there. S3 and GCS start the listing
+    /// after `from` on the server; Azure's (no offset on its server) starts at the
+    /// folder's first name and object_store skips to `from`; S3 directory buckets do not
+    /// list in order. So the Hudi source asks only S3 and GCS general-purpose buckets.
+    /// Elsewhere (local disk, whose order is the folder's own; a store built by the caller)
+    /// the folder is listed whole and filtered.
     pub async fn list_digit_names_from(
         &self,
         dir: &str,

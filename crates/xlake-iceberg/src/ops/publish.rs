@@ -194,7 +194,7 @@ impl IcebergTable {
     pub(crate) async fn lost_race_or(&self, error: IcebergError, next: u64) -> IcebergError {
         match self.version_exists(next).await {
             Ok(true) => self.conflict(next),
-            Err(folder @ IcebergError::FolderAsMetadata { .. }) => folder,
+            Err(folder @ IcebergError::NotAMetadataFile { .. }) => folder,
             _ => error,
         }
     }
@@ -239,12 +239,16 @@ impl IcebergTable {
         body: PutPayload,
     ) -> std::result::Result<(), Unpublished> {
         let path = metadata_file(version);
-        let e = match self.store.put_if_absent(&path, body.clone()).await {
-            Ok(PutOutcome::Created) => return Ok(()),
-            // A folder of that name is no other writer's version (nothing was written).
-            _ if self.store.is_local_folder(&path) => {
-                return Err(Unpublished::before(self.folder_as_metadata(version)))
+        let put = self.store.put_if_absent(&path, body.clone()).await;
+        if !matches!(put, Ok(PutOutcome::Created)) {
+            // A folder or a link to nothing of that name is no other writer's version
+            // (nothing was written).
+            if let Some(obstacle) = self.not_a_metadata_file(version) {
+                return Err(Unpublished::before(obstacle));
             }
+        }
+        let e = match put {
+            Ok(PutOutcome::Created) => return Ok(()),
             Ok(PutOutcome::AlreadyExists) => {
                 return Err(Unpublished::before(self.conflict(version)))
             }

@@ -398,11 +398,9 @@ impl IcebergTable {
         let path = metadata_file(version);
         let bytes = match self.store.get_written_once(&path).await {
             Ok(bytes) => bytes,
-            // A folder where the hint's version belongs is named as such, not "not found".
-            Err(_) if self.store.is_local_folder(&path) => {
-                return Err(self.folder_as_metadata(version))
-            }
-            Err(e) => return Err(e.into()),
+            // A folder (or a link to nothing) where the hint's version belongs is named as
+            // such, not "not found".
+            Err(e) => return Err(self.not_a_metadata_file(version).unwrap_or(e.into())),
         };
         let read = parse.read_apart(bytes, version).await;
         let (metadata, history) = read.map_err(|e| self.corrupt(&path, e))?;
@@ -430,24 +428,30 @@ impl IcebergTable {
     }
 
     /// Whether `vN.metadata.json` of `version` exists; a folder of that name is refused
-    /// ([`IcebergError::FolderAsMetadata`]): it is no version, and none can be written.
+    /// ([`IcebergError::NotAMetadataFile`]): it is no version, and none can be written.
     pub(crate) async fn version_exists(&self, version: u64) -> Result<bool> {
         let path = metadata_file(version);
         if self.store.size(&path).await?.is_none() {
             return Ok(false);
         }
-        match self.store.is_local_folder(&path) {
-            true => Err(self.folder_as_metadata(version)),
-            false => Ok(true),
+        match self.not_a_metadata_file(version) {
+            Some(folder) => Err(folder),
+            None => Ok(true),
         }
     }
 
-    pub(crate) fn folder_as_metadata(&self, version: u64) -> IcebergError {
-        IcebergError::FolderAsMetadata {
+    /// On a local disk, the error naming what stands where `version`'s metadata file
+    /// belongs when it is no file (a folder, a link to nothing); `None` otherwise. Asked
+    /// only on error paths: it costs a `stat`.
+    pub(crate) fn not_a_metadata_file(&self, version: u64) -> Option<IcebergError> {
+        let file = metadata_file(version);
+        let what = self.store.local_non_file(&file)?;
+        Some(IcebergError::NotAMetadataFile {
             table: self.table(),
             version,
-            file: self.store.absolute(&metadata_file(version)),
-        }
+            file: self.store.absolute(&file),
+            what,
+        })
     }
 
     /// The highest `vN` in `metadata/`, when there is no hint; `None` when there is no
