@@ -20,8 +20,8 @@ import uuid
 import boto3
 import hudi_source as hudi
 import pytest
-from readers import DuckDB, PyIceberg
 from deltalake import write_deltalake
+from readers import DuckDB, PyIceberg
 from remote import (
     RemoteStore,
     assert_rows_match,
