@@ -61,15 +61,14 @@ pub(crate) struct Learnt {
     pub(crate) commit_stamp: Option<Stamp>,
 }
 
-/// Whether the commit file a state was saved with is still the one `now` stamps: the
-/// same time and, when a tag was saved, the same tag (a state saved without one, by a sync
-/// before tags were kept, is trusted on its time alone, as it was). Without a saved stamp
-/// or one now, it is not known to be: the caller reads the table's id again.
-pub(crate) fn unchanged(saved: Option<&Stamp>, now: Option<&Stamp>) -> bool {
-    let (Some(was), Some(is)) = (saved, now) else {
-        return false;
-    };
-    was.modified_ms == is.modified_ms && (was.e_tag.is_none() || was.e_tag == is.e_tag)
+/// Whether the commit file a state was saved with (`saved`) is still the one `now`
+/// stamps: the same time and, when a tag was saved, the same tag (a state saved without
+/// one, by a sync before tags were kept, is trusted on its time alone, as it was).
+/// Without a stamp now it is not known to be: the caller reads the table's id again.
+pub(crate) fn unchanged(saved: &Stamp, now: Option<&Stamp>) -> bool {
+    now.is_some_and(|is| {
+        saved.modified_ms == is.modified_ms && (saved.e_tag.is_none() || saved.e_tag == is.e_tag)
+    })
 }
 
 fn stamp_of(modified: Option<i64>, tag: Option<String>) -> Option<Stamp> {
@@ -204,20 +203,19 @@ mod tests {
     }
 
     /// The same time and tag; the same time alone for a state saved without a tag; never
-    /// without a stamp on either side.
+    /// without a stamp now.
     #[test]
     fn a_commit_file_is_unchanged_by_its_time_and_saved_tag() {
         let saved = stamp(9, Some("a1"));
-        assert!(unchanged(Some(&saved), Some(&stamp(9, Some("a1")))));
+        assert!(unchanged(&saved, Some(&stamp(9, Some("a1")))));
         // Written anew within the same second, or copied with its times kept.
-        assert!(!unchanged(Some(&saved), Some(&stamp(9, Some("b2")))));
-        assert!(!unchanged(Some(&saved), Some(&stamp(9, None))));
-        assert!(!unchanged(Some(&saved), Some(&stamp(8, Some("a1")))));
+        assert!(!unchanged(&saved, Some(&stamp(9, Some("b2")))));
+        assert!(!unchanged(&saved, Some(&stamp(9, None))));
+        assert!(!unchanged(&saved, Some(&stamp(8, Some("a1")))));
         // Saved before tags were kept: its time alone, as before.
         let legacy = stamp(9, None);
-        assert!(unchanged(Some(&legacy), Some(&stamp(9, Some("b2")))));
-        assert!(!unchanged(Some(&legacy), Some(&stamp(8, Some("b2")))));
-        assert!(!unchanged(None, Some(&saved)));
-        assert!(!unchanged(Some(&saved), None));
+        assert!(unchanged(&legacy, Some(&stamp(9, Some("b2")))));
+        assert!(!unchanged(&legacy, Some(&stamp(8, Some("b2")))));
+        assert!(!unchanged(&saved, None));
     }
 }

@@ -117,7 +117,7 @@ impl DeltaSource {
         // checkpoint with no commit file of its version; a mirror older than this check)
         // tells nothing unchanged: the id is read again.
         let unchanged = match saved.commit_stamp() {
-            Some(then) => resume::unchanged(Some(&then), self.commit_stamp(m).await?.as_ref()),
+            Some(then) => resume::unchanged(&then, self.commit_stamp(m).await?.as_ref()),
             None => false,
         };
         if unchanged {
@@ -147,7 +147,7 @@ impl DeltaSource {
             return Ok(());
         };
         if let Some(then) = saved_stamp {
-            if resume::unchanged(Some(&then), self.commit_stamp(m).await?.as_ref()) {
+            if resume::unchanged(&then, self.commit_stamp(m).await?.as_ref()) {
                 return Ok(());
             }
         }
