@@ -13,12 +13,14 @@ import os
 import pathlib
 import subprocess
 import sys
+import time
 import urllib.parse
 import uuid
 
 import boto3
 import hudi_source as hudi
 import pytest
+from deltalake import write_deltalake
 from readers import DuckDB, PyIceberg
 from remote import (
     RemoteStore,
@@ -29,6 +31,7 @@ from remote import (
     delta_history,
     free_port,
     in_commit_mode,
+    ok,
     stop,
     sync_and_check,
     wait_until_up,
@@ -198,3 +201,95 @@ def test_hudi_uploaded_to_s3(s3, readers, tmp_path):
         got = hudi.oracle_table(local, requested)
         expected[requested] = (got.column_names, canonical_rows(got.to_pylist(), got.column_names))
     assert_rows_match(s3, readers, prefix, expected)
+
+
+def _local_delta(path, ids):
+    """A local Delta table of two versions (an overwrite, an append) written by delta-rs;
+    its files, relative, and its table id."""
+    write_deltalake(str(path), batch(ids), mode="overwrite", partition_by=["region"])
+    write_deltalake(str(path), batch([i + 100 for i in ids]), mode="append", partition_by=["region"])
+    files = sorted(f.relative_to(path).as_posix() for f in path.rglob("*") if f.is_file())
+    first = (path / "_delta_log" / f"{0:020}.json").read_text()
+    table_id = next(json.loads(line)["metaData"]["id"] for line in first.splitlines() if '"metaData"' in line)
+    return files, table_id
+
+
+def _upload(s3, local, prefix, names):
+    for name in names:
+        s3.client.upload_file(str(local / name), s3.bucket, f"{prefix}/{name}")
+
+
+def _written_anew_within_a_second(s3, tmp_path, prefix, job):
+    """Table `old` mirrored up to its version 1 (by a pass of the scheduled job, which
+    keeps its settled record), then dropped and written anew at the same place as table
+    `new`, whose version 1 is uploaded within the same second as old's (S3's LastModified
+    is whole seconds). Returns (old id, new id, new's local folder), or None when the
+    second was missed (the pass between took too long)."""
+    old, new = tmp_path / f"{prefix}_old", tmp_path / f"{prefix}_new"
+    old_files, old_id = _local_delta(old, [1, 2])
+    new_files, new_id = _local_delta(new, [7, 8, 9])
+    newest = f"_delta_log/{1:020}.json"
+    new_data = [f for f in new_files if not f.startswith("_delta_log/")]
+    _upload(s3, old, prefix, [f for f in old_files if f != newest])
+    # The new table's data files, by other names: unread until its log is there.
+    _upload(s3, new, prefix, new_data)
+    # Version 0 first, so that the sync between the two writes of version 1 is short.
+    ok(s3.xlake("sync", s3.url(prefix)), f"sync {prefix} (version 0)")
+    time.sleep(1.02 - time.time() % 1)
+    _upload(s3, old, prefix, [newest])
+    then = s3.client.head_object(Bucket=s3.bucket, Key=f"{prefix}/{newest}")
+    ok(s3.xlake("run", "--config", job, "--once"), f"job pass over {prefix} (version 1)")
+    # Dropped (its log and data files deleted) and written anew at the same place.
+    dropped = [
+        {"Key": k} for k in s3.keys(f"{prefix}/")
+        if not k.startswith(f"{prefix}/metadata/") and k[len(prefix) + 1:] not in new_data
+    ]
+    s3.client.delete_objects(Bucket=s3.bucket, Delete={"Objects": dropped})
+    _upload(s3, new, prefix, [f"_delta_log/{0:020}.json", newest])
+    now = s3.client.head_object(Bucket=s3.bucket, Key=f"{prefix}/{newest}")
+    assert now["ETag"] != then["ETag"], "another commit file"
+    if now["LastModified"] != then["LastModified"]:
+        return None
+    return old_id, new_id, new
+
+
+def test_delta_table_written_anew_within_the_same_second_is_refused(s3, tmp_path):
+    """Hostile review 5, D2: a Delta table dropped and written anew with as many versions
+    within the same second as the mirrored commit file (S3 lists whole seconds) kept its
+    time: "up to date", then the new table's next version mirrored on top of the old
+    table's files, exit 0. The file's ETag tells them apart: refused by the table id, with
+    as many versions and with one more, nothing written; plain `check` finds it too, and
+    the scheduled job's no-op shortcut does not skip it."""
+    for attempt in range(5):
+        prefix = f"delta_anew_{attempt}"
+        job = tmp_path / f"{prefix}.toml"
+        job.write_text(f'[[tables]]\nlocation = "{s3.url(prefix)}"\n')
+        found = _written_anew_within_a_second(s3, tmp_path, prefix, job)
+        if found is not None:
+            break
+    else:
+        pytest.fail("the new table's version 1 never landed within the old one's second")
+    old_id, new_id, new = found
+    url = s3.url(prefix)
+    before = {k: s3.read(k) for k in s3.keys(f"{prefix}/metadata/")}
+
+    def refused(result, what):
+        out = result.stdout + result.stderr
+        assert result.returncode == 1, f"{what}: exit {result.returncode}\n{out}"
+        for part in [url, "version 1 is not the one the mirror holds", new_id, old_id]:
+            assert part in out, f"{what}: {part!r} not in\n{out}"
+
+    # The job's no-op shortcut: the same version, its commit file of the same second, but
+    # another ETag in the source's tip; not skipped, and refused.
+    passed = s3.xlake("run", "--config", job, "--once", RUST_LOG="xlake_sync::noop=debug")
+    assert "not read" not in passed.stdout + passed.stderr, passed.stdout + passed.stderr
+    assert passed.returncode != 0 and new_id in passed.stdout + passed.stderr, passed.stdout + passed.stderr
+    refused(s3.xlake("sync", url), "as many versions")
+    check = s3.xlake("check", url)
+    assert check.returncode == 1 and "not the mirrored table" in check.stdout + check.stderr, check.stdout + check.stderr
+    # One more version of the new table.
+    write_deltalake(str(new), batch([40]), mode="append", partition_by=["region"])
+    added = sorted(f.relative_to(new).as_posix() for f in new.rglob("*") if f.is_file())
+    _upload(s3, new, prefix, [f for f in added if not f.startswith("_delta_log/")] + [f"_delta_log/{2:020}.json"])
+    refused(s3.xlake("sync", url), "one more version")
+    assert {k: s3.read(k) for k in s3.keys(f"{prefix}/metadata/")} == before, "nothing written"

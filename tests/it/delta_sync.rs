@@ -1238,6 +1238,69 @@ fn write_anew(root: &Path, old_id: &str, new_id: &str, last: u64) {
     }
 }
 
+/// [`write_anew`], each commit file then given the time the one it replaced had, to the
+/// nanosecond, as a copy with its times kept gives it (`cp -p`, `rsync -t`): the same
+/// time and (the ids being as long) the same size, perhaps on the inode just freed.
+fn write_anew_keeping_times(root: &Path, old_id: &str, new_id: &str, last: u64) {
+    let log = root.join("_delta_log");
+    let file = |v: u64| log.join(format!("{v:020}.json"));
+    let modified = |v: u64| std::fs::metadata(file(v)).unwrap().modified().unwrap();
+    let times: Vec<_> = (0..=last).map(modified).collect();
+    write_anew(root, old_id, new_id, last);
+    for (v, time) in (0..=last).zip(times) {
+        let f = std::fs::File::options().write(true).open(file(v)).unwrap();
+        f.set_modified(time).unwrap();
+        assert_eq!(modified(v), time, "the time kept");
+    }
+}
+
+/// A table written anew with as many versions as the mirror holds, its commit files
+/// given the times the old ones had (a copy of another table's log with its times kept,
+/// or a table written anew within the same clock tick): refused by its table id, then
+/// with one more version too, nothing written (hostile review 5, D2: the same time was
+/// taken for the same file, "up to date", then its versions mirrored on top of the old
+/// table's files, exit 0). The same log copied with its times kept still syncs.
+#[tokio::test]
+async fn a_table_written_anew_with_its_times_kept_is_refused() {
+    let (_dir, root) = extract("simple_table");
+    sync_with(&root, &SyncOptions::default()).await.unwrap();
+    let old_id = table_id(&root);
+    // The same log, its commit files written again with their times kept: a copy.
+    write_anew_keeping_times(&root, &old_id, &old_id, 4);
+    let report = sync_with(&root, &SyncOptions::default()).await.unwrap();
+    assert!(report.written.is_empty(), "{report:?}");
+    let check = xlake_sync::check(root.to_str().unwrap(), &SyncOptions::default(), false)
+        .await
+        .unwrap();
+    assert!(check.not_the_mirrored_table.is_none(), "{check:?}");
+    // Another table's log at the same place, with the times of the mirrored one.
+    let new_id = "0c0ffee0-0000-4000-8000-000000000006";
+    write_anew_keeping_times(&root, &old_id, new_id, 4);
+    let before = metadata_snapshot(&root);
+    let refused = |what: &str, err: String| {
+        for part in [
+            root.to_str().unwrap(),
+            "version 4 is not the one the mirror holds",
+            new_id,
+            &old_id,
+        ] {
+            assert!(err.contains(part), "{what}: {part}: {err}");
+        }
+    };
+    let as_many = sync_with(&root, &SyncOptions::default()).await;
+    refused("as many versions", as_many.unwrap_err());
+    let why = not_the_mirrored_table(&root).await;
+    assert!(why.contains(new_id) && why.contains(&old_id), "{why}");
+    write_commit(
+        &root,
+        5,
+        "{\"commitInfo\":{\"timestamp\":1900000000000,\"operation\":\"WRITE\"}}\n",
+    );
+    let more = sync_with(&root, &SyncOptions::default()).await;
+    refused("one more version", more.unwrap_err());
+    assert!(metadata_snapshot(&root) == before, "nothing written");
+}
+
 /// In-commit mode mirrors up to its version while the log holds later ones (another
 /// writer's): the state it saves knows its commit file's time too, so a table written anew
 /// past that version is refused by its id (hostile review 3, 2026-12-06: only the log's

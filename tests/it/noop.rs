@@ -94,6 +94,18 @@ fn a_pass_with_nothing_new_takes_the_shortcut_and_a_new_commit_does_not() {
 /// the new table by its id (hostile review 4, F8: skipped, and up to date, for ever).
 #[test]
 fn a_table_written_anew_with_as_many_versions_is_not_skipped() {
+    written_anew_is_not_skipped(false);
+}
+
+/// The same, the new commit files given the times the old ones had (a copy of another
+/// table's log with its times kept, or a table written anew within the same second on an
+/// object store): the file's tag is in the tip too (hostile review 5, D2).
+#[test]
+fn a_table_written_anew_with_its_times_kept_is_not_skipped() {
+    written_anew_is_not_skipped(true);
+}
+
+fn written_anew_is_not_skipped(keep_times: bool) {
     let (_d, root, job) = settled_delta();
     assert!(job.pass(0), "nothing new: the shortcut");
     std::thread::sleep(std::time::Duration::from_millis(5));
@@ -107,12 +119,17 @@ fn a_table_written_anew_with_as_many_versions_is_not_skipped() {
     for v in 0..=4 {
         let path = log.join(format!("{v:020}.json"));
         let text = std::fs::read_to_string(&path).unwrap();
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
         std::fs::remove_file(&path).unwrap();
         std::fs::write(
             &path,
             text.replace(&id, "0c0ffee0-0000-4000-8000-000000000004"),
         )
         .unwrap();
+        if keep_times {
+            let f = std::fs::File::options().write(true).open(&path).unwrap();
+            f.set_modified(modified).unwrap();
+        }
     }
     let (code, out) = job.run();
     assert_ne!(code, 0, "{out}");

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use xlake_storage::TableStore;
+use xlake_storage::{Stamp, TableStore};
 
 use crate::error::{DeltaError, Result};
 
@@ -13,8 +13,9 @@ pub const LOG_DIR: &str = "_delta_log";
 /// What the log folder holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LogListing {
-    /// Commit files: version to (path, modification time ms when listed with times).
-    pub commits: BTreeMap<u64, (String, Option<i64>)>,
+    /// Commit files: version to (path, modification time and tag when listed with
+    /// them).
+    pub commits: BTreeMap<u64, (String, Option<Stamp>)>,
     /// Versions with a complete checkpoint (classic, multi-part or V2).
     pub checkpoints: BTreeSet<u64>,
     /// Listed from this version on only ([`Self::load_from`]): what is older is not known.
@@ -31,9 +32,9 @@ fn version_of(name: &str) -> Option<u64> {
 }
 
 impl LogListing {
-    /// List `_delta_log/`, with the commit files' times if `times` (else by name alone,
-    /// which on local disk spares a `stat` per file; an object store's listing gives the
-    /// times for nothing, and they are kept, as [`Self::load_from`] keeps them).
+    /// List `_delta_log/`, with the commit files' times and tags if `times` (else by name
+    /// alone, which on local disk spares a `stat` per file; an object store's listing
+    /// gives them for nothing, and they are kept, as [`Self::load_from`] keeps them).
     pub async fn load(store: &TableStore, times: bool) -> Result<Self> {
         let listed = match times {
             true => store.list_dir(LOG_DIR).await?,
@@ -42,7 +43,7 @@ impl LogListing {
         let entries = listed.into_iter().map(|e| {
             let name = e.path.rsplit('/').next().unwrap_or_default().to_string();
             let timed = times || e.modified_ms != 0;
-            (name, timed.then_some(e.modified_ms))
+            (name, timed.then(|| e.stamp()))
         });
         let (mut listing, lacking) = Self::of_names(entries.collect());
         listing.stamp_newest(store).await?;
@@ -62,11 +63,11 @@ impl LogListing {
             store.list_dir_from(LOG_DIR, &offset, times),
             read_pointer(store)
         );
-        // An object store's listing gives the times for nothing: they are kept.
+        // An object store's listing gives the times and tags for nothing: they are kept.
         let entries = entries?.into_iter().map(|e| {
             let name = e.path.rsplit('/').next().unwrap_or_default().to_string();
             let listed = times || e.modified_ms != 0;
-            (name, listed.then_some(e.modified_ms))
+            (name, listed.then(|| e.stamp()))
         });
         let (mut listing, lacking) = Self::of_names(entries.collect());
         let Some(latest) = listing.latest() else {
@@ -89,9 +90,9 @@ impl LogListing {
         Ok(Some(listing))
     }
 
-    /// The listing of the log folder's `(name, modification time)` entries, and the parts
-    /// each incomplete multi-part checkpoint lacks, to name them.
-    fn of_names(entries: Vec<(String, Option<i64>)>) -> (Self, BTreeMap<u64, Vec<String>>) {
+    /// The listing of the log folder's `(name, modification time and tag)` entries, and
+    /// the parts each incomplete multi-part checkpoint lacks, to name them.
+    fn of_names(entries: Vec<(String, Option<Stamp>)>) -> (Self, BTreeMap<u64, Vec<String>>) {
         let mut listing = Self::default();
         let mut parts: BTreeMap<(u64, u32), BTreeSet<u32>> = BTreeMap::new();
         for (name, modified) in entries {
@@ -170,12 +171,13 @@ impl LogListing {
         Ok(())
     }
 
-    /// Give the newest commit file its modification time when the listing (by name) did
-    /// not: one `stat`, so that a commit file written again (a table written anew with as
-    /// many versions) shows in the source's tip and is checked even with nothing new.
+    /// Give the newest commit file its modification time and tag when the listing (by
+    /// name) did not: one `stat`, so that a commit file written again (a table written
+    /// anew with as many versions) shows in the source's tip and is checked even with
+    /// nothing new.
     async fn stamp_newest(&mut self, store: &TableStore) -> Result<()> {
-        if let Some((_, (path, modified @ None))) = self.commits.iter_mut().next_back() {
-            *modified = store.modified_ms(path).await?;
+        if let Some((_, (path, stamp @ None))) = self.commits.iter_mut().next_back() {
+            *stamp = store.stamp(path).await?;
         }
         Ok(())
     }
@@ -372,12 +374,11 @@ mod listing_tests {
         };
         assert_eq!(paths(&named), paths(&timed));
         assert_eq!(named.commits.len(), 3);
-        assert!(timed
-            .commits
-            .values()
-            .all(|(_, t)| t.is_some_and(|t| t > 0)));
+        assert!(timed.commits.values().all(|(_, t)| t
+            .as_ref()
+            .is_some_and(|t| t.modified_ms > 0 && t.e_tag.is_some())));
         // By name, only the newest commit file is stat-ed (for the source's tip).
-        let times: Vec<Option<i64>> = named.commits.values().map(|(_, t)| *t).collect();
+        let times: Vec<Option<Stamp>> = named.commits.values().map(|(_, t)| t.clone()).collect();
         assert_eq!(times[..2], [None, None]);
         assert_eq!(times[2], timed.commits[&2].1);
     }

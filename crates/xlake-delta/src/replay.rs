@@ -141,10 +141,11 @@ impl DeltaSource {
     /// version to read.
     async fn start_at_checkpoint(&self, replay: &mut DeltaReplay<'_>, version: u64) -> Result<u64> {
         let (s, mut change) = self.checkpoint_state(version).await?;
-        // Its commit file is known by its time to the next sync, as a commit's is (`read`).
+        // Its commit file is known by its time and tag to the next sync, as a commit's is
+        // (`read`).
         let learnt = Learnt {
             created_by: None,
-            commit_modified: self.commit_modified(version).await?,
+            commit_stamp: self.commit_stamp(version).await?,
         };
         change.source_state = Some(resume::save_with(version, &s.metadata, &s.protocol, learnt));
         replay.live = change.added.iter().map(|f| path_key(&f.path)).collect();
@@ -259,9 +260,12 @@ impl DeltaReplay<'_> {
             file: source.store().absolute(&path),
             reason,
         };
-        // The file's time comes with its bytes: no stat (or HEAD) of it for its time.
-        let (bytes, read_modified) = source.store().get_timed(&path).await?;
-        let modified = source.listed_modified(version).or(read_modified);
+        // The file's time and tag come with its bytes: no stat (or HEAD) of it for them.
+        // As listed when the listing gives them, so that the next sync, which compares
+        // with its listing, compares like with like.
+        let (bytes, read_stamp) = source.store().get_timed(&path).await?;
+        let stamp = source.listed_stamp(version).cloned().or(read_stamp);
+        let modified = stamp.as_ref().map(|s| s.modified_ms);
         let text = std::str::from_utf8(&bytes).map_err(|_| log_error("not UTF-8".into()))?;
         let commit = parse_commit(text).map_err(log_error)?;
         if commit.metadata.is_some() || commit.protocol.is_some() {
@@ -295,12 +299,12 @@ impl DeltaReplay<'_> {
             .iter()
             .filter_map(Add::created)
             .fold(time, i64::max);
-        // Each version's commit file is known by its time to the next sync: any version
-        // may be the newest one mirrored (in-commit mode stops at its own, a failing
-        // version ends a sync early), which the next sync resumes from.
+        // Each version's commit file is known by its time and tag to the next sync: any
+        // version may be the newest one mirrored (in-commit mode stops at its own, a
+        // failing version ends a sync early), which the next sync resumes from.
         let learnt = Learnt {
             created_by: Some(created_by),
-            commit_modified: modified,
+            commit_stamp: stamp,
         };
         change.source_state = Some(resume::save_with(version, &s.metadata, &s.protocol, learnt));
         for add in &commit.adds {

@@ -3,12 +3,14 @@
 //! reading them again, which on a table past its first checkpoint means the checkpoint's
 //! two columns (over a million rows at 1M files, a third of a commit). It is trusted only
 //! for the version it names, while that version's commit file keeps the modification time
-//! it had when mirrored; otherwise the log is read as before (and a table id other than
-//! the saved one is refused: the table was written anew at the same place).
+//! and tag it had when mirrored ([`unchanged`]); otherwise the log is read as before (and
+//! a table id other than the saved one is refused: the table was written anew at the
+//! same place).
 //!
 //! [`ChangeSet::source_state`]: xlake_model::ChangeSet::source_state
 
 use serde::Deserialize;
+use xlake_storage::Stamp;
 
 use crate::action::{MetaData, Protocol};
 
@@ -34,16 +36,46 @@ pub(crate) struct Resume {
     /// file changed since (a copy, or a table written anew at the same place) is not
     /// trusted to be the version this state is of.
     #[serde(default)]
-    pub(crate) commit_modified: Option<i64>,
+    commit_modified: Option<i64>,
+    /// That file's tag then ([`Stamp::e_tag`]): a file written anew within the same
+    /// second (an object store's time) or clock tick, or copied with its times kept,
+    /// keeps the time, not the tag. Not saved by a sync before it was kept, nor where the
+    /// store gives none: the time alone tells then.
+    #[serde(default)]
+    commit_tag: Option<String>,
+}
+
+impl Resume {
+    /// The commit file's time and tag when the state was saved (`None`: not saved).
+    pub(crate) fn commit_stamp(&self) -> Option<Stamp> {
+        stamp_of(self.commit_modified, self.commit_tag.clone())
+    }
 }
 
 /// What a sync learnt of the commit of the version it saves, besides the schema state.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Learnt {
     /// See [`Resume::created_by`].
     pub(crate) created_by: Option<i64>,
-    /// See [`Resume::commit_modified`].
-    pub(crate) commit_modified: Option<i64>,
+    /// See [`Resume::commit_stamp`].
+    pub(crate) commit_stamp: Option<Stamp>,
+}
+
+/// Whether the commit file a state was saved with (`saved`) is still the one `now`
+/// stamps: the same time and, when a tag was saved, the same tag (a state saved without
+/// one, by a sync before tags were kept, is trusted on its time alone, as it was).
+/// Without a stamp now it is not known to be: the caller reads the table's id again.
+pub(crate) fn unchanged(saved: &Stamp, now: Option<&Stamp>) -> bool {
+    now.is_some_and(|is| {
+        saved.modified_ms == is.modified_ms && (saved.e_tag.is_none() || saved.e_tag == is.e_tag)
+    })
+}
+
+fn stamp_of(modified: Option<i64>, tag: Option<String>) -> Option<Stamp> {
+    modified.map(|modified_ms| Stamp {
+        modified_ms,
+        e_tag: tag,
+    })
 }
 
 /// The state after `version`, to save.
@@ -64,8 +96,11 @@ pub(crate) fn save_with(
     if let Some(t) = learnt.created_by {
         delta["createdBy"] = t.into();
     }
-    if let Some(t) = learnt.commit_modified {
-        delta["commitModified"] = t.into();
+    if let Some(stamp) = learnt.commit_stamp {
+        delta["commitModified"] = stamp.modified_ms.into();
+        if let Some(tag) = stamp.e_tag {
+            delta["commitTag"] = tag.into();
+        }
     }
     serde_json::json!({ "delta": delta }).to_string()
 }
@@ -77,8 +112,8 @@ pub(crate) fn of(saved: Option<&str>, version: u64) -> Option<Resume> {
     (delta.version == version).then_some(delta)
 }
 
-/// `{"delta": {"version": …, "commitModified": …}}`: only the commit file's time of a
-/// saved state, its actions skipped unparsed.
+/// `{"delta": {"version": …, "commitModified": …, "commitTag": …}}`: only the commit
+/// file's time and tag of a saved state, its actions skipped unparsed.
 #[derive(Deserialize)]
 struct SavedTime {
     delta: Time,
@@ -90,13 +125,15 @@ struct Time {
     version: u64,
     #[serde(default)]
     commit_modified: Option<i64>,
+    #[serde(default)]
+    commit_tag: Option<String>,
 }
 
-/// [`Resume::commit_modified`] of the saved state, if it is the state after `version`
+/// [`Resume::commit_stamp`] of the saved state, if it is the state after `version`
 /// (`Some(None)`: saved without a commit file's time), without parsing the rest.
-pub(crate) fn commit_modified_of(saved: Option<&str>, version: u64) -> Option<Option<i64>> {
+pub(crate) fn commit_stamp_of(saved: Option<&str>, version: u64) -> Option<Option<Stamp>> {
     let SavedTime { delta } = serde_json::from_str(saved?).ok()?;
-    (delta.version == version).then_some(delta.commit_modified)
+    (delta.version == version).then(|| stamp_of(delta.commit_modified, delta.commit_tag))
 }
 
 #[cfg(test)]
@@ -111,10 +148,17 @@ mod tests {
         of(saved, version)?.created_by
     }
 
-    fn commit_modified(saved: Option<&str>, version: u64) -> Option<i64> {
-        let full = of(saved, version).map(|r| r.commit_modified);
-        assert_eq!(commit_modified_of(saved, version), full);
+    fn commit_stamp(saved: Option<&str>, version: u64) -> Option<Stamp> {
+        let full = of(saved, version).map(|r| r.commit_stamp());
+        assert_eq!(commit_stamp_of(saved, version), full);
         full.flatten()
+    }
+
+    fn stamp(modified_ms: i64, tag: Option<&str>) -> Stamp {
+        Stamp {
+            modified_ms,
+            e_tag: tag.map(str::to_string),
+        }
     }
 
     #[test]
@@ -134,7 +178,7 @@ mod tests {
         let saved = save(41, &metadata, &protocol);
         let learnt = Learnt {
             created_by: Some(7),
-            commit_modified: Some(9),
+            commit_stamp: Some(stamp(9, Some("a1"))),
         };
         let timed = save_with(41, &metadata, &protocol, learnt);
         assert_eq!(
@@ -149,8 +193,29 @@ mod tests {
         assert_eq!(load(Some(&timed), 41), Some((metadata, protocol)));
         assert_eq!(created_by(Some(&timed), 41), Some(7));
         assert_eq!(created_by(Some(&timed), 42), None);
-        assert_eq!(commit_modified(Some(&saved), 41), None);
-        assert_eq!(commit_modified(Some(&timed), 41), Some(9));
-        assert_eq!(commit_modified(Some(&timed), 42), None);
+        assert_eq!(commit_stamp(Some(&saved), 41), None);
+        assert_eq!(commit_stamp(Some(&timed), 41), Some(stamp(9, Some("a1"))));
+        assert_eq!(commit_stamp(Some(&timed), 42), None);
+        // Saved before tags were kept: the time alone.
+        let untagged = timed.replace(",\"commitTag\":\"a1\"", "");
+        assert!(!untagged.contains("commitTag"), "{untagged}");
+        assert_eq!(commit_stamp(Some(&untagged), 41), Some(stamp(9, None)));
+    }
+
+    /// The same time and tag; the same time alone for a state saved without a tag; never
+    /// without a stamp now.
+    #[test]
+    fn a_commit_file_is_unchanged_by_its_time_and_saved_tag() {
+        let saved = stamp(9, Some("a1"));
+        assert!(unchanged(&saved, Some(&stamp(9, Some("a1")))));
+        // Written anew within the same second, or copied with its times kept.
+        assert!(!unchanged(&saved, Some(&stamp(9, Some("b2")))));
+        assert!(!unchanged(&saved, Some(&stamp(9, None))));
+        assert!(!unchanged(&saved, Some(&stamp(8, Some("a1")))));
+        // Saved before tags were kept: its time alone, as before.
+        let legacy = stamp(9, None);
+        assert!(unchanged(&legacy, Some(&stamp(9, Some("b2")))));
+        assert!(!unchanged(&legacy, Some(&stamp(8, Some("b2")))));
+        assert!(!unchanged(&saved, None));
     }
 }

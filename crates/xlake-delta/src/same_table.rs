@@ -4,11 +4,14 @@
 //! versions are taken for changes of what the mirror holds.
 //!
 //! What the last sync saved with the newest mirrored version `m` (`resume`) is compared
-//! with the log: the modification time of `m`'s commit file, as the listing gives it (a
-//! stat of that one file on a local disk, whose listing is by name); when it changed, the
-//! table id in force at `m`, and `m`'s commit time. An incremental sync does so where it
-//! starts, a sync with nothing new as well, and one whose log starts at a checkpoint past
-//! `m` (its commits after `m` removed) compares the checkpoint's id.
+//! with the log: the modification time and tag of `m`'s commit file, as the listing gives
+//! them (a stat of that one file on a local disk, whose listing is by name); when either
+//! changed, the table id in force at `m`, and `m`'s commit time. The tag (an object
+//! store's `ETag`; a local file's inode, size and change times) tells a file written anew
+//! within the second an object store's time is given in, or copied with its times kept.
+//! An incremental sync does so where it starts, a sync with nothing new as well, and one
+//! whose log starts at a checkpoint past `m` (its commits after `m` removed) compares the
+//! checkpoint's id.
 
 use xlake_source::MirrorState;
 
@@ -102,9 +105,10 @@ impl DeltaSource {
 
     /// The schema state in force at the newest mirrored version `m`, where an incremental
     /// replay starts: the state the last sync `saved`, while `m`'s commit file is the one
-    /// it was saved from; else read from the log, and refused if its table id is not the
-    /// saved one (the table was dropped and written anew at the same place: its new
-    /// commits are not changes of what the mirror holds).
+    /// it was saved from (its time and tag, [`resume::unchanged`]); else read from the
+    /// log, and refused if its table id is not the saved one (the table was dropped and
+    /// written anew at the same place: its new commits are not changes of what the mirror
+    /// holds).
     pub(crate) async fn resumed_state(&self, saved: Option<&Resume>, m: u64) -> Result<State> {
         let Some(saved) = saved else {
             return self.schema_at(m).await;
@@ -112,8 +116,8 @@ impl DeltaSource {
         // A state saved without the commit file's time (a first sync that started at a
         // checkpoint with no commit file of its version; a mirror older than this check)
         // tells nothing unchanged: the id is read again.
-        let unchanged = match saved.commit_modified {
-            Some(then) => self.commit_modified(m).await? == Some(then),
+        let unchanged = match saved.commit_stamp() {
+            Some(then) => resume::unchanged(&then, self.commit_stamp(m).await?.as_ref()),
             None => false,
         };
         if unchanged {
@@ -136,14 +140,14 @@ impl DeltaSource {
     /// A sync with nothing new after the newest mirrored version `m` (the log ends
     /// there): `m` is checked as [`Self::resumed_state`] checks it, so that a table
     /// written anew with as many versions as the mirror holds is refused, not reported
-    /// up to date. While `m`'s commit file keeps the time the state saved with it, only
-    /// that time is read of the saved state (its schema is not parsed).
+    /// up to date. While `m`'s commit file keeps the time and tag the state saved with
+    /// it, only those are read of the saved state (its schema is not parsed).
     pub(crate) async fn same_newest(&self, source_state: Option<&str>, m: u64) -> Result<()> {
-        let Some(saved_time) = resume::commit_modified_of(source_state, m) else {
+        let Some(saved_stamp) = resume::commit_stamp_of(source_state, m) else {
             return Ok(());
         };
-        if let Some(then) = saved_time {
-            if self.commit_modified(m).await? == Some(then) {
+        if let Some(then) = saved_stamp {
+            if resume::unchanged(&then, self.commit_stamp(m).await?.as_ref()) {
                 return Ok(());
             }
         }

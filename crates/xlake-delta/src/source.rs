@@ -7,7 +7,7 @@ use xlake_model::{
     path_key, ChangeSet, CommitListing, DataFile, DeletionVector, ListedCommit, PartitionField,
     PartitionSpec, PathKeySet, SourceCommit, VectorBytes,
 };
-use xlake_storage::TableStore;
+use xlake_storage::{Stamp, TableStore};
 
 use crate::action::{parse_commit, Add, CommitInfo, MetaData, Protocol};
 use crate::checkpoint;
@@ -190,8 +190,8 @@ impl DeltaSource {
                         .log
                         .commits
                         .get(&v)
-                        .and_then(|(_, modified)| *modified)
-                        .unwrap_or(0),
+                        .and_then(|(_, stamp)| stamp.as_ref())
+                        .map_or(0, |s| s.modified_ms),
                 }
             }))
             .collect();
@@ -226,21 +226,24 @@ impl DeltaSource {
         if let Some(time) = info.and_then(|i| i.in_commit_timestamp.or(i.timestamp)) {
             return Ok(time);
         }
-        Ok(self.commit_modified(version).await?.unwrap_or(0))
+        Ok(self
+            .commit_stamp(version)
+            .await?
+            .map_or(0, |s| s.modified_ms))
     }
 
-    /// The modification time of `version`'s commit file as the listing gives it (`None`
-    /// for a log listed by name; see [`Self::commit_modified`]).
-    pub(crate) fn listed_modified(&self, version: u64) -> Option<i64> {
-        self.log.commits.get(&version).and_then(|(_, m)| *m)
+    /// The modification time and tag of `version`'s commit file as the listing gives
+    /// them (`None` for a log listed by name; see [`Self::commit_stamp`]).
+    pub(crate) fn listed_stamp(&self, version: u64) -> Option<&Stamp> {
+        self.log.commits.get(&version).and_then(|(_, s)| s.as_ref())
     }
 
-    /// The modification time of `version`'s commit file: as listed, else asked of the
-    /// store (`None` when the log has no commit file of it).
-    pub(crate) async fn commit_modified(&self, version: u64) -> Result<Option<i64>> {
+    /// The modification time and tag of `version`'s commit file: as listed, else asked
+    /// of the store (`None` when the log has no commit file of it).
+    pub(crate) async fn commit_stamp(&self, version: u64) -> Result<Option<Stamp>> {
         Ok(match self.log.commits.get(&version) {
-            Some((_, Some(modified))) => Some(*modified),
-            Some((path, None)) => self.store.modified_ms(path).await?,
+            Some((_, Some(stamp))) => Some(stamp.clone()),
+            Some((path, None)) => self.store.stamp(path).await?,
             None => None,
         })
     }

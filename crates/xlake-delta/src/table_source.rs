@@ -9,7 +9,7 @@ use xlake_source::{
     numeric_order, CommitState, DetectFuture, ErrorKind, MirrorState, OpenFuture, Replay,
     SourceError, SourceHealth, SourceKind, SourceOptions, TableSource, TargetTakes,
 };
-use xlake_storage::TableStore;
+use xlake_storage::{Stamp, TableStore};
 
 use crate::error::DeltaError;
 use crate::log::LOG_DIR;
@@ -141,12 +141,17 @@ impl TableSource for DeltaSource {
 
     /// The newest version, of a commit file or a checkpoint: versions are written one
     /// after another, so a new commit is always a newer one. With its commit file's
-    /// modification time: a table written anew with as many versions as before has
-    /// another tip, and is not skipped as a no-op (its sync checks its id).
+    /// modification time and tag: a table written anew with as many versions as before
+    /// has another tip, even within the second an object store's time is given in, and is
+    /// not skipped as a no-op (its sync checks its id).
     fn tip(&self) -> Option<String> {
         let latest = self.log().latest()?;
-        Some(match self.listed_modified(latest) {
-            Some(modified) => format!("{latest} written {modified}"),
+        Some(match self.listed_stamp(latest) {
+            Some(Stamp {
+                modified_ms,
+                e_tag: Some(tag),
+            }) => format!("{latest} written {modified_ms} as {tag}"),
+            Some(stamp) => format!("{latest} written {}", stamp.modified_ms),
             None => latest.to_string(),
         })
     }

@@ -55,6 +55,7 @@ mod tests {
             path: path.into(),
             size,
             modified_ms: 1,
+            e_tag: None,
         }
     }
 

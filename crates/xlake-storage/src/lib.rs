@@ -142,6 +142,52 @@ pub struct Entry {
     pub size: u64,
     /// Last modification time, ms since the epoch.
     pub modified_ms: i64,
+    /// The object's entity tag where the listing gives one ([`Stamp::e_tag`]).
+    pub e_tag: Option<String>,
+}
+
+impl Entry {
+    /// The listed object's time and tag.
+    pub fn stamp(&self) -> Stamp {
+        Stamp {
+            modified_ms: self.modified_ms,
+            e_tag: self.e_tag.clone(),
+        }
+    }
+}
+
+/// What tells an object from another written at the same path since it was last looked
+/// at, as a listing, a read or a lookup gives it: its modification time, and its entity
+/// tag where the store gives one. An object store's time is whole seconds (S3's listing;
+/// any store's `Last-Modified` on a read) and a local file's a clock tick: an object
+/// written anew within it keeps its time, not its tag. The tag is the store's `ETag`
+/// (S3 and GCS: the content's MD5 for a single-part upload; Azure: changed by every
+/// write), surrounding quotes and a weak mark dropped so that a listing's and a read's
+/// compare equal; on a local disk the file's inode, size, modification and status change
+/// times (`local_list`), which a copy with its times kept does not keep.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stamp {
+    /// Last modification time, ms since the epoch.
+    pub modified_ms: i64,
+    /// The entity tag, `None` where the store gives none.
+    pub e_tag: Option<String>,
+}
+
+impl Stamp {
+    /// The stamp of an object as object_store describes it.
+    fn of(meta: &object_store::ObjectMeta) -> Self {
+        Stamp {
+            modified_ms: meta.last_modified.timestamp_millis(),
+            e_tag: tag_of(meta),
+        }
+    }
+}
+
+/// An object's entity tag as object_store gives it, without the quotes and weak mark
+/// (`W/"…"`) that a response header carries and an Azure listing does not.
+fn tag_of(meta: &object_store::ObjectMeta) -> Option<String> {
+    let tag = meta.e_tag.as_deref()?;
+    Some(tag.trim_start_matches("W/").trim_matches('"').to_string())
 }
 
 /// A table root on some object store.
@@ -1033,12 +1079,12 @@ impl TableStore {
         Ok(self.get_timed_as(path, how).await?.0)
     }
 
-    /// [`Self::get`], with the object's modification time (ms since the epoch, as
-    /// [`Entry::modified_ms`]) from the same read: on a local root the `fstat` the read
-    /// makes anyway, elsewhere the response's `Last-Modified` (whole seconds on S3, GCS
-    /// and Azure, where a listing may give milliseconds). `None` for a write held back
-    /// ([`Self::deferring`]), which has no time yet.
-    pub async fn get_timed(&self, path: &str) -> Result<(Bytes, Option<i64>), StorageError> {
+    /// [`Self::get`], with the object's modification time and tag ([`Stamp`], as
+    /// [`Entry::stamp`]) from the same read: on a local root the `fstat` the read makes
+    /// anyway, elsewhere the response's `Last-Modified` (whole seconds on S3, GCS and
+    /// Azure, where a listing may give milliseconds) and `ETag`. `None` for a write held
+    /// back ([`Self::deferring`]), which has no time yet.
+    pub async fn get_timed(&self, path: &str) -> Result<(Bytes, Option<Stamp>), StorageError> {
         self.get_timed_as(path, Whole::Read).await
     }
 
@@ -1046,7 +1092,7 @@ impl TableStore {
         &self,
         path: &str,
         how: Whole,
-    ) -> Result<(Bytes, Option<i64>), StorageError> {
+    ) -> Result<(Bytes, Option<Stamp>), StorageError> {
         let p = self.object_path(path)?;
         if let Some(held) = self.held(path) {
             return Ok((held, None));
@@ -1057,8 +1103,8 @@ impl TableStore {
         // The whole read is retried: a body cut short fails the second step.
         self.retrying(path, || async {
             let got = self.store.get(&p).await?;
-            let modified = got.meta.last_modified.timestamp_millis();
-            Ok((got.bytes().await?, Some(modified)))
+            let stamp = Stamp::of(&got.meta);
+            Ok((got.bytes().await?, Some(stamp)))
         })
         .await
         .map_err(|e| self.backend_error(path, e))
@@ -1073,12 +1119,12 @@ impl TableStore {
     /// caller, an absolute location outside the table, and a path object_store does not
     /// take as it is written (an empty, `.` or `..` segment, a leading or trailing `/`)
     /// or a writer's staged upload, where its mapping to the disk differs from a join.
-    /// The file's modification time comes with it (see [`Self::get_timed`]).
+    /// The file's modification time and tag come with it (see [`Self::get_timed`]).
     async fn local_get(
         &self,
         path: &str,
         how: Whole,
-    ) -> Option<Result<(Bytes, i64), StorageError>> {
+    ) -> Option<Result<(Bytes, Stamp), StorageError>> {
         let file = self.local_file(path)?;
         let read = self
             .retrying(path, || {
@@ -1137,23 +1183,23 @@ impl TableStore {
             .map_err(|e| self.backend_error(path, e))
     }
 
-    /// Last modification time of an object (ms since the epoch, as [`Entry::modified_ms`]),
-    /// or `None` when it does not exist.
-    /// On a local root opened by path one `stat` (object_store's `head` opens the file
-    /// and asks its descriptor, after a `stat` that refuses a FIFO).
-    pub async fn modified_ms(&self, path: &str) -> Result<Option<i64>, StorageError> {
+    /// Last modification time and tag of an object (as [`Entry::stamp`]), or `None` when
+    /// it does not exist: a `HEAD` on an object store. On a local root opened by path one
+    /// `stat` (object_store's `head` opens the file and asks its descriptor, after a
+    /// `stat` that refuses a FIFO).
+    pub async fn stamp(&self, path: &str) -> Result<Option<Stamp>, StorageError> {
         let p = self.object_path(path)?;
         if let Some(file) = self.local_file(path).filter(|_| self.held(path).is_none()) {
             return match std::fs::metadata(&file) {
                 Ok(meta) if meta.is_dir() => Ok(None),
-                Ok(meta) => Ok(Some(local_list::modified_ms(&meta))),
+                Ok(meta) => Ok(Some(local_list::stamp(&meta))),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(self.backend_error(path, io_error(path, e))),
             };
         }
         self.refuse_special(path)?;
         match self.retrying(path, || self.store.head(&p)).await {
-            Ok(meta) => Ok(Some(meta.last_modified.timestamp_millis())),
+            Ok(meta) => Ok(Some(Stamp::of(&meta))),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.backend_error(path, e)),
         }
@@ -1317,10 +1363,11 @@ impl TableStore {
             let folder = dir.trim_end_matches('/');
             return Ok(listed
                 .into_iter()
-                .map(|(name, (size, modified_ms))| Entry {
+                .map(|(name, (size, stamp))| Entry {
                     path: format!("{folder}/{name}"),
                     size,
-                    modified_ms,
+                    modified_ms: stamp.modified_ms,
+                    e_tag: stamp.e_tag,
                 })
                 .collect());
         }
@@ -1344,6 +1391,7 @@ impl TableStore {
                 ),
                 size: meta.size,
                 modified_ms: meta.last_modified.timestamp_millis(),
+                e_tag: tag_of(&meta),
             })
             .collect();
         entries.sort_unstable_by(|a, b| a.path.cmp(&b.path));
@@ -1398,6 +1446,7 @@ impl TableStore {
                 path: format!("{folder}/{}", meta.location.filename().unwrap_or_default()),
                 size: meta.size,
                 modified_ms: meta.last_modified.timestamp_millis(),
+                e_tag: tag_of(&meta),
             })
             .collect();
         entries.sort_unstable_by(|a, b| a.path.cmp(&b.path));
@@ -1420,6 +1469,7 @@ impl TableStore {
                 path: format!("{folder}/{name}"),
                 size: 0,
                 modified_ms: 0,
+                e_tag: None,
             })
             .collect();
         entries.sort_unstable_by(|a, b| a.path.cmp(&b.path));
@@ -1565,10 +1615,11 @@ impl TableStore {
         };
         let mut entries: Vec<Entry> = files
             .into_iter()
-            .map(|(rel, (size, modified_ms))| Entry {
+            .map(|(rel, (size, stamp))| Entry {
                 path: under(rel),
                 size,
-                modified_ms,
+                modified_ms: stamp.modified_ms,
+                e_tag: stamp.e_tag,
             })
             .collect();
         entries.sort_unstable_by(|a, b| a.path.cmp(&b.path));
@@ -1595,6 +1646,7 @@ impl TableStore {
                     .to_string(),
                 size: meta.size,
                 modified_ms: meta.last_modified.timestamp_millis(),
+                e_tag: tag_of(&meta),
             })
             .collect();
         entries.sort_unstable_by(|a, b| a.path.cmp(&b.path));
@@ -1827,6 +1879,38 @@ mod tests {
         (TableStore::open(root).unwrap(), wrapped)
     }
 
+    /// A file's stamp is the same by its listing, its read and its lookup, read directly
+    /// or through object_store; a file written again at its path with its time kept (a
+    /// copy with `cp -p`), of the same size, has the same time and another tag.
+    #[tokio::test]
+    async fn a_file_written_again_with_its_time_kept_has_another_tag() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t/a");
+        std::fs::create_dir(dir.path().join("t")).unwrap();
+        std::fs::write(&file, b"x").unwrap();
+        let (local, wrapped) = local_and_wrapped(dir.path());
+        for store in [&local, &wrapped] {
+            let listed = store.list_dir("t").await.unwrap()[0].stamp();
+            assert!(listed.e_tag.is_some(), "{listed:?}");
+            let (_, read) = store.get_timed("t/a").await.unwrap();
+            assert_eq!(read.as_ref(), Some(&listed));
+            assert_eq!(store.stamp("t/a").await.unwrap(), Some(listed));
+        }
+        let before = local.stamp("t/a").await.unwrap().unwrap();
+        let time = std::fs::metadata(&file).unwrap().modified().unwrap();
+        // Past the clock tick of the first write: a file's times are given in ticks.
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::remove_file(&file).unwrap();
+        std::fs::write(&file, b"y").unwrap();
+        let f = std::fs::File::options().write(true).open(&file).unwrap();
+        f.set_modified(time).unwrap();
+        let after = local.stamp("t/a").await.unwrap().unwrap();
+        assert_eq!(after.modified_ms, before.modified_ms);
+        assert_ne!(after.e_tag, before.e_tag);
+        assert_eq!(local.list_dir("t").await.unwrap()[0].stamp(), after);
+        assert_eq!(local.stamp("t/missing").await.unwrap(), None);
+    }
+
     #[tokio::test]
     async fn names_are_listed_as_object_store_lists_them() {
         let dir = tempfile::tempdir().unwrap();
@@ -1849,9 +1933,16 @@ mod tests {
         let names = sorted(local.list_names("t").await.unwrap());
         assert_eq!(names, ["1.commit", "2.commit", "3.link", "a#b"]);
         assert_eq!(sorted(wrapped.list_names("t").await.unwrap()), names);
-        // With sizes and times: the same entries as object_store's own listing.
+        // With sizes and times: the same entries as object_store's own listing, each
+        // tagged (by a tag of its own, which a copy with its times kept does not keep).
         let fast = local.list_dir("t").await.unwrap();
-        assert_eq!(fast, wrapped.list_dir("t").await.unwrap());
+        let untagged = |entries: Vec<Entry>| -> Vec<(String, u64, i64)> {
+            assert!(entries.iter().all(|e| e.e_tag.is_some()), "{entries:?}");
+            let plain = entries.into_iter().map(|e| (e.path, e.size, e.modified_ms));
+            plain.collect()
+        };
+        let listed = wrapped.list_dir("t").await.unwrap();
+        assert_eq!(untagged(fast.clone()), untagged(listed));
         assert_eq!(fast.len(), 4);
         assert!(fast.iter().all(|e| e.size == 1 && e.modified_ms > 0));
         assert!(local.list_dir("missing").await.unwrap().is_empty());

@@ -2,8 +2,8 @@
 //! [`crate::TableStore::list_names`] on a table opened by path (issue 16): the files in
 //! it as object_store's local backend lists them, read directly.
 //!
-//! [`entries`] reads each file's size and time with one `fstatat` (object_store makes
-//! two full-path `statx` calls). [`names`] reads names only: on Linux with `getdents64`
+//! [`entries`] reads each file's size, time and tag ([`stamp`]) with one `fstatat`
+//! (object_store makes two full-path `statx` calls). [`names`] reads names only: on Linux with `getdents64`
 //! into one buffer (rustix's `RawDir`), the names kept copied into one more ([`Names`]),
 //! where `std::fs::read_dir` allocates twice for every entry; a Hudi timeline's folder
 //! holds thousands, listed on every sync.
@@ -11,10 +11,13 @@
 use std::io;
 use std::path::Path;
 
-use crate::Names;
+use crate::{Names, Stamp};
 
-/// The files in `folder` with their size and time in ms (see [`listed`]).
-pub(crate) fn entries(folder: &Path) -> io::Result<Vec<(String, (u64, i64))>> {
+/// A listed file's size and [`Stamp`] (zero and untagged when not looked up).
+pub(crate) type Stat = (u64, Stamp);
+
+/// The files in `folder` with their size, time in ms and tag (see [`listed`]).
+pub(crate) fn entries(folder: &Path) -> io::Result<Vec<(String, Stat)>> {
     listed(folder, true)
 }
 
@@ -115,10 +118,11 @@ fn listable_bytes(name: &[u8]) -> bool {
 
 /// The files (not folders) in a local folder as object_store lists them: symbolic links
 /// followed, names that are not valid object names (a staged upload's `#n` suffix,
-/// non-UTF-8) left out; with `meta`, each one's size and time in ms (a link's target's).
+/// non-UTF-8) left out; with `meta`, each one's size, time in ms and tag (a link's
+/// target's).
 /// A file that is gone by the time it is looked at (a writer's temporary file renamed)
 /// is left out, not an error: the folder itself is there.
-fn listed(folder: &Path, meta: bool) -> io::Result<Vec<(String, (u64, i64))>> {
+fn listed(folder: &Path, meta: bool) -> io::Result<Vec<(String, Stat)>> {
     let gone = |e: &io::Error| e.kind() == io::ErrorKind::NotFound;
     let mut found = Vec::new();
     for entry in std::fs::read_dir(folder)? {
@@ -152,8 +156,8 @@ fn listed(folder: &Path, meta: bool) -> io::Result<Vec<(String, (u64, i64))>> {
             continue;
         }
         let stats = match metadata.filter(|_| meta) {
-            Some(m) => (m.len(), modified_ms(&m)),
-            None => (0, 0),
+            Some(m) => (m.len(), stamp(&m)),
+            None => (0, Stamp::default()),
         };
         found.push((name, stats));
     }
@@ -180,10 +184,10 @@ fn walk_sub(folder: &Path, prefix: &str, walked: &mut Walked) {
 }
 
 /// What [`walk`] finds under a folder: the files object_store would list, as (path
-/// relative to the folder, (size, time in ms)), and the names it cannot list (not UTF-8,
+/// relative to the folder, (size, time in ms and tag)), and the names it cannot list (not UTF-8,
 /// a control character), relative and escaped (`new\nline`, a byte that is not UTF-8 as
 /// `\u{fffd}`).
-pub(crate) type Walked = (Vec<(String, (u64, i64))>, Vec<String>);
+pub(crate) type Walked = (Vec<(String, Stat)>, Vec<String>);
 
 /// Every file below `folder`, as object_store's local listing gives them (links to files
 /// followed), and its staged uploads (`<name>#<n>`, which it hides: what a killed write
@@ -232,15 +236,50 @@ fn walk_into(folder: &Path, prefix: &str, walked: &mut Walked) -> io::Result<()>
             (true, true) => walked.1.push(shown),
             (false, _) if meta.is_file() => walked
                 .0
-                .push((format!("{prefix}{name}"), (meta.len(), modified_ms(&meta)))),
+                .push((format!("{prefix}{name}"), (meta.len(), stamp(&meta)))),
             (false, _) => {}
         }
     }
     Ok(())
 }
 
+/// A file's modification time and tag ([`e_tag`]).
+pub(crate) fn stamp(metadata: &std::fs::Metadata) -> Stamp {
+    Stamp {
+        modified_ms: modified_ms(metadata),
+        e_tag: e_tag(metadata),
+    }
+}
+
+/// What tells a file from another written at the same path with the same modification
+/// time (a table written anew within the same clock tick, a copy with its times kept:
+/// `cp -p`, `rsync -t`): its inode, size, and the nanoseconds of its modification and
+/// status change times. object_store's local tag leaves out the status change time, which
+/// no one can set: a file copied with its times kept onto a freed inode, as a file system
+/// hands out again at once, would keep that tag if of the same size. `None` off Unix.
+#[cfg(unix)]
+fn e_tag(metadata: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = metadata;
+    Some(format!(
+        "{:x}-{:x}-{:x}.{:x}-{:x}.{:x}",
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec()
+    ))
+}
+
+/// See the Unix version: no tag elsewhere (the time alone tells).
+#[cfg(not(unix))]
+fn e_tag(_: &std::fs::Metadata) -> Option<String> {
+    None
+}
+
 /// A file's modification time in ms since the epoch, as object_store reports it.
-pub(crate) fn modified_ms(metadata: &std::fs::Metadata) -> i64 {
+fn modified_ms(metadata: &std::fs::Metadata) -> i64 {
     let Ok(time) = metadata.modified() else {
         return 0;
     };

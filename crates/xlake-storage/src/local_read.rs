@@ -16,6 +16,8 @@ use std::path::Path;
 
 use bytes::Bytes;
 
+use crate::Stamp;
+
 /// The smallest file mapped rather than read: below it, the mapping's own system calls
 /// cost about what the copy saves.
 pub(crate) const MAP_MIN: u64 = 256 * 1024;
@@ -40,12 +42,12 @@ pub(crate) fn read(file: &Path, how: Whole) -> std::io::Result<Bytes> {
     read_timed(file, how).map(|(bytes, _)| bytes)
 }
 
-/// [`read`], with the file's modification time (ms since the epoch, as a listing gives
-/// it) from the `fstat` the read makes anyway: no second system call for it.
-pub(crate) fn read_timed(file: &Path, how: Whole) -> std::io::Result<(Bytes, i64)> {
+/// [`read`], with the file's modification time and tag (as a listing gives them) from
+/// the `fstat` the read makes anyway: no second system call for them.
+pub(crate) fn read_timed(file: &Path, how: Whole) -> std::io::Result<(Bytes, Stamp)> {
     let mut f = open_without_waiting(file)?;
     let meta = f.metadata()?;
-    let modified = crate::local_list::modified_ms(&meta);
+    let modified = crate::local_list::stamp(&meta);
     if !meta.is_file() && !meta.is_dir() {
         return Err(not_a_file());
     }
