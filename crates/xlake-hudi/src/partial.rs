@@ -466,6 +466,43 @@ pub(crate) mod tests {
         assert_eq!(ids, [C2]);
     }
 
+    /// The job's no-op check opens the table at the tip a settled sync recorded: the
+    /// timeline listed from the floor it names, the pending instant before it looked up,
+    /// and the same tip as the whole timeline's while nothing moved; when the pending
+    /// instant completes, or a new one does, the tip differs (the sync is not skipped).
+    #[tokio::test]
+    async fn the_no_op_check_lists_from_the_settled_tip() {
+        let (dir, timeline) = table(6);
+        let c2b = "20240101013000000";
+        completed(&timeline, C1, None, &commit(C1, &[("a", "null")], true));
+        pending(&timeline, C2);
+        completed(&timeline, c2b, None, &commit(c2b, &[("d", "null")], true));
+        completed(&timeline, C3, None, &commit(C3, &[("b", "null")], true));
+        let settled = TableSource::tip(&open(dir.path()).await).unwrap();
+        assert_eq!(
+            settled,
+            format!("20240101015000:{C3}:{C2}"),
+            "listFrom, the instants since, the pending one before"
+        );
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let at_tip = || HudiSource::open_at_tip(store.clone(), Default::default(), &settled);
+        let source = at_tip().await.unwrap().unwrap();
+        assert_eq!(source.listed_from(), Some("20240101015000"));
+        assert_eq!(completed_ids(source.timeline()), [C3]);
+        assert_eq!(TableSource::tip(&source).unwrap(), settled);
+        completed(&timeline, C2, None, &commit(C2, &[("e", "null")], true));
+        let source = at_tip().await.unwrap().unwrap();
+        let moved = TableSource::tip(&source).unwrap();
+        assert_ne!(moved, settled);
+        assert_eq!(moved, TableSource::tip(&open(dir.path()).await).unwrap());
+        // A tip that does not read: the timeline whole.
+        let whole = HudiSource::open_at_tip(store.clone(), Default::default(), "x")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(whole.listed_from(), None);
+    }
+
     /// `xlake expire` left the mirror c4 and c5 only: c3, in the part before them and not
     /// pending when the state was saved, is taken as mirrored and expired (as the whole
     /// timeline takes the instants before the oldest mirrored one), and the part is
