@@ -25,6 +25,7 @@ pub const KIND: SourceKind = SourceKind {
     detect,
     open,
     open_after: Some(open_after),
+    open_at_tip: None,
     recorded: &[],
 };
 

@@ -51,18 +51,50 @@ impl HudiSource {
         let at = completed.iter().position(|i| i.requested() == newest)?;
         // Every instant before it is looked up: a hash set, not the ordered one's compares.
         let commits: FxHashSet<&str> = mirrored.commits.iter().map(String::as_str).collect();
-        // A timeline listed from an instant time holds no instant the mirror expired: an
-        // unmirrored one anywhere before the newest mirrored one completed late.
-        let oldest = match self.listed_from() {
-            Some(_) => 0,
-            None => completed
+        let first_mirrored = || {
+            completed
                 .iter()
-                .position(|i| commits.contains(i.requested()))?,
+                .position(|i| commits.contains(i.requested()))
+        };
+        let oldest = match self.part_floor() {
+            Some(floor) => self.oldest_not_expired(floor, mirrored, first_mirrored()?),
+            None => first_mirrored()?,
         };
         let gap = completed[oldest..at]
             .iter()
             .any(|i| gets_snapshot(i.action()) && !commits.contains(i.requested()));
         (!gap).then_some(at)
+    }
+
+    /// In a timeline listed from `floor`, the index from which an unmirrored completed
+    /// instant before the newest mirrored one completed late (the replay from the first
+    /// instant mirrors it), given the first mirrored one at `first`. The whole timeline
+    /// takes every instant before the first mirrored one as mirrored and expired
+    /// (`xlake expire`); the part does so only when the mirror holds nothing requested
+    /// before the part (its snapshots expired up to there) and the saved state names the
+    /// instants pending when it was saved: the part holds one of them before `first`,
+    /// which completed late, from it; else from `first`. Otherwise from the start: a
+    /// part holds no instant the mirror expired.
+    fn oldest_not_expired(
+        &self,
+        floor: &crate::resume::Floor,
+        mirrored: &MirrorState,
+        first: usize,
+    ) -> usize {
+        let from = floor.list_from.as_str();
+        let expired_into_part = floor.pending.is_some()
+            && !mirrored
+                .commits
+                .iter()
+                .any(|id| crate::resume::seconds(id) < from);
+        if !expired_into_part {
+            return 0;
+        }
+        let completed = &self.timeline().completed;
+        let late = completed[..first]
+            .iter()
+            .position(|i| floor.was_pending(i.requested()) != Some(false));
+        late.unwrap_or(first)
     }
 
     /// How many instant files the shortcut saves reading when given the mirror's live

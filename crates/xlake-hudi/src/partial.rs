@@ -46,16 +46,48 @@ impl HudiSource {
         let Some((newest, from)) = saved else {
             return Self::open_if_there(store, options).await;
         };
-        let Some(config) = read_config(&store, &options).await? else {
+        let Some(source) = Self::open_part(store, options, from).await? else {
             return Ok(None);
         };
-        let timeline = Timeline::load_from(&store, &config.timeline_dir, &from).await?;
-        let found = timeline.completed.iter().any(|i| i.requested() == newest);
-        let source = Self::with_timeline(store, options, config, timeline, Some(from))?;
+        let found = source
+            .timeline()
+            .completed
+            .iter()
+            .any(|i| i.requested() == newest);
         if !found {
             source.list_whole().await?;
         }
         Ok(Some(source))
+    }
+
+    /// Open the table with the part of its timeline from `floor` on (its pending
+    /// instants before it looked up one by one: [`Timeline::load_part`]). `None` when
+    /// there is no `hoodie.properties`.
+    pub(crate) async fn open_part(
+        store: TableStore,
+        options: HudiOptions,
+        floor: crate::resume::Floor,
+    ) -> Result<Option<Self>> {
+        let Some(config) = read_config(&store, &options).await? else {
+            return Ok(None);
+        };
+        let dir = &config.timeline_dir;
+        let timeline = Timeline::load_part(&store, dir, &floor.list_from, &floor.lookups()).await?;
+        Self::with_timeline(store, options, config, timeline, Some(floor)).map(Some)
+    }
+
+    /// Open the table to compare its tip with `tip`, the one a settled sync recorded
+    /// (the scheduled job's no-op check): the timeline listed from the instant time the
+    /// tip names ([`crate::resume::of_tip`]), else whole.
+    pub async fn open_at_tip(
+        store: TableStore,
+        options: HudiOptions,
+        tip: &str,
+    ) -> Result<Option<Self>> {
+        match crate::resume::of_tip(tip) {
+            Some(floor) => Self::open_part(store, options, floor).await,
+            None => Self::open_if_there(store, options).await,
+        }
     }
 
     /// Before the listing and the replay for a mirror holding `state`: with the timeline
@@ -112,7 +144,7 @@ impl HudiSource {
     pub(crate) fn skip_before(&self) -> Option<String> {
         let listed = self.part_listed.load(std::sync::atomic::Ordering::Relaxed);
         match (self.whole.get(), listed) {
-            (Some(_), true) => self.listed_from.clone(),
+            (Some(_), true) => self.listed_from.as_ref().map(|f| f.list_from.clone()),
             _ => None,
         }
     }
@@ -281,7 +313,9 @@ pub(crate) mod tests {
         let (state, want) = mirror_at(dir.path(), C3, true).await;
         // The floor: the newest instant (c5, 02:06) less ten minutes.
         assert_eq!(
-            crate::resume::of(state.source_state.as_deref(), C3).as_deref(),
+            crate::resume::of(state.source_state.as_deref(), C3)
+                .map(|f| f.list_from)
+                .as_deref(),
             Some("20240101015600")
         );
         let (source, got) = after(dir.path(), &state).await;
@@ -377,6 +411,121 @@ pub(crate) mod tests {
         }
     }
 
+    /// A saved floor: listed from `list_from`, `pending` looked up.
+    fn floor(list_from: &str, pending: &[&str]) -> crate::resume::Floor {
+        crate::resume::Floor {
+            list_from: list_from.to_string(),
+            pending: Some(pending.iter().map(|p| p.to_string()).collect()),
+        }
+    }
+
+    fn completed_ids(t: &Timeline) -> Vec<String> {
+        t.completed
+            .iter()
+            .map(|i| i.requested().to_string())
+            .collect()
+    }
+
+    /// An instant pending for good (c2) does not hold the listing back to its time: the
+    /// part is listed from the newest instant less the margin, c2 looked up on its own,
+    /// and the instants between them (c2b) are not listed. Each later sync names it
+    /// again; when it completes it is mirrored once (table version 6: by the replay of
+    /// the whole timeline, as it lands among mirrored instants).
+    #[tokio::test]
+    async fn an_instant_pending_for_good_does_not_hold_the_listing_back() {
+        let (dir, timeline) = table(6);
+        let c2b = "20240101013000000";
+        completed(&timeline, C1, None, &commit(C1, &[("a", "null")], true));
+        pending(&timeline, C2);
+        completed(&timeline, c2b, None, &commit(c2b, &[("d", "null")], true));
+        completed(&timeline, C3, None, &commit(C3, &[("b", "null")], true));
+        let (state, _) = mirror_at(dir.path(), C3, true).await;
+        completed(&timeline, C4, None, &commit(C4, &[("b", C3)], true));
+        completed(&timeline, C5, None, &commit(C5, &[("c", "null")], true));
+        let (_, want) = mirror_at(dir.path(), C3, true).await;
+        let (source, got) = after(dir.path(), &state).await;
+        assert_eq!(source.listed_from(), Some("20240101015000"));
+        assert_eq!(completed_ids(source.timeline()), [C3, C4, C5]);
+        assert_eq!(source.timeline().pending.len(), 1);
+        assert_eq!(got, want);
+        let whole = open(dir.path()).await;
+        assert_eq!(TableSource::tip(&source), TableSource::tip(&whole));
+        // The next sync starts from c5's state: c2 still named.
+        let newest = got.last().unwrap();
+        assert_eq!(
+            crate::resume::of(newest.source_state.as_deref(), C5),
+            Some(floor("20240101015600", &[C2]))
+        );
+        let (state, _) = mirror_at(dir.path(), C5, true).await;
+        completed(&timeline, C2, None, &commit(C2, &[("e", "null")], true));
+        let (_, got) = after(dir.path(), &state).await;
+        let ids: Vec<String> = unmirrored(got, &state)
+            .into_iter()
+            .map(|c| c.commit.id)
+            .collect();
+        assert_eq!(ids, [C2]);
+    }
+
+    /// The job's no-op check opens the table at the tip a settled sync recorded: the
+    /// timeline listed from the floor it names, the pending instant before it looked up,
+    /// and the same tip as the whole timeline's while nothing moved; when the pending
+    /// instant completes, or a new one does, the tip differs (the sync is not skipped).
+    #[tokio::test]
+    async fn the_no_op_check_lists_from_the_settled_tip() {
+        let (dir, timeline) = table(6);
+        let c2b = "20240101013000000";
+        completed(&timeline, C1, None, &commit(C1, &[("a", "null")], true));
+        pending(&timeline, C2);
+        completed(&timeline, c2b, None, &commit(c2b, &[("d", "null")], true));
+        completed(&timeline, C3, None, &commit(C3, &[("b", "null")], true));
+        let settled = TableSource::tip(&open(dir.path()).await).unwrap();
+        assert_eq!(
+            settled,
+            format!("20240101015000:{C3}:{C2}"),
+            "listFrom, the instants since, the pending one before"
+        );
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let at_tip = || HudiSource::open_at_tip(store.clone(), Default::default(), &settled);
+        let source = at_tip().await.unwrap().unwrap();
+        assert_eq!(source.listed_from(), Some("20240101015000"));
+        assert_eq!(completed_ids(source.timeline()), [C3]);
+        assert_eq!(TableSource::tip(&source).unwrap(), settled);
+        completed(&timeline, C2, None, &commit(C2, &[("e", "null")], true));
+        let source = at_tip().await.unwrap().unwrap();
+        let moved = TableSource::tip(&source).unwrap();
+        assert_ne!(moved, settled);
+        assert_eq!(moved, TableSource::tip(&open(dir.path()).await).unwrap());
+        // A tip that does not read: the timeline whole.
+        let whole = HudiSource::open_at_tip(store.clone(), Default::default(), "x")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(whole.listed_from(), None);
+    }
+
+    /// `xlake expire` left the mirror c4 and c5 only: c3, in the part before them and not
+    /// pending when the state was saved, is taken as mirrored and expired (as the whole
+    /// timeline takes the instants before the oldest mirrored one), and the part is
+    /// enough; c2, pending then, that completes in the part before them is not.
+    #[tokio::test]
+    async fn an_expired_mirror_still_lists_from_the_saved_floor() {
+        let (dir, timeline) = table(6);
+        five_commits(&timeline);
+        let (mut state, _) = mirror_at(dir.path(), C5, true).await;
+        state.commits = [C4, C5].map(String::from).into();
+        let c6 = "20240101020700000";
+        completed(&timeline, c6, None, &commit(c6, &[("d", "null")], true));
+        let (source, got) = after(dir.path(), &state).await;
+        assert_eq!(source.listed_from(), Some("20240101015600"));
+        let ids: Vec<&str> = got.iter().map(|c| c.commit.id.as_str()).collect();
+        assert_eq!(ids, [c6]);
+        // A mirror that holds history before the part: c3 unmirrored completed late.
+        let (mut state, _) = mirror_at(dir.path(), C5, true).await;
+        state.commits.remove(C3);
+        let (source, _) = after(dir.path(), &state).await;
+        assert_eq!(source.listed_from(), None);
+    }
+
     /// Table version 6: an instant requested before the newest mirrored one, pending when
     /// that was mirrored, completes later. The floor the sync saved is before it; the part
     /// listed shows it completed among mirrored ones, and the timeline is listed whole
@@ -388,10 +537,10 @@ pub(crate) mod tests {
         pending(&timeline, C2);
         completed(&timeline, C3, None, &commit(C3, &[("b", "null")], true));
         let (state, _) = mirror_at(dir.path(), C3, true).await;
-        // The oldest pending instant (c2, 01:00) less ten minutes.
+        // The newest instant (c3, 02:00) less ten minutes; c2 looked up on its own.
         assert_eq!(
-            crate::resume::of(state.source_state.as_deref(), C3).as_deref(),
-            Some("20240101005000")
+            crate::resume::of(state.source_state.as_deref(), C3),
+            Some(floor("20240101015000", &[C2]))
         );
         completed(&timeline, C2, None, &commit(C2, &[("c", "null")], true));
         let (source, got) = after(dir.path(), &state).await;
@@ -427,8 +576,8 @@ pub(crate) mod tests {
         );
         let (state, _) = mirror_at(dir.path(), C3, true).await;
         assert_eq!(
-            crate::resume::of(state.source_state.as_deref(), C3).as_deref(),
-            Some("20240101005000")
+            crate::resume::of(state.source_state.as_deref(), C3),
+            Some(floor("20240101015000", &[C2]))
         );
         completed(
             &timeline,
@@ -437,7 +586,9 @@ pub(crate) mod tests {
             &commit(C2, &[("c", "null")], true),
         );
         let (source, got) = after(dir.path(), &state).await;
-        assert_eq!(source.listed_from(), Some("20240101005000"));
+        assert_eq!(source.listed_from(), Some("20240101015000"));
+        // c1 is not listed: c2 was looked up on its own.
+        assert_eq!(completed_ids(source.timeline()), [C3, C2]);
         let ids: Vec<&str> = got.iter().map(|c| c.commit.id.as_str()).collect();
         assert_eq!(ids, [C2]);
         // As the whole timeline gives it.

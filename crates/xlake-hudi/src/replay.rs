@@ -39,7 +39,7 @@ pub struct HudiReplay<'a> {
     unmirrored_seed: Vec<BaseFile>,
     /// For each completed instant from `first` on, the instant time the next sync lists
     /// from when the mirror ends at its change set ([`list_from_after`]).
-    list_from: Arc<Vec<Option<String>>>,
+    list_from: Arc<Vec<Option<crate::resume::Floor>>>,
     /// The first completed instant replayed.
     first: usize,
     /// Instants requested before this time give no change set (a replay over the whole
@@ -347,16 +347,16 @@ impl<'a> HudiReplay<'a> {
     }
 }
 
-/// For each instant of `completed` from `from` on, the instant time the next sync lists
-/// from if the mirror ends at its change set (see [`crate::resume`]): the timeline's
-/// `floor` ([`crate::resume::floor`]), lowered to the requested time of every later completed
-/// instant that gets a snapshot (a sync that stops there leaves them unmirrored). `None`
-/// throughout when the floor does not read.
+/// For each instant of `completed` from `from` on, where the next sync lists from if the
+/// mirror ends at its change set (see [`crate::resume`]): the timeline's `floor`
+/// ([`crate::resume::floor`]), its instant time lowered to the requested time of every
+/// later completed instant that gets a snapshot (a sync that stops there leaves them
+/// unmirrored). `None` throughout when the floor does not read.
 fn list_from_after(
     completed: &[Instant],
     from: usize,
-    floor: Option<String>,
-) -> Vec<Option<String>> {
+    floor: Option<crate::resume::Floor>,
+) -> Vec<Option<crate::resume::Floor>> {
     let later = completed.get(from..).unwrap_or_default();
     let mut low = floor;
     let mut out = vec![None; later.len()];
@@ -364,13 +364,9 @@ fn list_from_after(
         out[k] = low.clone();
         if gets_snapshot(instant.action()) {
             let time = seconds(instant.requested());
-            low = low.map(|l| {
-                if time < l.as_str() {
-                    time.to_string()
-                } else {
-                    l
-                }
-            });
+            if let Some(l) = low.as_mut().filter(|l| time < l.list_from.as_str()) {
+                l.list_from = time.to_string();
+            }
         }
     }
     out

@@ -1,20 +1,32 @@
 //! The state a sync leaves for the next one ([`ChangeSet::source_state`]): the instant
 //! time from which the next sync lists the timeline (`listFrom`), so that a long active
-//! timeline is not listed whole for every incremental commit.
+//! timeline is not listed whole for every incremental commit, and the instants that were
+//! pending then (`pending`).
 //!
 //! Instant files are named by requested time, and an instant requested before the newest
-//! mirrored one may complete after it. `listFrom` is therefore the oldest of: the oldest
-//! pending (requested or inflight) instant the sync listed, and the newest instant it
-//! listed, in any state, each less [`MARGIN`]; and, for a change set the sync gives
-//! before others, the oldest requested time of the completed instants after it (a sync
-//! that stops part-way leaves them unmirrored). Every instant not mirrored then was
-//! either pending when listed, or not listed at all: one requested more than [`MARGIN`]
-//! before the newest instant listed whose files appeared only after the listing (a
-//! writer whose clock lags the others', or that names its instant long before it writes
-//! the requested file) is the case it misses.
+//! mirrored one may complete after it. `listFrom` is therefore the older of: the newest
+//! instant the sync listed, in any state, less [`MARGIN`]; and, for a change set the sync
+//! gives before others, the oldest requested time of the completed instants after it (a
+//! sync that stops part-way leaves them unmirrored). The instants pending when the sync
+//! listed are named in `pending`: the next sync looks each one requested before
+//! `listFrom` up on its own (a listing of its instant time's files, one request each:
+//! table version 8 and 9 name a completed instant by its completion time too, so it
+//! cannot be read by name), so that one pending for good does not hold the listing back
+//! to its time. Past [`MAX_LOOKUPS`] pending instants `listFrom` is the oldest of them
+//! less the margin, as before the lookups. Every instant not mirrored then was either
+//! pending when listed, or not listed at all: one requested more than [`MARGIN`] before
+//! the newest instant listed whose files appeared only after the listing (a writer whose
+//! clock lags the others', or that names its instant long before it writes the requested
+//! file) is the case it misses.
+//!
+//! `pending` also tells, of an unmirrored completed instant in the part listed before the
+//! newest mirrored one, whether it completed late (it was pending) or was mirrored and its
+//! snapshot expired since (`xlake expire`): see `incremental`.
 //!
 //! A saved state is trusted only for the instant it names (the mirror's newest); a mirror
-//! written by an older build has none, and its next sync lists the timeline whole.
+//! written by an older build has none, and its next sync lists the timeline whole; a
+//! state without `pending` (written before it) is read as it was written: `listFrom`
+//! covers its pending instants.
 //!
 //! [`ChangeSet::source_state`]: xlake_model::ChangeSet::source_state
 
@@ -39,7 +51,7 @@ pub(crate) fn margin(utc: bool) -> chrono::TimeDelta {
     }
 }
 
-/// `{"hudi": {"instant": …, "listFrom": …}}`.
+/// `{"hudi": {"instant": …, "listFrom": …, "pending": […]}}`.
 #[derive(Serialize, Deserialize)]
 struct Saved {
     hudi: Resume,
@@ -52,14 +64,51 @@ struct Resume {
     instant: String,
     /// The instant time (14 digits, `yyyyMMddHHmmss`) the next sync lists from.
     list_from: String,
+    /// The requested times of the instants pending when the sync listed; absent in a
+    /// state written before them, or past [`MAX_LOOKUPS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pending: Option<Vec<String>>,
+}
+
+/// Pending instants looked up one by one at most; past that the listing starts at the
+/// oldest of them (one listing's pages cost less than that many requests).
+pub const MAX_LOOKUPS: usize = 16;
+
+/// Where the next sync lists from: [`Floor::list_from`] on, and each of
+/// [`Floor::pending`] requested before it looked up on its own.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Floor {
+    /// An instant time, 14 digits.
+    pub list_from: String,
+    /// The instants pending when the timeline was listed (requested times), sorted;
+    /// `None`: not known (a state written before them, or past [`MAX_LOOKUPS`]).
+    pub pending: Option<Vec<String>>,
+}
+
+impl Floor {
+    /// The pending instants requested before [`Self::list_from`]: to look up.
+    pub(crate) fn lookups(&self) -> Vec<&str> {
+        let pending = self.pending.iter().flatten();
+        pending
+            .filter(|p| seconds(p) < self.list_from.as_str())
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// Whether `id` was pending when the timeline was listed; `None`: not known.
+    pub(crate) fn was_pending(&self, id: &str) -> Option<bool> {
+        let pending = self.pending.as_ref()?;
+        Some(pending.binary_search_by(|p| p.as_str().cmp(id)).is_ok())
+    }
 }
 
 /// The state to save with the change set of `instant`.
-pub(crate) fn save(instant: &str, list_from: &str) -> String {
+pub(crate) fn save(instant: &str, floor: &Floor) -> String {
     let saved = Saved {
         hudi: Resume {
             instant: instant.to_string(),
-            list_from: list_from.to_string(),
+            list_from: floor.list_from.clone(),
+            pending: floor.pending.clone(),
         },
     };
     serde_json::to_string(&saved).unwrap_or_default()
@@ -67,22 +116,70 @@ pub(crate) fn save(instant: &str, list_from: &str) -> String {
 
 /// Where to list from, if `saved` is the state of the change set of `newest` (the
 /// mirror's newest instant) and lists from at or before it.
-pub(crate) fn of(saved: Option<&str>, newest: &str) -> Option<String> {
+pub(crate) fn of(saved: Option<&str>, newest: &str) -> Option<Floor> {
     let Saved { hudi } = serde_json::from_str(saved?).ok()?;
-    let valid = hudi.list_from.len() == 14 && hudi.list_from.bytes().all(|b| b.is_ascii_digit());
-    (hudi.instant == newest && valid && hudi.list_from.as_str() <= newest).then_some(hudi.list_from)
+    let floor = checked(hudi.list_from, hudi.pending)?;
+    (hudi.instant == newest && floor.list_from.as_str() <= newest).then_some(floor)
 }
 
-/// The instant time a sync that listed `timeline` leaves to list from, before what the
-/// instants it gives after each change set lower it: the oldest pending instant and the
-/// newest instant listed, each less the margin ([`margin`]). `None` when the timeline is empty or a
-/// time does not read (the next sync then lists whole).
-pub(crate) fn floor(timeline: &Timeline, margin: chrono::TimeDelta) -> Option<String> {
+/// A floor read back, if its times are instant times (the list sorted again).
+fn checked(list_from: String, pending: Option<Vec<String>>) -> Option<Floor> {
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    let valid = list_from.len() == 14 && digits(&list_from);
+    let pending = match pending {
+        Some(mut p) if p.len() <= MAX_LOOKUPS && p.iter().all(|t| t.len() >= 14 && digits(t)) => {
+            p.sort();
+            Some(p)
+        }
+        Some(_) => return None,
+        None => None,
+    };
+    valid.then_some(Floor { list_from, pending })
+}
+
+/// Where the next sync lists from after a sync that listed `timeline`, before what the
+/// instants it gives after each change set lower it: the newest instant listed less the
+/// margin ([`margin`]), and the pending instants named; past [`MAX_LOOKUPS`] of them, the
+/// oldest pending instant less the margin if older, none named. `None` when the timeline
+/// is empty or a time does not read (the next sync then lists whole).
+pub(crate) fn floor(timeline: &Timeline, margin: chrono::TimeDelta) -> Option<Floor> {
     let all = || timeline.completed.iter().chain(&timeline.pending);
     let newest = all().map(|i| i.requested()).max()?;
-    let oldest_pending = timeline.pending.iter().map(|i| i.requested()).min();
-    let bound = oldest_pending.map_or(newest, |p| p.min(newest));
-    minus_margin(bound, margin)
+    let mut pending: Vec<String> = timeline
+        .pending
+        .iter()
+        .map(|i| i.requested().to_string())
+        .collect();
+    pending.sort();
+    pending.dedup();
+    if pending.len() > MAX_LOOKUPS {
+        let bound = pending.first().map_or(newest, |p| p.as_str().min(newest));
+        return Some(Floor {
+            list_from: minus_margin(bound, margin)?,
+            pending: None,
+        });
+    }
+    Some(Floor {
+        list_from: minus_margin(newest, margin)?,
+        pending: Some(pending),
+    })
+}
+
+/// The floor a no-op check reads from the tip a settled sync recorded
+/// ([`crate::HudiSource::tip`]: `<listFrom>:<ids>:<pending looked up>`), if it reads.
+pub(crate) fn of_tip(tip: &str) -> Option<Floor> {
+    let mut parts = tip.split(':');
+    let list_from = parts.next()?.to_string();
+    let _ids = parts.next()?;
+    let pending = match parts.next() {
+        Some("") => Some(Vec::new()),
+        Some(p) => Some(p.split(',').map(str::to_string).collect()),
+        None => None,
+    };
+    if parts.next().is_some() {
+        return None;
+    }
+    checked(list_from, pending)
 }
 
 /// `time` (an instant time, 14 digits or more) less `margin`, as 14 digits.
@@ -101,51 +198,91 @@ pub(crate) fn seconds(time: &str) -> &str {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_state_is_trusted_for_its_own_instant_only() {
-        let saved = save("20240101020000000", "20240101015000");
-        assert_eq!(
-            of(Some(&saved), "20240101020000000").as_deref(),
-            Some("20240101015000")
-        );
-        assert_eq!(of(Some(&saved), "20240101030000000"), None);
-        assert_eq!(of(None, "20240101020000000"), None);
-        assert_eq!(of(Some(r#"{"delta":{}}"#), "20240101020000000"), None);
-        // A floor after the instant, or not 14 digits: not trusted.
-        assert_eq!(
-            of(
-                Some(&save("20240101020000000", "20240101030000")),
-                "20240101020000000"
-            ),
-            None
-        );
-        assert_eq!(
-            of(
-                Some(&save("20240101020000000", "2024")),
-                "20240101020000000"
-            ),
-            None
-        );
+    fn at(list_from: &str, pending: Option<&[&str]>) -> Floor {
+        Floor {
+            list_from: list_from.to_string(),
+            pending: pending.map(|p| p.iter().map(|t| t.to_string()).collect()),
+        }
     }
 
     #[test]
-    fn the_floor_is_the_oldest_pending_or_newest_instant_less_the_margin() {
+    fn a_state_is_trusted_for_its_own_instant_only() {
+        let floor = at("20240101015000", Some(&["20240101003000000"]));
+        let saved = save("20240101020000000", &floor);
+        assert_eq!(of(Some(&saved), "20240101020000000"), Some(floor));
+        assert_eq!(of(Some(&saved), "20240101030000000"), None);
+        assert_eq!(of(None, "20240101020000000"), None);
+        assert_eq!(of(Some(r#"{"delta":{}}"#), "20240101020000000"), None);
+        // Written before `pending`: its floor covers the pending instants.
+        let old = r#"{"hudi":{"instant":"20240101020000000","listFrom":"20240101015000"}}"#;
+        assert_eq!(
+            of(Some(old), "20240101020000000"),
+            Some(at("20240101015000", None))
+        );
+        // A floor after the instant, or not 14 digits, or a pending time not one: not
+        // trusted.
+        for bad in [
+            at("20240101030000", None),
+            at("2024", None),
+            at("20240101015000", Some(&["2024x"])),
+        ] {
+            assert_eq!(
+                of(Some(&save("20240101020000000", &bad)), "20240101020000000"),
+                None
+            );
+        }
+    }
+
+    #[test]
+    fn the_floor_is_the_newest_instant_less_the_margin_and_the_pending_ones() {
         let timeline = |names: &[&str]| Timeline::from_names(".hoodie", names.iter().copied());
         let done = ["20240101020000000.commit", "20240101010000000.commit"];
         assert_eq!(
-            floor(&timeline(&done), MARGIN).as_deref(),
-            Some("20240101015000")
+            floor(&timeline(&done), MARGIN),
+            Some(at("20240101015000", Some(&[])))
         );
         let pending = [&done[..], &["20240101003000000.commit.requested"]].concat();
-        assert_eq!(
-            floor(&timeline(&pending), MARGIN).as_deref(),
-            Some("20240101002000")
-        );
+        let floor_of = floor(&timeline(&pending), MARGIN).unwrap();
+        assert_eq!(floor_of, at("20240101015000", Some(&["20240101003000000"])));
+        assert_eq!(floor_of.lookups(), ["20240101003000000"]);
+        assert_eq!(floor_of.was_pending("20240101003000000"), Some(true));
+        assert_eq!(floor_of.was_pending("20240101010000000"), Some(false));
         assert_eq!(floor(&timeline(&[]), MARGIN), None);
         assert_eq!(
             minus_margin("20240101000500", MARGIN),
             Some("20231231235500".into())
         );
         assert_eq!(minus_margin("2024x101000500", MARGIN), None);
+    }
+
+    /// Past [`MAX_LOOKUPS`] pending instants the floor is the oldest of them less the
+    /// margin, as before the lookups, and none is named.
+    #[test]
+    fn many_pending_instants_hold_the_floor_back_as_before() {
+        let names: Vec<String> = (0..=MAX_LOOKUPS)
+            .map(|n| format!("20240101{n:02}0000000.commit.requested"))
+            .chain(["20240102000000000.commit".to_string()])
+            .collect();
+        let timeline = Timeline::from_names(".hoodie", names.iter().map(String::as_str));
+        assert_eq!(floor(&timeline, MARGIN), Some(at("20231231235000", None)));
+    }
+
+    #[test]
+    fn a_tip_gives_back_its_floor() {
+        let floor = at("20240101015000", Some(&["20240101003000000"]));
+        assert_eq!(
+            of_tip("20240101015000:20240101020000000:20240101003000000"),
+            Some(floor)
+        );
+        assert_eq!(
+            of_tip("20240101015000::"),
+            Some(at("20240101015000", Some(&[])))
+        );
+        assert_eq!(
+            of_tip("20240101015000:20240101020000000"),
+            Some(at("20240101015000", None))
+        );
+        assert_eq!(of_tip(""), None);
+        assert_eq!(of_tip("2024:x"), None);
     }
 }

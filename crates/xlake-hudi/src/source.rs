@@ -69,8 +69,9 @@ pub struct HudiSource {
     /// The timeline as opened: whole, or from [`Self::listed_from`] on.
     timeline: Timeline,
     /// Opened after the newest mirrored instant ([`Self::open_after`]): the instant time
-    /// the timeline was listed from (see [`crate::resume`]).
-    pub(crate) listed_from: Option<String>,
+    /// the timeline was listed from and the pending instants looked up (see
+    /// [`crate::resume`]).
+    pub(crate) listed_from: Option<crate::resume::Floor>,
     /// The whole timeline, listed once when the part listed does not give what the whole
     /// would (see [`crate::partial`]).
     pub(crate) whole: std::sync::OnceLock<Timeline>,
@@ -115,7 +116,7 @@ impl HudiSource {
         options: HudiOptions,
         config: TableConfig,
         timeline: Timeline,
-        listed_from: Option<String>,
+        listed_from: Option<crate::resume::Floor>,
     ) -> Result<Self> {
         if let Some(i) = timeline
             .completed
@@ -223,26 +224,33 @@ impl HudiSource {
         }
     }
 
-    /// What the no-op shortcut compares ([`xlake_source::TableSource::tip`]): the instant
-    /// time the next sync lists from ([`crate::resume::floor`]) and every completed
-    /// instant that gets a snapshot requested from then on, the same whether the timeline
-    /// was listed whole or from the floor the last sync left. A new instant moves the
-    /// floor or joins the list; an instant requested before the floor that completes
-    /// unseen is the case [`crate::resume`] misses too.
+    /// What the no-op shortcut compares ([`xlake_source::TableSource::tip`]):
+    /// `<listFrom>:<ids>:<pending>`, the instant time the next sync lists from
+    /// ([`crate::resume::floor`]), every completed instant that gets a snapshot requested
+    /// from then on, and the pending instants before it (looked up one by one; the third
+    /// part is left out when they are not named), the same whether the timeline was
+    /// listed whole or from the floor the last sync left. A new instant moves the floor
+    /// or joins the list, a pending one that completes leaves the last; an instant
+    /// requested before the floor that completes unseen is the case [`crate::resume`]
+    /// misses too. [`crate::resume::of_tip`] reads the floor back.
     pub fn tip(&self) -> String {
         let floor = crate::resume::floor(
             self.timeline(),
             crate::resume::margin(self.config().utc_instants),
         )
         .unwrap_or_default();
+        let from = floor.list_from.as_str();
         let ids: Vec<&str> = self
             .timeline()
             .completed
             .iter()
-            .filter(|i| gets_snapshot(i.action()) && seconds(i.requested()) >= floor.as_str())
+            .filter(|i| gets_snapshot(i.action()) && seconds(i.requested()) >= from)
             .map(|i| i.requested())
             .collect();
-        format!("{floor}:{}", ids.join(","))
+        match &floor.pending {
+            Some(_) => format!("{from}:{}:{}", ids.join(","), floor.lookups().join(",")),
+            None => format!("{from}:{}", ids.join(",")),
+        }
     }
 
     /// The instants the active timeline's completed rollbacks and restores undid, each with
@@ -293,7 +301,15 @@ impl HudiSource {
     pub fn listed_from(&self) -> Option<&str> {
         match self.whole.get() {
             Some(_) => None,
-            None => self.listed_from.as_deref(),
+            None => self.listed_from.as_ref().map(|f| f.list_from.as_str()),
+        }
+    }
+
+    /// The saved floor the timeline in use was listed from; `None` when it is whole.
+    pub(crate) fn part_floor(&self) -> Option<&crate::resume::Floor> {
+        match self.whole.get() {
+            Some(_) => None,
+            None => self.listed_from.as_ref(),
         }
     }
 

@@ -28,6 +28,7 @@ pub const KIND: SourceKind = SourceKind {
     detect,
     open,
     open_after: Some(open_after),
+    open_at_tip: Some(open_at_tip),
     recorded: &[RecordedChoice {
         note: VIEW_NOTE,
         value: READ_OPTIMIZED,
@@ -60,6 +61,20 @@ fn open_after(store: TableStore, options: SourceOptions, state: &MirrorState) ->
     Box::pin(async move {
         let source = match lists_from_offset(&store) {
             true => HudiSource::open_after(store, options, &state).await?,
+            false => HudiSource::open_if_there(store, options).await?,
+        };
+        Ok(source.map(|s| Box::new(s) as Box<dyn TableSource>))
+    })
+}
+
+/// The timeline from the instant time a settled sync's tip names, else whole (see
+/// [`HudiSource::open_at_tip`]); whole where the store does not list from an offset, as
+/// [`open_after`].
+fn open_at_tip(store: TableStore, options: SourceOptions, tip: &str) -> OpenFuture {
+    let tip = tip.to_string();
+    Box::pin(async move {
+        let source = match lists_from_offset(&store) {
+            true => HudiSource::open_at_tip(store, options, &tip).await?,
             false => HudiSource::open_if_there(store, options).await?,
         };
         Ok(source.map(|s| Box::new(s) as Box<dyn TableSource>))

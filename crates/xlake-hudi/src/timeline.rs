@@ -37,6 +37,31 @@ impl Timeline {
         Ok(Self::from_names(dir, names.iter()))
     }
 
+    /// [`Self::load_from`], with the files of each instant time of `lookups` (requested
+    /// before `from`: pending when the last sync listed) listed on its own
+    /// ([`TableStore::list_names_starting`], one request each). Only files of exactly
+    /// that time are kept: a shorter time is the prefix of longer ones.
+    pub async fn load_part(
+        store: &TableStore,
+        dir: &str,
+        from: &str,
+        lookups: &[&str],
+    ) -> Result<Self> {
+        let mut names: Vec<String> = store
+            .list_digit_names_from(dir, from)
+            .await?
+            .iter()
+            .map(str::to_string)
+            .collect();
+        for time in lookups {
+            let found = store.list_names_starting(dir, time).await?;
+            let digits = |n: &str| n.bytes().take_while(u8::is_ascii_digit).count();
+            let own = found.iter().filter(|n| digits(n) == time.len());
+            names.extend(own.map(str::to_string));
+        }
+        Ok(Self::from_names(dir, names.iter().map(String::as_str)))
+    }
+
     /// The timeline in `dir` whose file names are `names` (in any order).
     pub fn from_names<'a, I>(dir: &str, names: I) -> Self
     where

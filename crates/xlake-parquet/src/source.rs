@@ -34,6 +34,7 @@ pub const KIND: SourceKind = SourceKind {
     detect: |_| Box::pin(async { Ok(false) }),
     open,
     open_after: None,
+    open_at_tip: None,
     recorded: &[],
 };
 

@@ -315,6 +315,13 @@ pub struct SourceKind {
     /// [`Self::open`]'s whole reading where that part cannot stand alone. Its listing then
     /// names the older mirrored commits as the mirror records them. `None`: [`Self::open`].
     pub open_after: Option<fn(TableStore, SourceOptions, &MirrorState) -> OpenFuture>,
+    /// Open the table to compare its [`TableSource::tip`] with `tip`, the one a settled
+    /// sync recorded (the scheduled job's no-op check): a source whose tip names where
+    /// the next sync reads its log from (Hudi: the instant time it lists its timeline
+    /// from) may read it from there on, as [`Self::open_after`] does, and falls back to
+    /// [`Self::open`]'s whole reading where the tip does not read. `None`:
+    /// [`Self::open_after`] with the mirror's newest commit, else [`Self::open`].
+    pub open_at_tip: Option<fn(TableStore, SourceOptions, &str) -> OpenFuture>,
     /// Operator choices the format records in its change sets' notes, restored for later
     /// commands (none for most formats).
     pub recorded: &'static [RecordedChoice],

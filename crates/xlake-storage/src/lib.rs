@@ -1529,6 +1529,47 @@ impl TableStore {
         }
     }
 
+    /// The names directly under `dir` that start with `prefix` (a Hudi instant's files,
+    /// by its instant time), in no particular order. On a store opened by URL one listing
+    /// that starts at `prefix` and stops at the first name that does not start with it:
+    /// one request while the names fit its first page. Elsewhere the folder is listed
+    /// whole and filtered.
+    pub async fn list_names_starting(
+        &self,
+        dir: &str,
+        prefix: &str,
+    ) -> Result<Names, StorageError> {
+        if self.local_root.is_some() || self.identity.is_none() || prefix.is_empty() {
+            let names = self.list_names(dir).await?;
+            return Ok(names.iter().filter(|n| n.starts_with(prefix)).collect());
+        }
+        let folder = dir.trim_end_matches('/');
+        let p = self.object_path(dir)?;
+        let offset = self.object_path(&format!("{folder}/{prefix}"))?;
+        let listed = self
+            .retrying(dir, || async {
+                let mut names = Names::default();
+                let mut stream = self.store.list_with_offset(Some(&p), &offset);
+                while let Some(meta) = stream.try_next().await? {
+                    let mut rest = meta.location.prefix_match(&p).into_iter().flatten();
+                    let Some(first) = rest.next() else { continue };
+                    if !first.as_ref().starts_with(prefix) {
+                        break;
+                    }
+                    if rest.next().is_none() {
+                        names.push(first.as_ref());
+                    }
+                }
+                Ok(names)
+            })
+            .await;
+        match listed {
+            Ok(names) => Ok(names),
+            Err(object_store::Error::NotFound { .. }) => Ok(Names::default()),
+            Err(e) => Err(self.backend_error(dir, e)),
+        }
+    }
+
     /// The names of the objects directly under a table-relative directory (not
     /// recursive), in no particular order: what [`Self::list_dir`] lists, without sizes
     /// and times. On a local root opened by path the folder is read directly, its entries

@@ -8,7 +8,8 @@
 //! On the next pass the target gives it back only while its current version is still the
 //! record's, cheaply proven (Iceberg: the hint names it exactly, no `v(N+1)`, written for
 //! this location; `TableTarget::settled`); the source is then opened as the record says
-//! (Delta: its log listed from the newest mirrored version, as a sync would) and its tip
+//! (Delta: its log listed from the newest mirrored version, as a sync would; Hudi: its
+//! timeline listed from the instant time the recorded tip names, on S3 and GCS) and its tip
 //! compared with the record's. Equal: every commit the source lists is one the version
 //! mirrors, and the sync is skipped with the version unread. Anything else (no record, a
 //! damaged or stale one, a new commit, a moved target, an error on the way, options a
@@ -74,9 +75,11 @@ async fn unchanged(
         commits: settled.newest.iter().cloned().collect(),
         ..MirrorState::default()
     };
-    let opened = match (kind.open_after, &settled.newest) {
-        (Some(after), Some(_)) => after(store.clone(), sources::source_options(options), &state),
-        _ => (kind.open)(store.clone(), sources::source_options(options)),
+    let source_options = sources::source_options(options);
+    let opened = match (kind.open_at_tip, kind.open_after, &settled.newest) {
+        (Some(at_tip), _, _) => at_tip(store.clone(), source_options, &settled.source_tip),
+        (None, Some(after), Some(_)) => after(store.clone(), source_options, &state),
+        _ => (kind.open)(store.clone(), source_options),
     };
     let source = opened.await.ok()??;
     if source.tip()? != settled.source_tip {

@@ -43,6 +43,7 @@ pub const KIND: SourceKind = SourceKind {
     detect,
     open,
     open_after: None,
+    open_at_tip: None,
     recorded: &[],
 };
 
