@@ -430,7 +430,7 @@ fn a_folder_at_the_hinted_metadata_version_is_named_as_one() {
     let file = root.join("metadata/v2.metadata.json");
     std::fs::remove_file(&file).unwrap();
     std::fs::create_dir(&file).unwrap();
-    for command in ["sync", "inspect", "snapshots", "expire"] {
+    for command in ["sync", "inspect", "snapshots", "expire", "cleanup"] {
         let (code, out) = common::xlake(&[command, t]);
         assert_eq!(code, 1, "{command}: {out}");
         for part in [
@@ -482,7 +482,7 @@ fn a_link_to_nothing_named_as_a_metadata_version_is_named_as_one() {
     // The hinted version itself a link to nothing.
     std::fs::remove_file(&next).unwrap();
     std::os::unix::fs::symlink(root.join("gone"), &next).unwrap();
-    for command in ["sync", "inspect", "expire"] {
+    for command in ["sync", "inspect", "expire", "cleanup"] {
         let (code, out) = common::xlake(&[command, t]);
         assert_eq!(code, 1, "{command}: {out}");
         named(command, &next, &out);
