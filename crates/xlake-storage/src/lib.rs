@@ -388,21 +388,35 @@ fn refused_by_os(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut next = Some(e);
     while let Some(err) = next {
         if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            return matches!(
-                io.kind(),
-                NotFound
-                    | PermissionDenied
-                    | NotADirectory
-                    | IsADirectory
-                    | InvalidInput
-                    | InvalidFilename
-                    | ReadOnlyFilesystem
-                    | AlreadyExists
-                    | Unsupported
-            );
+            return is_link_loop(io)
+                || matches!(
+                    io.kind(),
+                    NotFound
+                        | PermissionDenied
+                        | NotADirectory
+                        | IsADirectory
+                        | InvalidInput
+                        | InvalidFilename
+                        | ReadOnlyFilesystem
+                        | AlreadyExists
+                        | Unsupported
+                );
         }
         next = err.source();
     }
+    false
+}
+
+/// Whether `e` is a loop of symbolic links (`ELOOP`), which no retry undoes (its
+/// `ErrorKind` is not a stable one to match).
+#[cfg(target_os = "linux")]
+fn is_link_loop(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+}
+
+/// See the Linux version: elsewhere such an error is retried as any other.
+#[cfg(not(target_os = "linux"))]
+fn is_link_loop(_: &std::io::Error) -> bool {
     false
 }
 
@@ -969,9 +983,11 @@ impl TableStore {
     }
 
     /// What stands at `path`, on a local root opened by path, where the caller expects a
-    /// file and finds none it can read: "a folder" (or a link to one), "a link to nothing"
-    /// (a symbolic link whose target is gone). `None` for a file, for nothing at all, on
-    /// object stores and for locations outside the table.
+    /// file and finds none it can read: "a folder" (or a link to one), "a FIFO, socket or
+    /// device" (or a link to one), "a link to nothing" (a symbolic link whose target is
+    /// gone), "a link that cannot be followed" (a loop of links, a target in a folder it
+    /// may not enter). `None` for a file, for nothing at all, on object stores and for
+    /// locations outside the table.
     pub fn local_non_file(&self, path: &str) -> Option<&'static str> {
         let (Some(root), Some(rel)) = (&self.local_root, self.relative(path)) else {
             return None;
@@ -979,10 +995,18 @@ impl TableStore {
         let full = root.join(rel.trim_matches('/'));
         match std::fs::metadata(&full) {
             Ok(m) if m.is_dir() => Some("a folder"),
-            Ok(_) => None,
-            Err(_) => std::fs::symlink_metadata(&full)
-                .is_ok_and(|m| m.file_type().is_symlink())
-                .then_some("a link to nothing"),
+            Ok(m) if m.is_file() => None,
+            Ok(_) => Some("a FIFO, socket or device"),
+            Err(e) => {
+                let link = std::fs::symlink_metadata(&full);
+                if !link.is_ok_and(|m| m.file_type().is_symlink()) {
+                    return None;
+                }
+                Some(match e.kind() {
+                    std::io::ErrorKind::NotFound => "a link to nothing",
+                    _ => "a link that cannot be followed",
+                })
+            }
         }
     }
 
