@@ -104,6 +104,24 @@ fn a_commit_file_whose_status_changed_is_still_skipped() {
     assert!(job.pass(0), "its status changed only: the shortcut");
 }
 
+/// A log whose newest version has no commit file (it starts at a checkpoint of that
+/// version): never skipped, since nothing there tells a table written anew (hostile
+/// review hr7: another table's log of that shape, its checkpoint of the same version,
+/// was skipped, "0 snapshots written", while its sync refused it by its id).
+#[test]
+fn a_log_whose_newest_version_is_only_a_checkpoint_is_not_skipped() {
+    let (_d, root) = common::delta::extract("multi-part-checkpoint");
+    for v in 0..=1 {
+        std::fs::remove_file(root.join(format!("_delta_log/{v:020}.json"))).unwrap();
+    }
+    let job = Job::over(&root, "");
+    assert!(!job.pass(1));
+    assert!(
+        !job.pass(0),
+        "nothing tells the same table: the normal path"
+    );
+}
+
 /// A table written anew with as many versions as the mirror holds: its newest commit
 /// file's time is in the source's tip, so the pass is not skipped, and its sync refuses
 /// the new table by its id (hostile review 4, F8: skipped, and up to date, for ever).
