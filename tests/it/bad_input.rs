@@ -430,7 +430,7 @@ fn a_folder_at_the_hinted_metadata_version_is_named_as_one() {
     let file = root.join("metadata/v2.metadata.json");
     std::fs::remove_file(&file).unwrap();
     std::fs::create_dir(&file).unwrap();
-    for command in ["sync", "inspect", "snapshots", "expire"] {
+    for command in ["sync", "inspect", "snapshots", "expire", "cleanup"] {
         let (code, out) = common::xlake(&[command, t]);
         assert_eq!(code, 1, "{command}: {out}");
         for part in [
@@ -482,10 +482,70 @@ fn a_link_to_nothing_named_as_a_metadata_version_is_named_as_one() {
     // The hinted version itself a link to nothing.
     std::fs::remove_file(&next).unwrap();
     std::os::unix::fs::symlink(root.join("gone"), &next).unwrap();
-    for command in ["sync", "inspect", "expire"] {
+    for command in ["sync", "inspect", "expire", "cleanup"] {
         let (code, out) = common::xlake(&[command, t]);
         assert_eq!(code, 1, "{command}: {out}");
         named(command, &next, &out);
+    }
+}
+
+/// Make a link that loops (to itself) or a FIFO at `path`; what the error calls it.
+fn unreadable_at(kind: &str, path: &Path) -> &'static str {
+    match kind {
+        "loop" => {
+            std::os::unix::fs::symlink(path, path).unwrap();
+            "is a link that cannot be followed where a metadata file belongs"
+        }
+        _ => {
+            let made = std::process::Command::new("mkfifo").arg(path).status();
+            assert!(made.unwrap().success());
+            "is a FIFO, socket or device where a metadata file belongs"
+        }
+    }
+}
+
+/// A link that loops, or a FIFO, where a metadata version belongs (hostile review hr7):
+/// - past the version a sync writes, the sync (and `commit`) mirrors its commit, exit 0,
+///   the hint at its version: it failed, exit 1, after publishing, with a bare storage
+///   error naming no table (a loop after a second of retries, as if transient);
+/// - at the next version and at the one the hint names, every command fails naming it,
+///   with the table, nothing changed (cleanup called the hinted one "missing").
+#[test]
+fn a_link_loop_or_a_fifo_where_a_metadata_version_belongs_is_named() {
+    for kind in ["loop", "fifo"] {
+        let (_dir, root) = common::delta::extract("simple_table");
+        let t = root.to_str().unwrap();
+        assert_eq!(common::xlake(&["sync", t]).0, 0, "{kind}");
+        let v3 = root.join("metadata/v3.metadata.json");
+        let what = unreadable_at(kind, &v3);
+        common::empty_delta_commit(&root, 5);
+        let (code, out) = common::xlake(&["commit", "--version", "5", t]);
+        assert_eq!(code, 0, "{kind}: {out}");
+        let hint = std::fs::read_to_string(root.join("metadata/version-hint.text")).unwrap();
+        assert_eq!(hint.trim(), "2", "{kind}");
+        let refused = |when: &str, commands: &[&str]| {
+            let before = regular_metadata(&root);
+            for command in commands {
+                let (code, out) = common::xlake(&[command, t]);
+                assert_ne!(code, 0, "{kind} {when} {command}: {out}");
+                for part in [t, v3.to_str().unwrap(), what] {
+                    assert!(out.contains(part), "{kind} {when} {command}: {part}: {out}");
+                }
+                assert!(!out.contains("transient"), "{kind} {when} {command}: {out}");
+            }
+            assert!(
+                regular_metadata(&root) == before,
+                "{kind} {when}: nothing written"
+            );
+        };
+        common::empty_delta_commit(&root, 6);
+        let all = ["sync", "check", "inspect", "expire", "cleanup"];
+        refused("next", &all);
+        std::fs::remove_file(&v3).unwrap();
+        assert_eq!(common::xlake(&["sync", t]).0, 0, "{kind}");
+        std::fs::remove_file(&v3).unwrap();
+        unreadable_at(kind, &v3);
+        refused("hinted", &all);
     }
 }
 

@@ -89,6 +89,39 @@ fn a_pass_with_nothing_new_takes_the_shortcut_and_a_new_commit_does_not() {
     assert!(job.pass(0));
 }
 
+/// The newest commit file's status changed (`chmod`, a hard link a backup tool makes),
+/// nothing else: still the shortcut (hostile review hr7: its status change time was in
+/// the tip's tag, and each such change cost a pass that read the table's id).
+#[test]
+fn a_commit_file_whose_status_changed_is_still_skipped() {
+    use std::os::unix::fs::PermissionsExt;
+    let (d, root, job) = settled_delta();
+    assert!(job.pass(0), "nothing new: the shortcut");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let newest = root.join(format!("_delta_log/{:020}.json", 4));
+    std::fs::set_permissions(&newest, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::hard_link(&newest, d.path().join("backup.json")).unwrap();
+    assert!(job.pass(0), "its status changed only: the shortcut");
+}
+
+/// A log whose newest version has no commit file (it starts at a checkpoint of that
+/// version): never skipped, since nothing there tells a table written anew (hostile
+/// review hr7: another table's log of that shape, its checkpoint of the same version,
+/// was skipped, "0 snapshots written", while its sync refused it by its id).
+#[test]
+fn a_log_whose_newest_version_is_only_a_checkpoint_is_not_skipped() {
+    let (_d, root) = common::delta::extract("multi-part-checkpoint");
+    for v in 0..=1 {
+        std::fs::remove_file(root.join(format!("_delta_log/{v:020}.json"))).unwrap();
+    }
+    let job = Job::over(&root, "");
+    assert!(!job.pass(1));
+    assert!(
+        !job.pass(0),
+        "nothing tells the same table: the normal path"
+    );
+}
+
 /// A table written anew with as many versions as the mirror holds: its newest commit
 /// file's time is in the source's tip, so the pass is not skipped, and its sync refuses
 /// the new table by its id (hostile review 4, F8: skipped, and up to date, for ever).

@@ -7,7 +7,7 @@
 //! with the log: the modification time and tag of `m`'s commit file, as the listing gives
 //! them (a stat of that one file on a local disk, whose listing is by name); when either
 //! changed, the table id in force at `m`, and `m`'s commit time. The tag (an object
-//! store's `ETag`; a local file's inode, size and change times) tells a file written anew
+//! store's `ETag`; a local file's inode, size, modification and creation times) tells a file written anew
 //! within the second an object store's time is given in, or copied with its times kept.
 //! An incremental sync does so where it starts, a sync with nothing new as well, and one
 //! whose log starts at a checkpoint past `m` (its commits after `m` removed) compares the

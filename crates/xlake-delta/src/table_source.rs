@@ -144,7 +144,11 @@ impl TableSource for DeltaSource {
     /// after another, so a new commit is always a newer one. With its commit file's
     /// modification time and tag: a table written anew with as many versions as before
     /// has another tip, even within the second an object store's time is given in, and is
-    /// not skipped as a no-op (its sync checks its id).
+    /// not skipped as a no-op (its sync checks its id). None when the newest version has
+    /// no commit file (a log that starts at a checkpoint of it): nothing there tells a
+    /// table written anew with as many versions, so no pass is skipped (hostile review
+    /// hr7: another table's log of that shape was skipped, "0 snapshots written", while
+    /// its sync refused it by its id).
     fn tip(&self) -> Option<String> {
         let latest = self.log().latest()?;
         Some(match self.listed_stamp(latest) {
@@ -153,6 +157,7 @@ impl TableSource for DeltaSource {
                 e_tag: Some(tag),
             }) => format!("{latest} written {modified_ms} as {tag}"),
             Some(stamp) => format!("{latest} written {}", stamp.modified_ms),
+            None if !self.log().commits.contains_key(&latest) => return None,
             None => latest.to_string(),
         })
     }

@@ -163,7 +163,7 @@ impl Entry {
 /// written anew within it keeps its time, not its tag. The tag is the store's `ETag`
 /// (S3 and GCS: the content's MD5 for a single-part upload; Azure: changed by every
 /// write), surrounding quotes and a weak mark dropped so that a listing's and a read's
-/// compare equal; on a local disk the file's inode, size, modification and status change
+/// compare equal; on a local disk the file's inode, size, modification and creation
 /// times (`local_list`), which a copy with its times kept does not keep.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stamp {
@@ -388,21 +388,35 @@ fn refused_by_os(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut next = Some(e);
     while let Some(err) = next {
         if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            return matches!(
-                io.kind(),
-                NotFound
-                    | PermissionDenied
-                    | NotADirectory
-                    | IsADirectory
-                    | InvalidInput
-                    | InvalidFilename
-                    | ReadOnlyFilesystem
-                    | AlreadyExists
-                    | Unsupported
-            );
+            return is_link_loop(io)
+                || matches!(
+                    io.kind(),
+                    NotFound
+                        | PermissionDenied
+                        | NotADirectory
+                        | IsADirectory
+                        | InvalidInput
+                        | InvalidFilename
+                        | ReadOnlyFilesystem
+                        | AlreadyExists
+                        | Unsupported
+                );
         }
         next = err.source();
     }
+    false
+}
+
+/// Whether `e` is a loop of symbolic links (`ELOOP`), which no retry undoes (its
+/// `ErrorKind` is not a stable one to match).
+#[cfg(target_os = "linux")]
+fn is_link_loop(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+}
+
+/// See the Linux version: elsewhere such an error is retried as any other.
+#[cfg(not(target_os = "linux"))]
+fn is_link_loop(_: &std::io::Error) -> bool {
     false
 }
 
@@ -969,9 +983,11 @@ impl TableStore {
     }
 
     /// What stands at `path`, on a local root opened by path, where the caller expects a
-    /// file and finds none it can read: "a folder" (or a link to one), "a link to nothing"
-    /// (a symbolic link whose target is gone). `None` for a file, for nothing at all, on
-    /// object stores and for locations outside the table.
+    /// file and finds none it can read: "a folder" (or a link to one), "a FIFO, socket or
+    /// device" (or a link to one), "a link to nothing" (a symbolic link whose target is
+    /// gone), "a link that cannot be followed" (a loop of links, a target in a folder it
+    /// may not enter). `None` for a file, for nothing at all, on object stores and for
+    /// locations outside the table.
     pub fn local_non_file(&self, path: &str) -> Option<&'static str> {
         let (Some(root), Some(rel)) = (&self.local_root, self.relative(path)) else {
             return None;
@@ -979,10 +995,18 @@ impl TableStore {
         let full = root.join(rel.trim_matches('/'));
         match std::fs::metadata(&full) {
             Ok(m) if m.is_dir() => Some("a folder"),
-            Ok(_) => None,
-            Err(_) => std::fs::symlink_metadata(&full)
-                .is_ok_and(|m| m.file_type().is_symlink())
-                .then_some("a link to nothing"),
+            Ok(m) if m.is_file() => None,
+            Ok(_) => Some("a FIFO, socket or device"),
+            Err(e) => {
+                let link = std::fs::symlink_metadata(&full);
+                if !link.is_ok_and(|m| m.file_type().is_symlink()) {
+                    return None;
+                }
+                Some(match e.kind() {
+                    std::io::ErrorKind::NotFound => "a link to nothing",
+                    _ => "a link that cannot be followed",
+                })
+            }
         }
     }
 
@@ -1950,6 +1974,28 @@ mod tests {
         assert_ne!(after.e_tag, before.e_tag);
         assert_eq!(local.list_dir("t").await.unwrap()[0].stamp(), after);
         assert_eq!(local.stamp("t/missing").await.unwrap(), None);
+    }
+
+    /// A file's status changing (`chmod`, a hard link a backup tool makes) is no new
+    /// file: its stamp stays, by its listing, its read and its lookup (hostile review hr7:
+    /// the status change time in the tag made each sync read the table's id again until a
+    /// new version was mirrored, and the job's shortcut skip no pass after it).
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_file_whose_status_changed_keeps_its_tag() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t/a");
+        std::fs::create_dir(dir.path().join("t")).unwrap();
+        std::fs::write(&file, b"x").unwrap();
+        let (local, _) = local_and_wrapped(dir.path());
+        let before = local.stamp("t/a").await.unwrap().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::hard_link(&file, dir.path().join("backup")).unwrap();
+        assert_eq!(local.stamp("t/a").await.unwrap(), Some(before.clone()));
+        assert_eq!(local.list_dir("t").await.unwrap()[0].stamp(), before);
+        assert_eq!(local.get_timed("t/a").await.unwrap().1, Some(before));
     }
 
     #[tokio::test]

@@ -254,21 +254,33 @@ pub(crate) fn stamp(metadata: &std::fs::Metadata) -> Stamp {
 /// What tells a file from another written at the same path with the same modification
 /// time (a table written anew within the same clock tick, a copy with its times kept:
 /// `cp -p`, `rsync -t`): its inode, size, and the nanoseconds of its modification and
-/// status change times. object_store's local tag leaves out the status change time, which
-/// no one can set: a file copied with its times kept onto a freed inode, as a file system
-/// hands out again at once, would keep that tag if of the same size. `None` off Unix.
+/// creation times. object_store's local tag has no creation time: a file copied with its
+/// times kept onto a freed inode, as a file system hands out again at once, would keep
+/// that tag if of the same size. The creation (birth) time, which no one can set, rather
+/// than the status change time: that one moves with a `chmod`, a `chown`, a hard link a
+/// backup tool makes, and a changed tag costs each sync a read of the table's id until
+/// a new version is mirrored (hostile review hr7). Where the file system keeps no
+/// creation time, the status change time stands in (marked `c`). `None` off Unix.
 #[cfg(unix)]
 fn e_tag(metadata: &std::fs::Metadata) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let m = metadata;
+    let born = m
+        .created()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    let (mark, secs, nanos) = match born {
+        Some(d) => ("b", d.as_secs() as i64, i64::from(d.subsec_nanos())),
+        None => ("c", m.ctime(), m.ctime_nsec()),
+    };
     Some(format!(
-        "{:x}-{:x}-{:x}.{:x}-{:x}.{:x}",
+        "{:x}-{:x}-{:x}.{:x}-{mark}{:x}.{:x}",
         m.ino(),
         m.size(),
         m.mtime(),
         m.mtime_nsec(),
-        m.ctime(),
-        m.ctime_nsec()
+        secs,
+        nanos
     ))
 }
 

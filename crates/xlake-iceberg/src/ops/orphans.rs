@@ -43,11 +43,7 @@ async fn referenced(
         .iter()
         .any(|p| version_of(p) == Some(current))
     {
-        let file = store.absolute(&metadata_file(current));
-        let reason =
-            "the current version (named by version-hint.text) is missing; nothing is deleted"
-                .into();
-        return Err(corrupt(&file, reason));
+        return Err(current_not_listed(store, current).await);
     }
     let versions = read_versions(store, metadata_files, current).await?;
     let mut lists = HashSet::new();
@@ -81,6 +77,22 @@ async fn referenced(
     out.extend(manifests);
     out.extend(indexes);
     Ok(out)
+}
+
+/// The current version is not among the regular files listed: what stands there named
+/// (a folder, a FIFO, a link to nothing: as every other command names it), a symbolic
+/// link to a file (which cleanup never takes for xlake's), or missing.
+async fn current_not_listed(store: &TableStore, current: u64) -> IcebergError {
+    if let Some(obstacle) = IcebergTable::new(store.clone()).not_a_metadata_file(current) {
+        return obstacle;
+    }
+    let path = metadata_file(current);
+    let there = matches!(store.size(&path).await, Ok(Some(_)));
+    let reason = match there && store.not_regular_local_file(&path) {
+        true => "the current version (named by version-hint.text) is a symbolic link, which cleanup never takes for a file xlake wrote; nothing is deleted",
+        false => "the current version (named by version-hint.text) is missing; nothing is deleted",
+    };
+    corrupt(store, &store.absolute(&path), reason.into())
 }
 
 /// Every `vN.metadata.json` in `metadata_files`, decoded. Refuses metadata another writer

@@ -301,12 +301,15 @@ impl IcebergTable {
                 .put(VERSION_HINT, Bytes::from(hint_text(version)))
                 .await?;
             let mut newest = version;
-            // A folder at the next name is no version: the hint is not pointed at it (the
-            // next commit, or load, refuses it, naming it).
-            while self.store.size(&metadata_file(newest + 1)).await?.is_some()
-                && !self.store.is_local_folder(&metadata_file(newest + 1))
-            {
-                newest += 1;
+            // A folder (a FIFO, a link to nothing) at the next name is no version: the
+            // hint is not pointed at it, and what was just published stands (the next
+            // commit, or load, refuses it, naming it).
+            loop {
+                match self.version_exists(newest + 1).await {
+                    Ok(true) => newest += 1,
+                    Ok(false) | Err(IcebergError::NotAMetadataFile { .. }) => break,
+                    Err(e) => return Err(e),
+                }
             }
             if newest == version {
                 return Ok(());

@@ -429,9 +429,14 @@ impl IcebergTable {
 
     /// Whether `vN.metadata.json` of `version` exists; a folder of that name is refused
     /// ([`IcebergError::NotAMetadataFile`]): it is no version, and none can be written.
+    /// So is what cannot be looked up there (a FIFO, a loop of links), named as such.
     pub(crate) async fn version_exists(&self, version: u64) -> Result<bool> {
         let path = metadata_file(version);
-        if self.store.size(&path).await?.is_none() {
+        let size = match self.store.size(&path).await {
+            Ok(size) => size,
+            Err(e) => return Err(self.not_a_metadata_file(version).unwrap_or(e.into())),
+        };
+        if size.is_none() {
             return Ok(false);
         }
         match self.not_a_metadata_file(version) {
@@ -441,8 +446,11 @@ impl IcebergTable {
     }
 
     /// On a local disk, the error naming what stands where `version`'s metadata file
-    /// belongs when it is no file (a folder, a link to nothing); `None` otherwise. Asked
-    /// only on error paths: it costs a `stat`.
+    /// belongs when it is no file (a folder, a FIFO, a link to nothing or that cannot be
+    /// followed: [`TableStore::local_non_file`]); `None` otherwise. Asked only on error
+    /// paths: it costs a `stat`.
+    ///
+    /// [`TableStore::local_non_file`]: xlake_storage::TableStore::local_non_file
     pub(crate) fn not_a_metadata_file(&self, version: u64) -> Option<IcebergError> {
         let file = metadata_file(version);
         let what = self.store.local_non_file(&file)?;
