@@ -463,14 +463,7 @@ fn a_link_to_nothing_named_as_a_metadata_version_is_named_as_one() {
     let next = root.join("metadata/v2.metadata.json");
     std::os::unix::fs::symlink(root.join("gone"), &next).unwrap();
     common::empty_delta_commit(&root, 5);
-    let names = || {
-        let mut names: Vec<_> = std::fs::read_dir(root.join("metadata"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        names.sort();
-        names
-    };
+    let names = || metadata_names(&root);
     let before = names();
     let (code, out) = common::xlake(&["sync", t]);
     assert_eq!(code, 1, "{out}");
@@ -562,14 +555,7 @@ fn a_folder_named_as_the_version_hint_is_named_as_one() {
     std::fs::remove_file(&hint).unwrap();
     std::fs::create_dir(&hint).unwrap();
     common::empty_delta_commit(&root, 5);
-    let names = || {
-        let mut names: Vec<_> = std::fs::read_dir(root.join("metadata"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        names.sort();
-        names
-    };
+    let names = || metadata_names(&root);
     let before = names();
     for (command, exit) in [("sync", 1), ("inspect", 1), ("check", 2), ("cleanup", 1)] {
         let (code, out) = common::xlake(&[command, t]);
@@ -610,4 +596,15 @@ async fn a_fifo_at_the_next_version_leaves_no_files_of_the_failed_commit() {
     let err = sync_err(&root).await;
     assert!(err.contains(fifo.to_str().unwrap()), "{err}");
     assert_eq!(names(), before, "nothing left behind");
+}
+
+/// The names under `<root>/metadata`, sorted: what a failed command must leave as it was
+/// where a file there cannot be read ([`metadata_snapshot`] reads each).
+fn metadata_names(root: &Path) -> Vec<std::ffi::OsString> {
+    let mut names: Vec<_> = std::fs::read_dir(root.join("metadata"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    names
 }

@@ -426,6 +426,17 @@ pub(crate) mod tests {
             .collect()
     }
 
+    /// A version 6 table of c1, c2 pending, a completed instant between c2 and c3, and c3.
+    fn with_one_pending() -> (tempfile::TempDir, std::path::PathBuf) {
+        let (dir, timeline) = table(6);
+        let c2b = "20240101013000000";
+        completed(&timeline, C1, None, &commit(C1, &[("a", "null")], true));
+        pending(&timeline, C2);
+        completed(&timeline, c2b, None, &commit(c2b, &[("d", "null")], true));
+        completed(&timeline, C3, None, &commit(C3, &[("b", "null")], true));
+        (dir, timeline)
+    }
+
     /// An instant pending for good (c2) does not hold the listing back to its time: the
     /// part is listed from the newest instant less the margin, c2 looked up on its own,
     /// and the instants between them (c2b) are not listed. Each later sync names it
@@ -433,12 +444,7 @@ pub(crate) mod tests {
     /// the whole timeline, as it lands among mirrored instants).
     #[tokio::test]
     async fn an_instant_pending_for_good_does_not_hold_the_listing_back() {
-        let (dir, timeline) = table(6);
-        let c2b = "20240101013000000";
-        completed(&timeline, C1, None, &commit(C1, &[("a", "null")], true));
-        pending(&timeline, C2);
-        completed(&timeline, c2b, None, &commit(c2b, &[("d", "null")], true));
-        completed(&timeline, C3, None, &commit(C3, &[("b", "null")], true));
+        let (dir, timeline) = with_one_pending();
         let (state, _) = mirror_at(dir.path(), C3, true).await;
         completed(&timeline, C4, None, &commit(C4, &[("b", C3)], true));
         completed(&timeline, C5, None, &commit(C5, &[("c", "null")], true));
@@ -472,12 +478,7 @@ pub(crate) mod tests {
     /// instant completes, or a new one does, the tip differs (the sync is not skipped).
     #[tokio::test]
     async fn the_no_op_check_lists_from_the_settled_tip() {
-        let (dir, timeline) = table(6);
-        let c2b = "20240101013000000";
-        completed(&timeline, C1, None, &commit(C1, &[("a", "null")], true));
-        pending(&timeline, C2);
-        completed(&timeline, c2b, None, &commit(c2b, &[("d", "null")], true));
-        completed(&timeline, C3, None, &commit(C3, &[("b", "null")], true));
+        let (dir, timeline) = with_one_pending();
         let settled = TableSource::tip(&open(dir.path()).await).unwrap();
         assert_eq!(
             settled,

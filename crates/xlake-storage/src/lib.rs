@@ -190,6 +190,16 @@ fn tag_of(meta: &object_store::ObjectMeta) -> Option<String> {
     Some(tag.trim_start_matches("W/").trim_matches('"').to_string())
 }
 
+/// What a listing from an offset does with a name ([`TableStore::list_digit_names_from`]).
+enum Step {
+    /// Keep the name (if it is directly under the folder).
+    Take,
+    /// Go on past it.
+    Skip,
+    /// Nothing more to find: end the listing.
+    Stop,
+}
+
 /// A table root on some object store.
 #[derive(Debug, Clone)]
 pub struct TableStore {
@@ -1521,36 +1531,14 @@ impl TableStore {
             let names = self.list_names(dir).await?;
             return Ok(names.iter().filter(|n| digit(n) && *n > from).collect());
         }
-        let folder = dir.trim_end_matches('/');
-        let p = self.object_path(dir)?;
-        let offset = self.object_path(&format!("{folder}/{from}"))?;
-        let listed = self
-            .retrying(dir, || async {
-                let mut names = Names::default();
-                let mut stream = self.store.list_with_offset(Some(&p), &offset);
-                while let Some(meta) = stream.try_next().await? {
-                    let mut rest = meta.location.prefix_match(&p).into_iter().flatten();
-                    let Some(first) = rest.next() else { continue };
-                    // Names before the digits (`.aux/`) when `from` is short; after them,
-                    // nothing more to find.
-                    if !digit(first.as_ref()) {
-                        match first.as_ref() < "0" {
-                            true => continue,
-                            false => break,
-                        }
-                    }
-                    if rest.next().is_none() {
-                        names.push(first.as_ref());
-                    }
-                }
-                Ok(names)
-            })
-            .await;
-        match listed {
-            Ok(names) => Ok(names),
-            Err(object_store::Error::NotFound { .. }) => Ok(Names::default()),
-            Err(e) => Err(self.backend_error(dir, e)),
-        }
+        self.list_names_after(dir, from, |name| match digit(name) {
+            true => Step::Take,
+            // Names before the digits (`.aux/`) when `from` is short; after them,
+            // nothing more to find.
+            false if name < "0" => Step::Skip,
+            false => Step::Stop,
+        })
+        .await
     }
 
     /// The names directly under `dir` that start with `prefix` (a Hudi instant's files,
@@ -1567,9 +1555,24 @@ impl TableStore {
             let names = self.list_names(dir).await?;
             return Ok(names.iter().filter(|n| n.starts_with(prefix)).collect());
         }
+        self.list_names_after(dir, prefix, |name| match name.starts_with(prefix) {
+            true => Step::Take,
+            false => Step::Stop,
+        })
+        .await
+    }
+
+    /// The names directly under `dir` after `from`, by one listing from that offset on a
+    /// store opened by URL, each taken, skipped or ending the listing as `step` says.
+    async fn list_names_after(
+        &self,
+        dir: &str,
+        from: &str,
+        step: impl Fn(&str) -> Step,
+    ) -> Result<Names, StorageError> {
         let folder = dir.trim_end_matches('/');
         let p = self.object_path(dir)?;
-        let offset = self.object_path(&format!("{folder}/{prefix}"))?;
+        let offset = self.object_path(&format!("{folder}/{from}"))?;
         let listed = self
             .retrying(dir, || async {
                 let mut names = Names::default();
@@ -1577,8 +1580,10 @@ impl TableStore {
                 while let Some(meta) = stream.try_next().await? {
                     let mut rest = meta.location.prefix_match(&p).into_iter().flatten();
                     let Some(first) = rest.next() else { continue };
-                    if !first.as_ref().starts_with(prefix) {
-                        break;
+                    match step(first.as_ref()) {
+                        Step::Take => {}
+                        Step::Skip => continue,
+                        Step::Stop => break,
                     }
                     if rest.next().is_none() {
                         names.push(first.as_ref());
