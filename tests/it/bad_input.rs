@@ -542,6 +542,38 @@ fn a_link_loop_or_a_fifo_where_a_metadata_version_belongs_is_named() {
     }
 }
 
+/// A symbolic link at the next metadata version to another table's version file: named
+/// as a link, nothing changed, the other table untouched (hostile review 7, D5: sync lost
+/// a race to no one, then said the table was copied or moved).
+#[test]
+fn a_link_to_another_tables_version_at_the_next_one_is_named() {
+    let (_dir, root) = common::delta::extract("simple_table");
+    let (_other_dir, other) = common::delta::extract("simple_table");
+    let t = root.to_str().unwrap();
+    for table in [&root, &other] {
+        assert_eq!(common::xlake(&["sync", table.to_str().unwrap()]).0, 0);
+    }
+    let link = root.join("metadata/v2.metadata.json");
+    std::os::unix::fs::symlink(other.join("metadata/v1.metadata.json"), &link).unwrap();
+    common::empty_delta_commit(&root, 5);
+    let (before, theirs) = (metadata_names(&root), metadata_snapshot(&other));
+    let (code, out) = common::xlake(&["sync", t]);
+    assert_eq!(code, 1, "{out}");
+    for part in [
+        t,
+        link.to_str().unwrap(),
+        "is a symbolic link where a metadata",
+    ] {
+        assert!(out.contains(part), "{part}: {out}");
+    }
+    assert!(!out.contains("copied or moved"), "{out}");
+    assert_eq!(metadata_names(&root), before, "nothing written");
+    assert!(
+        metadata_snapshot(&other) == theirs,
+        "the other table untouched"
+    );
+}
+
 /// A folder named `metadata/version-hint.text`: every command fails naming it, nothing
 /// changed (hostile review 5: sync failed with "Unable to rename file: Is a directory"
 /// after reading the table without it, check said the hint was missing).

@@ -1020,6 +1020,16 @@ impl TableStore {
         }
     }
 
+    /// Whether `path` is, on a local root opened by path, a symbolic link (whatever it
+    /// leads to). False on object stores and for locations outside the table.
+    pub fn is_local_link(&self, path: &str) -> bool {
+        let (Some(root), Some(rel)) = (&self.local_root, self.relative(path)) else {
+            return false;
+        };
+        std::fs::symlink_metadata(root.join(rel.trim_matches('/')))
+            .is_ok_and(|m| m.file_type().is_symlink())
+    }
+
     /// The path relative to the table root, if the location lies under it.
     pub fn relative<'a>(&self, path: &'a str) -> Option<&'a str> {
         if !is_absolute(path) {

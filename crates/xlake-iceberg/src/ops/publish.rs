@@ -246,6 +246,16 @@ impl IcebergTable {
             if let Some(obstacle) = self.not_a_metadata_file(version) {
                 return Err(Unpublished::before(obstacle));
             }
+            // Nor is a link to a file: writers put a file there, never a link (one to
+            // another table's version was read as this table's, "copied or moved").
+            if self.store.is_local_link(&path) {
+                return Err(Unpublished::before(IcebergError::NotAMetadataFile {
+                    table: self.table(),
+                    version,
+                    file: self.store.absolute(&path),
+                    what: "a symbolic link",
+                }));
+            }
         }
         let e = match put {
             Ok(PutOutcome::Created) => return Ok(()),
