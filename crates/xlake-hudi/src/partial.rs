@@ -757,4 +757,120 @@ pub(crate) mod tests {
             .collect();
         assert_eq!(ids, want);
     }
+
+    /// Hostile review hr8, open: table version 6, c2 pending when the mirror stood at c5,
+    /// the mirror then expired down to c4 and c5 (`xlake expire --keep-snapshots 2`), c2
+    /// then completes. The part takes c2 as completed late and lists the timeline whole;
+    /// the whole timeline (and the engine's `Pending`) take every unmirrored instant
+    /// before the oldest mirrored one, in requested-time order, as expired: c2 is never
+    /// mirrored, with exit 0 (`check` on it not tried). An older
+    /// build (no saved state) does the same. Ignored until the listing can name such a
+    /// late completion to the engine.
+    #[tokio::test]
+    #[ignore = "hr8: a v6 late completion before the oldest retained snapshot is lost"]
+    async fn an_expired_mirror_loses_a_late_completion_before_its_oldest_v6() {
+        let (dir, timeline) = table(6);
+        completed(&timeline, C1, None, &commit(C1, &[("a", "null")], true));
+        pending(&timeline, C2);
+        completed(&timeline, C3, None, &commit(C3, &[("b", "null")], true));
+        completed(&timeline, C4, None, &commit(C4, &[("b", C3)], true));
+        completed(&timeline, C5, None, &commit(C5, &[("c", "null")], true));
+        let (mut state, _) = mirror_at(dir.path(), C5, true).await;
+        state.commits = [C4, C5].map(String::from).into();
+        completed(&timeline, C2, None, &commit(C2, &[("e", "null")], true));
+        let (source, got) = after(dir.path(), &state).await;
+        let ids: Vec<String> = unmirrored(got, &state)
+            .into_iter()
+            .map(|c| c.commit.id)
+            .collect();
+        // Whole timeline, no saved state: what an older build gives.
+        let mut old = state.clone();
+        old.source_state = None;
+        let (_, got_old) = after(dir.path(), &old).await;
+        let ids_old: Vec<String> = unmirrored(got_old, &old)
+            .into_iter()
+            .map(|c| c.commit.id)
+            .collect();
+        assert_eq!(ids_old, ids);
+        assert_eq!(source.listed_from(), None);
+        assert_eq!(ids, [C2]);
+    }
+
+    /// Table version 9, the case above: c2 completes after the mirrored instants (the
+    /// timeline orders by completion time) and the part mirrors it.
+    #[tokio::test]
+    async fn an_expired_mirror_mirrors_a_late_completion_v9() {
+        let (dir, timeline) = table(9);
+        let d = |t: &str| Some(t.to_string());
+        completed(
+            &timeline,
+            C1,
+            d(C1).as_deref(),
+            &commit(C1, &[("a", "null")], true),
+        );
+        pending(&timeline, C2);
+        completed(
+            &timeline,
+            C3,
+            d(C3).as_deref(),
+            &commit(C3, &[("b", "null")], true),
+        );
+        completed(
+            &timeline,
+            C4,
+            d(C4).as_deref(),
+            &commit(C4, &[("b", C3)], true),
+        );
+        completed(
+            &timeline,
+            C5,
+            d(C5).as_deref(),
+            &commit(C5, &[("c", "null")], true),
+        );
+        let (mut state, _) = mirror_at(dir.path(), C5, true).await;
+        state.commits = [C4, C5].map(String::from).into();
+        completed(
+            &timeline,
+            C2,
+            Some("20240101030000000"),
+            &commit(C2, &[("e", "null")], true),
+        );
+        let (source, got) = after(dir.path(), &state).await;
+        let ids: Vec<String> = unmirrored(got, &state)
+            .into_iter()
+            .map(|c| c.commit.id)
+            .collect();
+        assert_eq!(source.listed_from(), Some("20240101015600"));
+        assert_eq!(ids, [C2]);
+    }
+
+    /// The no-op pass opened at a tip gives the tip the whole timeline gives, with a
+    /// pending instant before the floor (milliseconds) and one after it; when either
+    /// completes, the tip changes.
+    #[tokio::test]
+    async fn a_tip_opened_at_is_the_whole_timelines_until_a_pending_one_completes() {
+        let (dir, timeline) = table(6);
+        five_commits(&timeline);
+        let early = "20240101003000123";
+        pending(&timeline, early);
+        let late = "20240101020550000";
+        pending(&timeline, late);
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let whole = TableSource::tip(&open(dir.path()).await).unwrap();
+        let at = HudiSource::open_at_tip(store.clone(), Default::default(), &whole)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(TableSource::tip(&at).unwrap(), whole);
+        for p in [early, late] {
+            completed(&timeline, p, None, &commit(p, &[("z", "null")], true));
+            let at = HudiSource::open_at_tip(store.clone(), Default::default(), &whole)
+                .await
+                .unwrap()
+                .unwrap();
+            let now = TableSource::tip(&at).unwrap();
+            assert_ne!(now, whole);
+            std::fs::remove_file(timeline.join(format!("{p}.commit"))).unwrap();
+        }
+    }
 }
