@@ -398,33 +398,51 @@ fn complete(root: &Path, done: &Path) {
 /// mirrored, exit 0.
 #[tokio::test]
 async fn an_expiry_keeps_what_a_pending_v6_instant_needs_to_be_mirrored_once_completed() {
+    late_completion_after_an_expiry(None, 5, 3).await;
+}
+
+/// The same with a Delta target, which cuts its log at a checkpoint (every 10 versions):
+/// 13 instants, so that without the bound the expiry would cut at version 10.
+#[tokio::test]
+async fn a_delta_target_expiry_keeps_what_a_pending_v6_instant_needs() {
+    late_completion_after_an_expiry(Some("delta"), 13, 10).await;
+}
+
+/// `instants` instants on a new Hudi table version 6, the second pending at the first
+/// sync; an expiry keeping 2 snapshots held back by it, the instant completed and
+/// mirrored; with nothing pending, the expiry lets `expired_after` snapshots go.
+async fn late_completion_after_an_expiry(
+    target: Option<&str>,
+    instants: usize,
+    expired_after: usize,
+) {
     let (_dir, root) = hudi_v6();
     let t = root.to_str().unwrap();
-    let times = [
-        "20240101000000000",
-        "20240101010000000",
-        "20240101020000000",
-        "20240101020500000",
-        "20240101020600000",
-    ];
+    let times: Vec<String> = (0..instants)
+        .map(|i| format!("202401010{}{:02}00000", i / 60, i % 60))
+        .collect();
     let done: Vec<_> = times
         .iter()
-        .zip(["a", "e", "b", "c", "d"])
-        .map(|(time, group)| hudi_v6_instant(&root, time, group))
+        .enumerate()
+        .map(|(i, time)| hudi_v6_instant(&root, time, &format!("g{i}")))
         .collect();
     for (i, d) in done.iter().enumerate() {
         if i != 1 {
             complete(&root, d);
         }
     }
-    let first = sync(t, &SyncOptions::default(), |_| {}).await.unwrap();
-    assert_eq!(first.written.len(), 4);
+    let options = SyncOptions {
+        target: target.map(str::to_string),
+        ..Default::default()
+    };
+    let first = sync(t, &options, |_| {}).await.unwrap();
+    assert_eq!(first.written.len(), instants - 1);
     let store = TableStore::open(t).unwrap();
     let retention = Retention {
         keep_snapshots: Some(2),
         ..Default::default()
     };
-    let expiry = xlake_sync::maintain::expire(&store, &retention, None, None)
+    let expiry = xlake_sync::maintain::expire(&store, &retention, None, target)
         .await
         .unwrap();
     let held = expiry
@@ -434,19 +452,19 @@ async fn an_expiry_keeps_what_a_pending_v6_instant_needs_to_be_mirrored_once_com
     assert_eq!(held.pending, times[1]);
     assert!(expiry.expired.snapshots.is_empty(), "{expiry:?}");
     complete(&root, &done[1]);
-    let second = sync(t, &SyncOptions::default(), |_| {}).await.unwrap();
+    let second = sync(t, &options, |_| {}).await.unwrap();
     let written: Vec<&str> = second
         .written
         .iter()
         .map(|m| m.commit.id.as_str())
         .collect();
-    assert_eq!(written, [times[1]]);
-    let report = check(t, &SyncOptions::default(), false).await.unwrap();
+    assert_eq!(written, [times[1].as_str()]);
+    let report = check(t, &options, false).await.unwrap();
     assert!(report.consistent(), "{report:?}");
-    // With nothing pending, the expiry keeps the newest two snapshots only.
-    let expiry = xlake_sync::maintain::expire(&store, &retention, None, None)
+    // With nothing pending, the expiry lets the older snapshots go.
+    let expiry = xlake_sync::maintain::expire(&store, &retention, None, target)
         .await
         .unwrap();
     assert_eq!(expiry.held_back, None);
-    assert_eq!(expiry.expired.snapshots.len(), 3, "{expiry:?}");
+    assert_eq!(expiry.expired.snapshots.len(), expired_after, "{expiry:?}");
 }
