@@ -512,12 +512,23 @@ async fn expire(
         keep_snapshots,
         max_age_ms: max_age.map(millis),
         now_ms: now_ms()?,
+        keep_from_snapshot: None,
     };
     let store = located.store.with_single_writer(writer.single_writer);
-    let Expiry { expired, catalog } =
-        maintain::expire(&store, &retention, catalog.as_ref(), to.target.as_deref())
-            .await
-            .map_err(failed)?;
+    let Expiry {
+        expired,
+        catalog,
+        held_back,
+    } = maintain::expire(&store, &retention, catalog.as_ref(), to.target.as_deref())
+        .await
+        .map_err(failed)?;
+    if let Some(h) = held_back {
+        outln!(
+            "{table}: source commit {} is pending: snapshot {} and every later one kept, so that it is mirrored when it completes",
+            h.pending,
+            h.snapshot_id
+        );
+    }
     print::catalog_advanced(catalog.as_ref());
     if delta {
         print::delta_expired(table, &expired);

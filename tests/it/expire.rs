@@ -332,3 +332,139 @@ async fn a_vector_vacuumed_after_it_was_mirrored_leaves_its_snapshot_readable() 
         assert_eq!(expired.snapshots.len(), 4, "{v:?}: {expired:?}");
     }
 }
+
+/// A Hudi table version 6 (copy-on-write, partition `p=1`) in a temp dir: its root.
+fn hudi_v6() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    std::fs::create_dir_all(root.join(".hoodie")).unwrap();
+    std::fs::create_dir_all(root.join("p=1")).unwrap();
+    let properties = "hoodie.table.name=t\nhoodie.table.type=COPY_ON_WRITE\nhoodie.table.version=6\nhoodie.table.partition.fields=p\nhoodie.table.keygenerator.class=org.apache.hudi.keygen.SimpleKeyGenerator\nhoodie.table.timeline.timezone=UTC\n";
+    std::fs::write(root.join(".hoodie/hoodie.properties"), properties).unwrap();
+    (dir, root)
+}
+
+/// One row (`id` 1, `p` "1") as the Parquet file at `path`: its size.
+fn write_parquet(path: &Path) -> u64 {
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    let schema = std::sync::Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("p", DataType::Utf8, false),
+    ]));
+    let columns: Vec<ArrayRef> = vec![
+        std::sync::Arc::new(Int64Array::from(vec![1])),
+        std::sync::Arc::new(StringArray::from(vec!["1"])),
+    ];
+    let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
+    let file = std::fs::File::create(path).unwrap();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(file, schema, None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    std::fs::metadata(path).unwrap().len()
+}
+
+/// Instant `instant` of the table at `root`, pending (requested and inflight), writing a
+/// new file group `group` (its base file written too); its completed commit file's path.
+fn hudi_v6_instant(root: &Path, instant: &str, group: &str) -> std::path::PathBuf {
+    let schema = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"long"},{"name":"p","type":"string"}]}"#;
+    let path = format!("p=1/{group}_0-1-1_{instant}.parquet");
+    let size = write_parquet(&root.join(&path));
+    let timeline = root.join(".hoodie");
+    std::fs::write(timeline.join(format!("{instant}.commit.requested")), "").unwrap();
+    std::fs::write(timeline.join(format!("{instant}.inflight")), "").unwrap();
+    let stats = serde_json::json!([{"fileId": group, "path": path, "prevCommit": "null",
+        "partitionPath": "p=1", "fileSizeInBytes": size, "numWrites": 1}]);
+    let json = serde_json::json!({"partitionToWriteStats": {"p=1": stats},
+        "extraMetadata": {"schema": schema}, "operationType": "UPSERT"});
+    let done = timeline.join(format!("{instant}.commit"));
+    std::fs::write(root.join(format!("{instant}.pending")), json.to_string()).unwrap();
+    done
+}
+
+/// Complete the instant whose commit file is `done` (written by [`hudi_v6_instant`]).
+fn complete(root: &Path, done: &Path) {
+    let instant = done.file_stem().unwrap().to_str().unwrap();
+    std::fs::rename(root.join(format!("{instant}.pending")), done).unwrap();
+}
+
+/// Hostile review hr8, end to end: on Hudi table version 6 (timeline ordered by requested
+/// time) an instant pending at the sync, with mirrored instants before and after it, then
+/// an expiry that asks to keep only the newest two snapshots: the expiry keeps the
+/// snapshot of the instant before the pending one (as Hudi's archival never passes its
+/// oldest pending instant), so once the instant completes the next sync mirrors it and
+/// `check` finds the mirror consistent. Before, the expiry kept the newest two snapshots
+/// and the completed instant, older than both, was taken as mirrored and expired: never
+/// mirrored, exit 0.
+#[tokio::test]
+async fn an_expiry_keeps_what_a_pending_v6_instant_needs_to_be_mirrored_once_completed() {
+    late_completion_after_an_expiry(None, 5, 3).await;
+}
+
+/// The same with a Delta target, which cuts its log at a checkpoint (every 10 versions):
+/// 13 instants, so that without the bound the expiry would cut at version 10.
+#[tokio::test]
+async fn a_delta_target_expiry_keeps_what_a_pending_v6_instant_needs() {
+    late_completion_after_an_expiry(Some("delta"), 13, 10).await;
+}
+
+/// `instants` instants on a new Hudi table version 6, the second pending at the first
+/// sync; an expiry keeping 2 snapshots held back by it, the instant completed and
+/// mirrored; with nothing pending, the expiry lets `expired_after` snapshots go.
+async fn late_completion_after_an_expiry(
+    target: Option<&str>,
+    instants: usize,
+    expired_after: usize,
+) {
+    let (_dir, root) = hudi_v6();
+    let t = root.to_str().unwrap();
+    let times: Vec<String> = (0..instants)
+        .map(|i| format!("202401010{}{:02}00000", i / 60, i % 60))
+        .collect();
+    let done: Vec<_> = times
+        .iter()
+        .enumerate()
+        .map(|(i, time)| hudi_v6_instant(&root, time, &format!("g{i}")))
+        .collect();
+    for (i, d) in done.iter().enumerate() {
+        if i != 1 {
+            complete(&root, d);
+        }
+    }
+    let options = SyncOptions {
+        target: target.map(str::to_string),
+        ..Default::default()
+    };
+    let first = sync(t, &options, |_| {}).await.unwrap();
+    assert_eq!(first.written.len(), instants - 1);
+    let store = TableStore::open(t).unwrap();
+    let retention = Retention {
+        keep_snapshots: Some(2),
+        ..Default::default()
+    };
+    let expiry = xlake_sync::maintain::expire(&store, &retention, None, target)
+        .await
+        .unwrap();
+    let held = expiry
+        .held_back
+        .clone()
+        .expect("held back by the pending instant");
+    assert_eq!(held.pending, times[1]);
+    assert!(expiry.expired.snapshots.is_empty(), "{expiry:?}");
+    complete(&root, &done[1]);
+    let second = sync(t, &options, |_| {}).await.unwrap();
+    let written: Vec<&str> = second
+        .written
+        .iter()
+        .map(|m| m.commit.id.as_str())
+        .collect();
+    assert_eq!(written, [times[1].as_str()]);
+    let report = check(t, &options, false).await.unwrap();
+    assert!(report.consistent(), "{report:?}");
+    // With nothing pending, the expiry lets the older snapshots go.
+    let expiry = xlake_sync::maintain::expire(&store, &retention, None, target)
+        .await
+        .unwrap();
+    assert_eq!(expiry.held_back, None);
+    assert_eq!(expiry.expired.snapshots.len(), expired_after, "{expiry:?}");
+}

@@ -182,6 +182,26 @@ impl TableSource for HudiSource {
         }
     }
 
+    /// The oldest pending instant that completes as one that gets a snapshot (a write, a
+    /// rollback, a restore, or a compaction or clustering, which complete as writes), on
+    /// table version 6 only: versions 8 and 9 order by completion time, so an instant
+    /// completed late comes after every mirrored one.
+    fn oldest_pending(&self) -> Option<String> {
+        if self.config().version >= 8 {
+            return None;
+        }
+        let completes_with_snapshot = |action: &str| {
+            crate::source::gets_snapshot(action)
+                || matches!(action, "compaction" | "logcompaction" | "clustering")
+        };
+        let pending = self.timeline().pending.iter();
+        pending
+            .filter(|i| completes_with_snapshot(i.action()))
+            .map(|i| i.requested())
+            .min()
+            .map(str::to_string)
+    }
+
     async fn undone_commits(&self) -> Result<BTreeMap<String, String>, SourceError> {
         Ok(HudiSource::undone_commits(self).await?)
     }

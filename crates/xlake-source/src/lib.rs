@@ -260,6 +260,16 @@ pub trait TableSource: Send + Sync {
         None
     }
 
+    /// The oldest commit begun but not completed that, once completed, takes its place in
+    /// source order before commits already completed (Hudi table version 6 orders by
+    /// requested time). An expiry keeps a snapshot of a commit before it, so that commit,
+    /// completed, comes after the oldest retained snapshot and is mirrored then (before it
+    /// the engine takes an unmirrored commit as mirrored and expired). `None` when there is
+    /// none, or when commits complete in source order (Delta, Parquet, Iceberg, Hudi 8+).
+    fn oldest_pending(&self) -> Option<String> {
+        None
+    }
+
     /// One change set per completed commit not in `mirrored.commits`, in source order (a
     /// source may also give ones that are, which the engine skips), as a stream read one
     /// change set at a time; each added file already says whether a later commit removes

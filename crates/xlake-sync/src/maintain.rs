@@ -16,10 +16,23 @@ pub struct Expiry {
     pub expired: Expired,
     /// Where the catalog entry moved, if it did.
     pub catalog: Option<Advanced>,
+    /// The source's oldest pending commit and the snapshot kept for it (with every one
+    /// after it), when one held the expiry back.
+    pub held_back: Option<HeldBack>,
+}
+
+/// A pending source commit that held an expiry back (see [`pending_floor`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldBack {
+    /// The source's oldest pending commit.
+    pub pending: String,
+    /// The snapshot kept for it: the newest of a source commit before it.
+    pub snapshot_id: i64,
 }
 
 /// Expire what `retention` says (and what the source deleted) in the `target` named
-/// (Iceberg when `None`), then point the catalog entry, if any, at the version the expiry
+/// (Iceberg when `None`), never past the source's oldest pending commit
+/// ([`pending_floor`]), then point the catalog entry, if any, at the version the expiry
 /// published.
 pub async fn expire(
     store: &TableStore,
@@ -27,12 +40,63 @@ pub async fn expire(
     catalog: Option<&CatalogTarget>,
     target: Option<&str>,
 ) -> Result<Expiry, SyncError> {
-    let expired = open(store, target)?.expire(retention).await?;
+    let opened = open(store, target)?;
+    let held_back = pending_floor(store, target).await?;
+    let retention = Retention {
+        keep_from_snapshot: held_back.as_ref().map(|h| h.snapshot_id),
+        ..*retention
+    };
+    let expired = opened.expire(&retention).await?;
     let catalog = match catalog {
         Some(target) => crate::catalog::point(store, target).await?,
         None => None,
     };
-    Ok(Expiry { expired, catalog })
+    Ok(Expiry {
+        expired,
+        catalog,
+        held_back,
+    })
+}
+
+/// The snapshot an expiry keeps, with every one after it, for the source's oldest pending
+/// commit: the newest snapshot of a source commit before it in source order. So that
+/// commit, once completed, comes after the oldest retained snapshot, where a sync mirrors
+/// it (Hudi's archival likewise never passes its oldest pending instant). `None` when the
+/// source has no such commit, when no snapshot precedes it (it is older than the whole
+/// mirror: keeping snapshots would not bring it back), or when the source does not open
+/// (then a warning: the expiry goes on as asked).
+pub async fn pending_floor(
+    store: &TableStore,
+    target: Option<&str>,
+) -> Result<Option<HeldBack>, SyncError> {
+    let options = crate::SyncOptions {
+        target: target.map(str::to_string),
+        ..Default::default()
+    };
+    let mut mirror = targets::open_chosen(store, &options)?;
+    if mirror.load(xlake_target::Read::Whole).await?.is_none() {
+        return Ok(None);
+    }
+    let source = match crate::sources::open(store, &options).await {
+        Ok(source) => source,
+        Err(e) => {
+            tracing::warn!(table = %store.location(), error = %e, "the source did not open: expiring without regard to its pending commits (a commit pending now and older than the oldest snapshot kept would never be mirrored)");
+            return Ok(None);
+        }
+    };
+    let Some(pending) = source.oldest_pending() else {
+        return Ok(None);
+    };
+    let before = |c: &String| source.order(c, &pending) == std::cmp::Ordering::Less;
+    let snapshots = mirror.view().snapshots;
+    let newest_before = snapshots
+        .iter()
+        .filter(|s| s.source_commit.as_ref().is_some_and(before))
+        .max_by_key(|s| s.sequence_number);
+    Ok(newest_before.map(|s| HeldBack {
+        pending: pending.clone(),
+        snapshot_id: s.snapshot_id,
+    }))
 }
 
 /// What [`cleanup`] found.

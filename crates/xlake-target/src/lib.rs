@@ -148,6 +148,12 @@ pub struct Retention {
     pub max_age_ms: Option<i64>,
     /// The present, ms since the epoch.
     pub now_ms: i64,
+    /// Keep every snapshot from this one on (a snapshot id; a Delta target's version),
+    /// whatever else says: the newest snapshot of a source commit before the source's
+    /// oldest pending commit, so that commit, completed, lands after the oldest retained
+    /// snapshot (as Hudi's archival never passes its oldest pending instant). A snapshot
+    /// no longer retained keeps nothing back.
+    pub keep_from_snapshot: Option<i64>,
 }
 
 /// What an expiry did.

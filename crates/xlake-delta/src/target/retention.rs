@@ -74,7 +74,8 @@ pub(super) async fn expire(
 /// The oldest version `retention` keeps (and every version reading a data file the
 /// source deleted lets go): `--keep-snapshots` the newest N; `--max-snapshot-age` the
 /// newest version at or before the cutoff and all after it (Delta's cutoff commit, so
-/// that time travel to the cutoff still resolves).
+/// that time travel to the cutoff still resolves); never later than the version
+/// `keep_from_snapshot` names.
 async fn keep_from(
     store: &TableStore,
     state: &LogState,
@@ -110,6 +111,13 @@ async fn keep_from(
         if asked.insert(&r.path) && store.size(&r.path).await?.is_none() {
             keep = r.at;
         }
+    }
+    // Never past the version `keep_from_snapshot` names (one already gone holds nothing).
+    if let Some(floor) = retention
+        .keep_from_snapshot
+        .and_then(|v| u64::try_from(v).ok())
+    {
+        keep = keep.min(floor.max(first.version));
     }
     Ok(keep.min(latest.version))
 }

@@ -218,7 +218,8 @@ type ListsAndManifests = (
 );
 
 /// The snapshots to expire, oldest first: every one up to the newest that any rule expires
-/// (it reads a file that is gone, or `retention` drops it), never the current one.
+/// (it reads a file that is gone, or `retention` drops it), never the current one, nor
+/// the one `retention.keep_from_snapshot` names or any after it.
 fn expiring(
     by_age: &[&SnapshotRef],
     current: Option<i64>,
@@ -240,9 +241,18 @@ fn expiring(
         })
         .map(|(i, _)| i)
         .max();
+    // Never the snapshot `keep_from_snapshot` names, nor any after it.
+    let floor = retention
+        .keep_from_snapshot
+        .and_then(|id| by_age.iter().position(|s| s.snapshot_id() == id));
+    let take = match (cut, floor) {
+        (Some(c), Some(f)) => (c + 1).min(f),
+        (Some(c), None) => c + 1,
+        (None, _) => 0,
+    };
     by_age
         .iter()
-        .take(cut.map_or(0, |c| c + 1))
+        .take(take)
         .map(|s| s.snapshot_id())
         .filter(|id| Some(*id) != current)
         .collect()
