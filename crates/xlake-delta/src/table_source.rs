@@ -26,6 +26,7 @@ pub const KIND: SourceKind = SourceKind {
     open,
     open_after: Some(open_after),
     open_at_tip: None,
+    pending_holds_expiry: false,
     recorded: &[],
 };
 

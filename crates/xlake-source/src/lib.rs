@@ -332,6 +332,10 @@ pub struct SourceKind {
     /// [`Self::open`]'s whole reading where the tip does not read. `None`:
     /// [`Self::open_after`] with the mirror's newest commit, else [`Self::open`].
     pub open_at_tip: Option<fn(TableStore, SourceOptions, &str) -> OpenFuture>,
+    /// Whether a commit of this format may complete after commits that follow it in
+    /// source order (Hudi), so that an expiry asks the opened table for its
+    /// [`TableSource::oldest_pending`]; false: an expiry does not open the source at all.
+    pub pending_holds_expiry: bool,
     /// Operator choices the format records in its change sets' notes, restored for later
     /// commands (none for most formats).
     pub recorded: &'static [RecordedChoice],

@@ -62,22 +62,31 @@ pub async fn expire(
 /// commit: the newest snapshot of a source commit before it in source order. So that
 /// commit, once completed, comes after the oldest retained snapshot, where a sync mirrors
 /// it (Hudi's archival likewise never passes its oldest pending instant). `None` when the
-/// source has no such commit, when no snapshot precedes it (it is older than the whole
-/// mirror: keeping snapshots would not bring it back), or when the source does not open
-/// (then a warning: the expiry goes on as asked).
+/// table's format cannot hold an expiry back (found from names alone: nothing else is
+/// read then), when the source has no such commit, when no snapshot precedes it (it is
+/// older than the whole mirror: keeping snapshots would not bring it back), or when the
+/// source does not open (then a warning: the expiry goes on as asked). The source is
+/// opened from where the mirror stands, as a sync opens it (a Hudi timeline listed from
+/// the saved instant time, its pending instants looked up).
 pub async fn pending_floor(
     store: &TableStore,
     target: Option<&str>,
 ) -> Result<Option<HeldBack>, SyncError> {
+    let holds = crate::sources::detect(store, None).await;
+    if !holds.is_ok_and(|kind| kind.is_some_and(|k| k.pending_holds_expiry)) {
+        return Ok(None);
+    }
     let options = crate::SyncOptions {
         target: target.map(str::to_string),
         ..Default::default()
     };
     let mut mirror = targets::open_chosen(store, &options)?;
-    if mirror.load(xlake_target::Read::Whole).await?.is_none() {
+    let Some(loaded) = mirror.load(xlake_target::Read::Whole).await? else {
         return Ok(None);
-    }
-    let source = match crate::sources::open(store, &options).await {
+    };
+    let state = mirror.mirror_state();
+    let opened = crate::sources::open_as_recorded(store, &options, Some(&loaded), Some(&state));
+    let source = match opened.await {
         Ok(source) => source,
         Err(e) => {
             tracing::warn!(table = %store.location(), error = %e, "the source did not open: expiring without regard to its pending commits (a commit pending now and older than the oldest snapshot kept would never be mirrored)");
