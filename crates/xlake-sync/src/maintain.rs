@@ -84,6 +84,7 @@ pub async fn pending_floor(
     let Some(loaded) = mirror.load(xlake_target::Read::Whole).await? else {
         return Ok(None);
     };
+    let options = crate::sources::with_recorded_choices(&options, mirror.as_ref());
     let state = mirror.mirror_state();
     let opened = crate::sources::open_as_recorded(store, &options, Some(&loaded), Some(&state));
     let source = match opened.await {
