@@ -62,8 +62,8 @@ pub async fn expire(
 /// commit: the newest snapshot of a source commit before it in source order. So that
 /// commit, once completed, comes after the oldest retained snapshot, where a sync mirrors
 /// it (Hudi's archival likewise never passes its oldest pending instant). `None` when the
-/// table's format cannot hold an expiry back (found from names alone: nothing else is
-/// read then), when the source has no such commit, when no snapshot precedes it (it is
+/// format the mirror records cannot hold an expiry back (nothing of the source is read
+/// then), when the source has no such commit, when no snapshot precedes it (it is
 /// older than the whole mirror: keeping snapshots would not bring it back), or when the
 /// source does not open (then a warning: the expiry goes on as asked). The source is
 /// opened from where the mirror stands, as a sync opens it (a Hudi timeline listed from
@@ -72,10 +72,6 @@ pub async fn pending_floor(
     store: &TableStore,
     target: Option<&str>,
 ) -> Result<Option<HeldBack>, SyncError> {
-    let holds = crate::sources::detect(store, None).await;
-    if !holds.is_ok_and(|kind| kind.is_some_and(|k| k.pending_holds_expiry)) {
-        return Ok(None);
-    }
     let options = crate::SyncOptions {
         target: target.map(str::to_string),
         ..Default::default()
@@ -84,6 +80,15 @@ pub async fn pending_floor(
     let Some(loaded) = mirror.load(xlake_target::Read::Whole).await? else {
         return Ok(None);
     };
+    // The format the mirror records: nothing of a source that cannot hold an expiry back
+    // is read (hostile review 9: detecting it read a Delta table's first commit).
+    let recorded = loaded.source_format.as_deref();
+    let holds = crate::sources::detectable()
+        .iter()
+        .any(|k| Some(k.format.as_str()) == recorded && k.pending_holds_expiry);
+    if !holds {
+        return Ok(None);
+    }
     let options = crate::sources::with_recorded_choices(&options, mirror.as_ref());
     let state = mirror.mirror_state();
     let opened = crate::sources::open_as_recorded(store, &options, Some(&loaded), Some(&state));
