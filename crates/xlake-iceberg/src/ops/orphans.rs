@@ -43,7 +43,7 @@ async fn referenced(
         .iter()
         .any(|p| version_of(p) == Some(current))
     {
-        return Err(current_not_listed(store, current).await);
+        return Err(current_not_listed(store, current));
     }
     let versions = read_versions(store, metadata_files, current).await?;
     let mut lists = HashSet::new();
@@ -82,13 +82,12 @@ async fn referenced(
 /// The current version is not among the regular files listed: what stands there named
 /// (a folder, a FIFO, a link to nothing: as every other command names it), a symbolic
 /// link to a file (which cleanup never takes for xlake's), or missing.
-async fn current_not_listed(store: &TableStore, current: u64) -> IcebergError {
+fn current_not_listed(store: &TableStore, current: u64) -> IcebergError {
     if let Some(obstacle) = IcebergTable::new(store.clone()).not_a_metadata_file(current) {
         return obstacle;
     }
     let path = metadata_file(current);
-    let there = matches!(store.size(&path).await, Ok(Some(_)));
-    let reason = match there && store.not_regular_local_file(&path) {
+    let reason = match store.is_local_link(&path) {
         true => "the current version (named by version-hint.text) is a symbolic link, which cleanup never takes for a file xlake wrote; nothing is deleted",
         false => "the current version (named by version-hint.text) is missing; nothing is deleted",
     };

@@ -249,12 +249,8 @@ impl IcebergTable {
             // Nor is a link to a file: writers put a file there, never a link (one to
             // another table's version was read as this table's, "copied or moved").
             if self.store.is_local_link(&path) {
-                return Err(Unpublished::before(IcebergError::NotAMetadataFile {
-                    table: self.table(),
-                    version,
-                    file: self.store.absolute(&path),
-                    what: "a symbolic link",
-                }));
+                let link = self.not_a_metadata_file_as(version, "a symbolic link");
+                return Err(Unpublished::before(link));
             }
         }
         let e = match put {

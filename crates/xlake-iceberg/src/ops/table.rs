@@ -447,19 +447,23 @@ impl IcebergTable {
 
     /// On a local disk, the error naming what stands where `version`'s metadata file
     /// belongs when it is no file (a folder, a FIFO, a link to nothing or that cannot be
-    /// followed: [`TableStore::local_non_file`]); `None` otherwise. Asked only on error
-    /// paths: it costs a `stat`.
+    /// followed: [`TableStore::local_non_file`]); `None` otherwise. It costs a `stat`:
+    /// asked where the file was found, or on error paths.
     ///
     /// [`TableStore::local_non_file`]: xlake_storage::TableStore::local_non_file
     pub(crate) fn not_a_metadata_file(&self, version: u64) -> Option<IcebergError> {
-        let file = metadata_file(version);
-        let what = self.store.local_non_file(&file)?;
-        Some(IcebergError::NotAMetadataFile {
+        let what = self.store.local_non_file(&metadata_file(version))?;
+        Some(self.not_a_metadata_file_as(version, what))
+    }
+
+    /// The error naming `what` stands where `version`'s metadata file belongs.
+    pub(crate) fn not_a_metadata_file_as(&self, version: u64, what: &'static str) -> IcebergError {
+        IcebergError::NotAMetadataFile {
             table: self.table(),
             version,
-            file: self.store.absolute(&file),
+            file: self.store.absolute(&metadata_file(version)),
             what,
-        })
+        }
     }
 
     /// The highest `vN` in `metadata/`, when there is no hint; `None` when there is no
