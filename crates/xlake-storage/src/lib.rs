@@ -974,10 +974,10 @@ impl TableStore {
     /// age of what it leads to, so what deletes by age skips these. False on object
     /// stores (they have no links) and for locations outside the table.
     pub fn not_regular_local_file(&self, path: &str) -> bool {
-        let (Some(root), Some(rel)) = (&self.local_root, self.relative(path)) else {
+        let Some(full) = self.local_path(path) else {
             return false;
         };
-        let meta = std::fs::symlink_metadata(root.join(rel.trim_matches('/')));
+        let meta = std::fs::symlink_metadata(full);
         !matches!(meta, Ok(m) if m.file_type().is_file())
     }
 
@@ -986,10 +986,10 @@ impl TableStore {
     /// prefix of other names, beside which an object of that name can still be written)
     /// and for locations outside the table.
     pub fn is_local_folder(&self, path: &str) -> bool {
-        let (Some(root), Some(rel)) = (&self.local_root, self.relative(path)) else {
+        let Some(full) = self.local_path(path) else {
             return false;
         };
-        std::fs::metadata(root.join(rel.trim_matches('/'))).is_ok_and(|m| m.is_dir())
+        std::fs::metadata(full).is_ok_and(|m| m.is_dir())
     }
 
     /// What stands at `path`, on a local root opened by path, where the caller expects a
@@ -999,10 +999,7 @@ impl TableStore {
     /// may not enter). `None` for a file, for nothing at all, on object stores and for
     /// locations outside the table.
     pub fn local_non_file(&self, path: &str) -> Option<&'static str> {
-        let (Some(root), Some(rel)) = (&self.local_root, self.relative(path)) else {
-            return None;
-        };
-        let full = root.join(rel.trim_matches('/'));
+        let full = self.local_path(path)?;
         match std::fs::metadata(&full) {
             Ok(m) if m.is_dir() => Some("a folder"),
             Ok(m) if m.is_file() => None,
@@ -1023,11 +1020,16 @@ impl TableStore {
     /// Whether `path` is, on a local root opened by path, a symbolic link (whatever it
     /// leads to). False on object stores and for locations outside the table.
     pub fn is_local_link(&self, path: &str) -> bool {
-        let (Some(root), Some(rel)) = (&self.local_root, self.relative(path)) else {
-            return false;
-        };
-        std::fs::symlink_metadata(root.join(rel.trim_matches('/')))
-            .is_ok_and(|m| m.file_type().is_symlink())
+        self.local_path(path).is_some_and(|full| {
+            std::fs::symlink_metadata(full).is_ok_and(|m| m.file_type().is_symlink())
+        })
+    }
+
+    /// Where `path` lies on a local root opened by path; `None` on object stores and for
+    /// locations outside the table.
+    fn local_path(&self, path: &str) -> Option<std::path::PathBuf> {
+        let (root, rel) = (self.local_root.as_ref()?, self.relative(path)?);
+        Some(root.join(rel.trim_matches('/')))
     }
 
     /// The path relative to the table root, if the location lies under it.
