@@ -77,18 +77,22 @@ pub async fn pending_floor(
         ..Default::default()
     };
     let mut mirror = targets::open_chosen(store, &options)?;
-    let Some(loaded) = mirror.load(xlake_target::Read::Whole).await? else {
+    // The format the mirror records, from its current version as found: nothing of a
+    // source that cannot hold an expiry back is read, nor every snapshot of its mirror
+    // (hostile review 9: detecting the format read a Delta table's first commit).
+    let Some(found) = mirror.load(xlake_target::Read::AsFound).await? else {
         return Ok(None);
     };
-    // The format the mirror records: nothing of a source that cannot hold an expiry back
-    // is read (hostile review 9: detecting it read a Delta table's first commit).
-    let recorded = loaded.source_format.as_deref();
+    let recorded = found.source_format.as_deref();
     let holds = crate::sources::detectable()
         .iter()
         .any(|k| Some(k.format.as_str()) == recorded && k.pending_holds_expiry);
     if !holds {
         return Ok(None);
     }
+    let Some(loaded) = mirror.load(xlake_target::Read::Whole).await? else {
+        return Ok(None);
+    };
     let options = crate::sources::with_recorded_choices(&options, mirror.as_ref());
     let state = mirror.mirror_state();
     let opened = crate::sources::open_as_recorded(store, &options, Some(&loaded), Some(&state));
