@@ -512,7 +512,7 @@ async fn expire(
         keep_snapshots,
         max_age_ms: max_age.map(millis),
         now_ms: now_ms()?,
-        keep_from_snapshot: None,
+        cuts: None,
     };
     let store = located.store.with_single_writer(writer.single_writer);
     let Expiry {
@@ -522,12 +522,8 @@ async fn expire(
     } = maintain::expire(&store, &retention, catalog.as_ref(), to.target.as_deref())
         .await
         .map_err(failed)?;
-    if let Some(h) = held_back {
-        outln!(
-            "{table}: source commit {} is pending: snapshot {} and every later one kept, so that it is mirrored when it completes",
-            h.pending,
-            h.snapshot_id
-        );
+    if let Some(at) = expired.held_at {
+        print::expiry_held(table, at, held_back.as_ref(), delta);
     }
     print::catalog_advanced(catalog.as_ref());
     if delta {

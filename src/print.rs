@@ -338,6 +338,27 @@ pub fn catalog_advanced(advanced: Option<&xlake_catalog::Advanced>) {
     }
 }
 
+/// Why an expiry kept snapshot (a Delta target's version) `at` and every one after it
+/// when the retention asked for a later cut: the source's oldest pending commit, or,
+/// after a late completion, the source's order.
+pub fn expiry_held(
+    table: &str,
+    at: i64,
+    pending: Option<&xlake_sync::maintain::HeldBack>,
+    delta: bool,
+) {
+    let what = if delta { "version" } else { "snapshot" };
+    match pending {
+        Some(h) => outln!(
+            "{table}: source commit {} is pending: {what} {at} and every later one kept, so that it is mirrored when it completes",
+            h.pending
+        ),
+        None => outln!(
+            "{table}: {what} {at} and every later one kept: a source commit completed late and its {what} comes after those of later commits; expiring between them would have the next sync mirror an expired commit again"
+        ),
+    }
+}
+
 /// What `expire --target delta` did: the versions whose log files are gone (the log now
 /// starts at the checkpoint after them) and the files deleted.
 pub fn delta_expired(table: &str, expired: &xlake_sync::maintain::Expired) {

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use xlake_iceberg::{IcebergTable, Retention};
 use xlake_storage::TableStore;
-use xlake_sync::{check, sync, SyncOptions};
+use xlake_sync::{check, check_with, sync, SyncOptions};
 
 /// The manifest list of every snapshot, oldest first.
 async fn manifest_lists(table: &IcebergTable) -> Vec<String> {
@@ -398,24 +398,28 @@ fn complete(root: &Path, done: &Path) {
 /// mirrored, exit 0.
 #[tokio::test]
 async fn an_expiry_keeps_what_a_pending_v6_instant_needs_to_be_mirrored_once_completed() {
-    late_completion_after_an_expiry(None, 5, 3).await;
+    late_completion_after_an_expiry(None, 5, 1).await;
 }
 
 /// The same with a Delta target, which cuts its log at a checkpoint (every 10 versions):
-/// 13 instants, so that without the bound the expiry would cut at version 10.
+/// 13 instants, so that without the bound the expiry would cut at version 10. Once the
+/// late instant is mirrored (version 12), no checkpoint is a cut in source order.
 #[tokio::test]
 async fn a_delta_target_expiry_keeps_what_a_pending_v6_instant_needs() {
-    late_completion_after_an_expiry(Some("delta"), 13, 10).await;
+    late_completion_after_an_expiry(Some("delta"), 13, 0).await;
 }
 
 /// `instants` instants on a new Hudi table version 6, the second pending at the first
 /// sync; an expiry keeping 2 snapshots held back by it, the instant completed and
-/// mirrored; with nothing pending, the expiry lets `expired_after` snapshots go.
+/// mirrored (its snapshot last); with nothing pending, the expiry lets `expired_after`
+/// snapshots go, only those before every later instant's (hostile review 9: it kept the
+/// newest two, the next sync mirrored the instants between them again), and the next sync
+/// writes nothing.
 async fn late_completion_after_an_expiry(
     target: Option<&str>,
     instants: usize,
     expired_after: usize,
-) {
+) -> (tempfile::TempDir, std::path::PathBuf, Vec<String>) {
     let (_dir, root) = hudi_v6();
     let t = root.to_str().unwrap();
     let times: Vec<String> = (0..instants)
@@ -459,12 +463,76 @@ async fn late_completion_after_an_expiry(
         .map(|m| m.commit.id.as_str())
         .collect();
     assert_eq!(written, [times[1].as_str()]);
-    let report = check(t, &options, false).await.unwrap();
-    assert!(report.consistent(), "{report:?}");
+    // Deep, the current snapshot (the late instant's) holds the state after the newest
+    // instant; those between it and the instant before it hold none and are not compared
+    // (before, the deep check reported the late file absent from the newest instant's).
+    for all in [false, true] {
+        let report = check_with(t, &options, true, all).await.unwrap();
+        assert!(report.consistent(), "{report:?}");
+        let compared = if all { 2 } else { 1 };
+        assert_eq!(report.compared.len(), compared, "{report:?}");
+    }
     // With nothing pending, the expiry lets the older snapshots go.
     let expiry = xlake_sync::maintain::expire(&store, &retention, None, target)
         .await
         .unwrap();
     assert_eq!(expiry.held_back, None);
     assert_eq!(expiry.expired.snapshots.len(), expired_after, "{expiry:?}");
+    assert!(expiry.expired.held_at.is_some(), "{expiry:?}");
+    // Asked again, the command says why it keeps what it keeps.
+    let mut args = vec!["expire", t, "--keep-snapshots", "2"];
+    args.extend(target.map(|t| ["--target", t]).into_iter().flatten());
+    let out = Command::new(env!("CARGO_BIN_EXE_xlake"))
+        .args(&args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let what = if target.is_some() {
+        "version"
+    } else {
+        "snapshot"
+    };
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "and every later one kept: a source commit completed late and its {what}"
+        )),
+        "{stdout}"
+    );
+    let third = sync(t, &options, |_| {}).await.unwrap();
+    assert!(third.written.is_empty(), "mirrored again: {third:?}");
+    let report = check(t, &options, false).await.unwrap();
+    assert!(report.consistent(), "{report:?}");
+    (_dir, root, times)
+}
+
+/// After [`an_expiry_keeps_what_a_pending_v6_instant_needs_to_be_mirrored_once_completed`],
+/// two more instants: the late one's snapshot now precedes theirs, so an expiry keeping
+/// the newest two cuts there (every expired instant precedes both), and the next sync
+/// writes nothing.
+#[tokio::test]
+async fn an_expiry_cuts_past_a_late_completion_once_later_instants_follow_it() {
+    let (_dir, root, _) = late_completion_after_an_expiry(None, 5, 1).await;
+    let t = root.to_str().unwrap();
+    for (i, time) in ["20240101000500000", "20240101000600000"]
+        .iter()
+        .enumerate()
+    {
+        let done = hudi_v6_instant(&root, time, &format!("n{i}"));
+        complete(&root, &done);
+    }
+    let options = SyncOptions::default();
+    assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 2);
+    let store = TableStore::open(t).unwrap();
+    let retention = Retention {
+        keep_snapshots: Some(2),
+        ..Default::default()
+    };
+    let expiry = xlake_sync::maintain::expire(&store, &retention, None, None)
+        .await
+        .unwrap();
+    assert_eq!(expiry.expired.snapshots.len(), 4, "{expiry:?}");
+    assert_eq!(expiry.expired.held_at, None);
+    assert!(sync(t, &options, |_| {}).await.unwrap().written.is_empty());
+    assert!(check(t, &options, false).await.unwrap().consistent());
 }

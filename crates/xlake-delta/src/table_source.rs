@@ -26,7 +26,7 @@ pub const KIND: SourceKind = SourceKind {
     open,
     open_after: Some(open_after),
     open_at_tip: None,
-    pending_holds_expiry: false,
+    late_completions: false,
     recorded: &[],
 };
 

@@ -29,7 +29,7 @@ pub const KIND: SourceKind = SourceKind {
     open,
     open_after: Some(open_after),
     open_at_tip: Some(open_at_tip),
-    pending_holds_expiry: true,
+    late_completions: true,
     recorded: &[RecordedChoice {
         note: VIEW_NOTE,
         value: READ_OPTIMIZED,

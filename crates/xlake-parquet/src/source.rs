@@ -35,7 +35,7 @@ pub const KIND: SourceKind = SourceKind {
     open,
     open_after: None,
     open_at_tip: None,
-    pending_holds_expiry: false,
+    late_completions: false,
     recorded: &[],
 };
 

@@ -334,8 +334,10 @@ pub struct SourceKind {
     pub open_at_tip: Option<fn(TableStore, SourceOptions, &str) -> OpenFuture>,
     /// Whether a commit of this format may complete after commits that follow it in
     /// source order (Hudi), so that an expiry asks the opened table for its
-    /// [`TableSource::oldest_pending`]; false: an expiry does not open the source at all.
-    pub pending_holds_expiry: bool,
+    /// [`TableSource::oldest_pending`] and its listing's order (a late completion's
+    /// snapshot comes after those of later commits); false: an expiry does not open the
+    /// source at all.
+    pub late_completions: bool,
     /// Operator choices the format records in its change sets' notes, restored for later
     /// commands (none for most formats).
     pub recorded: &'static [RecordedChoice],

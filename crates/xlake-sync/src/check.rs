@@ -223,6 +223,7 @@ pub async fn check_with(
             target: target.as_ref(),
             store: &store,
             snapshot_of: &snapshot_of,
+            ancestry: &ancestry,
             held_undone: &held_undone(&report.undone, &ancestry),
         };
         report.compared = compare.files(all).await?;
@@ -348,6 +349,8 @@ struct Compare<'a> {
     target: &'a dyn TableTarget,
     store: &'a TableStore,
     snapshot_of: &'a HashMap<String, i64>,
+    /// The current ancestry, oldest first.
+    ancestry: &'a [Ancestor],
     /// Snapshots holding an undone commit's files ([`held_undone`]): not compared.
     held_undone: &'a HashSet<i64>,
 }
@@ -356,6 +359,10 @@ impl Compare<'_> {
     /// Replay the source and compare its live files after the newest mirrored commit with
     /// the current snapshot's, or (`all`) after every mirrored commit with that commit's
     /// snapshot; one [`Comparison`] per snapshot compared, naming each differing file.
+    /// After a late completion (its snapshot after those of later commits) a snapshot is
+    /// compared with the state after the newest commit it holds, and snapshots that hold
+    /// no state of the source (between the late one and those before it) are not
+    /// compared ([`crate::cuts::source_states`]).
     async fn files(&self, all: bool) -> Result<Vec<Comparison>, SyncError> {
         let store = self.store;
         // Every commit from the start, the newest mirrored one known (for sources that
@@ -367,7 +374,9 @@ impl Compare<'_> {
             source_state: None,
             deletes: None,
         };
-        let (oldest, newest) = self.mirrored_span(&from_start)?;
+        let listing = self.source.listing(&from_start).in_table(store)?;
+        let (oldest, newest) = self.mirrored_span(&listing);
+        let state_of = crate::cuts::source_states(self.ancestry, &listing);
         // Nothing before the oldest commit compared is needed: the replay may start at
         // the source's full state there (Delta: the newest checkpoint at or before it).
         let from = if all { &oldest } else { &newest };
@@ -399,7 +408,7 @@ impl Compare<'_> {
             }
             let is_newest = newest.as_deref() == Some(change.commit.id.as_str());
             past_newest = is_newest;
-            let Some(&snapshot) = self.snapshot_of.get(&change.commit.id) else {
+            let Some(&snapshot) = state_of.get(&change.commit.id) else {
                 continue;
             };
             if (!all && !is_newest) || self.held_undone.contains(&snapshot) {
@@ -416,11 +425,7 @@ impl Compare<'_> {
 
     /// The oldest and the newest mirrored commit, in source order (a replay gives the
     /// listing's order).
-    fn mirrored_span(
-        &self,
-        from_start: &MirrorState,
-    ) -> Result<(Option<String>, Option<String>), SyncError> {
-        let listing = self.source.listing(from_start).in_table(self.store)?;
+    fn mirrored_span(&self, listing: &CommitListing) -> (Option<String>, Option<String>) {
         let mut mirrored = listing
             .commits
             .iter()
@@ -430,7 +435,7 @@ impl Compare<'_> {
             .next_back()
             .map(|c| c.id.clone())
             .or(oldest.clone());
-        Ok((oldest, newest))
+        (oldest, newest)
     }
 }
 

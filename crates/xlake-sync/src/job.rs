@@ -110,7 +110,7 @@ impl TableEntry {
             keep_snapshots: self.keep_snapshots,
             max_age_ms,
             now_ms,
-            keep_from_snapshot: None,
+            cuts: None,
         })
     }
 }

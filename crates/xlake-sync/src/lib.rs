@@ -20,6 +20,7 @@
 //! | [`job`] | the scheduled job over the tables of a config file |
 //! | `noop` | the job's no-op shortcut: a table whose source and target have not moved since a sync left nothing pending is not read again |
 //! | [`maintain`] | `expire` (the catalog entry following) and `cleanup`, shared by the binary and the job |
+//! | `cuts` | where an expiry may cut a mirror's history so that no expired commit is mirrored again (a late completion) |
 //! | [`snapshots`](snapshots::snapshots) | the snapshot list and the source commit each records |
 //! | [`locate`](locate::locate) | what a location holds (source table, target metadata), before a command acts |
 //! | [`rebuild`] | `sync --rebuild`: a copied or moved table mirrored afresh at its new place |
@@ -41,6 +42,7 @@
 pub mod access;
 pub mod catalog;
 pub mod check;
+mod cuts;
 mod error;
 pub mod inspect;
 pub mod job;

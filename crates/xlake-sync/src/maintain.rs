@@ -6,22 +6,24 @@ use xlake_catalog::{Advanced, CatalogTarget};
 use xlake_storage::TableStore;
 pub use xlake_target::{Expired, Retention};
 
+use crate::error::InTable;
 use crate::targets::{self, SAFE_AGE};
 use crate::SyncError;
 
 /// What [`expire`] did.
 #[derive(Debug)]
 pub struct Expiry {
-    /// The snapshots and files expired.
+    /// The snapshots and files expired; its `held_at` names the snapshot kept, with every
+    /// one after it, when the source's order or its pending commit held the expiry back.
     pub expired: Expired,
     /// Where the catalog entry moved, if it did.
     pub catalog: Option<Advanced>,
-    /// The source's oldest pending commit and the snapshot kept for it (with every one
-    /// after it), when one held the expiry back.
+    /// The source's oldest pending commit and the newest snapshot before it, kept with
+    /// every one after it, when there is one (see [`bounds`]).
     pub held_back: Option<HeldBack>,
 }
 
-/// A pending source commit that held an expiry back (see [`pending_floor`]).
+/// A pending source commit that holds an expiry back (see [`bounds`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeldBack {
     /// The source's oldest pending commit.
@@ -30,10 +32,18 @@ pub struct HeldBack {
     pub snapshot_id: i64,
 }
 
+/// Where the source lets an expiry cut (see [`bounds`]).
+#[derive(Debug, Default)]
+pub struct Bounds {
+    /// The snapshots an expiry may keep from ([`Retention::cuts`]); `None`: any.
+    pub cuts: Option<std::collections::BTreeSet<i64>>,
+    /// The source's oldest pending commit, which no cut passes.
+    pub held_back: Option<HeldBack>,
+}
+
 /// Expire what `retention` says (and what the source deleted) in the `target` named
-/// (Iceberg when `None`), never past the source's oldest pending commit
-/// ([`pending_floor`]), then point the catalog entry, if any, at the version the expiry
-/// published.
+/// (Iceberg when `None`), cutting only where the source allows ([`bounds`]), then point
+/// the catalog entry, if any, at the version the expiry published.
 pub async fn expire(
     store: &TableStore,
     retention: &Retention,
@@ -41,10 +51,10 @@ pub async fn expire(
     target: Option<&str>,
 ) -> Result<Expiry, SyncError> {
     let opened = open(store, target)?;
-    let held_back = pending_floor(store, target).await?;
+    let bounds = bounds(store, target).await?;
     let retention = Retention {
-        keep_from_snapshot: held_back.as_ref().map(|h| h.snapshot_id),
-        ..*retention
+        cuts: bounds.cuts,
+        ..retention.clone()
     };
     let expired = opened.expire(&retention).await?;
     let catalog = match catalog {
@@ -54,44 +64,44 @@ pub async fn expire(
     Ok(Expiry {
         expired,
         catalog,
-        held_back,
+        held_back: bounds.held_back,
     })
 }
 
-/// The snapshot an expiry keeps, with every one after it, for the source's oldest pending
-/// commit: the newest snapshot of a source commit before it in source order. So that
-/// commit, once completed, comes after the oldest retained snapshot, where a sync mirrors
-/// it (Hudi's archival likewise never passes its oldest pending instant). `None` when the
-/// format the mirror records cannot hold an expiry back (nothing of the source is read
-/// then), when the source has no such commit, when no snapshot precedes it (it is
-/// older than the whole mirror: keeping snapshots would not bring it back), or when the
-/// source does not open (then a warning: the expiry goes on as asked). The source is
-/// opened from where the mirror stands, as a sync opens it (a Hudi timeline listed from
-/// the saved instant time, its pending instants looked up).
-pub async fn pending_floor(
-    store: &TableStore,
-    target: Option<&str>,
-) -> Result<Option<HeldBack>, SyncError> {
+/// Where an expiry may cut, for a format whose commits may complete out of source order
+/// (Hudi; for others every cut is allowed and nothing of the source is read):
+/// - never past the newest snapshot of a source commit before the source's oldest pending
+///   commit, so that commit, once completed, comes after the oldest retained snapshot,
+///   where a sync mirrors it (Hudi's archival likewise never passes its oldest pending
+///   instant; nothing is held when no snapshot precedes it: keeping snapshots would not
+///   bring it back);
+/// - where the source lists commits out of snapshot order (a late completion), only where
+///   every expired snapshot's commit is listed before every kept one's ([`crate::cuts`]).
+///
+/// The source is opened from where the mirror stands, as a sync opens it (a Hudi
+/// timeline listed from the saved instant time, its pending instants looked up). One that
+/// does not open gives a warning and no bounds: the expiry goes on as asked.
+pub async fn bounds(store: &TableStore, target: Option<&str>) -> Result<Bounds, SyncError> {
     let options = crate::SyncOptions {
         target: target.map(str::to_string),
         ..Default::default()
     };
     let mut mirror = targets::open_chosen(store, &options)?;
     // The format the mirror records, from its current version as found: nothing of a
-    // source that cannot hold an expiry back is read, nor every snapshot of its mirror
+    // source whose commits complete in order is read, nor every snapshot of its mirror
     // (hostile review 9: detecting the format read a Delta table's first commit).
     let Some(found) = mirror.load(xlake_target::Read::AsFound).await? else {
-        return Ok(None);
+        return Ok(Bounds::default());
     };
     let recorded = found.source_format.as_deref();
-    let holds = crate::sources::detectable()
+    let late = crate::sources::detectable()
         .iter()
-        .any(|k| Some(k.format.as_str()) == recorded && k.pending_holds_expiry);
-    if !holds {
-        return Ok(None);
+        .any(|k| Some(k.format.as_str()) == recorded && k.late_completions);
+    if !late {
+        return Ok(Bounds::default());
     }
     let Some(loaded) = mirror.load(xlake_target::Read::Whole).await? else {
-        return Ok(None);
+        return Ok(Bounds::default());
     };
     let options = crate::sources::with_recorded_choices(&options, mirror.as_ref());
     let state = mirror.mirror_state();
@@ -99,23 +109,28 @@ pub async fn pending_floor(
     let source = match opened.await {
         Ok(source) => source,
         Err(e) => {
-            tracing::warn!(table = %store.location(), error = %e, "the source did not open: expiring without regard to its pending commits (a commit pending now and older than the oldest snapshot kept would never be mirrored)");
-            return Ok(None);
+            tracing::warn!(table = %store.location(), error = %e, "the source did not open: expiring without regard to its order or its pending commits (a commit pending now and older than the oldest snapshot kept would never be mirrored; after a late completion, a commit expired after an older one kept would be mirrored again)");
+            return Ok(Bounds::default());
         }
     };
-    let Some(pending) = source.oldest_pending() else {
-        return Ok(None);
-    };
-    let before = |c: &String| source.order(c, &pending) == std::cmp::Ordering::Less;
     let snapshots = mirror.view().snapshots;
-    let newest_before = snapshots
-        .iter()
-        .filter(|s| s.source_commit.as_ref().is_some_and(before))
-        .max_by_key(|s| s.sequence_number);
-    Ok(newest_before.map(|s| HeldBack {
-        pending: pending.clone(),
-        snapshot_id: s.snapshot_id,
-    }))
+    let held_back = source.oldest_pending().and_then(|pending| {
+        let before = |c: &String| source.order(c, &pending) == std::cmp::Ordering::Less;
+        let newest_before = snapshots
+            .iter()
+            .filter(|s| s.source_commit.as_ref().is_some_and(before))
+            .max_by_key(|s| s.sequence_number)?;
+        Some(HeldBack {
+            snapshot_id: newest_before.snapshot_id,
+            pending,
+        })
+    });
+    let listing = source.listing(&state).in_table(store)?;
+    let floor = held_back.as_ref().map(|h| h.snapshot_id);
+    Ok(Bounds {
+        cuts: Some(crate::cuts::allowed(&snapshots, &listing, floor)),
+        held_back,
+    })
 }
 
 /// What [`cleanup`] found.

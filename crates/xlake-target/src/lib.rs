@@ -41,7 +41,7 @@ pub use xlake_source::{
     MirrorReadError, MirrorState, MirroredDeletes, MirroredDeletesRef, TargetTakes,
 };
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
 use xlake_model::{ChangeSet, DeclaredTable};
@@ -139,7 +139,7 @@ pub struct FormatChange {
 }
 
 /// What an expiry keeps.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Retention {
     /// Keep at most this many snapshots (the newest).
     pub keep_snapshots: Option<usize>,
@@ -148,12 +148,22 @@ pub struct Retention {
     pub max_age_ms: Option<i64>,
     /// The present, ms since the epoch.
     pub now_ms: i64,
-    /// Keep every snapshot from this one on (a snapshot id; a Delta target's version),
-    /// whatever else says: the newest snapshot of a source commit before the source's
-    /// oldest pending commit, so that commit, completed, lands after the oldest retained
-    /// snapshot (as Hudi's archival never passes its oldest pending instant). A snapshot
-    /// no longer retained keeps nothing back.
-    pub keep_from_snapshot: Option<i64>,
+    /// When set, the only snapshots (ids; a Delta target's versions) an expiry may keep
+    /// from, each with every snapshot after it, whatever else says; keeping every
+    /// snapshot is always allowed. The engine's word, from the source: where every
+    /// snapshot before records a source commit older than every one after (a late
+    /// completion breaks that, and the sync would mirror again a commit expired after
+    /// an older one it keeps), and never past the newest snapshot before the source's
+    /// oldest pending commit (as Hudi's archival never passes its oldest pending instant).
+    pub cuts: Option<BTreeSet<i64>>,
+}
+
+impl Retention {
+    /// Whether an expiry may keep from snapshot `id`, with every one after it, and expire
+    /// every one before it.
+    pub fn may_keep_from(&self, id: i64) -> bool {
+        self.cuts.as_ref().is_none_or(|cuts| cuts.contains(&id))
+    }
 }
 
 /// What an expiry did.
@@ -165,6 +175,9 @@ pub struct Expired {
     pub deleted_files: Vec<String>,
     /// The version written (0 when nothing expired).
     pub version: u64,
+    /// The snapshot (a Delta target's version) kept, with every one after it, because
+    /// [`Retention::cuts`] allowed no later cut that the rest of the retention asked for.
+    pub held_at: Option<i64>,
 }
 
 /// One snapshot, as `snapshots` lists it.

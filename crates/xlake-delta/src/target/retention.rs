@@ -35,13 +35,24 @@ pub(super) async fn expire(
     let bound = keep.min(pointer(store).await?.unwrap_or(latest));
     // The log's own start when it is a checkpoint: what an expire that stopped midway
     // left below it is deleted.
-    let cut = match bound >= start.max(1) {
-        true => listing.checkpoints.range(start.max(1)..=bound).next_back(),
-        false => None,
+    let mut cuts = listing
+        .checkpoints
+        .range(start.max(1)..)
+        .rev()
+        .filter(|v| **v <= bound);
+    let asked = cuts.next();
+    let allowed = |v: &u64| i64::try_from(*v).is_ok_and(|v| retention.may_keep_from(v));
+    let chosen = asked
+        .filter(|v| allowed(v))
+        .or_else(|| cuts.find(|v| allowed(v)));
+    let held_at = match (asked, chosen) {
+        (Some(a), c) if Some(a) != c => Some(c.copied().unwrap_or(start) as i64),
+        _ => None,
     };
-    let Some(&cut) = cut else {
+    let Some(&cut) = chosen else {
         return Ok(Expired {
             version: latest,
+            held_at,
             ..Expired::default()
         });
     };
@@ -68,14 +79,15 @@ pub(super) async fn expire(
             .collect(),
         deleted_files: deleted,
         version: latest,
+        held_at,
     })
 }
 
 /// The oldest version `retention` keeps (and every version reading a data file the
 /// source deleted lets go): `--keep-snapshots` the newest N; `--max-snapshot-age` the
 /// newest version at or before the cutoff and all after it (Delta's cutoff commit, so
-/// that time travel to the cutoff still resolves); never later than the version
-/// `keep_from_snapshot` names.
+/// that time travel to the cutoff still resolves). [`expire`] then cuts at the newest
+/// checkpoint up to it that `retention.cuts` allows.
 async fn keep_from(
     store: &TableStore,
     state: &LogState,
@@ -111,13 +123,6 @@ async fn keep_from(
         if asked.insert(&r.path) && store.size(&r.path).await?.is_none() {
             keep = r.at;
         }
-    }
-    // Never past the version `keep_from_snapshot` names (one already gone holds nothing).
-    if let Some(floor) = retention
-        .keep_from_snapshot
-        .and_then(|v| u64::try_from(v).ok())
-    {
-        keep = keep.min(floor.max(first.version));
     }
     Ok(keep.min(latest.version))
 }

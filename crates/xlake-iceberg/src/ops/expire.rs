@@ -2,7 +2,9 @@
 //! (or deletion vectors) Hudi's cleaner or Delta's vacuum deleted go, so Iceberg time
 //! travel never reaches a missing file; optional count and age limits on top. Always a prefix of history, never
 //! the current snapshot, so the retained snapshots stay one unbroken line and the sync's
-//! rule (commits older than the oldest mirrored one were mirrored and expired) holds.
+//! rule (commits older than the oldest mirrored one were mirrored and expired) holds; and
+//! cut only where the engine allows ([`Retention::cuts`]: source order after a late
+//! completion, the source's oldest pending commit).
 
 use std::collections::{HashMap, HashSet};
 
@@ -43,9 +45,12 @@ impl IcebergTable {
         let needs_missing = self
             .reading_gone_files(&by_age, current, &lists, &manifests)
             .await;
-        let expired = expiring(&by_age, current, &needs_missing, retention);
+        let (expired, held_at) = expiring(&by_age, current, &needs_missing, retention);
         if expired.is_empty() {
-            return Ok(Expired::default());
+            return Ok(Expired {
+                held_at,
+                ..Expired::default()
+            });
         }
         let metadata = self.without_snapshots(&loaded, &expired)?;
         // Loaded whole: nothing carried, every snapshot kept is in `metadata`.
@@ -60,6 +65,7 @@ impl IcebergTable {
             snapshots: expired,
             deleted_files: deleted,
             version,
+            held_at,
         })
     }
 
@@ -218,14 +224,15 @@ type ListsAndManifests = (
 );
 
 /// The snapshots to expire, oldest first: every one up to the newest that any rule expires
-/// (it reads a file that is gone, or `retention` drops it), never the current one, nor
-/// the one `retention.keep_from_snapshot` names or any after it.
+/// (it reads a file that is gone, or `retention` drops it), never the current one, and
+/// only where `retention` allows a cut; with the snapshot the expiry was held at when the
+/// allowed cut is earlier than the one asked for.
 fn expiring(
     by_age: &[&SnapshotRef],
     current: Option<i64>,
     needs_missing: &HashSet<i64>,
     retention: &Retention,
-) -> Vec<i64> {
+) -> (Vec<i64>, Option<i64>) {
     // Position in age order of the newest snapshot to expire, by any rule.
     let cut = by_age
         .iter()
@@ -241,19 +248,24 @@ fn expiring(
         })
         .map(|(i, _)| i)
         .max();
-    // Never the snapshot `keep_from_snapshot` names, nor any after it.
-    let floor = retention
-        .keep_from_snapshot
-        .and_then(|id| by_age.iter().position(|s| s.snapshot_id() == id));
-    let take = match (cut, floor) {
-        (Some(c), Some(f)) => (c + 1).min(f),
-        (Some(c), None) => c + 1,
-        (None, _) => 0,
+    let asked = cut.map_or(0, |c| c + 1);
+    // Keeping from position `k` on; keeping every snapshot is always allowed, keeping none
+    // only when any cut is.
+    let allowed = |k: usize| match by_age.get(k) {
+        _ if k == 0 => true,
+        Some(s) => retention.may_keep_from(s.snapshot_id()),
+        None => retention.cuts.is_none(),
     };
-    by_age
+    let take = (0..=asked).rev().find(|&k| allowed(k)).unwrap_or(0);
+    let held_at = by_age
+        .get(take)
+        .filter(|_| take < asked)
+        .map(|s| s.snapshot_id());
+    let expired = by_age
         .iter()
         .take(take)
         .map(|s| s.snapshot_id())
         .filter(|id| Some(*id) != current)
-        .collect()
+        .collect();
+    (expired, held_at)
 }

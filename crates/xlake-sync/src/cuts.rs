@@ -1,0 +1,206 @@
+//! Where an expiry may cut a mirror's history (its snapshots, oldest first) so that the
+//! sync's rule still holds: a listed commit older, in source order, than the oldest one a
+//! snapshot records was mirrored and then expired; any other unrecorded one is pending and
+//! mirrored. A cut keeps one snapshot and every snapshot after it. Where snapshot order is
+//! source order any cut keeps the rule; a late completion (Hudi table version 6: an
+//! instant that completes after later instants were mirrored gets its snapshot last)
+//! breaks that order, and a cut that expires a commit listed after one it keeps would have
+//! the next sync mirror that commit again, its files a second time (hostile review 9).
+
+use std::collections::{BTreeSet, HashMap};
+
+use xlake_model::CommitListing;
+use xlake_target::{Ancestor, SnapshotEntry};
+
+/// The snapshots (of `snapshots`, oldest first) an expiry may keep from: those where
+/// every snapshot before records a commit listed before every listed commit the snapshot
+/// and those after it record (commits the listing no longer names are never mirrored
+/// again, so they do not count), up to `floor` (a snapshot id) and no later.
+pub(crate) fn allowed(
+    snapshots: &[SnapshotEntry],
+    listing: &CommitListing,
+    floor: Option<i64>,
+) -> BTreeSet<i64> {
+    let recorded: Vec<_> = snapshots
+        .iter()
+        .map(|s| (s.snapshot_id, s.source_commit.as_deref()))
+        .collect();
+    let listed = positions(&recorded, listing);
+    let mut allowed = BTreeSet::new();
+    for (k, fits) in cut_before(&listed).into_iter().enumerate() {
+        if fits {
+            allowed.insert(recorded[k].0);
+        }
+        if floor == Some(recorded[k].0) {
+            break;
+        }
+    }
+    allowed
+}
+
+/// Of the `ancestry` (oldest first), the snapshots that hold a state of the source, each
+/// by the listed commit that state follows: those of a listed commit where every snapshot
+/// up to it records a commit listed before every one after it records (the newest
+/// always). After a late completion the snapshots between it and the instants before it
+/// hold no such state.
+pub(crate) fn source_states(
+    ancestry: &[Ancestor],
+    listing: &CommitListing,
+) -> HashMap<String, i64> {
+    let recorded: Vec<_> = ancestry
+        .iter()
+        .map(|a| (a.snapshot_id, a.source_commit.as_deref()))
+        .collect();
+    let listed = positions(&recorded, listing);
+    let mut cuts = cut_before(&listed);
+    cuts.push(true);
+    let mut states = HashMap::new();
+    let mut newest: Option<usize> = None;
+    for (k, (snapshot, _)) in recorded.iter().enumerate() {
+        newest = newest.max(listed[k]);
+        // A snapshot of a commit the listing does not name (one a rollback undid) holds
+        // its files, which no state of the source has.
+        if let (true, Some(_), Some(n)) = (cuts[k + 1], listed[k], newest) {
+            states.insert(listing.commits[n].id.clone(), *snapshot);
+        }
+    }
+    states
+}
+
+/// Each snapshot's commit's position in the listing, if listed.
+fn positions(recorded: &[(i64, Option<&str>)], listing: &CommitListing) -> Vec<Option<usize>> {
+    let positions = listing.positions();
+    recorded
+        .iter()
+        .map(|(_, commit)| positions.get((*commit)?).copied())
+        .collect()
+}
+
+/// For each snapshot `k`, whether a cut just before it keeps the sync's rule: every
+/// listed commit before it precedes every listed commit from it on.
+fn cut_before(listed: &[Option<usize>]) -> Vec<bool> {
+    // The smallest listed position from each snapshot on (`None`: none listed).
+    let mut from_here = vec![None; listed.len() + 1];
+    for i in (0..listed.len()).rev() {
+        from_here[i] = match (listed[i], from_here[i + 1]) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    let mut before: Option<usize> = None;
+    let mut fits = Vec::with_capacity(listed.len());
+    for (i, position) in listed.iter().enumerate() {
+        fits.push(match (before, from_here[i]) {
+            (None, _) => true,
+            (Some(b), Some(kept)) => b < kept,
+            // Every commit kept is unlisted: the sync would take each expired listed
+            // commit as pending.
+            (Some(_), None) => false,
+        });
+        before = before.max(*position);
+    }
+    fits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xlake_model::ListedCommit;
+
+    fn listing(ids: &[&str]) -> CommitListing {
+        CommitListing {
+            commits: ids
+                .iter()
+                .map(|id| ListedCommit {
+                    id: id.to_string(),
+                    time_ms: 0,
+                })
+                .collect(),
+            retained_from: None,
+            strictly_ordered: false,
+        }
+    }
+
+    /// Snapshots 10, 11, ... recording `commits` in that order.
+    fn snapshots(commits: &[&str]) -> Vec<SnapshotEntry> {
+        commits
+            .iter()
+            .enumerate()
+            .map(|(i, c)| SnapshotEntry {
+                sequence_number: i as i64 + 1,
+                snapshot_id: 10 + i as i64,
+                parent_snapshot_id: None,
+                timestamp_ms: 0,
+                time: String::new(),
+                operation: "append".into(),
+                current: i + 1 == commits.len(),
+                source_format: None,
+                source_commit: Some(c.to_string()),
+                source_operation: None,
+            })
+            .collect()
+    }
+
+    fn ids(set: &BTreeSet<i64>) -> Vec<i64> {
+        set.iter().copied().collect()
+    }
+
+    #[test]
+    fn in_source_order_every_cut_is_allowed() {
+        let l = listing(&["a", "b", "c"]);
+        assert_eq!(
+            ids(&allowed(&snapshots(&["a", "b", "c"]), &l, None)),
+            [10, 11, 12]
+        );
+    }
+
+    #[test]
+    fn a_late_completion_allows_no_cut_past_an_older_commit() {
+        // b completed last: its snapshot (14) comes after d and e's.
+        let l = listing(&["a", "b", "c", "d", "e"]);
+        let s = snapshots(&["a", "c", "d", "e", "b"]);
+        assert_eq!(ids(&allowed(&s, &l, None)), [10, 11]);
+        // Once later commits follow it, a cut after it is allowed again.
+        let l = listing(&["a", "b", "c", "d", "e", "f"]);
+        let s = snapshots(&["a", "c", "b", "d", "e", "f"]);
+        assert_eq!(ids(&allowed(&s, &l, None)), [10, 11, 13, 14, 15]);
+    }
+
+    #[test]
+    fn the_floor_is_the_last_cut() {
+        let l = listing(&["a", "b", "c"]);
+        assert_eq!(
+            ids(&allowed(&snapshots(&["a", "b", "c"]), &l, Some(11))),
+            [10, 11]
+        );
+    }
+
+    #[test]
+    fn after_a_late_completion_the_newest_state_is_the_current_snapshot() {
+        let l = listing(&["a", "b", "c", "d"]);
+        let ancestry: Vec<Ancestor> = snapshots(&["a", "c", "d", "b"])
+            .into_iter()
+            .map(|s| Ancestor {
+                snapshot_id: s.snapshot_id,
+                source_commit: s.source_commit,
+            })
+            .collect();
+        let states = source_states(&ancestry, &l);
+        let mut states: Vec<_> = states.iter().map(|(c, s)| (c.as_str(), *s)).collect();
+        states.sort();
+        assert_eq!(states, [("a", 10), ("d", 13)]);
+    }
+
+    #[test]
+    fn unlisted_commits_do_not_count_but_an_unlisted_rest_allows_no_cut() {
+        // "x" is no longer listed (archived): it may go with anything.
+        let l = listing(&["a", "b"]);
+        assert_eq!(
+            ids(&allowed(&snapshots(&["x", "a", "b"]), &l, None)),
+            [10, 11, 12]
+        );
+        // Keeping only unlisted commits while a listed one is expired: not allowed.
+        let s = snapshots(&["a", "x", "y"]);
+        assert_eq!(ids(&allowed(&s, &l, None)), [10]);
+    }
+}
