@@ -105,21 +105,7 @@ fn cut_before(listed: &[Option<usize>]) -> Vec<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xlake_model::ListedCommit;
-
-    fn listing(ids: &[&str]) -> CommitListing {
-        CommitListing {
-            commits: ids
-                .iter()
-                .map(|id| ListedCommit {
-                    id: id.to_string(),
-                    time_ms: 0,
-                })
-                .collect(),
-            retained_from: None,
-            strictly_ordered: false,
-        }
-    }
+    use xlake_test_utils::listing;
 
     /// Snapshots 10, 11, ... recording `commits` in that order.
     fn snapshots(commits: &[&str]) -> Vec<SnapshotEntry> {

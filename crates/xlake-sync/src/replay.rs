@@ -263,24 +263,11 @@ impl ChangeStream for FirstFullState<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xlake_model::ListedCommit;
     use xlake_source::{collect, ErrorKind, VecReplay};
+    use xlake_test_utils::listing;
 
     fn change(id: &str, added: &[&str], removed: &[&str]) -> ChangeSet {
         xlake_test_utils::change_set(id, added, removed)
-    }
-
-    fn listing(ids: &[&str]) -> CommitListing {
-        CommitListing {
-            commits: ids
-                .iter()
-                .map(|id| ListedCommit {
-                    id: id.to_string(),
-                    time_ms: 0,
-                })
-                .collect(),
-            ..Default::default()
-        }
     }
 
     #[test]

@@ -39,6 +39,21 @@ pub fn change_set(id: &str, added: &[&str], removed: &[&str]) -> xlake_model::Ch
     c
 }
 
+/// A listing of the commits `ids`, in that order (no times, nothing retained before).
+pub fn listing(ids: &[&str]) -> xlake_model::CommitListing {
+    use xlake_model::{CommitListing, ListedCommit};
+    CommitListing {
+        commits: ids
+            .iter()
+            .map(|id| ListedCommit {
+                id: id.to_string(),
+                time_ms: 0,
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
 /// The repository's `tests/data` folder (the fixture archives).
 pub fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data")
