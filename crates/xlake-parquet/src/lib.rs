@@ -13,6 +13,7 @@
 //! | [`error`] | [`error::ParquetError`]: why a file cannot be mirrored, its cause kept |
 //! | [`listing`] | which files are data (not `_`/`.`-prefixed, not being written, not `metadata/`), the fingerprint |
 //! | [`partition`] | Hive-style `key=value` path segments to typed partition values |
+//! | [`rewrites`] | which files changed since the mirrored listing, by when each last changed |
 //! | [`schema`] | a Parquet footer's schema to the neutral schema; files checked against it |
 //! | [`source`] | [`ParquetSource`]: the contract ([`xlake_source::TableSource`]) and [`KIND`] |
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -20,6 +21,7 @@
 pub mod error;
 pub mod listing;
 pub mod partition;
+pub mod rewrites;
 pub mod schema;
 pub mod source;
 
