@@ -5,8 +5,9 @@
 //! each sync is one change set holding every live file (the target takes the difference
 //! from what it mirrors), with a monotonic *listing generation* as its commit id and a
 //! fingerprint of the listing and when its files last changed in its notes, by which the
-//! next sync knows whether anything changed, and which files were rewritten in place. It is only ever chosen explicitly (`--format parquet`): any folder may hold
-//! Parquet files. It knows nothing of Iceberg.
+//! next sync knows whether anything changed, and which files were rewritten in place. It
+//! is only ever chosen explicitly (`--format parquet`): any folder may hold Parquet files.
+//! It knows nothing of Iceberg.
 //!
 //! | module | what it does |
 //! |---|---|
