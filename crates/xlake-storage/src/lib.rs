@@ -1256,13 +1256,17 @@ impl TableStore {
     /// When each of `files`, as this store listed them, last changed ([`Change`]): on an
     /// object store from the listing (no request); on a local root opened by path one
     /// `stat` each (links followed, as the listing follows them), on a blocking thread. A
-    /// file gone since it was listed fails the call, naming it, as its read would.
+    /// file gone since it was listed fails the call, naming it, as its read would; so does
+    /// one outside the handle's confinement.
     pub async fn changes(&self, files: &[Entry]) -> Result<Vec<Change>, StorageError> {
         if self.local_root.is_none() {
             return Ok(files.iter().map(Change::listed).collect());
         }
-        let wanted: Vec<Option<std::path::PathBuf>> =
-            files.iter().map(|f| self.local_path(&f.path)).collect();
+        // Refused outside a confinement, as a read of the file would be.
+        let wanted = files
+            .iter()
+            .map(|f| self.object_path(&f.path).map(|_| self.local_path(&f.path)))
+            .collect::<Result<Vec<_>, _>>()?;
         let looked = tokio::task::spawn_blocking(move || {
             let mut found = Vec::with_capacity(wanted.len());
             for (i, path) in wanted.into_iter().enumerate() {
