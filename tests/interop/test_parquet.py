@@ -6,6 +6,8 @@ written."""
 import json
 import os
 import pathlib
+import subprocess
+import time
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -110,6 +112,45 @@ def test_a_file_rewritten_in_place_is_found_by_filtered_scans(tmp_path, engines)
     assert sorted(r[0] for r in duck.fetchall()) == expected, "duckdb"
     check = xlake("check", table, "--deep")
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_file_copied_onto_with_its_times_kept_is_found_by_filtered_scans(tmp_path, engines):
+    """`cp -p` of another file of the same size and an older time onto a mirrored file:
+    its inode, size and times stay, only its status change time moves. The next sync
+    replaces its entry, so filtered scans find its rows (before: its old rows and bounds
+    were kept, the scans found none, exit 0); a sync after it writes nothing, nor after a
+    `chmod` once it is mirrored."""
+    from pyiceberg.table import StaticTable
+
+    table, other = tmp_path / "t", tmp_path / "other"
+    write(str(other), [7, 8, 9], "eu", basename="a-{i}.parquet")
+    write(str(table), [1, 2, 3], "eu", basename="a-{i}.parquet")
+    write(str(table), [4, 5], "eu", basename="b-{i}.parquet")
+    copied, onto = other / "region=eu" / "a-0.parquet", table / "region=eu" / "a-0.parquet"
+    assert copied.stat().st_size == onto.stat().st_size
+    an_hour_ago = time.time() - 3600
+    for f in [copied, onto, table / "region=eu" / "b-0.parquet"]:
+        os.utime(f, (an_hour_ago, an_hour_ago))
+    first = sync(table, ["--format", "parquet"])
+    assert first.returncode == 0, first.stderr
+    time.sleep(0.02)
+    subprocess.run(["cp", "-p", str(copied), str(onto)], check=True)
+    assert onto.stat().st_mtime == an_hour_ago
+    second = sync(table)
+    assert second.returncode == 0, second.stderr
+    assert snapshot_count(table) == 2
+    expected = sorted(r["id"] for r in folder_rows(table) if r["id"] >= 7)
+    assert expected == [7, 8, 9]
+    scan = StaticTable.from_metadata(current_metadata_path(table)).scan(row_filter="id >= 7")
+    assert sorted(scan.to_arrow().column("id").to_pylist()) == expected, "pyiceberg"
+    duck = engines("duckdb").con.execute("SELECT id FROM iceberg_scan(?) WHERE id >= 7", [str(table)])
+    assert sorted(r[0] for r in duck.fetchall()) == expected, "duckdb"
+    check = xlake("check", table, "--deep")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert sync(table).returncode == 0 and snapshot_count(table) == 2, "unchanged: nothing written"
+    onto.chmod(0o600)
+    assert sync(table).returncode == 0 and snapshot_count(table) == 3, "a chmod: one snapshot"
+    assert sync(table).returncode == 0 and snapshot_count(table) == 3, "then nothing"
 
 
 def test_bad_files_fail_with_nothing_written(tmp_path):

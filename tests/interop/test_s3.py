@@ -8,6 +8,7 @@ pyiceberg (pyarrow's S3 filesystem) and DuckDB (httpfs) read the result through 
 Spark is not used here: its S3A jars (hadoop-aws and the AWS SDK bundle) are not available
 offline. delta-rs 1.6.6 writes its Delta tables straight to the server with no extra option.
 """
+import io
 import json
 import os
 import pathlib
@@ -18,6 +19,8 @@ import urllib.parse
 import uuid
 
 import boto3
+import pyarrow as pa
+import pyarrow.parquet as pq
 import hudi_source as hudi
 import pytest
 from deltalake import write_deltalake
@@ -293,3 +296,52 @@ def test_delta_table_written_anew_within_the_same_second_is_refused(s3, tmp_path
     _upload(s3, new, prefix, [f for f in added if not f.startswith("_delta_log/")] + [f"_delta_log/{2:020}.json"])
     refused(s3.xlake("sync", url), "one more version")
     assert {k: s3.read(k) for k in s3.keys(f"{prefix}/metadata/")} == before, "nothing written"
+
+
+def _parquet(ids):
+    out = io.BytesIO()
+    pq.write_table(pa.table({"id": pa.array(ids, pa.int64())}), out)
+    return out.getvalue()
+
+
+def _parquet_overwritten_within_a_second(s3, prefix, a, b, new):
+    """A Parquet folder of `a` and `b` synced, then `a` overwritten with `new` (as many
+    bytes) within the second of its first upload, so that its LastModified (whole seconds)
+    is the one the sync listed. False when the second was missed."""
+    time.sleep(1.02 - time.time() % 1)
+    put = lambda name, body: s3.client.put_object(Bucket=s3.bucket, Key=f"{prefix}/region=eu/{name}", Body=body)
+    put("a.parquet", a)
+    put("b.parquet", b)
+    then = s3.client.head_object(Bucket=s3.bucket, Key=f"{prefix}/region=eu/a.parquet")
+    ok(s3.xlake("sync", s3.url(prefix), "--format", "parquet"), f"sync {prefix}")
+    put("a.parquet", new)
+    now = s3.client.head_object(Bucket=s3.bucket, Key=f"{prefix}/region=eu/a.parquet")
+    assert now["ETag"] != then["ETag"] and now["ContentLength"] == then["ContentLength"]
+    return now["LastModified"] == then["LastModified"]
+
+
+def test_parquet_file_overwritten_within_the_listed_second_is_seen(s3, readers):
+    """A Parquet folder's file overwritten with as many bytes within the second S3 listed
+    it in keeps its size and LastModified: the ETag the listing gives tells. The next sync
+    replaces its entry (before: its old rows and bounds were kept, and a filtered scan
+    missed the new rows, exit 0); check --deep agrees; a sync after it writes nothing."""
+    a, b, new = _parquet([1, 2, 3]), _parquet([4, 5]), _parquet([7, 8, 9])
+    assert len(new) == len(a)
+    for attempt in range(5):
+        prefix = f"parquet_same_second_{attempt}"
+        if _parquet_overwritten_within_a_second(s3, prefix, a, b, new):
+            break
+    else:
+        pytest.fail("the overwrite never landed within the first upload's second")
+    url = s3.url(prefix)
+    ok(s3.xlake("sync", url), f"sync {url}")
+    metadata = s3.metadata_url(prefix)
+    scan = readers[0]._table(metadata).scan(row_filter="id >= 7")
+    assert sorted(scan.to_arrow().column("id").to_pylist()) == [7, 8, 9], "pyiceberg"
+    duck = readers[1].con.execute("SELECT id FROM iceberg_scan(?) WHERE id >= 7", [metadata])
+    assert sorted(r[0] for r in duck.fetchall()) == [7, 8, 9], "duckdb"
+    ok(s3.xlake("check", url, "--deep"), f"check {url} --deep")
+    snapshots = len(s3.snapshots(prefix))
+    assert snapshots == 2
+    ok(s3.xlake("sync", url), f"sync {url} (unchanged)")
+    assert len(s3.snapshots(prefix)) == snapshots, "an unchanged folder: nothing written"

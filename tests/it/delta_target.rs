@@ -148,6 +148,57 @@ async fn a_parquet_folder_mirrored_to_delta_stays_a_parquet_source() {
     assert!(checked.consistent(), "{checked:?}");
 }
 
+/// A Parquet folder's file copied onto with its times kept (`cp -p` of a file of the same
+/// size and an older time): the next Delta version adds it again (an add of a live path
+/// replaces it) with the new bytes' statistics; a sync after it writes nothing.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_parquet_file_copied_onto_with_its_times_kept_gets_a_new_add() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    let a = root.join("p=1/a.parquet");
+    let elsewhere = dir.path().join("old.parquet");
+    assert_eq!(
+        write_ids(&a, &[1, 2, 3]),
+        write_ids(&elsewhere, &[97, 98, 99])
+    );
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for f in [&a, &elsewhere] {
+        let file = std::fs::File::options().write(true).open(f).unwrap();
+        file.set_modified(old).unwrap();
+    }
+    let location = root.to_str().unwrap();
+    let first = SyncOptions {
+        format: Some("parquet".into()),
+        ..delta_options()
+    };
+    sync(location, &first, |_| {}).await.unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    // `cp -p`: a's inode kept, the other file's bytes and times.
+    std::fs::write(&a, std::fs::read(&elsewhere).unwrap()).unwrap();
+    let file = std::fs::File::options().write(true).open(&a).unwrap();
+    file.set_modified(old).unwrap();
+    let again = |_: &_| {};
+    let written = sync(location, &delta_options(), again)
+        .await
+        .unwrap()
+        .written;
+    assert_eq!(written.len(), 1);
+    let versions = log(&root);
+    let add = versions[1].iter().find_map(|a| a.get("add")).unwrap();
+    let stats: Json = serde_json::from_str(add["stats"].as_str().unwrap()).unwrap();
+    assert_eq!(stats["minValues"]["id"], 97, "{stats}");
+    let written = sync(location, &delta_options(), again)
+        .await
+        .unwrap()
+        .written;
+    assert!(written.is_empty(), "an unchanged folder: nothing written");
+    let checked = check_with(location, &delta_options(), true, false)
+        .await
+        .unwrap();
+    assert!(checked.consistent(), "{checked:?}");
+}
+
 #[tokio::test]
 async fn another_writers_delta_log_is_refused_by_name_and_left_as_it_was() {
     let (_dir, root) = common::hudi::extract("sample_table_cow_v6_nonpartitioned");

@@ -125,3 +125,117 @@ async fn a_file_rewritten_in_place_is_described_anew() {
         .unwrap();
     assert!(check.consistent(), "{check:?}");
 }
+
+fn snapshot_count(root: &Path) -> usize {
+    let meta = root.join("metadata");
+    let hint = std::fs::read_to_string(meta.join("version-hint.text")).unwrap();
+    let bytes = std::fs::read(meta.join(format!("v{hint}.metadata.json"))).unwrap();
+    let metadata: TableMetadata = serde_json::from_slice(&bytes).unwrap();
+    metadata.snapshots().count()
+}
+
+/// `cp -p from onto`: `onto` keeps its inode, takes `from`'s bytes and its times.
+fn copy_keeping_times(from: &Path, onto: &Path) {
+    let modified = std::fs::metadata(from).unwrap().modified().unwrap();
+    std::fs::write(onto, std::fs::read(from).unwrap()).unwrap();
+    let file = std::fs::File::options().write(true).open(onto).unwrap();
+    file.set_modified(modified).unwrap();
+}
+
+async fn check_deep(root: &Path) {
+    let check = xlake_sync::check_with(root.to_str().unwrap(), &SyncOptions::default(), true, true)
+        .await
+        .unwrap();
+    assert!(check.consistent(), "{check:?}");
+}
+
+/// A file of the same size and an older time copied onto a mirrored file with its times
+/// kept (`cp -p`, `rsync -t`): neither size nor modification time moves, only the status
+/// change time. The next sync replaces the entry (rows and bounds of the new bytes); a
+/// sync after it writes nothing; a `chmod` costs one snapshot, then nothing again.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_file_copied_onto_with_its_times_kept_is_described_anew() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    let a = root.join("region=eu/a.parquet");
+    let two_hours_ago = SystemTime::now() - Duration::from_secs(7200);
+    let an_hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    let elsewhere = dir.path().join("old.parquet");
+    let old_size = write(&elsewhere, &[97, 98, 99], two_hours_ago);
+    let a_size = write(&a, &[1, 2, 3], an_hour_ago);
+    let b_size = write(&root.join("region=eu/b.parquet"), &[4, 5], an_hour_ago);
+    assert_eq!(old_size, a_size);
+    sync_folder(&root).await;
+    assert_eq!(snapshot_count(&root), 1);
+
+    std::thread::sleep(Duration::from_millis(20));
+    copy_keeping_times(&elsewhere, &a);
+    sync_folder(&root).await;
+    assert_eq!(
+        live_entries(&root),
+        [
+            entry("a.parquet", 3, a_size, (97, 99)),
+            entry("b.parquet", 2, b_size, (4, 5))
+        ]
+    );
+    assert_eq!(snapshot_count(&root), 2);
+    check_deep(&root).await;
+    sync_folder(&root).await;
+    assert_eq!(
+        snapshot_count(&root),
+        2,
+        "an unchanged folder: nothing written"
+    );
+
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o600)).unwrap();
+    sync_folder(&root).await;
+    assert_eq!(snapshot_count(&root), 3, "a chmod: one snapshot");
+    sync_folder(&root).await;
+    sync_folder(&root).await;
+    assert_eq!(snapshot_count(&root), 3, "then nothing");
+    check_deep(&root).await;
+}
+
+/// The current metadata file without the notes of when files changed, as an older xlake
+/// wrote it.
+fn forget_changes(root: &Path) {
+    let meta = root.join("metadata");
+    let hint = std::fs::read_to_string(meta.join("version-hint.text")).unwrap();
+    let path = meta.join(format!("v{hint}.metadata.json"));
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for snapshot in json["snapshots"].as_array_mut().unwrap() {
+        let summary = snapshot["summary"].as_object_mut().unwrap();
+        assert!(summary.remove("xlake.parquet.changed").is_some());
+        assert!(summary.remove("xlake.parquet.edge").is_some());
+    }
+    std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+}
+
+/// A mirror written before changes were recorded syncs as before: an unchanged folder
+/// writes nothing (even with a file whose status changed), until a change set records them.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_mirror_without_recorded_changes_syncs_as_before_until_it_records_them() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    let a = root.join("region=eu/a.parquet");
+    let an_hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    write(&a, &[1, 2, 3], an_hour_ago);
+    sync_folder(&root).await;
+    forget_changes(&root);
+    std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o600)).unwrap();
+    sync_folder(&root).await;
+    assert_eq!(snapshot_count(&root), 1, "nothing written");
+    // A new file: its change set records the changes, and the next sync writes nothing.
+    write(&root.join("region=eu/b.parquet"), &[4, 5], an_hour_ago);
+    sync_folder(&root).await;
+    assert_eq!(snapshot_count(&root), 2);
+    sync_folder(&root).await;
+    assert_eq!(snapshot_count(&root), 2);
+    check_deep(&root).await;
+}

@@ -28,22 +28,38 @@ pub fn data_files(entries: Vec<Entry>) -> Vec<Entry> {
 }
 
 /// A fingerprint of the listing (paths, sizes, modification times): equal fingerprints
-/// mean nothing was added, removed or rewritten. FNV-1a, stable across builds.
+/// mean nothing was added or removed, nor rewritten with another size or a new time (see
+/// [`crate::rewrites`] for the rest). FNV-1a, stable across builds.
 pub fn fingerprint(files: &[Entry]) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
-        for b in bytes {
-            hash ^= u64::from(*b);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
+    let mut hash = Fnv::new();
     for f in files {
-        eat(f.path.as_bytes());
-        eat(&[0]);
-        eat(&f.size.to_le_bytes());
-        eat(&f.modified_ms.to_le_bytes());
+        hash.eat(f.path.as_bytes());
+        hash.eat(&[0]);
+        hash.eat(&f.size.to_le_bytes());
+        hash.eat(&f.modified_ms.to_le_bytes());
     }
-    format!("{hash:016x}-{}", files.len())
+    format!("{}-{}", hash.hex(), files.len())
+}
+
+/// A 64-bit FNV-1a hash, stable across builds (what the notes record).
+pub(crate) struct Fnv(u64);
+
+impl Fnv {
+    pub(crate) fn new() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+
+    pub(crate) fn eat(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    /// The hash as 16 hex digits.
+    pub(crate) fn hex(&self) -> String {
+        format!("{:016x}", self.0)
+    }
 }
 
 #[cfg(test)]

@@ -14,11 +14,12 @@ use xlake_source::{
     SourceHealth, SourceKind, SourceOptions, TableSource, VecReplay,
 };
 use xlake_storage::footer::read_footer;
-use xlake_storage::{Entry, TableStore};
+use xlake_storage::{Change, Entry, TableStore};
 
 use crate::error::{InFile, ParquetError};
 use crate::listing::{data_files, fingerprint};
 use crate::partition::{infer_type, segments, typed};
+use crate::rewrites::Recorded;
 use crate::schema::{file_schema, fits};
 
 /// The format's name in `XTABLE_METADATA`.
@@ -52,17 +53,23 @@ const FOOTER_READS: usize = 16;
 fn open(store: TableStore, _: SourceOptions) -> OpenFuture {
     Box::pin(async move {
         let files = data_files(store.list_recursive("").await?);
-        Ok(Some(
-            Box::new(ParquetSource { store, files }) as Box<dyn TableSource>
-        ))
+        let changes = store.changes(&files).await?;
+        let source = ParquetSource {
+            store,
+            files,
+            changes,
+        };
+        Ok(Some(Box::new(source) as Box<dyn TableSource>))
     })
 }
 
-/// A folder of Parquet files opened for reading: its data files as listed at open.
+/// A folder of Parquet files opened for reading: its data files as listed at open, and
+/// when each last changed (in the same order).
 #[derive(Debug)]
 pub struct ParquetSource {
     store: TableStore,
     files: Vec<Entry>,
+    changes: Vec<Change>,
 }
 
 impl ParquetSource {
@@ -88,16 +95,28 @@ impl ParquetSource {
     }
 
     /// The generation the current listing is: the newest mirrored one if the listing is
-    /// the one it recorded, else the next.
+    /// the one it recorded and no file changed since (as far as it recorded changes),
+    /// else the next.
     fn generation(&self, mirrored: &MirrorState) -> u64 {
         let Some((id, notes)) = &mirrored.newest else {
             return 1;
         };
         let newest = id.parse::<u64>().unwrap_or(0);
-        if notes.get(LISTING_NOTE) == Some(&fingerprint(&self.files)) {
+        let same = notes.get(LISTING_NOTE) == Some(&fingerprint(&self.files))
+            && !self.changed_since(notes).contains(&true);
+        if same {
             newest
         } else {
             newest + 1
+        }
+    }
+
+    /// For each file, whether it changed since the listing `notes` record; none for a
+    /// mirror written before changes were recorded.
+    fn changed_since(&self, notes: &BTreeMap<String, String>) -> Vec<bool> {
+        match Recorded::from_notes(notes) {
+            Some(recorded) => recorded.changed_since(&self.files, &self.changes),
+            None => vec![false; self.files.len()],
         }
     }
 
@@ -265,16 +284,20 @@ impl TableSource for ParquetSource {
         change
             .notes
             .insert(MODIFIED_NOTE.into(), self.newest_modified().to_string());
-        // A file modified since the last listing replaces its entry (the target also
-        // replaces one whose size differs; a mirror written before this note by size only).
-        let listed = mirrored
-            .newest
-            .as_ref()
-            .and_then(|(_, n)| n.get(MODIFIED_NOTE));
+        change
+            .notes
+            .extend(Recorded::of(&self.files, &self.changes).notes());
+        // A file modified or changed since the last listing replaces its entry (the target
+        // also replaces one whose size differs; a mirror written before these notes by
+        // size, or by size and modification time, until this change set records them).
+        let notes = mirrored.newest.as_ref().map(|(_, n)| n);
+        let listed = notes.and_then(|n| n.get(MODIFIED_NOTE));
         let listed: Option<i64> = listed.and_then(|t| t.parse().ok());
-        for (f, meta) in self.files.iter().zip(&footers) {
+        let changed = notes.map(|n| self.changed_since(n)).unwrap_or_default();
+        for (i, (f, meta)) in self.files.iter().zip(&footers).enumerate() {
             let mut file = self.data_file(f, meta, &change.schema, &change.partition_spec)?;
-            file.rewritten = listed.is_some_and(|t| f.modified_ms > t);
+            let modified = listed.is_some_and(|t| f.modified_ms > t);
+            file.rewritten = modified || changed.get(i).copied().unwrap_or(false);
             change.added.push(file);
         }
         Ok(Box::new(VecReplay::new(vec![change], Vec::new(), None)))

@@ -29,6 +29,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod avro;
+mod change;
 mod deferred;
 #[cfg(any(test, feature = "testing"))]
 pub mod faults;
@@ -47,6 +48,7 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{ObjectStore, PutMode, PutOptions};
 
+pub use change::Change;
 pub use names::Names;
 /// A body to write: one `Bytes`, or parts written one after the other.
 pub use object_store::PutPayload;
@@ -1251,6 +1253,46 @@ impl TableStore {
         }
     }
 
+    /// When each of `files`, as this store listed them, last changed ([`Change`]): on an
+    /// object store from the listing (no request); on a local root opened by path one
+    /// `stat` each (links followed, as the listing follows them), on a blocking thread. A
+    /// file gone since it was listed fails the call, naming it, as its read would; so does
+    /// one outside the handle's confinement.
+    pub async fn changes(&self, files: &[Entry]) -> Result<Vec<Change>, StorageError> {
+        if self.local_root.is_none() {
+            return Ok(files.iter().map(Change::listed).collect());
+        }
+        // Refused outside a confinement, as a read of the file would be.
+        let wanted = files
+            .iter()
+            .map(|f| self.object_path(&f.path).map(|_| self.local_path(&f.path)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let looked = tokio::task::spawn_blocking(move || {
+            let mut found = Vec::with_capacity(wanted.len());
+            for (i, path) in wanted.into_iter().enumerate() {
+                match path.map(std::fs::metadata).transpose() {
+                    Ok(meta) => found.push(meta.map(|m| Change::local(&m))),
+                    Err(e) => return Err((i, e)),
+                }
+            }
+            Ok(found)
+        })
+        .await;
+        let found = match looked {
+            Ok(Ok(found)) => found,
+            Ok(Err((i, e))) => {
+                let path = files.get(i).map_or("", |f| f.path.as_str());
+                return Err(self.backend_error(path, io_error(path, e)));
+            }
+            Err(e) => return Err(self.backend_error("", io_error("", std::io::Error::other(e)))),
+        };
+        Ok(files
+            .iter()
+            .zip(found)
+            .map(|(f, local)| local.unwrap_or_else(|| Change::listed(f)))
+            .collect())
+    }
+
     /// On a local root, refuse a FIFO, socket or device at `path` before object_store
     /// opens it (its `head` and ranged reads open the file, and a FIFO's open waits for a
     /// writer: a hostile review's syncs hung).
@@ -1991,6 +2033,35 @@ mod tests {
         assert_ne!(after.e_tag, before.e_tag);
         assert_eq!(local.list_dir("t").await.unwrap()[0].stamp(), after);
         assert_eq!(local.stamp("t/missing").await.unwrap(), None);
+    }
+
+    /// A local file's change is its status change time, looked up: a copy with its times
+    /// kept onto it (`cp -p`: the inode, size and times kept) moves it; a file gone since
+    /// the listing is named. Elsewhere the listing's time and tag, with no request.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_local_file_copied_onto_with_its_times_kept_has_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t/a");
+        std::fs::create_dir(dir.path().join("t")).unwrap();
+        std::fs::write(&file, b"x").unwrap();
+        let (local, wrapped) = local_and_wrapped(dir.path());
+        let listed = local.list_recursive("t").await.unwrap();
+        let before = local.changes(&listed).await.unwrap();
+        let time = std::fs::metadata(&file).unwrap().modified().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::write(&file, b"y").unwrap();
+        let f = std::fs::File::options().write(true).open(&file).unwrap();
+        f.set_modified(time).unwrap();
+        let after = local.changes(&listed).await.unwrap();
+        assert!(after[0].at_ns > before[0].at_ns, "{before:?} {after:?}");
+        assert_ne!(after[0].tag, before[0].tag);
+        let by_listing = wrapped.list_recursive("t").await.unwrap();
+        let expected: Vec<Change> = by_listing.iter().map(Change::listed).collect();
+        assert_eq!(wrapped.changes(&by_listing).await.unwrap(), expected);
+        std::fs::remove_file(&file).unwrap();
+        let gone = local.changes(&listed).await.unwrap_err();
+        assert!(gone.to_string().contains("t/a"), "{gone}");
     }
 
     /// A file's status changing (`chmod`, a hard link a backup tool makes) is no new
