@@ -59,6 +59,30 @@ impl Change {
         }
     }
 
+    /// The change of a local file at `path`: its own, and where `path` is a symbolic link,
+    /// the link's too (the newer time, both tags): a link pointed at another file of the
+    /// same size and modification time (a rollback to an older copy) changes only the
+    /// link (hostile review hr11: such a file kept its old rows and bounds, exit 0). One
+    /// `lstat`, and a `stat` more for a link.
+    pub(crate) fn look_up(path: &std::path::Path) -> std::io::Result<Self> {
+        let own = std::fs::symlink_metadata(path)?;
+        if !own.file_type().is_symlink() {
+            return Ok(Change::local(&own));
+        }
+        let (link, target) = (
+            Change::local(&own),
+            Change::local(&std::fs::metadata(path)?),
+        );
+        let tag = match (link.tag, target.tag) {
+            (Some(l), Some(t)) => Some(format!("{l}>{t}")),
+            (l, t) => t.or(l),
+        };
+        Ok(Change {
+            at_ns: link.at_ns.max(target.at_ns),
+            tag,
+        })
+    }
+
     /// See the Unix version: no status change time here, the modification time stands in.
     #[cfg(not(unix))]
     pub(crate) fn local(meta: &std::fs::Metadata) -> Self {
@@ -104,5 +128,42 @@ mod tests {
         assert_ne!(after.tag, before.tag);
         let again = Change::local(&std::fs::metadata(&a).unwrap());
         assert_eq!(again, after, "a look without a change sees none");
+    }
+
+    /// A symbolic link pointed back at an older copy of the same size and times: the
+    /// file it leads to changed before the link's first look (hostile review hr11), the
+    /// link itself after.
+    #[test]
+    fn a_link_pointed_at_an_older_file_has_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (v1, v2, link) = (
+            dir.path().join("v1"),
+            dir.path().join("v2"),
+            dir.path().join("l"),
+        );
+        let old = SystemTime::now() - Duration::from_secs(3600);
+        for (path, text) in [(&v1, "one"), (&v2, "two")] {
+            std::fs::write(path, text).unwrap();
+            let file = std::fs::File::options().write(true).open(path).unwrap();
+            file.set_modified(old).unwrap();
+        }
+        std::os::unix::fs::symlink(&v2, &link).unwrap();
+        let before = Change::look_up(&link).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(&v1, &link).unwrap();
+        let after = Change::look_up(&link).unwrap();
+        assert!(after.at_ns > before.at_ns, "{before:?} {after:?}");
+        assert_eq!(
+            Change::look_up(&link).unwrap(),
+            after,
+            "no change, none seen"
+        );
+        let plain = Change::local(&std::fs::metadata(&v1).unwrap());
+        assert_eq!(
+            Change::look_up(&v1).unwrap(),
+            plain,
+            "a file: its own change"
+        );
     }
 }

@@ -1255,7 +1255,8 @@ impl TableStore {
 
     /// When each of `files`, as this store listed them, last changed ([`Change`]): on an
     /// object store from the listing (no request); on a local root opened by path one
-    /// `stat` each (links followed, as the listing follows them), on a blocking thread. A
+    /// `lstat` each (and a `stat` more for a symbolic link: the link and the file it leads
+    /// to, as the listing follows it), on a blocking thread. A
     /// file gone since it was listed fails the call, naming it, as its read would; so does
     /// one outside the handle's confinement.
     pub async fn changes(&self, files: &[Entry]) -> Result<Vec<Change>, StorageError> {
@@ -1270,8 +1271,8 @@ impl TableStore {
         let looked = tokio::task::spawn_blocking(move || {
             let mut found = Vec::with_capacity(wanted.len());
             for (i, path) in wanted.into_iter().enumerate() {
-                match path.map(std::fs::metadata).transpose() {
-                    Ok(meta) => found.push(meta.map(|m| Change::local(&m))),
+                match path.as_deref().map(Change::look_up).transpose() {
+                    Ok(change) => found.push(change),
                     Err(e) => return Err((i, e)),
                 }
             }
