@@ -354,7 +354,7 @@ pub fn expiry_held(
             h.pending
         ),
         None => outln!(
-            "{table}: {what} {at} and every later one kept: a source commit completed late and its {what} comes after those of later commits; expiring between them would have the next sync mirror an expired commit again"
+            "{table}: {what} {at} and every later one kept: a source commit completed late and its {what} comes after those of later commits, or it is not mirrored yet; expiring past it would have the next sync mirror an expired commit again, or never mirror it"
         ),
     }
 }

@@ -15,7 +15,9 @@ use xlake_target::{Ancestor, SnapshotEntry};
 /// The snapshots (of `snapshots`, oldest first) an expiry may keep from: those where
 /// every snapshot before records a commit listed before every listed commit the snapshot
 /// and those after it record (commits the listing no longer names are never mirrored
-/// again, so they do not count), up to `floor` (a snapshot id) and no later.
+/// again, so they do not count), and no listed commit still to mirror (completed since
+/// the last sync) comes before every kept one, up to `floor` (a snapshot id) and no
+/// later.
 pub(crate) fn allowed(
     snapshots: &[SnapshotEntry],
     listing: &CommitListing,
@@ -26,9 +28,16 @@ pub(crate) fn allowed(
         .map(|s| (s.snapshot_id, s.source_commit.as_deref()))
         .collect();
     let listed = positions(&recorded, listing);
+    let unmirrored = first_unmirrored(&listed, listing.commits.len());
+    let mut oldest_kept = oldest_from(&listed).into_iter();
     let mut allowed = BTreeSet::new();
     for (k, fits) in cut_before(&listed).into_iter().enumerate() {
-        if fits {
+        // Keeping from here, the sync would take every unmirrored listed commit older
+        // than the oldest kept one as expired, and never mirror it (hostile review hr10:
+        // an instant that completed late between a sync and the expiry).
+        let kept = oldest_kept.next().flatten();
+        let keeps_unmirrored = k == 0 || unmirrored.is_none_or(|u| kept.is_some_and(|o| o < u));
+        if fits && keeps_unmirrored {
             allowed.insert(recorded[k].0);
         }
         if floor == Some(recorded[k].0) {
@@ -76,10 +85,17 @@ fn positions(recorded: &[(i64, Option<&str>)], listing: &CommitListing) -> Vec<O
         .collect()
 }
 
-/// For each snapshot `k`, whether a cut just before it keeps the sync's rule: every
-/// listed commit before it precedes every listed commit from it on.
-fn cut_before(listed: &[Option<usize>]) -> Vec<bool> {
-    // The smallest listed position from each snapshot on (`None`: none listed).
+/// The listed position of the oldest commit no snapshot records but that the sync would
+/// mirror (listed after the oldest recorded one), if any, of a listing of `len` commits.
+fn first_unmirrored(listed: &[Option<usize>], len: usize) -> Option<usize> {
+    let recorded: BTreeSet<usize> = listed.iter().flatten().copied().collect();
+    let oldest = *recorded.first()?;
+    (oldest..len).find(|p| !recorded.contains(p))
+}
+
+/// The smallest listed position from each snapshot on (`None`: none listed), with one
+/// more entry (`None`) past the last.
+fn oldest_from(listed: &[Option<usize>]) -> Vec<Option<usize>> {
     let mut from_here = vec![None; listed.len() + 1];
     for i in (0..listed.len()).rev() {
         from_here[i] = match (listed[i], from_here[i + 1]) {
@@ -87,6 +103,13 @@ fn cut_before(listed: &[Option<usize>]) -> Vec<bool> {
             (a, b) => a.or(b),
         };
     }
+    from_here
+}
+
+/// For each snapshot `k`, whether a cut just before it keeps the sync's rule: every
+/// listed commit before it precedes every listed commit from it on.
+fn cut_before(listed: &[Option<usize>]) -> Vec<bool> {
+    let from_here = oldest_from(listed);
     let mut before: Option<usize> = None;
     let mut fits = Vec::with_capacity(listed.len());
     for (i, position) in listed.iter().enumerate() {
@@ -173,6 +196,19 @@ mod tests {
             ids(&allowed(&snapshots(&["a", "b", "c"]), &l, Some(11))),
             [10, 11]
         );
+    }
+
+    #[test]
+    fn no_cut_passes_a_commit_completed_since_the_last_sync() {
+        // c completed after the sync that mirrored d (hostile review hr10): keeping only
+        // d's snapshot, the sync would take c as expired and never mirror it.
+        let l = listing(&["a", "b", "c", "d"]);
+        let s = snapshots(&["a", "b", "d"]);
+        assert_eq!(ids(&allowed(&s, &l, None)), [10, 11]);
+        // Newer than every recorded one, it is mirrored whatever the cut.
+        let l = listing(&["a", "b", "c"]);
+        let s = snapshots(&["a", "b"]);
+        assert_eq!(ids(&allowed(&s, &l, None)), [10, 11]);
     }
 
     #[test]
