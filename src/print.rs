@@ -306,7 +306,9 @@ fn deep(compared: &[Comparison]) {
         n => format!("{n} differences"),
     };
     match compared {
-        [] => outln!("  deep: no snapshot records a source commit: nothing to compare"),
+        [] => outln!(
+            "  deep: no snapshot holds the source's state after a listed commit: nothing to compare"
+        ),
         [c] => outln!(
             "  deep: compared snapshot {} (source commit {}): {} data files in the snapshot, {} live in the source: {found}",
             c.snapshot_id, c.commit, c.snapshot_files, c.source_files

@@ -580,3 +580,46 @@ async fn an_expiry_never_passes_an_instant_completed_since_the_last_sync() {
     let report = check(t, &options, true).await.unwrap();
     assert!(report.consistent(), "{report:?}");
 }
+
+/// Hostile review hr10: a v6 late completion, then Hudi's archival of it and the instant
+/// before (archival goes by requested time, so a late instant leaves the timeline before
+/// the later instants mirrored ahead of it). `check --deep` compared nothing ("no
+/// snapshot records a source commit") and `--deep --all` reported the late file absent
+/// from the snapshot of the instant after it (a false alarm, exit 1): the archived late
+/// instant lost its place in source order. Both now compare the current snapshot with
+/// the state after the newest instant, and skip the one that holds no state.
+#[tokio::test]
+async fn an_archived_late_completion_keeps_its_place_for_check_deep() {
+    let (_dir, root) = hudi_v6();
+    let t = root.to_str().unwrap();
+    let times: Vec<String> = (0..4).map(|i| format!("202401010000{i:02}000")).collect();
+    let done: Vec<_> = times
+        .iter()
+        .enumerate()
+        .map(|(i, time)| hudi_v6_instant(&root, time, &format!("g{i}")))
+        .collect();
+    for i in [0, 2, 3] {
+        complete(&root, &done[i]);
+    }
+    let options = SyncOptions::default();
+    assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 3);
+    complete(&root, &done[1]);
+    assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 1);
+    // Hudi's archival: the two oldest instants' timeline files into the archive folder.
+    let archived = root.join(".hoodie/archived");
+    std::fs::create_dir_all(&archived).unwrap();
+    for time in &times[..2] {
+        for entry in std::fs::read_dir(root.join(".hoodie")).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap().to_string();
+            if name.starts_with(time.as_str()) {
+                std::fs::rename(&path, archived.join(name)).unwrap();
+            }
+        }
+    }
+    for all in [false, true] {
+        let report = check_with(t, &options, true, all).await.unwrap();
+        assert!(report.consistent(), "{report:?}");
+        assert_eq!(report.compared.len(), 1, "{report:?}");
+    }
+}

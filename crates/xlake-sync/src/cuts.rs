@@ -7,6 +7,7 @@
 //! breaks that order, and a cut that expires a commit listed after one it keeps would have
 //! the next sync mirror that commit again, its files a second time (hostile review 9).
 
+use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashMap};
 
 use xlake_model::CommitListing;
@@ -51,29 +52,68 @@ pub(crate) fn allowed(
 /// by the listed commit that state follows: those of a listed commit where every snapshot
 /// up to it records a commit listed before every one after it records (the newest
 /// always). After a late completion the snapshots between it and the instants before it
-/// hold no such state.
+/// hold no such state. A commit the source dropped normally (before
+/// `listing.retained_from`: an archived instant) keeps its place in source order
+/// (`order`): a late completion archived since is still late (hostile review hr10).
 pub(crate) fn source_states(
     ancestry: &[Ancestor],
     listing: &CommitListing,
+    order: impl Fn(&str, &str) -> Ordering,
 ) -> HashMap<String, i64> {
     let recorded: Vec<_> = ancestry
         .iter()
         .map(|a| (a.snapshot_id, a.source_commit.as_deref()))
         .collect();
-    let listed = positions(&recorded, listing);
-    let mut cuts = cut_before(&listed);
+    let placed = places(&recorded, listing, order);
+    let mut cuts = cut_before(&placed);
     cuts.push(true);
     let mut states = HashMap::new();
-    let mut newest: Option<usize> = None;
+    let mut newest: Option<i64> = None;
     for (k, (snapshot, _)) in recorded.iter().enumerate() {
-        newest = newest.max(listed[k]);
+        newest = newest.max(placed[k]);
         // A snapshot of a commit the listing does not name (one a rollback undid) holds
-        // its files, which no state of the source has.
-        if let (true, Some(_), Some(n)) = (cuts[k + 1], listed[k], newest) {
+        // its files, which no state of the source has; one whose newest commit is
+        // archived holds no state the replay gives.
+        let listed = newest.and_then(|n| usize::try_from(n).ok());
+        if let (true, Some(_), Some(n)) = (cuts[k + 1], placed[k], listed) {
             states.insert(listing.commits[n].id.clone(), *snapshot);
         }
     }
     states
+}
+
+/// Each snapshot's commit's place in source order: its listing position if listed; for
+/// one the source dropped normally (before `listing.retained_from`), a place before every
+/// listed one, in `order` among those; `None` for any other (a commit undone).
+fn places(
+    recorded: &[(i64, Option<&str>)],
+    listing: &CommitListing,
+    order: impl Fn(&str, &str) -> Ordering,
+) -> Vec<Option<i64>> {
+    let listed = positions(recorded, listing);
+    let dropped = |c: &str| {
+        let from = listing.retained_from.as_deref();
+        from.is_some_and(|from| order(c, from) == Ordering::Less)
+    };
+    let mut archived: Vec<&str> = recorded
+        .iter()
+        .zip(&listed)
+        .filter_map(|((_, c), at)| c.filter(|c| at.is_none() && dropped(c)))
+        .collect();
+    archived.sort_by(|a, b| order(a, b));
+    archived.dedup();
+    let before = archived.len() as i64;
+    recorded
+        .iter()
+        .zip(listed)
+        .map(|((_, c), at)| match at {
+            Some(at) => i64::try_from(at).ok(),
+            None => {
+                let rank = archived.iter().position(|a| Some(*a) == *c)?;
+                Some(rank as i64 - before)
+            }
+        })
+        .collect()
 }
 
 /// Each snapshot's commit's position in the listing, if listed.
@@ -95,7 +135,7 @@ fn first_unmirrored(listed: &[Option<usize>], len: usize) -> Option<usize> {
 
 /// The smallest listed position from each snapshot on (`None`: none listed), with one
 /// more entry (`None`) past the last.
-fn oldest_from(listed: &[Option<usize>]) -> Vec<Option<usize>> {
+fn oldest_from<T: Ord + Copy>(listed: &[Option<T>]) -> Vec<Option<T>> {
     let mut from_here = vec![None; listed.len() + 1];
     for i in (0..listed.len()).rev() {
         from_here[i] = match (listed[i], from_here[i + 1]) {
@@ -108,9 +148,9 @@ fn oldest_from(listed: &[Option<usize>]) -> Vec<Option<usize>> {
 
 /// For each snapshot `k`, whether a cut just before it keeps the sync's rule: every
 /// listed commit before it precedes every listed commit from it on.
-fn cut_before(listed: &[Option<usize>]) -> Vec<bool> {
+fn cut_before<T: Ord + Copy>(listed: &[Option<T>]) -> Vec<bool> {
     let from_here = oldest_from(listed);
-    let mut before: Option<usize> = None;
+    let mut before: Option<T> = None;
     let mut fits = Vec::with_capacity(listed.len());
     for (i, position) in listed.iter().enumerate() {
         fits.push(match (before, from_here[i]) {
@@ -221,10 +261,29 @@ mod tests {
                 source_commit: s.source_commit,
             })
             .collect();
-        let states = source_states(&ancestry, &l);
+        let states = source_states(&ancestry, &l, str::cmp);
         let mut states: Vec<_> = states.iter().map(|(c, s)| (c.as_str(), *s)).collect();
         states.sort();
         assert_eq!(states, [("a", 10), ("d", 13)]);
+    }
+
+    #[test]
+    fn an_archived_late_completion_still_comes_before_later_commits() {
+        // b completed after d was mirrored, then a and b were archived (hostile review
+        // hr10): c's snapshot holds no state (it lacks b), d's current one holds d's.
+        let mut l = listing(&["c", "d"]);
+        l.retained_from = Some("c".into());
+        let ancestry: Vec<Ancestor> = snapshots(&["a", "c", "d", "b"])
+            .into_iter()
+            .map(|s| Ancestor {
+                snapshot_id: s.snapshot_id,
+                source_commit: s.source_commit,
+            })
+            .collect();
+        let states = source_states(&ancestry, &l, str::cmp);
+        let mut states: Vec<_> = states.iter().map(|(c, s)| (c.as_str(), *s)).collect();
+        states.sort();
+        assert_eq!(states, [("d", 13)]);
     }
 
     #[test]
