@@ -103,15 +103,17 @@ fn places(
     archived.sort_by(|a, b| order(a, b));
     archived.dedup();
     let before = archived.len() as i64;
+    let rank: HashMap<&str, i64> = archived
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| (c, i as i64 - before))
+        .collect();
     recorded
         .iter()
         .zip(listed)
         .map(|((_, c), at)| match at {
             Some(at) => i64::try_from(at).ok(),
-            None => {
-                let rank = archived.iter().position(|a| Some(*a) == *c)?;
-                Some(rank as i64 - before)
-            }
+            None => rank.get((*c)?).copied(),
         })
         .collect()
 }
