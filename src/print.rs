@@ -306,7 +306,9 @@ fn deep(compared: &[Comparison]) {
         n => format!("{n} differences"),
     };
     match compared {
-        [] => outln!("  deep: no snapshot records a source commit: nothing to compare"),
+        [] => outln!(
+            "  deep: no snapshot holds the source's state after a listed commit: nothing to compare"
+        ),
         [c] => outln!(
             "  deep: compared snapshot {} (source commit {}): {} data files in the snapshot, {} live in the source: {found}",
             c.snapshot_id, c.commit, c.snapshot_files, c.source_files
@@ -354,7 +356,7 @@ pub fn expiry_held(
             h.pending
         ),
         None => outln!(
-            "{table}: {what} {at} and every later one kept: a source commit completed late and its {what} comes after those of later commits; expiring between them would have the next sync mirror an expired commit again"
+            "{table}: {what} {at} and every later one kept: a source commit completed late and its {what} comes after those of later commits, or it is not mirrored yet; expiring past it would have the next sync mirror an expired commit again, or never mirror it"
         ),
     }
 }

@@ -536,3 +536,90 @@ async fn an_expiry_cuts_past_a_late_completion_once_later_instants_follow_it() {
     assert!(sync(t, &options, |_| {}).await.unwrap().written.is_empty());
     assert!(check(t, &options, false).await.unwrap().consistent());
 }
+
+/// Hostile review hr10: on Hudi table version 6 an instant pending at the sync that
+/// completes before the expiry is neither pending (nothing holds the expiry back for it)
+/// nor mirrored: an expiry keeping only the newest snapshot dropped those of every instant
+/// before it, so the next sync took it as expired and never mirrored it (3 rows of 4,
+/// exit 0, plain `check` consistent). The expiry keeps the snapshot of the instant before
+/// it, and the next sync mirrors it.
+#[tokio::test]
+async fn an_expiry_never_passes_an_instant_completed_since_the_last_sync() {
+    let (_dir, root) = hudi_v6();
+    let t = root.to_str().unwrap();
+    let times: Vec<String> = (0..4).map(|i| format!("202401010000{i:02}000")).collect();
+    let done: Vec<_> = times
+        .iter()
+        .enumerate()
+        .map(|(i, time)| hudi_v6_instant(&root, time, &format!("g{i}")))
+        .collect();
+    for i in [0, 1, 3] {
+        complete(&root, &done[i]);
+    }
+    let options = SyncOptions::default();
+    assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 3);
+    complete(&root, &done[2]);
+    let store = TableStore::open(t).unwrap();
+    let retention = Retention {
+        keep_snapshots: Some(1),
+        ..Default::default()
+    };
+    let expiry = xlake_sync::maintain::expire(&store, &retention, None, None)
+        .await
+        .unwrap();
+    assert_eq!(expiry.expired.snapshots.len(), 1, "{expiry:?}");
+    assert!(expiry.expired.held_at.is_some(), "{expiry:?}");
+    let written: Vec<String> = sync(t, &options, |_| {})
+        .await
+        .unwrap()
+        .written
+        .iter()
+        .map(|m| m.commit.id.clone())
+        .collect();
+    assert_eq!(written, [times[2].clone()]);
+    let report = check(t, &options, true).await.unwrap();
+    assert!(report.consistent(), "{report:?}");
+}
+
+/// Hostile review hr10: a v6 late completion, then Hudi's archival of it and the instant
+/// before (archival goes by requested time, so a late instant leaves the timeline before
+/// the later instants mirrored ahead of it). `check --deep` compared nothing ("no
+/// snapshot records a source commit") and `--deep --all` reported the late file absent
+/// from the snapshot of the instant after it (a false alarm, exit 1): the archived late
+/// instant lost its place in source order. Both now compare the current snapshot with
+/// the state after the newest instant, and skip the one that holds no state.
+#[tokio::test]
+async fn an_archived_late_completion_keeps_its_place_for_check_deep() {
+    let (_dir, root) = hudi_v6();
+    let t = root.to_str().unwrap();
+    let times: Vec<String> = (0..4).map(|i| format!("202401010000{i:02}000")).collect();
+    let done: Vec<_> = times
+        .iter()
+        .enumerate()
+        .map(|(i, time)| hudi_v6_instant(&root, time, &format!("g{i}")))
+        .collect();
+    for i in [0, 2, 3] {
+        complete(&root, &done[i]);
+    }
+    let options = SyncOptions::default();
+    assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 3);
+    complete(&root, &done[1]);
+    assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 1);
+    // Hudi's archival: the two oldest instants' timeline files into the archive folder.
+    let archived = root.join(".hoodie/archived");
+    std::fs::create_dir_all(&archived).unwrap();
+    for time in &times[..2] {
+        for entry in std::fs::read_dir(root.join(".hoodie")).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap().to_string();
+            if name.starts_with(time.as_str()) {
+                std::fs::rename(&path, archived.join(name)).unwrap();
+            }
+        }
+    }
+    for all in [false, true] {
+        let report = check_with(t, &options, true, all).await.unwrap();
+        assert!(report.consistent(), "{report:?}");
+        assert_eq!(report.compared.len(), 1, "{report:?}");
+    }
+}

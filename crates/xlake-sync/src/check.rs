@@ -376,7 +376,8 @@ impl Compare<'_> {
         };
         let listing = self.source.listing(&from_start).in_table(store)?;
         let (oldest, newest) = self.mirrored_span(&listing);
-        let state_of = crate::cuts::source_states(self.ancestry, &listing);
+        let state_of =
+            crate::cuts::source_states(self.ancestry, &listing, |a, b| self.source.order(a, b));
         // Nothing before the oldest commit compared is needed: the replay may start at
         // the source's full state there (Delta: the newest checkpoint at or before it).
         let from = if all { &oldest } else { &newest };

@@ -7,6 +7,7 @@
 //! breaks that order, and a cut that expires a commit listed after one it keeps would have
 //! the next sync mirror that commit again, its files a second time (hostile review 9).
 
+use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashMap};
 
 use xlake_model::CommitListing;
@@ -15,7 +16,9 @@ use xlake_target::{Ancestor, SnapshotEntry};
 /// The snapshots (of `snapshots`, oldest first) an expiry may keep from: those where
 /// every snapshot before records a commit listed before every listed commit the snapshot
 /// and those after it record (commits the listing no longer names are never mirrored
-/// again, so they do not count), up to `floor` (a snapshot id) and no later.
+/// again, so they do not count), and no listed commit still to mirror (completed since
+/// the last sync) comes before every kept one, up to `floor` (a snapshot id) and no
+/// later.
 pub(crate) fn allowed(
     snapshots: &[SnapshotEntry],
     listing: &CommitListing,
@@ -26,9 +29,16 @@ pub(crate) fn allowed(
         .map(|s| (s.snapshot_id, s.source_commit.as_deref()))
         .collect();
     let listed = positions(&recorded, listing);
+    let unmirrored = first_unmirrored(&listed, listing.commits.len());
+    let mut oldest_kept = oldest_from(&listed).into_iter();
     let mut allowed = BTreeSet::new();
     for (k, fits) in cut_before(&listed).into_iter().enumerate() {
-        if fits {
+        // Keeping from here, the sync would take every unmirrored listed commit older
+        // than the oldest kept one as expired, and never mirror it (hostile review hr10:
+        // an instant that completed late between a sync and the expiry).
+        let kept = oldest_kept.next().flatten();
+        let keeps_unmirrored = k == 0 || unmirrored.is_none_or(|u| kept.is_some_and(|o| o < u));
+        if fits && keeps_unmirrored {
             allowed.insert(recorded[k].0);
         }
         if floor == Some(recorded[k].0) {
@@ -42,29 +52,70 @@ pub(crate) fn allowed(
 /// by the listed commit that state follows: those of a listed commit where every snapshot
 /// up to it records a commit listed before every one after it records (the newest
 /// always). After a late completion the snapshots between it and the instants before it
-/// hold no such state.
+/// hold no such state. A commit the source dropped normally (before
+/// `listing.retained_from`: an archived instant) keeps its place in source order
+/// (`order`): a late completion archived since is still late (hostile review hr10).
 pub(crate) fn source_states(
     ancestry: &[Ancestor],
     listing: &CommitListing,
+    order: impl Fn(&str, &str) -> Ordering,
 ) -> HashMap<String, i64> {
     let recorded: Vec<_> = ancestry
         .iter()
         .map(|a| (a.snapshot_id, a.source_commit.as_deref()))
         .collect();
-    let listed = positions(&recorded, listing);
-    let mut cuts = cut_before(&listed);
+    let placed = places(&recorded, listing, order);
+    let mut cuts = cut_before(&placed);
     cuts.push(true);
     let mut states = HashMap::new();
-    let mut newest: Option<usize> = None;
+    let mut newest: Option<i64> = None;
     for (k, (snapshot, _)) in recorded.iter().enumerate() {
-        newest = newest.max(listed[k]);
+        newest = newest.max(placed[k]);
         // A snapshot of a commit the listing does not name (one a rollback undid) holds
-        // its files, which no state of the source has.
-        if let (true, Some(_), Some(n)) = (cuts[k + 1], listed[k], newest) {
+        // its files, which no state of the source has; one whose newest commit is
+        // archived holds no state the replay gives.
+        let listed = newest.and_then(|n| usize::try_from(n).ok());
+        if let (true, Some(_), Some(n)) = (cuts[k + 1], placed[k], listed) {
             states.insert(listing.commits[n].id.clone(), *snapshot);
         }
     }
     states
+}
+
+/// Each snapshot's commit's place in source order: its listing position if listed; for
+/// one the source dropped normally (before `listing.retained_from`), a place before every
+/// listed one, in `order` among those; `None` for any other (a commit undone).
+fn places(
+    recorded: &[(i64, Option<&str>)],
+    listing: &CommitListing,
+    order: impl Fn(&str, &str) -> Ordering,
+) -> Vec<Option<i64>> {
+    let listed = positions(recorded, listing);
+    let dropped = |c: &str| {
+        let from = listing.retained_from.as_deref();
+        from.is_some_and(|from| order(c, from) == Ordering::Less)
+    };
+    let mut archived: Vec<&str> = recorded
+        .iter()
+        .zip(&listed)
+        .filter_map(|((_, c), at)| c.filter(|c| at.is_none() && dropped(c)))
+        .collect();
+    archived.sort_by(|a, b| order(a, b));
+    archived.dedup();
+    let before = archived.len() as i64;
+    let rank: HashMap<&str, i64> = archived
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| (c, i as i64 - before))
+        .collect();
+    recorded
+        .iter()
+        .zip(listed)
+        .map(|((_, c), at)| match at {
+            Some(at) => i64::try_from(at).ok(),
+            None => rank.get((*c)?).copied(),
+        })
+        .collect()
 }
 
 /// Each snapshot's commit's position in the listing, if listed.
@@ -76,10 +127,17 @@ fn positions(recorded: &[(i64, Option<&str>)], listing: &CommitListing) -> Vec<O
         .collect()
 }
 
-/// For each snapshot `k`, whether a cut just before it keeps the sync's rule: every
-/// listed commit before it precedes every listed commit from it on.
-fn cut_before(listed: &[Option<usize>]) -> Vec<bool> {
-    // The smallest listed position from each snapshot on (`None`: none listed).
+/// The listed position of the oldest commit no snapshot records but that the sync would
+/// mirror (listed after the oldest recorded one), if any, of a listing of `len` commits.
+fn first_unmirrored(listed: &[Option<usize>], len: usize) -> Option<usize> {
+    let recorded: BTreeSet<usize> = listed.iter().flatten().copied().collect();
+    let oldest = *recorded.first()?;
+    (oldest..len).find(|p| !recorded.contains(p))
+}
+
+/// The smallest listed position from each snapshot on (`None`: none listed), with one
+/// more entry (`None`) past the last.
+fn oldest_from<T: Ord + Copy>(listed: &[Option<T>]) -> Vec<Option<T>> {
     let mut from_here = vec![None; listed.len() + 1];
     for i in (0..listed.len()).rev() {
         from_here[i] = match (listed[i], from_here[i + 1]) {
@@ -87,7 +145,14 @@ fn cut_before(listed: &[Option<usize>]) -> Vec<bool> {
             (a, b) => a.or(b),
         };
     }
-    let mut before: Option<usize> = None;
+    from_here
+}
+
+/// For each snapshot `k`, whether a cut just before it keeps the sync's rule: every
+/// listed commit before it precedes every listed commit from it on.
+fn cut_before<T: Ord + Copy>(listed: &[Option<T>]) -> Vec<bool> {
+    let from_here = oldest_from(listed);
+    let mut before: Option<T> = None;
     let mut fits = Vec::with_capacity(listed.len());
     for (i, position) in listed.iter().enumerate() {
         fits.push(match (before, from_here[i]) {
@@ -162,6 +227,19 @@ mod tests {
     }
 
     #[test]
+    fn no_cut_passes_a_commit_completed_since_the_last_sync() {
+        // c completed after the sync that mirrored d (hostile review hr10): keeping only
+        // d's snapshot, the sync would take c as expired and never mirror it.
+        let l = listing(&["a", "b", "c", "d"]);
+        let s = snapshots(&["a", "b", "d"]);
+        assert_eq!(ids(&allowed(&s, &l, None)), [10, 11]);
+        // Newer than every recorded one, it is mirrored whatever the cut.
+        let l = listing(&["a", "b", "c"]);
+        let s = snapshots(&["a", "b"]);
+        assert_eq!(ids(&allowed(&s, &l, None)), [10, 11]);
+    }
+
+    #[test]
     fn after_a_late_completion_the_newest_state_is_the_current_snapshot() {
         let l = listing(&["a", "b", "c", "d"]);
         let ancestry: Vec<Ancestor> = snapshots(&["a", "c", "d", "b"])
@@ -171,10 +249,29 @@ mod tests {
                 source_commit: s.source_commit,
             })
             .collect();
-        let states = source_states(&ancestry, &l);
+        let states = source_states(&ancestry, &l, str::cmp);
         let mut states: Vec<_> = states.iter().map(|(c, s)| (c.as_str(), *s)).collect();
         states.sort();
         assert_eq!(states, [("a", 10), ("d", 13)]);
+    }
+
+    #[test]
+    fn an_archived_late_completion_still_comes_before_later_commits() {
+        // b completed after d was mirrored, then a and b were archived (hostile review
+        // hr10): c's snapshot holds no state (it lacks b), d's current one holds d's.
+        let mut l = listing(&["c", "d"]);
+        l.retained_from = Some("c".into());
+        let ancestry: Vec<Ancestor> = snapshots(&["a", "c", "d", "b"])
+            .into_iter()
+            .map(|s| Ancestor {
+                snapshot_id: s.snapshot_id,
+                source_commit: s.source_commit,
+            })
+            .collect();
+        let states = source_states(&ancestry, &l, str::cmp);
+        let mut states: Vec<_> = states.iter().map(|(c, s)| (c.as_str(), *s)).collect();
+        states.sort();
+        assert_eq!(states, [("d", 13)]);
     }
 
     #[test]

@@ -76,7 +76,9 @@ pub async fn expire(
 ///   instant; nothing is held when no snapshot precedes it: keeping snapshots would not
 ///   bring it back);
 /// - where the source lists commits out of snapshot order (a late completion), only where
-///   every expired snapshot's commit is listed before every kept one's ([`crate::cuts`]).
+///   every expired snapshot's commit is listed before every kept one's ([`crate::cuts`]);
+/// - never past a listed commit no snapshot records yet (one that completed late after the
+///   last sync, no longer pending), which the next sync would otherwise take as expired.
 ///
 /// The source is opened from where the mirror stands, as a sync opens it (a Hudi
 /// timeline listed from the saved instant time, its pending instants looked up). One that

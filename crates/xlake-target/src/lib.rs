@@ -153,8 +153,10 @@ pub struct Retention {
     /// snapshot is always allowed. The engine's word, from the source: where every
     /// snapshot before records a source commit older than every one after (a late
     /// completion breaks that, and the sync would mirror again a commit expired after
-    /// an older one it keeps), and never past the newest snapshot before the source's
-    /// oldest pending commit (as Hudi's archival never passes its oldest pending instant).
+    /// an older one it keeps), never past a listed commit not yet mirrored (one that
+    /// completed late since the last sync: the sync would take it as expired), and never
+    /// past the newest snapshot before the source's oldest pending commit (as Hudi's
+    /// archival never passes its oldest pending instant).
     pub cuts: Option<BTreeSet<i64>>,
 }
 
