@@ -199,6 +199,7 @@ impl DeltaSource {
             commits,
             retained_from,
             strictly_ordered: true,
+            completed_late: Default::default(),
         })
     }
 

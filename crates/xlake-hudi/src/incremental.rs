@@ -58,7 +58,18 @@ impl HudiSource {
         };
         let oldest = match self.part_floor() {
             Some(floor) => self.oldest_not_expired(floor, mirrored, first_mirrored()?),
-            None => first_mirrored()?,
+            // An instant the saved state names pending, completed since, before the first
+            // mirrored one: the replay from it mirrors it (not taken as expired).
+            None => {
+                let first = first_mirrored()?;
+                let floor = self.saved_floor(mirrored);
+                let late = floor.and_then(|f| {
+                    completed[..first]
+                        .iter()
+                        .position(|i| f.was_pending(i.requested()) == Some(true))
+                });
+                late.unwrap_or(first)
+            }
         };
         let gap = completed[oldest..at]
             .iter()

@@ -221,6 +221,7 @@ impl HudiSource {
                 .or(oldest)
                 .map(str::to_string),
             strictly_ordered: self.config.version >= 8,
+            completed_late: Default::default(),
         }
     }
 
@@ -306,6 +307,13 @@ impl HudiSource {
     }
 
     /// The saved floor the timeline in use was listed from; `None` when it is whole.
+    /// The state the mirror's newest change set saved (where its sync listed from, the
+    /// instants pending then), if it saved one this build reads.
+    pub(crate) fn saved_floor(&self, mirrored: &MirrorState) -> Option<crate::resume::Floor> {
+        let (newest, _) = mirrored.newest.as_ref()?;
+        crate::resume::of(mirrored.source_state.as_deref(), newest)
+    }
+
     pub(crate) fn part_floor(&self) -> Option<&crate::resume::Floor> {
         match self.whole.get() {
             Some(_) => None,

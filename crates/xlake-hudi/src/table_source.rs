@@ -159,8 +159,17 @@ impl TableSource for HudiSource {
         Some(format!("hoodie.table.format={format}"))
     }
 
+    /// With the instants the mirror's saved state names pending that have completed since
+    /// and are not mirrored ([`CommitListing::completed_late`]).
     fn listing(&self, state: &MirrorState) -> Result<CommitListing, SourceError> {
-        Ok(HudiSource::listing_after(self, &state.commits))
+        let mut listing = HudiSource::listing_after(self, &state.commits);
+        if let Some(floor) = self.saved_floor(state) {
+            let late = listing.commits.iter().filter(|c| {
+                !state.commits.contains(&c.id) && floor.was_pending(&c.id) == Some(true)
+            });
+            listing.completed_late = late.map(|c| c.id.clone()).collect();
+        }
+        Ok(listing)
     }
 
     /// The floor the next sync lists from and every listed instant requested since, in

@@ -1,6 +1,6 @@
 //! One completed source commit and what it did to the table.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::{DataFile, PartitionSpec, Schema};
 
@@ -147,6 +147,12 @@ pub struct CommitListing {
     /// Whether snapshots must follow source order (false where a commit may complete after
     /// newer ones were mirrored: Hudi table version 6).
     pub strictly_ordered: bool,
+    /// Listed commits not mirrored that the source knows completed late: pending when the
+    /// mirror's newest change set was saved (Hudi table version 6, ordered by requested
+    /// time, names them in its saved state). A sync mirrors each, and `check` counts it
+    /// missing, even where it comes before the oldest mirrored commit (which otherwise
+    /// reads as mirrored and expired).
+    pub completed_late: BTreeSet<String>,
 }
 
 impl CommitListing {

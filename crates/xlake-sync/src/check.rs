@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Serialize;
-use xlake_model::{ChangeSet, CommitListing, VectorBytes};
+use xlake_model::{ChangeSet, CommitListing, ListedCommit, VectorBytes};
 use xlake_source::{ErrorKind, MirrorState, SourceError, TableSource, TargetTakes};
 use xlake_storage::TableStore;
 use xlake_target::{Ancestor, Read, TableTarget};
@@ -485,7 +485,7 @@ fn compare(
 }
 
 /// The completed commits older than the first mirrored one (not violations), and those
-/// after it that no snapshot records.
+/// after it that no snapshot records, with those before it that completed late.
 pub(crate) fn missing_commits(
     listing: &CommitListing,
     mirrored: &BTreeSet<&str>,
@@ -495,12 +495,16 @@ pub(crate) fn missing_commits(
         .iter()
         .position(|c| mirrored.contains(c.id.as_str()))
         .unwrap_or(0);
-    let missing = listing.commits[first..]
-        .iter()
+    // A commit the source knows completed late is missing wherever it comes.
+    let late = |c: &&ListedCommit| listing.completed_late.contains(&c.id);
+    let late_before = listing.commits[..first].iter().filter(late);
+    let missing = late_before
+        .clone()
+        .chain(&listing.commits[first..])
         .filter(|c| !mirrored.contains(c.id.as_str()))
         .map(|c| c.id.clone())
         .collect();
-    (first, missing)
+    (first - late_before.count(), missing)
 }
 
 /// When the source promises a snapshot per commit written in its commit path

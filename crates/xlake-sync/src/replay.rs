@@ -13,7 +13,8 @@ use xlake_source::{ChangeStream, Replay, SourceError};
 
 /// Which change sets of a replay are still to mirror, decided as they stream by: those
 /// whose commit no snapshot records, except commits older (in source order) than the
-/// oldest one a snapshot still records, which were mirrored and then expired. A commit
+/// oldest one a snapshot still records, which were mirrored and then expired (unless the
+/// source knows one completed late: [`CommitListing::completed_late`]). A commit
 /// that completes late (Hudi table version 6 orders by requested time) is still mirrored
 /// after newer ones. Source order is the listing's (a replay gives its commits in that
 /// order); what a replay gives before the oldest mirrored commit is older than it.
@@ -35,7 +36,9 @@ impl<'a> Pending<'a> {
         let mirrored: FxHashSet<&str> = mirrored.iter().map(String::as_str).collect();
         let listed = &listing.commits;
         let oldest = listed.iter().position(|c| mirrored.contains(c.id.as_str()));
-        let expired = listed[..oldest.unwrap_or(0)].iter();
+        let expired = listed[..oldest.unwrap_or(0)]
+            .iter()
+            .filter(|c| !listing.completed_late.contains(&c.id));
         Self {
             expired: expired.map(|c| c.id.as_str()).collect(),
             mirrored,

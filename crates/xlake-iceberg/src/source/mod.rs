@@ -273,6 +273,7 @@ impl TableSource for IcebergSource {
                 .history_expired()
                 .then(|| self.chain[0].snapshot_id().to_string()),
             strictly_ordered: true,
+            completed_late: Default::default(),
         })
     }
 
