@@ -17,7 +17,7 @@ use crate::spec::manifest_list::merging::Shape;
 /// and each one an append may carry as it is: a path of text, sequence numbers assigned,
 /// no negative count, and live files. `None` otherwise (the list is then read whole).
 pub(crate) fn shapes(blocks: &[u8], sync: &[u8; 16], records: usize) -> Option<Vec<Shape>> {
-    each(blocks, sync, records, |b, at| record(b, at))
+    each(blocks, sync, records, record)
 }
 
 /// Each record of `blocks` (as for [`shapes`]) as its bytes and what identifies it, if
