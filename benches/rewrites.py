@@ -75,9 +75,17 @@ def generated(workdir, name, quick):
 
 
 def mirrored(path, tag, binary):
-    """A hard-linked copy of a generated table, mirrored by `binary`."""
+    """A hard-linked copy of a generated table, mirrored by `binary`. A mirror left by an
+    earlier run is deleted first, then written back and left 6 s: ext4 without a journal
+    (this machine's) skips, when it allocates an inode, each inode of the group freed in
+    the last 5 s (300 s more while its inode table block is dirty), at a cost per inode
+    skipped; a commit creating ~10 files beside the ~2,000 just freed of the old mirror's
+    `metadata/` paid ~7 ms more for it (benches/README.md, issue 46, 2026-12-06 15:00)."""
     dest = path.parent / f"{path.name}.{tag}"
-    shutil.rmtree(dest, ignore_errors=True)
+    if dest.exists():
+        shutil.rmtree(dest, ignore_errors=True)
+        os.sync()
+        time.sleep(6)
     shutil.copytree(path, dest, copy_function=os.link,
                     ignore=shutil.ignore_patterns("metadata", "_bench_src"))
     t = run(binary, "sync", dest)

@@ -139,7 +139,8 @@ async fn encode_list(
     let tail = parent_list.and_then(|p| Some((p, carry::tail_of(manifests, p)?)));
     let carried_list = match tail {
         Some((parent, new)) => carry::encode(of, &manifests[..new], parent),
-        None => None,
+        // Some of the parent's records kept (a removal's list): copied, not encoded again.
+        None => parent_list.and_then(|p| carry::spliced(of, manifests, p)),
     };
     let encoded = match carried_list {
         Some(encoded) => Some(encoded),

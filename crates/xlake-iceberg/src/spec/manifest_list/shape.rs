@@ -17,8 +17,48 @@ use crate::spec::manifest_list::merging::Shape;
 /// and each one an append may carry as it is: a path of text, sequence numbers assigned,
 /// no negative count, and live files. `None` otherwise (the list is then read whole).
 pub(crate) fn shapes(blocks: &[u8], sync: &[u8; 16], records: usize) -> Option<Vec<Shape>> {
+    each(blocks, sync, records, record)
+}
+
+/// Each record of `blocks` (as for [`shapes`]) as its bytes and what identifies it, if
+/// they are exactly `records` records in blocks ending with `sync`: what a list keeping
+/// some of its parent's manifests copies of them (see
+/// [`crate::spec::manifest_list::carry::spliced`]).
+pub(crate) fn spans<'a>(
+    blocks: &'a [u8],
+    sync: &[u8; 16],
+    records: usize,
+) -> Option<Vec<Span<'a>>> {
+    each(blocks, sync, records, |b, at| {
+        let start = *at;
+        let f = fields(b, at)?;
+        Some(Span {
+            path: f.path,
+            ident: [f.length, f.snapshot, f.sequence_numbers[0]],
+            bytes: b.get(start..*at)?,
+        })
+    })
+}
+
+/// A record of a list: its bytes, its manifest's path, and the manifest's length, adding
+/// snapshot and sequence number (with the path, what
+/// [`crate::spec::manifest_list::carry::digest`] takes a manifest file by).
+pub(crate) struct Span<'a> {
+    pub(crate) path: &'a [u8],
+    pub(crate) ident: [i64; 3],
+    pub(crate) bytes: &'a [u8],
+}
+
+/// `read` of each record of `blocks`, if they are exactly `records` records in blocks
+/// ending with `sync`, each read whole by `read`.
+fn each<'a, T>(
+    blocks: &'a [u8],
+    sync: &[u8; 16],
+    records: usize,
+    mut read: impl FnMut(&'a [u8], &mut usize) -> Option<T>,
+) -> Option<Vec<T>> {
     // A record takes at least 15 bytes: a corrupt count reserves nothing large.
-    let mut shapes = Vec::with_capacity(records.min(blocks.len() / 15));
+    let mut out = Vec::with_capacity(records.min(blocks.len() / 15));
     let mut at = 0;
     while at < blocks.len() {
         let count = u64::try_from(long(blocks, &mut at)?).ok()?;
@@ -26,31 +66,59 @@ pub(crate) fn shapes(blocks: &[u8], sync: &[u8; 16], records: usize) -> Option<V
         let end = at.checked_add(size)?;
         let block = blocks.get(..end)?;
         for _ in 0..count {
-            shapes.push(record(block, &mut at)?);
+            out.push(read(block, &mut at)?);
         }
         (at == end && blocks.get(end..end.checked_add(16)?)? == sync).then_some(())?;
         at = end + 16;
     }
-    (shapes.len() == records).then_some(shapes)
+    (out.len() == records).then_some(out)
 }
 
-/// One record, its fields in `list_schema_v2.json`'s order.
-fn record(b: &[u8], at: &mut usize) -> Option<Shape> {
+/// The fields of one record, in `list_schema_v2.json`'s order (partition summaries and
+/// key metadata skipped).
+struct Fields<'a> {
+    path: &'a [u8],
+    length: i64,
+    spec: i32,
+    content: i32,
+    sequence_numbers: [i64; 2],
+    snapshot: i64,
+    files: [i32; 3],
+    rows: [i64; 3],
+}
+
+fn fields<'a>(b: &'a [u8], at: &mut usize) -> Option<Fields<'a>> {
     let path = field(b, at)?;
-    let named = !path.is_empty() && std::str::from_utf8(path).is_ok();
-    let _length = long(b, at)?;
+    let length = long(b, at)?;
     let spec = int(b, at)?;
-    let content = ManifestContentType::try_from(int(b, at)?).ok()?;
+    let content = int(b, at)?;
     let sequence_numbers = [long(b, at)?, long(b, at)?];
-    let _snapshot = long(b, at)?;
+    let snapshot = long(b, at)?;
     let files = [int(b, at)?, int(b, at)?, int(b, at)?];
     let rows = [long(b, at)?, long(b, at)?, long(b, at)?];
     skip_partitions(b, at)?;
     skip_optional(b, at, skip_bytes)?;
-    let counted = files.iter().all(|n| *n >= 0) && rows.iter().all(|n| *n >= 0);
-    let assigned = sequence_numbers.iter().all(|n| *n >= 0);
-    let live = u32::try_from(files[0]).ok()? + u32::try_from(files[1]).ok()?;
-    (named && counted && assigned && live > 0).then_some((spec, content, live))
+    Some(Fields {
+        path,
+        length,
+        spec,
+        content,
+        sequence_numbers,
+        snapshot,
+        files,
+        rows,
+    })
+}
+
+/// One record's shape, if an append may carry it as it is.
+fn record(b: &[u8], at: &mut usize) -> Option<Shape> {
+    let f = fields(b, at)?;
+    let named = !f.path.is_empty() && std::str::from_utf8(f.path).is_ok();
+    let content = ManifestContentType::try_from(f.content).ok()?;
+    let counted = f.files.iter().all(|n| *n >= 0) && f.rows.iter().all(|n| *n >= 0);
+    let assigned = f.sequence_numbers.iter().all(|n| *n >= 0);
+    let live = u32::try_from(f.files[0]).ok()? + u32::try_from(f.files[1]).ok()?;
+    (named && counted && assigned && live > 0).then_some((f.spec, content, live))
 }
 
 /// An Avro `int`.
