@@ -19,9 +19,9 @@ import urllib.parse
 import uuid
 
 import boto3
+import hudi_source as hudi
 import pyarrow as pa
 import pyarrow.parquet as pq
-import hudi_source as hudi
 import pytest
 from deltalake import write_deltalake
 from readers import DuckDB, PyIceberg
