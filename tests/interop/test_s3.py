@@ -358,12 +358,14 @@ def test_parquet_file_added_within_the_listed_second_is_an_append(s3):
     for attempt in range(5):
         prefix = f"parquet_added_same_second_{attempt}"
         time.sleep(1.02 - time.time() % 1)
-        put = lambda name, body: s3.client.put_object(Bucket=s3.bucket, Key=f"{prefix}/{name}", Body=body)
-        head = lambda name: s3.client.head_object(Bucket=s3.bucket, Key=f"{prefix}/{name}")["LastModified"]
-        put("a.parquet", a)
+        s3.client.put_object(Bucket=s3.bucket, Key=f"{prefix}/a.parquet", Body=a)
         ok(s3.xlake("sync", s3.url(prefix), "--format", "parquet"), f"sync {prefix}")
-        put("b.parquet", b)
-        if head("a.parquet") == head("b.parquet"):
+        s3.client.put_object(Bucket=s3.bucket, Key=f"{prefix}/b.parquet", Body=b)
+        times = [
+            s3.client.head_object(Bucket=s3.bucket, Key=f"{prefix}/{name}")["LastModified"]
+            for name in ("a.parquet", "b.parquet")
+        ]
+        if times[0] == times[1]:
             break
     else:
         pytest.fail("the second file never landed within the first one's second")
