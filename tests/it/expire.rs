@@ -713,3 +713,38 @@ async fn a_late_completion_mirrored_after_the_instants_before_it_were_archived()
         assert!(report.consistent(), "{report:?}");
     }
 }
+
+/// Hostile review hr12: two instants pending at a sync, requested long (past the margin)
+/// before the mirrored one; the newer completes first and is mirrored late, then the older
+/// completes: the next sync mirrors it too. Before, the late instant's change set saved a
+/// state listing from after it (not trusted), so the older was taken as mirrored and
+/// expired: 2 rows of 3, sync and plain `check` exit 0.
+#[tokio::test]
+async fn two_pending_instants_completing_newer_first_are_both_mirrored() {
+    let (_dir, root) = hudi_v6();
+    let t = root.to_str().unwrap();
+    let times = [
+        "20240101000000000",
+        "20240101002000000",
+        "20240101010000000",
+    ];
+    let done: Vec<_> = times
+        .iter()
+        .enumerate()
+        .map(|(i, time)| hudi_v6_instant(&root, time, &format!("g{i}")))
+        .collect();
+    complete(&root, &done[2]);
+    let options = SyncOptions::default();
+    assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 1);
+    complete(&root, &done[1]);
+    assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 1);
+    complete(&root, &done[0]);
+    let report = check(t, &options, false).await.unwrap();
+    assert_eq!(report.missing, [times[0]], "{report:?}");
+    assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 1);
+    assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2"]);
+    for all in [false, true] {
+        let report = check_with(t, &options, true, all).await.unwrap();
+        assert!(report.consistent(), "{report:?}");
+    }
+}
