@@ -748,3 +748,71 @@ async fn two_pending_instants_completing_newer_first_are_both_mirrored() {
         assert!(report.consistent(), "{report:?}");
     }
 }
+
+/// Hostile review hr12: on Hudi table version 6 an instant pending at a sync, requested
+/// before every mirrored one, then an expiry: it expires no snapshot (before, it expired
+/// the oldest, as keeping it would not bring the instant back). Once the instant completes
+/// a sync mirrors it (the saved state names it pending) and it is then the oldest mirrored
+/// commit: an instant after it whose snapshot expired was mirrored again by the next sync
+/// (a duplicate, with `check` still consistent).
+#[tokio::test]
+async fn an_expiry_before_a_pending_v6_instant_older_than_every_snapshot_expires_nothing() {
+    for target in [None, Some("delta")] {
+        for expire_between in [false, true] {
+            let (_dir, root) = hudi_v6();
+            let t = root.to_str().unwrap();
+            let times = [
+                "20240101000000000",
+                "20240101000500000",
+                "20240101002000000",
+                "20240101010000000",
+            ];
+            let done: Vec<_> = times
+                .iter()
+                .enumerate()
+                .map(|(i, time)| hudi_v6_instant(&root, time, &format!("g{i}")))
+                .collect();
+            complete(&root, &done[1]);
+            complete(&root, &done[3]);
+            let options = SyncOptions {
+                target: target.map(str::to_string),
+                ..Default::default()
+            };
+            assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 2);
+            complete(&root, &done[2]);
+            assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 1);
+            if expire_between {
+                let store = TableStore::open(t).unwrap();
+                let retention = Retention {
+                    keep_snapshots: Some(1),
+                    ..Default::default()
+                };
+                let e = xlake_sync::maintain::expire(&store, &retention, None, target)
+                    .await
+                    .unwrap();
+                assert!(e.expired.snapshots.is_empty(), "{target:?}: {e:?}");
+                assert_eq!(e.held_back.map(|h| h.pending), Some(times[0].to_string()));
+            }
+            complete(&root, &done[0]);
+            let written = sync(t, &options, |_| {}).await.unwrap().written;
+            let ids: Vec<&str> = written.iter().map(|m| m.commit.id.as_str()).collect();
+            assert_eq!(ids, [times[0]], "{target:?} {expire_between}");
+            let again = sync(t, &options, |_| {}).await.unwrap().written;
+            let ids: Vec<&str> = again.iter().map(|m| m.commit.id.as_str()).collect();
+            assert!(
+                ids.is_empty(),
+                "{target:?} {expire_between}: mirrored again {ids:?}"
+            );
+            for all in [false, true] {
+                let report = check_with(t, &options, true, all).await.unwrap();
+                assert!(
+                    report.consistent(),
+                    "{target:?} {expire_between}: {report:?}"
+                );
+            }
+            if target.is_none() {
+                assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2", "g3"]);
+            }
+        }
+    }
+}
