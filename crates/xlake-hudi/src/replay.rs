@@ -349,9 +349,9 @@ impl<'a> HudiReplay<'a> {
 
 /// For each instant of `completed` from `from` on, where the next sync lists from if the
 /// mirror ends at its change set (see [`crate::resume`]): the timeline's `floor`
-/// ([`crate::resume::floor`]), its instant time lowered to the requested time of every
-/// later completed instant that gets a snapshot (a sync that stops there leaves them
-/// unmirrored). `None` throughout when the floor does not read.
+/// ([`crate::resume::floor`]), its instant time lowered to the requested time of the
+/// instant and of every later completed instant that gets a snapshot (a sync that stops
+/// there leaves them unmirrored). `None` throughout when the floor does not read.
 fn list_from_after(
     completed: &[Instant],
     from: usize,
@@ -361,9 +361,17 @@ fn list_from_after(
     let mut low = floor;
     let mut out = vec![None; later.len()];
     for (k, instant) in later.iter().enumerate().rev() {
-        out[k] = low.clone();
+        let time = seconds(instant.requested());
+        // Never after the instant itself: a state is trusted only when it lists from at or
+        // before its instant, and the instant may be one that completed late, requested
+        // long before the newest listed (a later sync then looks up the instants still
+        // pending instead of taking them, before it, as mirrored and expired).
+        let mut own = low.clone();
+        if let Some(l) = own.as_mut().filter(|l| time < l.list_from.as_str()) {
+            l.list_from = time.to_string();
+        }
+        out[k] = own;
         if gets_snapshot(instant.action()) {
-            let time = seconds(instant.requested());
             if let Some(l) = low.as_mut().filter(|l| time < l.list_from.as_str()) {
                 l.list_from = time.to_string();
             }

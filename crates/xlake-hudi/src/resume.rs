@@ -7,7 +7,8 @@
 //! mirrored one may complete after it. `listFrom` is therefore the older of: the newest
 //! instant the sync listed, in any state, less [`MARGIN`]; and, for a change set the sync
 //! gives before others, the oldest requested time of the completed instants after it (a
-//! sync that stops part-way leaves them unmirrored). The instants pending when the sync
+//! sync that stops part-way leaves them unmirrored); and never after the instant itself (a
+//! late completion, mirrored last). The instants pending when the sync
 //! listed are named in `pending`: the next sync looks each one requested before
 //! `listFrom` up on its own (a listing of its instant time's files, one request each:
 //! table version 8 and 9 name a completed instant by its completion time too, so it

@@ -28,7 +28,8 @@ pub struct Expiry {
 pub struct HeldBack {
     /// The source's oldest pending commit.
     pub pending: String,
-    /// The snapshot kept for it: the newest of a source commit before it.
+    /// The snapshot kept for it: the newest of a source commit before it, else the oldest
+    /// of a source commit.
     pub snapshot_id: i64,
 }
 
@@ -73,8 +74,9 @@ pub async fn expire(
 /// - never past the newest snapshot of a source commit before the source's oldest pending
 ///   commit, so that commit, once completed, comes after the oldest retained snapshot,
 ///   where a sync mirrors it (Hudi's archival likewise never passes its oldest pending
-///   instant; nothing is held when no snapshot precedes it: keeping snapshots would not
-///   bring it back);
+///   instant); when no snapshot precedes it, never past the oldest snapshot (once
+///   completed it is mirrored before them all, and a commit after it whose snapshot
+///   expired would be mirrored again);
 /// - where the source lists commits out of snapshot order (a late completion), only where
 ///   every expired snapshot's commit is listed before every kept one's ([`crate::cuts`]);
 /// - never past a listed commit no snapshot records yet (one that completed late after the
@@ -121,9 +123,16 @@ pub async fn bounds(store: &TableStore, target: Option<&str>) -> Result<Bounds, 
         let newest_before = snapshots
             .iter()
             .filter(|s| s.source_commit.as_ref().is_some_and(before))
-            .max_by_key(|s| s.sequence_number)?;
+            .max_by_key(|s| s.sequence_number);
+        // None before it: a sync mirrors it once completed all the same (the saved state
+        // names it pending), and the oldest mirrored commit is then it, so every commit
+        // after it whose snapshot expired would be mirrored again (hostile review hr12).
+        let oldest = || {
+            let recorded = snapshots.iter().filter(|s| s.source_commit.is_some());
+            recorded.min_by_key(|s| s.sequence_number)
+        };
         Some(HeldBack {
-            snapshot_id: newest_before.snapshot_id,
+            snapshot_id: newest_before.or_else(oldest)?.snapshot_id,
             pending,
         })
     });
