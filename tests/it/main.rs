@@ -25,6 +25,7 @@ mod formats;
 mod fuzz_corpora;
 mod hudi_sync;
 mod hudi_timelines;
+mod hudi_v6_pending;
 mod iceberg_roundtrip;
 mod iceberg_source;
 mod iceberg_v3;
