@@ -337,7 +337,8 @@ pub enum Command {
     /// Expire the Iceberg snapshots that reference data files the source has deleted
     /// (Hudi's cleaner, Delta's vacuum), so time travel never reaches a missing file, and
     /// those beyond the limits given; always the oldest ones, never the current one, and
-    /// never past a Hudi (table version 6) instant still pending, as Hudi's archival
+    /// never past a Hudi (table version 6) instant still pending, as Hudi's archival, nor
+    /// between an instant that completed late and those requested after it
     /// (docs/hudi.md). With `--target delta`: the same versions, by Delta's log cleanup,
     /// up to the newest checkpoint that covers them (docs/targets.md).
     #[command(
