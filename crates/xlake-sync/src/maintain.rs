@@ -118,29 +118,33 @@ pub async fn bounds(store: &TableStore, target: Option<&str>) -> Result<Bounds, 
         }
     };
     let snapshots = mirror.view().snapshots;
-    let held_back = source.oldest_pending().and_then(|pending| {
-        let before = |c: &String| source.order(c, &pending) == std::cmp::Ordering::Less;
-        let newest_before = snapshots
-            .iter()
-            .filter(|s| s.source_commit.as_ref().is_some_and(before))
-            .max_by_key(|s| s.sequence_number);
-        // None before it: a sync mirrors it once completed all the same (the saved state
-        // names it pending), and the oldest mirrored commit is then it, so every commit
-        // after it whose snapshot expired would be mirrored again (hostile review hr12).
-        let oldest = || {
-            let recorded = snapshots.iter().filter(|s| s.source_commit.is_some());
-            recorded.min_by_key(|s| s.sequence_number)
-        };
-        Some(HeldBack {
-            snapshot_id: newest_before.or_else(oldest)?.snapshot_id,
-            pending,
-        })
-    });
+    let held_back = held_back(source.as_ref(), &snapshots);
     let listing = source.listing(&state).in_table(store)?;
     let floor = held_back.as_ref().map(|h| h.snapshot_id);
     Ok(Bounds {
         cuts: Some(crate::cuts::allowed(&snapshots, &listing, floor)),
         held_back,
+    })
+}
+
+/// The source's oldest pending commit and the snapshot an expiry keeps for it (with every
+/// one after it): the newest of a commit before it; when none precedes it, the oldest
+/// (once completed it is mirrored before them all, and a commit after it whose snapshot
+/// expired would be mirrored again: hostile review hr12).
+fn held_back(
+    source: &dyn xlake_source::TableSource,
+    snapshots: &[xlake_target::SnapshotEntry],
+) -> Option<HeldBack> {
+    let pending = source.oldest_pending()?;
+    let recorded = || snapshots.iter().filter(|s| s.source_commit.is_some());
+    let before = |c: &String| source.order(c, &pending) == std::cmp::Ordering::Less;
+    let newest_before = recorded()
+        .filter(|s| s.source_commit.as_ref().is_some_and(before))
+        .max_by_key(|s| s.sequence_number);
+    let kept = newest_before.or_else(|| recorded().min_by_key(|s| s.sequence_number))?;
+    Some(HeldBack {
+        snapshot_id: kept.snapshot_id,
+        pending,
     })
 }
 
