@@ -517,3 +517,39 @@ async fn a_from_latest_mirror_does_not_mirror_a_folded_instant_again_after_a_lat
         assert!(report.consistent(), "{report:?}");
     }
 }
+
+/// An instant pending at a sync and older than every snapshot completes, and an expiry
+/// runs before the next sync: it is no longer pending, so nothing held the expiry, and the
+/// sync then mirrored it (the saved state named it) as the oldest mirrored instant, and the
+/// commit after it whose snapshot expired a second time. Now a commit the source knows
+/// completed late holds every cut (as one still pending does).
+#[tokio::test]
+async fn an_expiry_before_a_completed_late_instant_is_mirrored_expires_nothing() {
+    let (_dir, root) = hudi_v6();
+    let t = root.to_str().unwrap();
+    let times = [
+        "20240101000000000",
+        "20240101000500000",
+        "20240101010000000",
+    ];
+    let done = pending_instants(&root, &times);
+    complete(&root, &done[1]);
+    complete(&root, &done[2]);
+    let options = SyncOptions::default();
+    assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 2);
+    complete(&root, &done[0]);
+    let store = TableStore::open(t).unwrap();
+    let retention = Retention {
+        keep_snapshots: Some(1),
+        ..Default::default()
+    };
+    let expiry = xlake_sync::maintain::expire(&store, &retention, None, None)
+        .await
+        .unwrap();
+    assert!(expiry.expired.snapshots.is_empty(), "{expiry:?}");
+    assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 1);
+    assert!(sync(t, &options, |_| {}).await.unwrap().written.is_empty());
+    assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2"]);
+    let report = check_with(t, &options, true, true).await.unwrap();
+    assert!(report.consistent(), "{report:?}");
+}

@@ -29,7 +29,18 @@ pub(crate) fn allowed(
         .map(|s| (s.snapshot_id, s.source_commit.as_deref()))
         .collect();
     let listed = positions(&recorded, listing);
-    let unmirrored = first_unmirrored(&listed, listing.commits.len());
+    // A commit the source knows completed late counts wherever it comes: mirrored next, it
+    // becomes the oldest mirrored one, and a commit after it whose snapshot an expiry let
+    // go would be mirrored again.
+    let positions = listing.positions();
+    let late = listing.completed_late.iter();
+    let late = late
+        .filter_map(|c| positions.get(c.as_str()).copied())
+        .min();
+    let unmirrored = first_unmirrored(&listed, listing.commits.len())
+        .into_iter()
+        .chain(late)
+        .min();
     let mut oldest_kept = oldest_from(&listed).into_iter();
     let mut allowed = BTreeSet::new();
     for (k, fits) in cut_before(&listed).into_iter().enumerate() {
