@@ -28,11 +28,11 @@ pub(crate) fn allowed(
         .iter()
         .map(|s| (s.snapshot_id, s.source_commit.as_deref()))
         .collect();
-    let listed = positions(&recorded, listing);
+    let positions = listing.positions();
+    let listed = recorded_positions(&recorded, &positions);
     // A commit the source knows completed late counts wherever it comes: mirrored next, it
     // becomes the oldest mirrored one, and a commit after it whose snapshot an expiry let
     // go would be mirrored again.
-    let positions = listing.positions();
     let late = listing.completed_late.iter();
     let late = late
         .filter_map(|c| positions.get(c.as_str()).copied())
@@ -101,7 +101,7 @@ fn places(
     listing: &CommitListing,
     order: impl Fn(&str, &str) -> Ordering,
 ) -> Vec<Option<i64>> {
-    let listed = positions(recorded, listing);
+    let listed = recorded_positions(recorded, &listing.positions());
     let dropped = |c: &str| {
         let from = listing.retained_from.as_deref();
         from.is_some_and(|from| order(c, from) == Ordering::Less)
@@ -129,9 +129,12 @@ fn places(
         .collect()
 }
 
-/// Each snapshot's commit's position in the listing, if listed.
-fn positions(recorded: &[(i64, Option<&str>)], listing: &CommitListing) -> Vec<Option<usize>> {
-    let positions = listing.positions();
+/// Each snapshot's commit's position in the listing, if listed (`positions`: the
+/// listing's, by id, built once by the caller).
+fn recorded_positions(
+    recorded: &[(i64, Option<&str>)],
+    positions: &HashMap<&str, usize>,
+) -> Vec<Option<usize>> {
     recorded
         .iter()
         .map(|(_, commit)| positions.get((*commit)?).copied())
@@ -203,6 +206,17 @@ mod tests {
             .collect()
     }
 
+    /// The ancestry of [`snapshots`] of `commits`.
+    fn ancestry(commits: &[&str]) -> Vec<Ancestor> {
+        snapshots(commits)
+            .into_iter()
+            .map(|s| Ancestor {
+                snapshot_id: s.snapshot_id,
+                source_commit: s.source_commit,
+            })
+            .collect()
+    }
+
     fn ids(set: &BTreeSet<i64>) -> Vec<i64> {
         set.iter().copied().collect()
     }
@@ -253,14 +267,7 @@ mod tests {
     #[test]
     fn after_a_late_completion_the_newest_state_is_the_current_snapshot() {
         let l = listing(&["a", "b", "c", "d"]);
-        let ancestry: Vec<Ancestor> = snapshots(&["a", "c", "d", "b"])
-            .into_iter()
-            .map(|s| Ancestor {
-                snapshot_id: s.snapshot_id,
-                source_commit: s.source_commit,
-            })
-            .collect();
-        let states = source_states(&ancestry, &l, str::cmp);
+        let states = source_states(&ancestry(&["a", "c", "d", "b"]), &l, str::cmp);
         let mut states: Vec<_> = states.iter().map(|(c, s)| (c.as_str(), *s)).collect();
         states.sort();
         assert_eq!(states, [("a", 10), ("d", 13)]);
@@ -272,14 +279,7 @@ mod tests {
         // hr10): c's snapshot holds no state (it lacks b), d's current one holds d's.
         let mut l = listing(&["c", "d"]);
         l.retained_from = Some("c".into());
-        let ancestry: Vec<Ancestor> = snapshots(&["a", "c", "d", "b"])
-            .into_iter()
-            .map(|s| Ancestor {
-                snapshot_id: s.snapshot_id,
-                source_commit: s.source_commit,
-            })
-            .collect();
-        let states = source_states(&ancestry, &l, str::cmp);
+        let states = source_states(&ancestry(&["a", "c", "d", "b"]), &l, str::cmp);
         let mut states: Vec<_> = states.iter().map(|(c, s)| (c.as_str(), *s)).collect();
         states.sort();
         assert_eq!(states, [("d", 13)]);
