@@ -414,6 +414,7 @@ async fn an_incremental_replay_equals_the_full_one_after_every_instant() {
             }
             let state = MirrorState {
                 commits: full[..k].iter().map(|c| c.commit.id.clone()).collect(),
+                first: full.first().map(|c| c.commit.id.clone()),
                 newest: Some((done.commit.id.clone(), done.notes.clone())),
                 live_files: Some(live.iter().map(|(p, n)| (store.absolute(p), *n)).collect()),
                 source_state: None,

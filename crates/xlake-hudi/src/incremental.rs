@@ -51,10 +51,16 @@ impl HudiSource {
         let at = completed.iter().position(|i| i.requested() == newest)?;
         // Every instant before it is looked up: a hash set, not the ordered one's compares.
         let commits: FxHashSet<&str> = mirrored.commits.iter().map(String::as_str).collect();
+        // Where the mirror begins (as `CommitListing::mirror_start`): the oldest snapshot's
+        // instant, else the first mirrored one.
+        let first = mirrored.first.as_deref();
         let first_mirrored = || {
-            completed
-                .iter()
-                .position(|i| commits.contains(i.requested()))
+            let oldest = first.and_then(|f| completed.iter().position(|i| i.requested() == f));
+            oldest.or_else(|| {
+                completed
+                    .iter()
+                    .position(|i| commits.contains(i.requested()))
+            })
         };
         let oldest = match self.part_floor() {
             Some(floor) => self.oldest_not_expired(floor, mirrored, first_mirrored()?),
@@ -71,7 +77,9 @@ impl HudiSource {
                 late.unwrap_or(first)
             }
         };
-        let gap = completed[oldest..at]
+        // The newest snapshot's instant may come before where the mirror begins (a late
+        // completion after a `--from-latest` first snapshot): nothing between to look at.
+        let gap = completed[oldest.min(at)..at]
             .iter()
             .any(|i| gets_snapshot(i.action()) && !commits.contains(i.requested()));
         (!gap).then_some(at)

@@ -54,6 +54,7 @@ fn open(store: TableStore, options: SourceOptions) -> OpenFuture {
 fn open_after(store: TableStore, options: SourceOptions, state: &MirrorState) -> OpenFuture {
     let state = MirrorState {
         commits: Default::default(),
+        first: None,
         newest: state.newest.clone(),
         live_files: None,
         source_state: state.source_state.clone(),

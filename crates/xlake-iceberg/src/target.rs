@@ -348,8 +348,10 @@ fn mirror_state(loaded: &LoadedTable) -> MirrorState {
         let notes = notes.into_iter().collect();
         Some((source_id.clone()?, notes))
     });
+    let first = synced.iter().find_map(|(_, id)| id.clone());
     MirrorState {
         commits: synced.into_iter().filter_map(|(_, id)| id).collect(),
+        first,
         newest,
         live_files: None,
         source_state: loaded.source_state().map(str::to_string),

@@ -164,6 +164,24 @@ impl CommitListing {
             .map(|(i, c)| (c.id.as_str(), i))
             .collect()
     }
+
+    /// Where the mirror begins in this listing: the position of `first`, the commit the
+    /// target's oldest snapshot records, when listed; else of the first listed commit
+    /// that `mirrored` holds; `None` when none is. A listed commit before it that no
+    /// snapshot records is not to mirror (it was mirrored and expired, or folded into
+    /// the first snapshot by `sync --from-latest`) unless it completed late
+    /// ([`Self::completed_late`]). Not the oldest mirrored commit in source order: after
+    /// a late completion that one may come before commits the first snapshot folded.
+    pub fn mirror_start(
+        &self,
+        first: Option<&str>,
+        mirrored: impl Fn(&str) -> bool,
+    ) -> Option<usize> {
+        let listed = |id: &str| self.commits.iter().position(|c| c.id == id);
+        first
+            .and_then(listed)
+            .or_else(|| self.commits.iter().position(|c| mirrored(&c.id)))
+    }
 }
 
 #[cfg(test)]
@@ -181,5 +199,24 @@ mod tests {
         };
         assert_eq!(commit.operation_identifier(), "20250713010536861.commit");
         assert_eq!(commit.format.as_str(), "HUDI");
+    }
+
+    #[test]
+    fn the_mirror_begins_at_the_oldest_snapshots_commit_when_listed() {
+        let listing = CommitListing {
+            commits: ["a", "b", "c", "d"]
+                .map(|id| ListedCommit {
+                    id: id.into(),
+                    time_ms: 0,
+                })
+                .into(),
+            ..Default::default()
+        };
+        // c's snapshot is the oldest, a completed late after it.
+        let mirrored = |id: &str| ["a", "c"].contains(&id);
+        assert_eq!(listing.mirror_start(Some("c"), mirrored), Some(2));
+        // Its commit no longer listed (archived, undone): the first mirrored one.
+        assert_eq!(listing.mirror_start(Some("x"), mirrored), Some(0));
+        assert_eq!(listing.mirror_start(None, |_| false), None);
     }
 }

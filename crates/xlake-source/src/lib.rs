@@ -118,6 +118,9 @@ pub struct SourceHealth {
 pub struct MirrorState {
     /// The source commits the target's snapshots record.
     pub commits: BTreeSet<String>,
+    /// The commit the oldest of those snapshots records: where the mirror begins
+    /// ([`CommitListing::mirror_start`](xlake_model::CommitListing::mirror_start)).
+    pub first: Option<String>,
     /// The newest of them, with the notes its change set carried: a source that keeps no
     /// history (a plain folder of files) recognises the state it last gave by them.
     pub newest: Option<(String, BTreeMap<String, String>)>,

@@ -209,7 +209,8 @@ pub async fn check_with(
         let undone = source.undone_commits().await.in_table(&store)?;
         set_apart_undone(&mut report, &undone);
     }
-    measure_lag(&mut report, &listing, &seen);
+    let first = ancestry.iter().find_map(|a| a.source_commit.as_deref());
+    measure_lag(&mut report, &listing, &seen, first);
     report.broken_promise = broken_promise(source.as_ref(), &report.missing);
     if deep && report.relocated_from.is_none() {
         let snapshot_of: HashMap<String, i64> = ancestry
@@ -329,9 +330,15 @@ fn held_undone(undone: &[UndoneCommit], ancestry: &[Ancestor]) -> HashSet<i64> {
 }
 
 /// Missing commits, those before mirroring began, and the lag, from the commits `seen`.
-fn measure_lag(report: &mut CheckReport, listing: &CommitListing, seen: &BTreeMap<String, usize>) {
+/// (`first`: the commit the oldest snapshot records.)
+fn measure_lag(
+    report: &mut CheckReport,
+    listing: &CommitListing,
+    seen: &BTreeMap<String, usize>,
+    first: Option<&str>,
+) {
     let mirrored: BTreeSet<&str> = seen.keys().map(String::as_str).collect();
-    (report.before_mirroring, report.missing) = missing_commits(listing, &mirrored);
+    (report.before_mirroring, report.missing) = missing_commits(listing, &mirrored, first);
     let newest = listing
         .commits
         .iter()
@@ -369,6 +376,7 @@ impl Compare<'_> {
         // keep no history).
         let from_start = MirrorState {
             commits: BTreeSet::new(),
+            first: None,
             newest: self.state.newest.clone(),
             live_files: None,
             source_state: None,
@@ -484,27 +492,32 @@ fn compare(
     }
 }
 
-/// The completed commits older than the first mirrored one (not violations), and those
-/// after it that no snapshot records, with those before it that completed late.
+/// How many completed commits no snapshot records before where the mirror begins (not
+/// violations: expired, or folded into a `--from-latest` first snapshot; see
+/// [`CommitListing::mirror_start`], given the commit the oldest snapshot records,
+/// `first`), and those after it that no snapshot records, with those before it that
+/// completed late.
 pub(crate) fn missing_commits(
     listing: &CommitListing,
     mirrored: &BTreeSet<&str>,
+    first: Option<&str>,
 ) -> (usize, Vec<String>) {
-    let first = listing
-        .commits
-        .iter()
-        .position(|c| mirrored.contains(c.id.as_str()))
+    let start = listing
+        .mirror_start(first, |id| mirrored.contains(id))
         .unwrap_or(0);
+    let unmirrored = |c: &&ListedCommit| !mirrored.contains(c.id.as_str());
     // A commit the source knows completed late is missing wherever it comes.
-    let late = |c: &&ListedCommit| listing.completed_late.contains(&c.id);
-    let late_before = listing.commits[..first].iter().filter(late);
+    let late = |c: &ListedCommit| listing.completed_late.contains(&c.id);
+    let (late_before, before): (Vec<_>, Vec<_>) = listing.commits[..start]
+        .iter()
+        .filter(unmirrored)
+        .partition(|c| late(c));
     let missing = late_before
-        .clone()
-        .chain(&listing.commits[first..])
-        .filter(|c| !mirrored.contains(c.id.as_str()))
+        .into_iter()
+        .chain(listing.commits[start..].iter().filter(unmirrored))
         .map(|c| c.id.clone())
         .collect();
-    (first - late_before.count(), missing)
+    (before.len(), missing)
 }
 
 /// When the source promises a snapshot per commit written in its commit path

@@ -37,18 +37,19 @@ pub(crate) fn allowed(
     let late = late
         .filter_map(|c| positions.get(c.as_str()).copied())
         .min();
-    let unmirrored = first_unmirrored(&listed, listing.commits.len())
+    let first = recorded.iter().find_map(|(_, c)| *c);
+    let unmirrored = first_unmirrored(&listed, listing, &positions, first)
         .into_iter()
         .chain(late)
         .min();
-    let mut oldest_kept = oldest_from(&listed).into_iter();
+    let starts = starts(&recorded, &listed);
     let mut allowed = BTreeSet::new();
     for (k, fits) in cut_before(&listed).into_iter().enumerate() {
-        // Keeping from here, the sync would take every unmirrored listed commit older
-        // than the oldest kept one as expired, and never mirror it (hostile review hr10:
-        // an instant that completed late between a sync and the expiry).
-        let kept = oldest_kept.next().flatten();
-        let keeps_unmirrored = k == 0 || unmirrored.is_none_or(|u| kept.is_some_and(|o| o < u));
+        // Keeping from here, the sync would take every unmirrored listed commit before
+        // where the kept mirror begins as expired, and never mirror it (hostile review
+        // hr10: an instant that completed late between a sync and the expiry).
+        let keeps_unmirrored =
+            k == 0 || unmirrored.is_none_or(|u| starts[k].is_some_and(|s| s < u));
         if fits && keeps_unmirrored {
             allowed.insert(recorded[k].0);
         }
@@ -142,11 +143,35 @@ fn recorded_positions(
 }
 
 /// The listed position of the oldest commit no snapshot records but that the sync would
-/// mirror (listed after the oldest recorded one), if any, of a listing of `len` commits.
-fn first_unmirrored(listed: &[Option<usize>], len: usize) -> Option<usize> {
+/// mirror (listed after where the mirror begins, [`CommitListing::mirror_start`], given
+/// the commit the oldest snapshot records, `first`), if any; `listed`: each snapshot's
+/// commit's position (`positions`: the listing's, by id).
+fn first_unmirrored(
+    listed: &[Option<usize>],
+    listing: &CommitListing,
+    positions: &HashMap<&str, usize>,
+    first: Option<&str>,
+) -> Option<usize> {
     let recorded: BTreeSet<usize> = listed.iter().flatten().copied().collect();
-    let oldest = *recorded.first()?;
-    (oldest..len).find(|p| !recorded.contains(p))
+    let is_recorded = |id: &str| positions.get(id).is_some_and(|p| recorded.contains(p));
+    let start = listing.mirror_start(first, is_recorded)?;
+    (start..listing.commits.len()).find(|p| !recorded.contains(p))
+}
+
+/// For each snapshot, where the mirror would begin ([`CommitListing::mirror_start`]) if
+/// it were the oldest kept: its commit's position (of the first from it that records
+/// one) when listed, else the smallest listed position from it on.
+fn starts(recorded: &[(i64, Option<&str>)], listed: &[Option<usize>]) -> Vec<Option<usize>> {
+    let oldest = oldest_from(listed);
+    let mut first: Option<usize> = None;
+    let mut out = vec![None; listed.len()];
+    for k in (0..listed.len()).rev() {
+        if recorded[k].1.is_some() {
+            first = Some(k);
+        }
+        out[k] = first.and_then(|j| listed[j]).or(oldest[k]);
+    }
+    out
 }
 
 /// The smallest listed position from each snapshot on (`None`: none listed), with one
@@ -262,6 +287,15 @@ mod tests {
         let l = listing(&["a", "b", "c"]);
         let s = snapshots(&["a", "b"]);
         assert_eq!(ids(&allowed(&s, &l, None)), [10, 11]);
+    }
+
+    #[test]
+    fn a_commit_folded_into_a_from_latest_first_snapshot_holds_no_cut() {
+        // `--from-latest` mirrored c (folding a and b) while a was pending; a completed
+        // late. b is not to mirror: where the mirror begins is c, the oldest snapshot's.
+        let l = listing(&["a", "b", "c", "d", "e"]);
+        let s = snapshots(&["c", "a", "d", "e"]);
+        assert_eq!(ids(&allowed(&s, &l, None)), [10, 12, 13]);
     }
 
     #[test]

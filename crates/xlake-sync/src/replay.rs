@@ -12,33 +12,38 @@ use xlake_model::{ChangeSet, CommitListing, DataFile};
 use xlake_source::{ChangeStream, Replay, SourceError};
 
 /// Which change sets of a replay are still to mirror, decided as they stream by: those
-/// whose commit no snapshot records, except commits older (in source order) than the
-/// oldest one a snapshot still records, which were mirrored and then expired (unless the
-/// source knows one completed late: [`CommitListing::completed_late`]). A commit
-/// that completes late (Hudi table version 6 orders by requested time) is still mirrored
-/// after newer ones. Source order is the listing's (a replay gives its commits in that
-/// order); what a replay gives before the oldest mirrored commit is older than it.
+/// whose commit no snapshot records, except commits listed before where the mirror
+/// begins ([`CommitListing::mirror_start`]: mirrored and then expired, or folded into a
+/// `--from-latest` first snapshot), unless the source knows one completed late
+/// ([`CommitListing::completed_late`]). A commit that completes late (Hudi table
+/// version 6 orders by requested time) is still mirrored after newer ones. Source order
+/// is the listing's (a replay gives its commits in that order).
 pub(crate) struct Pending<'a> {
     /// The mirrored commits, looked up once for each listed commit: hashed (a long history
     /// has thousands), not the ordered set's compares.
     mirrored: FxHashSet<&'a str>,
     listing: &'a CommitListing,
-    /// The listed commits before the oldest one a snapshot records (mirrored, then
-    /// expired): nearly always none. (Listed ids are unique, so a commit not mirrored
-    /// that is listed is either one of these or after the oldest mirrored one.)
+    /// The listed commits before where the mirror begins that no snapshot records
+    /// (expired, or folded): nearly always none. (Listed ids are unique, so a commit not
+    /// mirrored that is listed is either one of these or after the mirror's start.)
     expired: FxHashSet<&'a str>,
     /// A mirrored commit has streamed by: every later one not mirrored is pending.
     passed: bool,
 }
 
 impl<'a> Pending<'a> {
-    pub(crate) fn new(mirrored: &'a BTreeSet<String>, listing: &'a CommitListing) -> Self {
+    /// Of `listing`, given the commits `mirrored` and the one the oldest snapshot
+    /// records (`first`).
+    pub(crate) fn new(
+        mirrored: &'a BTreeSet<String>,
+        first: Option<&str>,
+        listing: &'a CommitListing,
+    ) -> Self {
         let mirrored: FxHashSet<&str> = mirrored.iter().map(String::as_str).collect();
-        let listed = &listing.commits;
-        let oldest = listed.iter().position(|c| mirrored.contains(c.id.as_str()));
-        let expired = listed[..oldest.unwrap_or(0)]
-            .iter()
-            .filter(|c| !listing.completed_late.contains(&c.id));
+        let start = listing.mirror_start(first, |id| mirrored.contains(id));
+        let expired = listing.commits[..start.unwrap_or(0)].iter().filter(|c| {
+            !listing.completed_late.contains(&c.id) && !mirrored.contains(c.id.as_str())
+        });
         Self {
             expired: expired.map(|c| c.id.as_str()).collect(),
             mirrored,
@@ -278,7 +283,7 @@ mod tests {
         let all = listing(&["1", "2", "3", "4", "5"]);
         let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
         let pending = |mirrored: &BTreeSet<String>, streamed: &[&str]| {
-            let mut p = Pending::new(mirrored, &all);
+            let mut p = Pending::new(mirrored, None, &all);
             streamed
                 .iter()
                 .filter(|id| p.keep(id))
@@ -298,8 +303,8 @@ mod tests {
         assert_eq!(pending(&set(&["1", "2"]), &["3", "4"]), ["3", "4"]);
         // Progress counts, up to a commit asked for.
         let (some, one) = (set(&["1", "2", "4"]), set(&["1"]));
-        assert_eq!(Pending::new(&some, &all).count(None), 2);
-        assert_eq!(Pending::new(&one, &all).count(Some("3")), 2);
+        assert_eq!(Pending::new(&some, None, &all).count(None), 2);
+        assert_eq!(Pending::new(&one, None, &all).count(Some("3")), 2);
     }
 
     #[tokio::test]
@@ -313,7 +318,12 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         let replay = Box::new(VecReplay::new(changes(), Vec::new(), None));
-        let mut b = Batches::new(replay, Pending::new(&mirrored, &all), Some("3"), false);
+        let mut b = Batches::new(
+            replay,
+            Pending::new(&mirrored, None, &all),
+            Some("3"),
+            false,
+        );
         let ids = |v: Vec<ChangeSet>| v.into_iter().map(|c| c.commit.id).collect::<Vec<_>>();
         assert_eq!(ids(b.next_batch(1).await), ["2"]);
         assert_eq!(ids(b.next_batch(10).await), ["3"]);
@@ -326,16 +336,16 @@ mod tests {
             Vec::new(),
             Some(stopped),
         ));
-        let mut b = Batches::new(replay, Pending::new(&mirrored, &all), None, false);
+        let mut b = Batches::new(replay, Pending::new(&mirrored, None, &all), None, false);
         assert_eq!(ids(b.next_batch(10).await), ["2"]);
         assert!(b.ended && !b.reached && b.stopped.is_some());
         // In-commit mode for a commit already mirrored reads nothing.
         let replay = Box::new(VecReplay::new(changes(), Vec::new(), None));
-        let mut b = Batches::new(replay, Pending::new(&mirrored, &all), Some("1"), true);
+        let mut b = Batches::new(replay, Pending::new(&mirrored, None, &all), Some("1"), true);
         assert!(b.next_batch(10).await.is_empty() && b.streamed == 0);
         // A batch the replay's end fills exactly is known as the last; one before is not.
         let replay = Box::new(VecReplay::new(changes(), Vec::new(), None));
-        let mut b = Batches::new(replay, Pending::new(&mirrored, &all), None, false);
+        let mut b = Batches::new(replay, Pending::new(&mirrored, None, &all), None, false);
         assert_eq!(ids(b.next_batch(2).await), ["2", "3"]);
         assert!(!b.ended && b.streamed == 3);
         assert_eq!(ids(b.next_batch(1).await), ["4"]);

@@ -427,7 +427,8 @@ impl<'a> Sync<'a> {
         // In-commit mode for a commit already mirrored: nothing further to do.
         let until_done = self.until.is_some_and(|u| mirrored.contains(u));
         let reduced = self.options.from_latest && mirrored.is_empty();
-        let pending = replay::Pending::new(mirrored, &start.listing);
+        let first = start.state.first.as_deref();
+        let pending = replay::Pending::new(mirrored, first, &start.listing);
         let remaining = match pending.count(self.until) {
             _ if until_done => 0,
             // --from-latest: the one snapshot of the newest state.

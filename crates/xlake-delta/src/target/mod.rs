@@ -198,6 +198,7 @@ impl TableTarget for DeltaTarget {
         let entries = self.entries();
         MirrorState {
             commits: entries.iter().filter_map(|e| source_id(&e.xlake)).collect(),
+            first: entries.iter().find_map(|e| source_id(&e.xlake)),
             newest: entries
                 .last()
                 .and_then(|e| Some((source_id(&e.xlake)?, e.xlake.notes.clone()))),
