@@ -27,8 +27,6 @@ pub(crate) struct Pending<'a> {
     /// (expired, or folded): nearly always none. (Listed ids are unique, so a commit not
     /// mirrored that is listed is either one of these or after the mirror's start.)
     expired: FxHashSet<&'a str>,
-    /// A mirrored commit has streamed by: every later one not mirrored is pending.
-    passed: bool,
 }
 
 impl<'a> Pending<'a> {
@@ -48,34 +46,21 @@ impl<'a> Pending<'a> {
             expired: expired.map(|c| c.id.as_str()).collect(),
             mirrored,
             listing,
-            passed: false,
         }
     }
 
-    /// Whether the change set of commit `id`, next in the replay, is to be mirrored.
-    pub(crate) fn keep(&mut self, id: &str) -> bool {
-        let (keep, passed) = self.decide(id, self.passed);
-        self.passed = passed;
-        keep
+    /// Whether the change set of commit `id`, next in the replay, is to be mirrored. (Not
+    /// by what streamed before it: a commit mirrored late may come before commits folded
+    /// into the first snapshot, hostile-review hr12's case.)
+    pub(crate) fn keep(&self, id: &str) -> bool {
+        !self.mirrored.contains(id) && !self.expired.contains(id)
     }
 
-    /// [`Self::keep`] with `passed` given and returned, not kept.
-    fn decide(&self, id: &str, passed: bool) -> (bool, bool) {
-        if self.mirrored.contains(id) {
-            return (false, true);
-        }
-        (passed || !self.expired.contains(id), passed)
-    }
-
-    /// How many listed commits are pending, up to and including `until` (for progress),
-    /// before any change set streams by; `self` is left as it was.
+    /// How many listed commits are pending, up to and including `until` (for progress).
     pub(crate) fn count(&self, until: Option<&str>) -> usize {
-        let mut passed = self.passed;
         let mut n = 0;
         for c in &self.listing.commits {
-            let (keep, now) = self.decide(&c.id, passed);
-            passed = now;
-            n += usize::from(keep);
+            n += usize::from(self.keep(&c.id));
             if until == Some(c.id.as_str()) {
                 break;
             }
@@ -283,7 +268,7 @@ mod tests {
         let all = listing(&["1", "2", "3", "4", "5"]);
         let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
         let pending = |mirrored: &BTreeSet<String>, streamed: &[&str]| {
-            let mut p = Pending::new(mirrored, None, &all);
+            let p = Pending::new(mirrored, None, &all);
             streamed
                 .iter()
                 .filter(|id| p.keep(id))
@@ -305,6 +290,12 @@ mod tests {
         let (some, one) = (set(&["1", "2", "4"]), set(&["1"]));
         assert_eq!(Pending::new(&some, None, &all).count(None), 2);
         assert_eq!(Pending::new(&one, None, &all).count(Some("3")), 2);
+        // The oldest snapshot is 3's (`--from-latest` folded 1 and 2), 1 completed late
+        // after it: 2 is not to mirror, 4 and 5 are.
+        let folded = set(&["3", "1"]);
+        let p = Pending::new(&folded, Some("3"), &all);
+        let kept: Vec<&str> = ids.into_iter().filter(|id| p.keep(id)).collect();
+        assert_eq!(kept, ["4", "5"]);
     }
 
     #[tokio::test]
