@@ -552,3 +552,38 @@ async fn an_expiry_before_a_completed_late_instant_is_mirrored_expires_nothing()
     let report = check_with(t, &options, true, true).await.unwrap();
     assert!(report.consistent(), "{report:?}");
 }
+
+/// Hostile review hr13: a mirror started `--from-latest` (folding the instant before the
+/// latest) while three older instants are pending; two complete and are mirrored late,
+/// then the third: its gap makes the next sync replay from the first instant, which gives
+/// a late-mirrored instant before where the mirror begins. That sync took every later
+/// unmirrored instant as pending and mirrored the folded one again (its base file listed
+/// twice; sync and plain `check` exit 0, `check --deep` exit 1).
+#[tokio::test]
+async fn a_full_replay_after_late_completions_does_not_mirror_a_folded_instant_again() {
+    let (_dir, root) = hudi_v6();
+    let t = root.to_str().unwrap();
+    let times = seconds_apart(5);
+    let done = pending_instants(&root, &times);
+    complete(&root, &done[3]);
+    complete(&root, &done[4]);
+    let latest = SyncOptions {
+        from_latest: true,
+        ..Default::default()
+    };
+    assert_eq!(sync(t, &latest, |_| {}).await.unwrap().written.len(), 1);
+    complete(&root, &done[0]);
+    complete(&root, &done[2]);
+    let options = SyncOptions::default();
+    assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 2);
+    complete(&root, &done[1]);
+    let written = sync(t, &options, |_| {}).await.unwrap().written;
+    let ids: Vec<&str> = written.iter().map(|m| m.commit.id.as_str()).collect();
+    assert_eq!(ids, [times[1].as_str()]);
+    assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2", "g3", "g4"]);
+    assert!(sync(t, &options, |_| {}).await.unwrap().written.is_empty());
+    for all in [false, true] {
+        let report = check_with(t, &options, true, all).await.unwrap();
+        assert!(report.consistent(), "{report:?}");
+    }
+}

@@ -27,7 +27,12 @@ pub(crate) struct Pending<'a> {
     /// (expired, or folded): nearly always none. (Listed ids are unique, so a commit not
     /// mirrored that is listed is either one of these or after the mirror's start.)
     expired: FxHashSet<&'a str>,
-    /// A mirrored commit has streamed by: every later one not mirrored is pending.
+    /// The listed commit where the mirror begins (mirrored).
+    start: Option<&'a str>,
+    /// The commit where the mirror begins has streamed by: every later one not mirrored
+    /// is pending. (Not any mirrored commit: one that completed late comes before it, and
+    /// the commits between them folded into a `--from-latest` first snapshot are not to
+    /// mirror; hostile review hr13.)
     passed: bool,
 }
 
@@ -46,6 +51,7 @@ impl<'a> Pending<'a> {
         });
         Self {
             expired: expired.map(|c| c.id.as_str()).collect(),
+            start: start.and_then(|s| Some(listing.commits.get(s)?.id.as_str())),
             mirrored,
             listing,
             passed: false,
@@ -62,7 +68,7 @@ impl<'a> Pending<'a> {
     /// [`Self::keep`] with `passed` given and returned, not kept.
     fn decide(&self, id: &str, passed: bool) -> (bool, bool) {
         if self.mirrored.contains(id) {
-            return (false, true);
+            return (false, passed || self.start == Some(id));
         }
         (passed || !self.expired.contains(id), passed)
     }
@@ -305,6 +311,28 @@ mod tests {
         let (some, one) = (set(&["1", "2", "4"]), set(&["1"]));
         assert_eq!(Pending::new(&some, None, &all).count(None), 2);
         assert_eq!(Pending::new(&one, None, &all).count(Some("3")), 2);
+    }
+
+    #[test]
+    fn a_late_completion_streamed_before_where_the_mirror_begins_keeps_the_folded_commits_out() {
+        // `--from-latest` mirrored 4 (folding 2 and 3) while 1 was pending; 1 completed
+        // late and was mirrored. A replay from the start gives 1 first: 2 and 3 are still
+        // not to mirror (hostile review hr13: they were, their files listed twice).
+        let mut all = listing(&["1", "2", "3", "4", "5"]);
+        let mirrored: BTreeSet<String> = ["4", "1"].map(String::from).into();
+        let streamed = |all: &CommitListing| {
+            let mut p = Pending::new(&mirrored, Some("4"), all);
+            let n = p.count(None);
+            let kept: Vec<&str> = ["1", "2", "3", "4", "5"]
+                .into_iter()
+                .filter(|id| p.keep(id))
+                .collect();
+            (n, kept)
+        };
+        assert_eq!(streamed(&all), (1, vec!["5"]));
+        // 2 also pending at the first sync, completed late since: it is mirrored.
+        all.completed_late.insert("2".into());
+        assert_eq!(streamed(&all), (2, vec!["2", "5"]));
     }
 
     #[tokio::test]
