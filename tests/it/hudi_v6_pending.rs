@@ -587,3 +587,41 @@ async fn a_full_replay_after_late_completions_does_not_mirror_a_folded_instant_a
         assert!(report.consistent(), "{report:?}");
     }
 }
+
+/// Hostile review hr13: two instants pending at the first sync both complete before
+/// in-commit mode (the callback's path) is asked for the older: it mirrors that one only,
+/// and the state its change set saved named nothing pending (the newer had completed).
+/// Since the mirror began at its oldest snapshot's instant (589908ed), the newer, listed
+/// before that, was then taken as expired: `commit` for it exit 1, sync "up to date" and
+/// plain `check` consistent (exit 0), a row lost. The state now names the late
+/// completions still owed after its instant.
+#[tokio::test]
+async fn in_commit_mode_for_one_late_instant_leaves_the_next_one_owed() {
+    for from_latest in [false, true] {
+        let (_dir, root) = hudi_v6();
+        let t = root.to_str().unwrap();
+        let times = seconds_apart(5);
+        let done = pending_instants(&root, &times);
+        for d in &done[2..] {
+            complete(&root, d);
+        }
+        let first = SyncOptions {
+            from_latest,
+            ..Default::default()
+        };
+        sync(t, &first, |_| {}).await.unwrap();
+        complete(&root, &done[0]);
+        complete(&root, &done[1]);
+        let (code, text) = crate::common::xlake(&["commit", t, "--instant", &times[0]]);
+        assert_eq!(code, 0, "{text}");
+        let (code, text) = crate::common::xlake(&["commit", t, "--instant", &times[1]]);
+        assert_eq!(code, 0, "{from_latest}: {text}");
+        let options = SyncOptions::default();
+        assert!(sync(t, &options, |_| {}).await.unwrap().written.is_empty());
+        assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2", "g3", "g4"]);
+        for all in [false, true] {
+            let report = check_with(t, &options, true, all).await.unwrap();
+            assert!(report.consistent(), "{from_latest}: {report:?}");
+        }
+    }
+}
