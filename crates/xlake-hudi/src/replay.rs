@@ -113,7 +113,8 @@ impl HudiSource {
             self.timeline(),
             crate::resume::margin(self.config().utc_instants),
         );
-        let list_from = Arc::new(list_from_after(completed, from, floor));
+        let owed = owed(completed, state, self.saved_floor(state).as_ref());
+        let list_from = Arc::new(list_from_after(completed, from, floor, &owed));
         let skip_before = self.skip_before().map(|b| {
             let late = unmirrored_after_oldest(completed, mirrored, &b);
             (b, Arc::new(late))
@@ -347,15 +348,38 @@ impl<'a> HudiReplay<'a> {
     }
 }
 
+/// The positions in `completed` of the instants the mirror's saved state (`saved`, of
+/// `state`'s newest instant) names pending that completed since and are not mirrored:
+/// late completions still owed to the mirror.
+fn owed(
+    completed: &[Instant],
+    state: &MirrorState,
+    saved: Option<&crate::resume::Floor>,
+) -> Vec<usize> {
+    let Some(saved) = saved else {
+        return Vec::new();
+    };
+    let owed = completed.iter().enumerate().filter(|(_, i)| {
+        !state.commits.contains(i.requested()) && saved.was_pending(i.requested()) == Some(true)
+    });
+    owed.map(|(p, _)| p).collect()
+}
+
 /// For each instant of `completed` from `from` on, where the next sync lists from if the
 /// mirror ends at its change set (see [`crate::resume`]): the timeline's `floor`
 /// ([`crate::resume::floor`]), its instant time lowered to the requested time of the
 /// instant and of every later completed instant that gets a snapshot (a sync that stops
-/// there leaves them unmirrored). `None` throughout when the floor does not read.
+/// there leaves them unmirrored); and, named pending beside those pending now, the late
+/// completions still owed (`owed`, positions in `completed`) that come after it. A sync
+/// that stops at it (in-commit mode, an error) leaves them unmirrored, and the next one
+/// then knows them late, not folded or expired before where the mirror begins (hostile
+/// review hr13: taken as expired, never mirrored). `None` throughout when the floor does
+/// not read.
 fn list_from_after(
     completed: &[Instant],
     from: usize,
     floor: Option<crate::resume::Floor>,
+    owed: &[usize],
 ) -> Vec<Option<crate::resume::Floor>> {
     let later = completed.get(from..).unwrap_or_default();
     let mut low = floor;
@@ -369,6 +393,13 @@ fn list_from_after(
         let mut own = low.clone();
         if let Some(l) = own.as_mut().filter(|l| time < l.list_from.as_str()) {
             l.list_from = time.to_string();
+        }
+        if let Some(pending) = own.as_mut().and_then(|l| l.pending.as_mut()) {
+            let after = owed.iter().filter(|&&p| p > from + k);
+            let after = after.filter_map(|&p| Some(completed.get(p)?.requested().to_string()));
+            pending.extend(after);
+            pending.sort();
+            pending.dedup();
         }
         out[k] = own;
         if gets_snapshot(instant.action()) {

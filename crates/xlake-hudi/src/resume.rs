@@ -20,6 +20,11 @@
 //! clock lags the others', or that names its instant long before it writes the requested
 //! file) is the case it misses.
 //!
+//! `pending` also names the late completions still owed after the change set's instant
+//! (see `list_from_after` in `replay`), so that a sync stopped there (in-commit mode, an
+//! error) leaves them known late to the next one, not taken as expired (hostile review
+//! hr13).
+//!
 //! `pending` also tells, of an unmirrored completed instant in the part listed before the
 //! newest mirrored one, whether it completed late (it was pending) or was mirrored and its
 //! snapshot expired since (`xlake expire`): see `incremental`.
@@ -65,8 +70,10 @@ struct Resume {
     instant: String,
     /// The instant time (14 digits, `yyyyMMddHHmmss`) the next sync lists from.
     list_from: String,
-    /// The requested times of the instants pending when the sync listed; absent in a
-    /// state written before them, or past [`MAX_LOOKUPS`].
+    /// The requested times of the instants pending when the sync listed, and of the late
+    /// completions the mirror still owes after this change set's instant (named pending
+    /// by the state the sync started from, not mirrored: a sync that stops here leaves
+    /// them unmirrored); absent in a state written before them, or past [`MAX_LOOKUPS`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pending: Option<Vec<String>>,
 }

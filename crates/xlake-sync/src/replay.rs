@@ -298,6 +298,28 @@ mod tests {
         assert_eq!(kept, ["4", "5"]);
     }
 
+    #[test]
+    fn a_late_completion_streamed_before_where_the_mirror_begins_keeps_the_folded_commits_out() {
+        // `--from-latest` mirrored 4 (folding 2 and 3) while 1 was pending; 1 completed
+        // late and was mirrored. A replay from the start gives 1 first: 2 and 3 are still
+        // not to mirror (hostile review hr13: they were, their files listed twice).
+        let mut all = listing(&["1", "2", "3", "4", "5"]);
+        let mirrored: BTreeSet<String> = ["4", "1"].map(String::from).into();
+        let streamed = |all: &CommitListing| {
+            let p = Pending::new(&mirrored, Some("4"), all);
+            let n = p.count(None);
+            let kept: Vec<&str> = ["1", "2", "3", "4", "5"]
+                .into_iter()
+                .filter(|id| p.keep(id))
+                .collect();
+            (n, kept)
+        };
+        assert_eq!(streamed(&all), (1, vec!["5"]));
+        // 2 also pending at the first sync, completed late since: it is mirrored.
+        all.completed_late.insert("2".into());
+        assert_eq!(streamed(&all), (2, vec!["2", "5"]));
+    }
+
     #[tokio::test]
     async fn batches_stop_after_the_commit_asked_for_or_at_an_error() {
         let all = listing(&["1", "2", "3", "4"]);
