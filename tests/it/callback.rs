@@ -149,6 +149,44 @@ fn unauthenticated_unauthorised_and_malformed_callbacks_never_reach_storage() {
 }
 
 #[test]
+fn a_base_path_is_checked_as_it_is_opened() {
+    // A query or fragment in a `file:` URL (the check parsed it as a URL, the opening took
+    // it as text), or a relative path through a link inside the allowed root and back up
+    // with `..` (the check resolved `..` first, the opening after the link), named an
+    // allowed folder to the check while another was opened (hostile review hr14: answered
+    // 500, and "no such folder" or "a file, not a folder" told what exists anywhere).
+    let (_dir, root, last) = hudi_table();
+    let allowed = root.parent().unwrap().join("allowed");
+    std::fs::create_dir(&allowed).unwrap();
+    std::os::unix::fs::symlink(root.join(".hoodie"), allowed.join("link")).unwrap();
+    let server = start(&["--allow", allowed.to_str().unwrap()]);
+    let name = root.file_name().unwrap().to_string_lossy().to_string();
+    let up = "../".repeat(std::env::current_dir().unwrap().components().count() - 1);
+    let relative = format!("{up}{}", allowed.join("link/..").display()).replace("//", "/");
+    for base in [
+        format!("file://{}/x?/../../{name}", allowed.display()),
+        format!("file://{}/x#/../../{name}", allowed.display()),
+        format!("file://{}/x?/../../no-such-folder", allowed.display()),
+        format!(
+            "file:{}/x?/../../{name}/.hoodie/hoodie.properties",
+            allowed.display()
+        ),
+    ] {
+        let mut m = message(&root, &last);
+        m["basePath"] = serde_json::json!(base);
+        let (status, body) = server.post(Some(KEY), &m.to_string());
+        assert_eq!(status, 403, "{base}: {body}");
+    }
+    // The relative path is the allowed folder itself, as checked: no table there.
+    let mut m = message(&root, &last);
+    m["basePath"] = serde_json::json!(relative);
+    let (status, body) = server.post(Some(KEY), &m.to_string());
+    assert_eq!(status, 500, "{relative}: {body}");
+    assert!(body.contains("not_a_table"), "{relative}: {body}");
+    assert!(!root.join("metadata").exists(), "nothing may be written");
+}
+
+#[test]
 fn idle_and_trickling_clients_do_not_hold_up_a_callback_and_are_closed() {
     let (_dir, root, last) = hudi_table();
     let server = start(&["--allow", &allow(&root), "--header-timeout", "3s"]);

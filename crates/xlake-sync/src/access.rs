@@ -112,7 +112,15 @@ pub fn normalise(location: &str) -> Result<String, ConfigError> {
             let segments = lexical(u.path().split('/')).ok_or_else(|| {
                 ConfigError::access(format!("{location}: '..' leaves the bucket"))
             })?;
+            // `abfss://<container>@<account>.dfs.core.windows.net/…` names the container
+            // before the `@`: without it every container of an account looked alike
+            // (hostile review hr14). A user name is kept for every scheme: at worst two
+            // spellings of one table differ, and the stricter answer is given.
             let host = u.host_str().unwrap_or_default().to_ascii_lowercase();
+            let host = match u.username() {
+                "" => host,
+                user => format!("{user}@{host}"),
+            };
             Ok(format!("{scheme}://{host}/{}", segments.join("/"))
                 .trim_end_matches('/')
                 .to_string())
@@ -284,5 +292,29 @@ mod tests {
         assert!(!data_file_allowed("file:///etc/hostname", &roots));
         assert!(!data_file_allowed("/etc/hostname", &roots));
         assert!(data_file_allowed("s3a://lake/tables/t1/f.parquet", &roots));
+    }
+
+    #[test]
+    fn an_azure_container_named_before_the_at_is_part_of_the_location() {
+        let account = "acct.dfs.core.windows.net";
+        let allowed = Allowed::new(&[format!("abfss://lake@{account}/tables")], &[]).unwrap();
+        assert!(allowed
+            .table(&format!("abfss://lake@{account}/tables/t"))
+            .is_some());
+        assert!(allowed
+            .table(&format!("abfss://secret@{account}/tables/t"))
+            .is_none());
+        assert!(allowed
+            .table(&format!("abfss://{account}/tables/t"))
+            .is_none());
+        let roots = allowed.data_roots(&format!("abfss://lake@{account}/tables/t"));
+        assert!(data_file_allowed(
+            &format!("abfss://lake@{account}/tables/t/f.parquet"),
+            &roots
+        ));
+        assert!(!data_file_allowed(
+            &format!("abfss://other@{account}/tables/t/f.parquet"),
+            &roots
+        ));
     }
 }

@@ -106,7 +106,10 @@ async fn handle(state: &ServiceState, request: Request) -> Outcome {
         }
         o
     };
-    let Some(table) = state.config.allowed.table(&message.base_path) else {
+    // The location checked is the one opened: a `file:` URL's `?` or `#`, or a relative
+    // path's `..` after a link, once made the two differ (hostile review hr14).
+    let location = open_location(&message.base_path);
+    let Some(table) = state.config.allowed.table(&location) else {
         tracing::warn!(base_path = %message.base_path, commit = %commit, "refused: basePath outside the allowed locations");
         return with(
             Outcome::refused(
@@ -127,7 +130,7 @@ async fn handle(state: &ServiceState, request: Request) -> Outcome {
             &table,
         );
     }
-    with(mirror(state, &message, &table).await, &table)
+    with(mirror(state, &message, &location, &table).await, &table)
 }
 
 /// The key header's bytes, if present.
@@ -178,9 +181,14 @@ fn caused_by<E: std::error::Error + 'static>(error: &(dyn std::error::Error + 's
 }
 
 /// Mirror the commit under the table's lock and a concurrency permit.
-async fn mirror(state: &ServiceState, message: &CallbackMessage, table: &str) -> Outcome {
+async fn mirror(
+    state: &ServiceState,
+    message: &CallbackMessage,
+    location: &str,
+    table: &str,
+) -> Outcome {
     let commit = &message.commit_time;
-    let location = open_location(&message.base_path);
+    let location = location.to_string();
     // A table of the job file mirrors with its own entry's options (view, catalog, format
     // version), as the scheduled cycle does; any other with the service's.
     let entry = state.config.jobs.as_ref().and_then(|jobs| {
@@ -243,16 +251,24 @@ async fn mirror(state: &ServiceState, message: &CallbackMessage, table: &str) ->
     }
 }
 
-/// The location to open: local paths with `.`/`..` resolved (not symlinks, so metadata
-/// keeps the path Hudi uses), URLs as sent.
+/// The location to open, and to check: local paths made absolute with `.`/`..` resolved
+/// as text (not symlinks, so metadata keeps the path Hudi uses; a relative path left to
+/// the opening had its `..` resolved after a link), a `file:` URL's path taken as written
+/// (a `?` or `#` in it is part of a folder name, as Hadoop writes it), other URLs as sent.
 fn open_location(base_path: &str) -> String {
-    let local = base_path
-        .strip_prefix("file://")
-        .or_else(|| base_path.strip_prefix("file:"));
-    match local {
-        Some(p) => lexical_path(p),
-        None if base_path.starts_with('/') => lexical_path(base_path),
-        None => base_path.to_string(),
+    let file = base_path
+        .get(..5)
+        .is_some_and(|p| p.eq_ignore_ascii_case("file:"));
+    if file {
+        let p = &base_path[5..];
+        return lexical_path(p.strip_prefix("//").unwrap_or(p));
+    }
+    if base_path.contains("://") {
+        return base_path.to_string();
+    }
+    match std::path::absolute(base_path) {
+        Ok(abs) => lexical_path(&abs.to_string_lossy()),
+        Err(_) => base_path.to_string(),
     }
 }
 
@@ -326,5 +342,10 @@ mod tests {
         );
         assert_eq!(open_location("file:/a/./b/../c/"), "/a/c");
         assert_eq!(open_location("s3a://b/t"), "s3a://b/t");
+        assert_eq!(open_location("file:///a/b?/../../c"), "/c");
+        assert_eq!(open_location("FILE:/a/b#/../x"), "/a/x");
+        let here = std::env::current_dir().unwrap();
+        let parent = here.parent().unwrap().to_string_lossy().to_string();
+        assert_eq!(open_location("l/../.."), parent);
     }
 }
