@@ -36,6 +36,12 @@ struct CallbackMessage {
     table_name: Option<String>,
 }
 
+/// The longest `basePath` taken (Linux's `PATH_MAX`): a longer one names no table, and
+/// each one answered became a `table` label of `/metrics` for good, so that one request
+/// of 2 MB made every scrape 38 MB longer, and resolving its links took seconds of a
+/// worker thread for every such request (hostile review hr14).
+const MAX_BASE_PATH: usize = 4096;
+
 /// What the audit line and the answer need.
 struct Outcome {
     status: StatusCode,
@@ -97,6 +103,13 @@ async fn handle(state: &ServiceState, request: Request) -> Outcome {
         Ok(m) => m,
         Err(refused) => return refused,
     };
+    if message.base_path.len() > MAX_BASE_PATH {
+        return Outcome::refused(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            &format!("basePath is longer than {MAX_BASE_PATH} bytes, which no table location is"),
+        );
+    }
     let commit = message.commit_time.clone();
     let with = |mut o: Outcome, table: &str| {
         o.commit = commit.clone();
