@@ -13,8 +13,8 @@ use crate::error::{IcebergError, Result};
 use crate::ops::table::written_by_xlake;
 use crate::spec::error::CodecError;
 use crate::spec::layout::{
-    is_written_by_xlake, metadata_file, staged_by_xlake, version_of, METADATA_DIR, SETTLED,
-    VERSION_HINT,
+    is_metadata_json, is_written_by_xlake, metadata_file, staged_by_xlake, version_of,
+    METADATA_DIR, SETTLED, VERSION_HINT,
 };
 use crate::spec::manifest::read_entries;
 use crate::spec::manifest_list::read_manifest_list;
@@ -217,6 +217,7 @@ pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
             ..Orphans::default()
         });
     };
+    refuse_another_writers_commit(store, &others)?;
     let keep = in_this_table(store, referenced(store, &versions, current).await?);
     let strays = versions
         .iter()
@@ -235,6 +236,27 @@ pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
         strays,
         others,
     })
+}
+
+/// Refuses a metadata file directly in `metadata/` that is not one of xlake's versions
+/// (`00001-<uuid>.metadata.json`, as pyiceberg's and Java's catalogs name theirs): another
+/// writer committed to the table, and the manifests its snapshots name (`<uuid>-m0.avro`)
+/// look like xlake's orphans (hostile review hr14: cleanup deleted the manifest of a
+/// pyiceberg append to the mirror registered in a SQL catalog, whose table then failed to
+/// read, exit 0).
+fn refuse_another_writers_commit(store: &TableStore, others: &[String]) -> Result<()> {
+    let theirs = others.iter().find(|p| {
+        p.strip_prefix(METADATA_DIR)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .is_some_and(|name| !name.contains('/') && is_metadata_json(name))
+    });
+    match theirs {
+        Some(file) => Err(IcebergError::ForeignCommit {
+            table: store.location().to_string(),
+            file: store.absolute(file),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Files under `metadata/` (at any depth) whose names are not ones xlake writes, as
