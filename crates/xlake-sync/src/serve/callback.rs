@@ -67,11 +67,27 @@ pub(crate) async fn answer(
     Extension(Peer(peer)): Extension<Peer>,
     request: Request,
 ) -> Response {
-    let started = Instant::now();
-    let outcome = handle(&state, request).await;
-    let ms = started.elapsed().as_millis();
-    tracing::info!(%peer, table = %outcome.table, commit = %outcome.commit, status = outcome.status.as_u16(), ms, "callback");
-    state.metrics.callback(outcome.status.as_u16());
+    // A task of its own, so that it runs to its end when the client goes away (Hudi's
+    // callback client gives up after its timeout, 3 s by default): dropped with the
+    // request, the answer released the table's lock and the concurrency permit while the
+    // mirror ran on, so the next callback for the table raced it, and no audit line was
+    // written (hostile review hr14).
+    let task = tokio::spawn(async move {
+        let started = Instant::now();
+        let outcome = handle(&state, request).await;
+        let ms = started.elapsed().as_millis();
+        tracing::info!(%peer, table = %outcome.table, commit = %outcome.commit, status = outcome.status.as_u16(), ms, "callback");
+        state.metrics.callback(outcome.status.as_u16());
+        outcome
+    });
+    let outcome = task.await.unwrap_or_else(|e| {
+        tracing::error!(%peer, error = %e, "callback: the answer's task stopped");
+        Outcome::refused(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "service",
+            "the callback's task stopped (see the log)",
+        )
+    });
     let body = serde_json::to_vec(&outcome.body).unwrap_or_default();
     (
         outcome.status,
