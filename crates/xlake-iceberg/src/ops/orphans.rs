@@ -197,6 +197,7 @@ pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
     let (listed, others): (Vec<_>, Vec<_>) = found
         .into_iter()
         .partition(|e| xlake_s(&e.path) && !store.not_regular_local_file(&e.path));
+    let theirs: Vec<Entry> = others.clone();
     let others: Vec<String> = others.into_iter().map(|e| e.path).chain(unnamed).collect();
     let is_version = |path: &str| version_of(path).is_some();
     let versions: Vec<String> = listed
@@ -217,7 +218,7 @@ pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
             ..Orphans::default()
         });
     };
-    refuse_another_writers_commit(store, &others)?;
+    refuse_another_writers_commit(store, &theirs).await?;
     let keep = in_this_table(store, referenced(store, &versions, current).await?);
     let strays = versions
         .iter()
@@ -238,24 +239,33 @@ pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
     })
 }
 
-/// Refuses a metadata file directly in `metadata/` that is not one of xlake's versions
-/// (`00001-<uuid>.metadata.json`, as pyiceberg's and Java's catalogs name theirs): another
-/// writer committed to the table, and the manifests its snapshots name (`<uuid>-m0.avro`)
-/// look like xlake's orphans (hostile review hr14: cleanup deleted the manifest of a
-/// pyiceberg append to the mirror registered in a SQL catalog, whose table then failed to
-/// read, exit 0).
-fn refuse_another_writers_commit(store: &TableStore, others: &[String]) -> Result<()> {
-    let theirs = others.iter().find(|p| {
-        p.strip_prefix(METADATA_DIR)
-            .and_then(|rest| rest.strip_prefix('/'))
-            .is_some_and(|name| !name.contains('/') && is_metadata_json(name))
-    });
-    match theirs {
-        Some(file) => Err(IcebergError::ForeignCommit {
+/// Refuses when another writer committed in `metadata/`: the newest metadata file there
+/// that is not one of xlake's versions (`00001-<uuid>.metadata.json`, as pyiceberg's and
+/// Java's catalogs name theirs) has a current snapshot xlake did not write. The manifests
+/// such a snapshot names (`<uuid>-m0.avro`) look like xlake's orphans (hostile review
+/// hr14: cleanup deleted the manifest of a pyiceberg append to the mirror registered in a
+/// SQL catalog, whose table then failed to read, exit 0). A REST catalog server's own
+/// files, which carry xlake's snapshots, pass; one that does not parse is left alone.
+async fn refuse_another_writers_commit(store: &TableStore, others: &[Entry]) -> Result<()> {
+    let newest = others
+        .iter()
+        .filter(|e| {
+            e.path
+                .strip_prefix(METADATA_DIR)
+                .and_then(|rest| rest.strip_prefix('/'))
+                .is_some_and(|name| !name.contains('/') && is_metadata_json(name))
+        })
+        .max_by_key(|e| e.modified_ms);
+    let Some(newest) = newest else {
+        return Ok(());
+    };
+    let bytes = store.get(&newest.path).await?;
+    match crate::spec::decode::parse_metadata(&bytes) {
+        Ok(m) if !written_by_xlake(&m) => Err(IcebergError::ForeignCommit {
             table: store.location().to_string(),
-            file: store.absolute(file),
+            file: store.absolute(&newest.path),
         }),
-        None => Ok(()),
+        _ => Ok(()),
     }
 }
 
