@@ -114,12 +114,12 @@ pub fn normalise(location: &str) -> Result<String, ConfigError> {
             })?;
             // `abfss://<container>@<account>.dfs.core.windows.net/…` names the container
             // before the `@`: without it every container of an account looked alike
-            // (hostile review hr14). A user name is kept for every scheme: at worst two
-            // spellings of one table differ, and the stricter answer is given.
+            // (hostile review hr14). Other stores ignore a user name (S3 and GCS take the
+            // bucket from the host), which is not kept: it would show on /metrics.
             let host = u.host_str().unwrap_or_default().to_ascii_lowercase();
             let host = match u.username() {
-                "" => host,
-                user => format!("{user}@{host}"),
+                user if !user.is_empty() && scheme == "az" => format!("{user}@{host}"),
+                _ => host,
             };
             Ok(format!("{scheme}://{host}/{}", segments.join("/"))
                 .trim_end_matches('/')
@@ -316,5 +316,7 @@ mod tests {
             &format!("abfss://other@{account}/tables/t/f.parquet"),
             &roots
         ));
+        // S3 takes the bucket from the host; a user name there is not shown.
+        assert_eq!(normalise("s3://key:secret@lake/t").unwrap(), "s3://lake/t");
     }
 }
