@@ -269,6 +269,19 @@ async fn refuse_another_writers_commit(store: &TableStore, others: &[Entry]) -> 
     }
 }
 
+/// The newest metadata file of another writer that committed in `metadata/` (see
+/// [`refuse_another_writers_commit`]), if any: what deletes the files of xlake's own
+/// snapshots (an expiry) leaves them, since that writer's snapshots may name them too.
+pub async fn another_writers_commit(store: &TableStore) -> Result<Option<String>> {
+    let (found, _) = store.list_recursive_lenient(METADATA_DIR).await?;
+    let theirs: Vec<Entry> = found.into_iter().filter(|e| !xlake_s(&e.path)).collect();
+    match refuse_another_writers_commit(store, &theirs).await {
+        Err(IcebergError::ForeignCommit { file, .. }) => Ok(Some(file)),
+        Err(e) => Err(e),
+        Ok(()) => Ok(None),
+    }
+}
+
 /// Files under `metadata/` (at any depth) whose names are not ones xlake writes, as
 /// table-relative paths: a source's own files (a Hudi partition or a folder named
 /// `metadata`), or another tool's. Never deleted; a first sync refuses them.
