@@ -689,3 +689,47 @@ fn subfolders_of_metadata_that_cannot_be_read_are_left_alone() {
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(common::xlake(&["check", t, "--deep"]).0, 0);
 }
+
+/// Another Iceberg writer that committed to the mirror through a catalog (pyiceberg's
+/// `register_table`, then an append) writes `00001-<uuid>.metadata.json` and manifests
+/// named `<uuid>-m0.avro`, as xlake names its own: cleanup deleted that writer's live
+/// manifest, whose table then failed to read (hostile review hr14, exit 0). It refuses,
+/// exit 2, nothing deleted; `inspect` counts the file under "metadata/ clash".
+#[test]
+fn cleanup_refuses_while_another_writer_committed_in_metadata() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    let metadata = root.join("metadata");
+    let current = std::fs::read(metadata.join("v2.metadata.json"))
+        .or_else(|_| std::fs::read(metadata.join("v1.metadata.json")))
+        .unwrap();
+    // A REST catalog server's own file carries xlake's snapshots: cleanup goes on.
+    let server = metadata.join("00000-1f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.metadata.json");
+    std::fs::write(&server, &current).unwrap();
+    let stray = metadata.join("00000000-dead-beef-0000-000000000000-m0.avro");
+    std::fs::write(&stray, b"x").unwrap();
+    for p in files_under(&metadata) {
+        age(&p, Duration::from_secs(5 * 86_400));
+    }
+    let (code, out) = common::xlake(&["cleanup", t, "--older-than", "1d"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!stray.exists() && server.exists(), "{out}");
+    // Another writer's commit: its current snapshot is not xlake's.
+    let text = String::from_utf8(current).unwrap();
+    let theirs = metadata.join("00001-6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.metadata.json");
+    std::fs::write(&theirs, text.replace("XTABLE_METADATA", "SOMEONE_ELSE")).unwrap();
+    let manifest = metadata.join("0a1b2c3d-0000-4000-8000-000000000000-m0.avro");
+    std::fs::write(&manifest, b"theirs").unwrap();
+    age(&manifest, Duration::from_secs(4 * 86_400));
+    let before = files_under(&metadata);
+    let (code, out) = common::xlake(&["cleanup", t, "--older-than", "1d"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("another Iceberg writer"), "{out}");
+    assert_eq!(files_under(&metadata), before, "nothing deleted");
+    let (code, out) = common::xlake(&["inspect", t]);
+    assert!(
+        code == 0 && out.contains("metadata/ clash: 2 file"),
+        "{out}"
+    );
+}

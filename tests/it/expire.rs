@@ -332,3 +332,29 @@ async fn a_vector_vacuumed_after_it_was_mirrored_leaves_its_snapshot_readable() 
         assert_eq!(expired.snapshots.len(), 4, "{v:?}: {expired:?}");
     }
 }
+
+/// Another Iceberg writer that committed to the mirror through a catalog (pyiceberg's
+/// `register_table`, then an append) keeps the mirror's snapshots and their manifests in
+/// its own: the expiry deleted them and that writer's table failed to read (hostile review
+/// hr14, exit 0). The expiry is published; the files are kept, with a warning.
+#[test]
+fn expire_keeps_the_files_when_another_writer_committed_in_metadata() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = root.to_str().unwrap();
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    let metadata = root.join("metadata");
+    let current = std::fs::read_to_string(metadata.join("v1.metadata.json")).unwrap();
+    let theirs = metadata.join("00001-6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.metadata.json");
+    std::fs::write(&theirs, current.replace("XTABLE_METADATA", "SOMEONE_ELSE")).unwrap();
+    let before: Vec<_> = std::fs::read_dir(&metadata)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let (code, out) = common::xlake(&["expire", t, "--keep-snapshots", "1"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("2 snapshots expired, 0 metadata files deleted"),
+        "{out}"
+    );
+    assert!(before.iter().all(|p| p.exists()), "{out}");
+}

@@ -534,3 +534,35 @@ fn a_rebuild_through_a_link_keeps_the_spelling_its_mirror_recorded() {
     );
     assert_eq!(current(&root)["location"], s(&root), "{out}");
 }
+
+/// A `metadata/` that is a symbolic link to another table's folder holds that table's
+/// mirror, which names the other place: the sync says "copied or moved" and advises
+/// `--rebuild`, and the rebuild followed the link, moved the other table's whole mirror
+/// into this folder and wrote this table's history in its place (hostile review hr14: the
+/// other table's readers then read this one's rows, its catalog entry named a file gone).
+/// It is refused, nothing changed on either side.
+#[test]
+fn a_rebuild_never_moves_what_a_linked_metadata_folder_leads_to() {
+    let (dir, root) = common::hudi::extract("sample_table_cow_v9_txns_simple_nometa");
+    let (code, out) = xlake(&["sync", s(&root)]);
+    assert_eq!(code, 0, "{out}");
+    let other = dir.path().join("other");
+    copy_dir(&root, &other);
+    std::fs::remove_dir_all(other.join("metadata")).unwrap();
+    std::os::unix::fs::symlink(root.join("metadata"), other.join("metadata")).unwrap();
+    let original = tree(&root);
+    let (code, out) = xlake(&["sync", "--rebuild", s(&other)]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("symbolic link"), "{out}");
+    assert!(tree(&root) == original, "the linked table changed");
+    let names: Vec<_> = std::fs::read_dir(&other)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.starts_with("metadata.relocated")),
+        "{names:?}"
+    );
+    let (code, out) = xlake(&["check", "--deep", s(&root)]);
+    assert_eq!(code, 0, "{out}");
+}

@@ -31,6 +31,16 @@ pub enum IcebergError {
         /// The metadata file found.
         file: String,
     },
+    /// Another Iceberg writer committed in this table's `metadata/` (a metadata file not
+    /// named `vN.metadata.json`, as catalogs name theirs): the files it names are named as
+    /// xlake names its own, so cleanup cannot tell them from orphans.
+    #[error("{table}: {file} is another Iceberg writer's metadata (not a vN.metadata.json xlake writes): that writer committed to this table, and the manifests it names are named as xlake names its own, so cleanup deletes nothing while it is there (drop that writer's table and remove its metadata files first)")]
+    ForeignCommit {
+        /// Table location.
+        table: String,
+        /// The other writer's metadata file.
+        file: String,
+    },
     /// A metadata file exists but cannot be understood.
     #[error("{table}: {file}: {reason}")]
     CorruptMetadata {

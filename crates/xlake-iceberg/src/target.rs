@@ -28,7 +28,9 @@ impl From<IcebergError> for TargetError {
         let kind = match &e {
             IcebergError::CommitConflict { .. } => ErrorKind::Conflict,
             IcebergError::Relocated { .. } => ErrorKind::Relocated,
-            IcebergError::ForeignMetadata { .. } => ErrorKind::Foreign,
+            IcebergError::ForeignMetadata { .. } | IcebergError::ForeignCommit { .. } => {
+                ErrorKind::Foreign
+            }
             IcebergError::Storage(_) => ErrorKind::Storage,
             _ => ErrorKind::Other,
         };
@@ -474,6 +476,8 @@ async fn health(target: &IcebergTarget) -> Result<TargetHealth, TargetError> {
         None => match orphan_files(store, i64::MAX).await {
             Ok(found) => (found.len(), Vec::new()),
             Err(IcebergError::Relocated { recorded, .. }) => (0, vec![recorded]),
+            // Another writer's metadata file: counted under "metadata/ clash".
+            Err(IcebergError::ForeignCommit { .. }) => (0, Vec::new()),
             Err(e) => return Err(e.into()),
         },
     };

@@ -112,7 +112,15 @@ pub fn normalise(location: &str) -> Result<String, ConfigError> {
             let segments = lexical(u.path().split('/')).ok_or_else(|| {
                 ConfigError::access(format!("{location}: '..' leaves the bucket"))
             })?;
+            // `abfss://<container>@<account>.dfs.core.windows.net/…` names the container
+            // before the `@`: without it every container of an account looked alike
+            // (hostile review hr14). Other stores ignore a user name (S3 and GCS take the
+            // bucket from the host), which is not kept: it would show on /metrics.
             let host = u.host_str().unwrap_or_default().to_ascii_lowercase();
+            let host = match u.username() {
+                user if !user.is_empty() && scheme == "az" => format!("{user}@{host}"),
+                _ => host,
+            };
             Ok(format!("{scheme}://{host}/{}", segments.join("/"))
                 .trim_end_matches('/')
                 .to_string())
@@ -284,5 +292,31 @@ mod tests {
         assert!(!data_file_allowed("file:///etc/hostname", &roots));
         assert!(!data_file_allowed("/etc/hostname", &roots));
         assert!(data_file_allowed("s3a://lake/tables/t1/f.parquet", &roots));
+    }
+
+    #[test]
+    fn an_azure_container_named_before_the_at_is_part_of_the_location() {
+        let account = "acct.dfs.core.windows.net";
+        let allowed = Allowed::new(&[format!("abfss://lake@{account}/tables")], &[]).unwrap();
+        assert!(allowed
+            .table(&format!("abfss://lake@{account}/tables/t"))
+            .is_some());
+        assert!(allowed
+            .table(&format!("abfss://secret@{account}/tables/t"))
+            .is_none());
+        assert!(allowed
+            .table(&format!("abfss://{account}/tables/t"))
+            .is_none());
+        let roots = allowed.data_roots(&format!("abfss://lake@{account}/tables/t"));
+        assert!(data_file_allowed(
+            &format!("abfss://lake@{account}/tables/t/f.parquet"),
+            &roots
+        ));
+        assert!(!data_file_allowed(
+            &format!("abfss://other@{account}/tables/t/f.parquet"),
+            &roots
+        ));
+        // S3 takes the bucket from the host; a user name there is not shown.
+        assert_eq!(normalise("s3://key:secret@lake/t").unwrap(), "s3://lake/t");
     }
 }

@@ -30,3 +30,20 @@ pub(crate) fn not_rebuilt(store: &TableStore, recorded: &str) -> SyncError {
         ),
     }
 }
+
+/// `metadata/` is a symbolic link: the metadata it leads to lies in another folder (another
+/// table's mirror, which records that table's place and so looks relocated here), and a
+/// rebuild would move it aside and write this table's history there (hostile review
+/// hr14). Nothing is changed.
+pub(crate) fn linked_metadata(store: &TableStore) -> SyncError {
+    // Called for a local root only (a link is a local disk's), whose location is its path.
+    let link = std::path::Path::new(store.location()).join("metadata");
+    let target =
+        std::fs::read_link(link).map_or_else(|_| String::new(), |t| format!(" to {}", t.display()));
+    SyncError::Rebuild {
+        table: store.location().to_string(),
+        reason: format!(
+            "metadata/ is a symbolic link{target}: the metadata there belongs to that folder (another table's, perhaps), and a rebuild would move it; nothing was changed. Give this table a metadata/ folder of its own to rebuild it"
+        ),
+    }
+}

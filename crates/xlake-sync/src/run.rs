@@ -122,6 +122,9 @@ pub async fn sync_store(
             what: "--rebuild sets a relocated Iceberg history aside; a Delta target's log holds one history and has no rebuild (nothing written): move the copied _delta_log/ away to mirror the table afresh".into(),
         });
     }
+    if options.rebuild && store.is_local_link("metadata") {
+        return Err(crate::rebuild::linked_metadata(&store));
+    }
     let (mut source, target, preloaded) = open_both(&store, options).await?;
     // The mirror recorded another spelling of this table's place: it is kept.
     let recorded = recorded_spelling(&store, options, preloaded.as_ref()).await;

@@ -161,6 +161,24 @@ impl IcebergTable {
             .collect()
     }
 
+    /// Whether another writer committed in `metadata/` (a catalog's append to the mirror),
+    /// whose snapshots may name the files of the expired ones too: they are then left as
+    /// they are, with a warning (hostile review hr14: the expiry deleted a manifest of a
+    /// pyiceberg append's snapshot, whose table then failed to read, exit 0).
+    async fn another_writer_may_name_them(&self) -> bool {
+        match crate::ops::orphans::another_writers_commit(&self.store).await {
+            Ok(None) => false,
+            Ok(Some(theirs)) => {
+                tracing::warn!(table = %self.table(), other_writer = %theirs, "another Iceberg writer committed in metadata/: the files of the expired snapshots are kept");
+                true
+            }
+            Err(e) => {
+                tracing::warn!(table = %self.table(), error = %e, "could not look for another writer's metadata: the files of the expired snapshots are kept");
+                true
+            }
+        }
+    }
+
     /// Delete the files in `metadata/` that only the `expired` snapshots referenced
     /// (manifest lists, manifests, delete files); the deleted ones. Older
     /// `vN.metadata.json` files still name them, as after Iceberg's own expiry; `cleanup
@@ -202,6 +220,9 @@ impl IcebergTable {
         unreferenced.retain(|f| self.store.absolute(f).starts_with(&metadata_dir));
         unreferenced.sort();
         unreferenced.dedup();
+        if self.another_writer_may_name_them().await {
+            return Vec::new();
+        }
         let mut deleted = Vec::new();
         for file in unreferenced {
             // The expiry is committed; a file left behind is an orphan, not an error.

@@ -36,6 +36,12 @@ struct CallbackMessage {
     table_name: Option<String>,
 }
 
+/// The longest `basePath` taken (Linux's `PATH_MAX`): a longer one names no table, and
+/// each one answered became a `table` label of `/metrics` for good, so that one request
+/// of 2 MB made every scrape 38 MB longer, and resolving its links took seconds of a
+/// worker thread for every such request (hostile review hr14).
+const MAX_BASE_PATH: usize = 4096;
+
 /// What the audit line and the answer need.
 struct Outcome {
     status: StatusCode,
@@ -61,11 +67,27 @@ pub(crate) async fn answer(
     Extension(Peer(peer)): Extension<Peer>,
     request: Request,
 ) -> Response {
-    let started = Instant::now();
-    let outcome = handle(&state, request).await;
-    let ms = started.elapsed().as_millis();
-    tracing::info!(%peer, table = %outcome.table, commit = %outcome.commit, status = outcome.status.as_u16(), ms, "callback");
-    state.metrics.callback(outcome.status.as_u16());
+    // A task of its own, so that it runs to its end when the client goes away (Hudi's
+    // callback client gives up after its timeout, 3 s by default): dropped with the
+    // request, the answer released the table's lock and the concurrency permit while the
+    // mirror ran on, so the next callback for the table raced it, and no audit line was
+    // written (hostile review hr14).
+    let task = tokio::spawn(async move {
+        let started = Instant::now();
+        let outcome = handle(&state, request).await;
+        let ms = started.elapsed().as_millis();
+        tracing::info!(%peer, table = %outcome.table, commit = %outcome.commit, status = outcome.status.as_u16(), ms, "callback");
+        state.metrics.callback(outcome.status.as_u16());
+        outcome
+    });
+    let outcome = task.await.unwrap_or_else(|e| {
+        tracing::error!(%peer, error = %e, "callback: the answer's task stopped");
+        Outcome::refused(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "service",
+            "the callback's task stopped (see the log)",
+        )
+    });
     let body = serde_json::to_vec(&outcome.body).unwrap_or_default();
     (
         outcome.status,
@@ -97,6 +119,13 @@ async fn handle(state: &ServiceState, request: Request) -> Outcome {
         Ok(m) => m,
         Err(refused) => return refused,
     };
+    if message.base_path.len() > MAX_BASE_PATH {
+        return Outcome::refused(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            &format!("basePath is longer than {MAX_BASE_PATH} bytes, which no table location is"),
+        );
+    }
     let commit = message.commit_time.clone();
     let with = |mut o: Outcome, table: &str| {
         o.commit = commit.clone();
@@ -106,7 +135,10 @@ async fn handle(state: &ServiceState, request: Request) -> Outcome {
         }
         o
     };
-    let Some(table) = state.config.allowed.table(&message.base_path) else {
+    // The location checked is the one opened: a `file:` URL's `?` or `#`, or a relative
+    // path's `..` after a link, once made the two differ (hostile review hr14).
+    let location = open_location(&message.base_path);
+    let Some(table) = state.config.allowed.table(&location) else {
         tracing::warn!(base_path = %message.base_path, commit = %commit, "refused: basePath outside the allowed locations");
         return with(
             Outcome::refused(
@@ -127,7 +159,7 @@ async fn handle(state: &ServiceState, request: Request) -> Outcome {
             &table,
         );
     }
-    with(mirror(state, &message, &table).await, &table)
+    with(mirror(state, &message, &location, &table).await, &table)
 }
 
 /// The key header's bytes, if present.
@@ -178,9 +210,14 @@ fn caused_by<E: std::error::Error + 'static>(error: &(dyn std::error::Error + 's
 }
 
 /// Mirror the commit under the table's lock and a concurrency permit.
-async fn mirror(state: &ServiceState, message: &CallbackMessage, table: &str) -> Outcome {
+async fn mirror(
+    state: &ServiceState,
+    message: &CallbackMessage,
+    location: &str,
+    table: &str,
+) -> Outcome {
     let commit = &message.commit_time;
-    let location = open_location(&message.base_path);
+    let location = location.to_string();
     // A table of the job file mirrors with its own entry's options (view, catalog, format
     // version), as the scheduled cycle does; any other with the service's.
     let entry = state.config.jobs.as_ref().and_then(|jobs| {
@@ -243,16 +280,24 @@ async fn mirror(state: &ServiceState, message: &CallbackMessage, table: &str) ->
     }
 }
 
-/// The location to open: local paths with `.`/`..` resolved (not symlinks, so metadata
-/// keeps the path Hudi uses), URLs as sent.
+/// The location to open, and to check: local paths made absolute with `.`/`..` resolved
+/// as text (not symlinks, so metadata keeps the path Hudi uses; a relative path left to
+/// the opening had its `..` resolved after a link), a `file:` URL's path taken as written
+/// (a `?` or `#` in it is part of a folder name, as Hadoop writes it), other URLs as sent.
 fn open_location(base_path: &str) -> String {
-    let local = base_path
-        .strip_prefix("file://")
-        .or_else(|| base_path.strip_prefix("file:"));
-    match local {
-        Some(p) => lexical_path(p),
-        None if base_path.starts_with('/') => lexical_path(base_path),
-        None => base_path.to_string(),
+    let file = base_path
+        .get(..5)
+        .is_some_and(|p| p.eq_ignore_ascii_case("file:"));
+    if file {
+        let p = &base_path[5..];
+        return lexical_path(p.strip_prefix("//").unwrap_or(p));
+    }
+    if base_path.contains("://") {
+        return base_path.to_string();
+    }
+    match std::path::absolute(base_path) {
+        Ok(abs) => lexical_path(&abs.to_string_lossy()),
+        Err(_) => base_path.to_string(),
     }
 }
 
@@ -326,5 +371,10 @@ mod tests {
         );
         assert_eq!(open_location("file:/a/./b/../c/"), "/a/c");
         assert_eq!(open_location("s3a://b/t"), "s3a://b/t");
+        assert_eq!(open_location("file:///a/b?/../../c"), "/c");
+        assert_eq!(open_location("FILE:/a/b#/../x"), "/a/x");
+        let here = std::env::current_dir().unwrap();
+        let parent = here.parent().unwrap().to_string_lossy().to_string();
+        assert_eq!(open_location("l/../.."), parent);
     }
 }
