@@ -17,7 +17,7 @@ use xlake_storage::footer::read_footer;
 use xlake_storage::{Change, Entry, TableStore};
 
 use crate::error::{InFile, ParquetError};
-use crate::listing::{data_files, fingerprint};
+use crate::listing::{data_files_with, fingerprint};
 use crate::partition::{infer_type, segments, typed};
 use crate::rewrites::Recorded;
 use crate::schema::{file_schema, fits};
@@ -52,8 +52,9 @@ const FOOTER_READS: usize = 16;
 
 fn open(store: TableStore, _: SourceOptions) -> OpenFuture {
     Box::pin(async move {
-        let files = data_files(store.list_recursive("").await?);
-        let changes = store.changes(&files).await?;
+        // Each file's change from the listing's own look at it (on a local folder, no
+        // system call more per file).
+        let (files, changes) = data_files_with(store.list_recursive_changes("").await?);
         let source = ParquetSource {
             store,
             files,

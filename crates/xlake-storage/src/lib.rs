@@ -36,6 +36,7 @@ pub mod faults;
 pub mod footer;
 mod local_list;
 mod local_read;
+mod local_tree;
 mod names;
 
 use std::sync::Arc;
@@ -1294,6 +1295,49 @@ impl TableStore {
             .collect())
     }
 
+    /// [`Self::list_recursive`], each file with when it last changed ([`Change`], as
+    /// [`Self::changes`] gives it), for a source that lists its files at every sync: on a
+    /// local root opened by path from the one look the listing takes at each file
+    /// (`local_tree`: an `lstat`, and a `stat` more for a symbolic link), where
+    /// object_store's listing and [`Self::changes`] after it take four; elsewhere from the
+    /// listing, with no request more. A file outside the handle's confinement fails the
+    /// call, as [`Self::changes`] fails.
+    pub async fn list_recursive_changes(
+        &self,
+        dir: &str,
+    ) -> Result<Vec<(Entry, Change)>, StorageError> {
+        if let Some(listed) = self.local_tree(dir).await? {
+            return Ok(listed);
+        }
+        let files = self.list_recursive(dir).await?;
+        let changes = self.changes(&files).await?;
+        Ok(files.into_iter().zip(changes).collect())
+    }
+
+    /// On a local root opened by path, [`Self::list_recursive_changes`] by `local_tree`,
+    /// sorted by path. `None` elsewhere, and where object_store's listing would fail: the
+    /// caller then lists through it, for its error.
+    async fn local_tree(&self, dir: &str) -> Result<Option<Vec<(Entry, Change)>>, StorageError> {
+        let Some(root) = &self.local_root else {
+            return Ok(None);
+        };
+        self.object_path(dir)?;
+        let Some(rel) = self.relative(dir) else {
+            return Ok(None);
+        };
+        let (root, folder) = (root.clone(), root.join(rel.trim_matches('/')));
+        let walked = tokio::task::spawn_blocking(move || local_tree::walk(&root, &folder)).await;
+        let Some(mut listed) = walked.ok().flatten() else {
+            return Ok(None);
+        };
+        for (entry, _) in &listed {
+            // Refused outside a confinement, as a read of the file would be.
+            self.object_path(&entry.path)?;
+        }
+        listed.sort_unstable_by(|a, b| a.0.path.cmp(&b.0.path));
+        Ok(Some(listed))
+    }
+
     /// On a local root, refuse a FIFO, socket or device at `path` before object_store
     /// opens it (its `head` and ranged reads open the file, and a FIFO's open waits for a
     /// writer: a hostile review's syncs hung).
@@ -2063,6 +2107,91 @@ mod tests {
         std::fs::remove_file(&file).unwrap();
         let gone = local.changes(&listed).await.unwrap_err();
         assert!(gone.to_string().contains("t/a"), "{gone}");
+    }
+
+    /// A folder's files with their changes are those object_store lists, with the entries
+    /// it gives and the changes looked up after it: files below a linked folder, a linked
+    /// file (its link's change too), an empty file, a file older than 1970; not a staged
+    /// upload, a socket or a dangling link. Where object_store's listing fails (a name it
+    /// cannot take, a link loop) it fails too, with the same error.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_listing_with_changes_is_object_stores_with_changes_looked_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| dir.path().join(name);
+        for name in [
+            "t/a",
+            "t/sub/b",
+            "t/sub/deep/c",
+            "t/up#1",
+            "t/a#b",
+            "t/old",
+            "top",
+        ] {
+            std::fs::create_dir_all(at(name).parent().unwrap()).unwrap();
+            std::fs::write(at(name), b"x").unwrap();
+        }
+        std::fs::write(at("t/empty"), b"").unwrap();
+        let old = std::time::UNIX_EPOCH - Duration::from_micros(1500);
+        let f = std::fs::File::options()
+            .write(true)
+            .open(at("t/old"))
+            .unwrap();
+        f.set_modified(old).unwrap();
+        std::os::unix::fs::symlink(at("t/a"), at("t/link")).unwrap();
+        std::os::unix::fs::symlink(at("t/sub"), at("t/dirlink")).unwrap();
+        std::os::unix::fs::symlink(at("t/gone"), at("t/dangling")).unwrap();
+        let _socket = std::os::unix::net::UnixListener::bind(at("t/socket")).unwrap();
+        let (local, wrapped) = local_and_wrapped(dir.path());
+        let walked = local_tree::walk(dir.path(), &at("t")).map(|found| found.len());
+        assert_eq!(walked, Some(9), "walked, not listed through object_store");
+        for folder in ["t", ""] {
+            let files = local.list_recursive(folder).await.unwrap();
+            let changes = local.changes(&files).await.unwrap();
+            let expected: Vec<(Entry, Change)> = files.into_iter().zip(changes).collect();
+            assert_eq!(
+                local.list_recursive_changes(folder).await.unwrap(),
+                expected
+            );
+        }
+        let paths: Vec<String> = local
+            .list_recursive_changes("t")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(e, _)| e.path)
+            .collect();
+        let expected = [
+            "t/a",
+            "t/a#b",
+            "t/dirlink/b",
+            "t/dirlink/deep/c",
+            "t/empty",
+            "t/link",
+            "t/old",
+            "t/sub/b",
+            "t/sub/deep/c",
+        ];
+        assert_eq!(paths, expected);
+        let by_listing = wrapped.list_recursive("t").await.unwrap();
+        let expected: Vec<(Entry, Change)> = by_listing
+            .iter()
+            .map(|e| (e.clone(), Change::listed(e)))
+            .collect();
+        assert_eq!(wrapped.list_recursive_changes("t").await.unwrap(), expected);
+        std::fs::write(at("t/sub/new\nline"), b"x").unwrap();
+        std::fs::create_dir(at("u")).unwrap();
+        std::os::unix::fs::symlink(at("u/loop"), at("u/loop")).unwrap();
+        assert_eq!(local_tree::walk(dir.path(), &at("t")), None);
+        for folder in ["t", "u"] {
+            let theirs = local.list_recursive(folder).await.unwrap_err().to_string();
+            let ours = local
+                .list_recursive_changes(folder)
+                .await
+                .unwrap_err()
+                .to_string();
+            assert_eq!(ours, theirs);
+        }
     }
 
     /// A file's status changing (`chmod`, a hard link a backup tool makes) is no new
