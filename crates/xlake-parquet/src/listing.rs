@@ -22,18 +22,9 @@ pub fn is_data_file(entry: &Entry) -> bool {
 
 /// The data files of a listing, sorted by path.
 pub fn data_files(entries: Vec<Entry>) -> Vec<Entry> {
-    data_files_with(entries.into_iter().map(|e| (e, ())).collect()).0
-}
-
-/// The data files of a listing, sorted by path, and what the listing gave beside each
-/// (when it last changed), in the same order.
-pub fn data_files_with<T>(listed: Vec<(Entry, T)>) -> (Vec<Entry>, Vec<T>) {
-    let mut files: Vec<(Entry, T)> = listed
-        .into_iter()
-        .filter(|(e, _)| is_data_file(e))
-        .collect();
-    files.sort_by(|a, b| a.0.path.cmp(&b.0.path));
-    files.into_iter().unzip()
+    let mut files: Vec<Entry> = entries.into_iter().filter(is_data_file).collect();
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    files
 }
 
 /// A fingerprint of the listing (paths, sizes, modification times): equal fingerprints

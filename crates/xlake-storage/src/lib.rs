@@ -1295,28 +1295,35 @@ impl TableStore {
             .collect())
     }
 
-    /// [`Self::list_recursive`], each file with when it last changed ([`Change`], as
-    /// [`Self::changes`] gives it), for a source that lists its files at every sync: on a
-    /// local root opened by path from the one look the listing takes at each file
-    /// (`local_tree`: an `lstat`, and a `stat` more for a symbolic link), where
-    /// object_store's listing and [`Self::changes`] after it take four; elsewhere from the
-    /// listing, with no request more. A file outside the handle's confinement fails the
-    /// call, as [`Self::changes`] fails.
+    /// The files of [`Self::list_recursive`] that `keep` takes, each with when it last
+    /// changed ([`Change`], as [`Self::changes`] gives it), sorted by path: for a source
+    /// that lists its files at every sync. On a local root opened by path from the one look
+    /// the listing takes at each file (`local_tree`: an `lstat`, and a `stat` more for a
+    /// symbolic link), where object_store's listing and [`Self::changes`] after it take
+    /// four; elsewhere from the listing, with no request more. A file kept outside the
+    /// handle's confinement fails the call, as [`Self::changes`] fails.
     pub async fn list_recursive_changes(
         &self,
         dir: &str,
+        keep: impl Fn(&Entry) -> bool,
     ) -> Result<Vec<(Entry, Change)>, StorageError> {
-        if let Some(listed) = self.local_tree(dir).await? {
+        if let Some(mut listed) = self.local_tree(dir).await? {
+            listed.retain(|(entry, _)| keep(entry));
+            for (entry, _) in &listed {
+                // Refused outside a confinement, as a read of the file would be.
+                self.object_path(&entry.path)?;
+            }
             return Ok(listed);
         }
-        let files = self.list_recursive(dir).await?;
+        let mut files = self.list_recursive(dir).await?;
+        files.retain(keep);
         let changes = self.changes(&files).await?;
         Ok(files.into_iter().zip(changes).collect())
     }
 
-    /// On a local root opened by path, [`Self::list_recursive_changes`] by `local_tree`,
-    /// sorted by path. `None` elsewhere, and where object_store's listing would fail: the
-    /// caller then lists through it, for its error.
+    /// On a local root opened by path, the files below `dir` and their changes by
+    /// `local_tree`, sorted by path. `None` elsewhere, and where object_store's listing
+    /// would fail: the caller then lists through it, for its error.
     async fn local_tree(&self, dir: &str) -> Result<Option<Vec<(Entry, Change)>>, StorageError> {
         let Some(root) = &self.local_root else {
             return Ok(None);
@@ -1330,10 +1337,6 @@ impl TableStore {
         let Some(mut listed) = walked.ok().flatten() else {
             return Ok(None);
         };
-        for (entry, _) in &listed {
-            // Refused outside a confinement, as a read of the file would be.
-            self.object_path(&entry.path)?;
-        }
         listed.sort_unstable_by(|a, b| a.0.path.cmp(&b.0.path));
         Ok(Some(listed))
     }
@@ -2109,17 +2112,14 @@ mod tests {
         assert!(gone.to_string().contains("t/a"), "{gone}");
     }
 
-    /// A folder's files with their changes are those object_store lists, with the entries
-    /// it gives and the changes looked up after it: files below a linked folder, a linked
-    /// file (its link's change too), an empty file, a file older than 1970; not a staged
-    /// upload, a socket or a dangling link. Where object_store's listing fails (a name it
-    /// cannot take, a link loop) it fails too, with the same error.
+    /// A folder `t/` of every kind of entry a listing meets: files below a linked folder,
+    /// a linked file, an empty file, a file older than 1970, a staged upload, a socket, a
+    /// dangling link (and a file `top` beside it). The socket lives as long as the
+    /// listener returned.
     #[cfg(unix)]
-    #[tokio::test]
-    async fn a_listing_with_changes_is_object_stores_with_changes_looked_up() {
-        let dir = tempfile::tempdir().unwrap();
-        let at = |name: &str| dir.path().join(name);
-        for name in [
+    fn every_kind(dir: &std::path::Path) -> std::os::unix::net::UnixListener {
+        let at = |name: &str| dir.join(name);
+        let names = [
             "t/a",
             "t/sub/b",
             "t/sub/deep/c",
@@ -2127,70 +2127,93 @@ mod tests {
             "t/a#b",
             "t/old",
             "top",
-        ] {
+        ];
+        for name in names {
             std::fs::create_dir_all(at(name).parent().unwrap()).unwrap();
             std::fs::write(at(name), b"x").unwrap();
         }
         std::fs::write(at("t/empty"), b"").unwrap();
         let old = std::time::UNIX_EPOCH - Duration::from_micros(1500);
-        let f = std::fs::File::options()
-            .write(true)
-            .open(at("t/old"))
-            .unwrap();
-        f.set_modified(old).unwrap();
+        let f = std::fs::File::options().write(true).open(at("t/old"));
+        f.unwrap().set_modified(old).unwrap();
         std::os::unix::fs::symlink(at("t/a"), at("t/link")).unwrap();
         std::os::unix::fs::symlink(at("t/sub"), at("t/dirlink")).unwrap();
         std::os::unix::fs::symlink(at("t/gone"), at("t/dangling")).unwrap();
-        let _socket = std::os::unix::net::UnixListener::bind(at("t/socket")).unwrap();
+        std::os::unix::net::UnixListener::bind(at("t/socket")).unwrap()
+    }
+
+    /// A folder's files with their changes are those object_store lists, with the entries
+    /// it gives and the changes [`TableStore::changes`] looks up after it (a linked file's
+    /// link too), found by one walk; not a staged upload, a socket or a dangling link.
+    /// Elsewhere the listing's, with no request.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_listing_with_changes_is_object_stores_with_changes_looked_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let _socket = every_kind(dir.path());
         let (local, wrapped) = local_and_wrapped(dir.path());
-        let walked = local_tree::walk(dir.path(), &at("t")).map(|found| found.len());
-        assert_eq!(walked, Some(9), "walked, not listed through object_store");
+        let walked = local_tree::walk(dir.path(), &dir.path().join("t"));
+        assert_eq!(
+            walked.map(|found| found.len()),
+            Some(9),
+            "walked, not listed through object_store"
+        );
         for folder in ["t", ""] {
             let files = local.list_recursive(folder).await.unwrap();
             let changes = local.changes(&files).await.unwrap();
             let expected: Vec<(Entry, Change)> = files.into_iter().zip(changes).collect();
-            assert_eq!(
-                local.list_recursive_changes(folder).await.unwrap(),
-                expected
-            );
+            let listed = local.list_recursive_changes(folder, |_| true).await;
+            assert_eq!(listed.unwrap(), expected);
         }
-        let paths: Vec<String> = local
-            .list_recursive_changes("t")
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|(e, _)| e.path)
-            .collect();
-        let expected = [
-            "t/a",
-            "t/a#b",
-            "t/dirlink/b",
-            "t/dirlink/deep/c",
-            "t/empty",
-            "t/link",
-            "t/old",
-            "t/sub/b",
-            "t/sub/deep/c",
-        ];
-        assert_eq!(paths, expected);
+        let listed = local.list_recursive_changes("t", |_| true).await.unwrap();
+        let paths: Vec<&str> = listed.iter().map(|(e, _)| e.path.as_str()).collect();
+        let expected = ["t/a", "t/a#b", "t/dirlink/b", "t/dirlink/deep/c", "t/empty"];
+        assert_eq!(
+            paths,
+            [
+                &expected[..],
+                &["t/link", "t/old", "t/sub/b", "t/sub/deep/c"]
+            ]
+            .concat()
+        );
         let by_listing = wrapped.list_recursive("t").await.unwrap();
         let expected: Vec<(Entry, Change)> = by_listing
             .iter()
             .map(|e| (e.clone(), Change::listed(e)))
             .collect();
-        assert_eq!(wrapped.list_recursive_changes("t").await.unwrap(), expected);
+        let listed = wrapped.list_recursive_changes("t", |_| true).await;
+        assert_eq!(listed.unwrap(), expected);
+    }
+
+    /// A file kept outside the handle's confinement fails the listing with its changes
+    /// (as [`TableStore::changes`] fails), one not kept does not; where object_store's
+    /// listing fails (a name it cannot take, a link loop) it fails too, with its error.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_listing_with_changes_refuses_and_fails_as_object_stores() {
+        let dir = tempfile::tempdir().unwrap();
+        let _socket = every_kind(dir.path());
+        let at = |name: &str| dir.path().join(name);
+        let confined = TableStore::open(dir.path().to_str().unwrap())
+            .unwrap()
+            .confined(Confinement::new(|p| !p.ends_with("/t/link")));
+        let refused = confined.list_recursive_changes("t", |_| true).await;
+        assert!(
+            matches!(refused, Err(StorageError::Outside { .. })),
+            "{refused:?}"
+        );
+        let kept = |e: &Entry| e.path != "t/link";
+        let listed = confined.list_recursive_changes("t", kept).await.unwrap();
+        assert_eq!(listed.len(), 8, "a file not kept is not refused");
         std::fs::write(at("t/sub/new\nline"), b"x").unwrap();
         std::fs::create_dir(at("u")).unwrap();
         std::os::unix::fs::symlink(at("u/loop"), at("u/loop")).unwrap();
         assert_eq!(local_tree::walk(dir.path(), &at("t")), None);
+        let (local, _) = local_and_wrapped(dir.path());
         for folder in ["t", "u"] {
             let theirs = local.list_recursive(folder).await.unwrap_err().to_string();
-            let ours = local
-                .list_recursive_changes(folder)
-                .await
-                .unwrap_err()
-                .to_string();
-            assert_eq!(ours, theirs);
+            let ours = local.list_recursive_changes(folder, |_| true).await;
+            assert_eq!(ours.unwrap_err().to_string(), theirs);
         }
     }
 
