@@ -17,7 +17,7 @@ use xlake_storage::footer::read_footer;
 use xlake_storage::{Change, Entry, TableStore};
 
 use crate::error::{InFile, ParquetError};
-use crate::listing::{data_files, fingerprint};
+use crate::listing::{fingerprint, is_data_file};
 use crate::partition::{infer_type, segments, typed};
 use crate::rewrites::Recorded;
 use crate::schema::{file_schema, fits};
@@ -52,8 +52,10 @@ const FOOTER_READS: usize = 16;
 
 fn open(store: TableStore, _: SourceOptions) -> OpenFuture {
     Box::pin(async move {
-        let files = data_files(store.list_recursive("").await?);
-        let changes = store.changes(&files).await?;
+        // The data files, sorted by path, each with its change from the listing's own
+        // look at it (on a local folder, no system call more per file).
+        let listed = store.list_recursive_changes("", is_data_file).await?;
+        let (files, changes) = listed.into_iter().unzip();
         let source = ParquetSource {
             store,
             files,

@@ -65,22 +65,30 @@ impl Change {
     /// link (hostile review hr11: such a file kept its old rows and bounds, exit 0). One
     /// `lstat`, and a `stat` more for a link.
     pub(crate) fn look_up(path: &std::path::Path) -> std::io::Result<Self> {
+        Ok(Change::with_metadata(path)?.1)
+    }
+
+    /// [`Self::look_up`], with the metadata of the file `path` leads to (links followed):
+    /// what a listing that looks each file up once needs besides (`local_tree`).
+    pub(crate) fn with_metadata(
+        path: &std::path::Path,
+    ) -> std::io::Result<(std::fs::Metadata, Self)> {
         let own = std::fs::symlink_metadata(path)?;
         if !own.file_type().is_symlink() {
-            return Ok(Change::local(&own));
+            let change = Change::local(&own);
+            return Ok((own, change));
         }
-        let (link, target) = (
-            Change::local(&own),
-            Change::local(&std::fs::metadata(path)?),
-        );
-        let tag = match (link.tag, target.tag) {
+        let target = std::fs::metadata(path)?;
+        let (link, file) = (Change::local(&own), Change::local(&target));
+        let tag = match (link.tag, file.tag) {
             (Some(l), Some(t)) => Some(format!("{l}>{t}")),
             (l, t) => t.or(l),
         };
-        Ok(Change {
-            at_ns: link.at_ns.max(target.at_ns),
+        let change = Change {
+            at_ns: link.at_ns.max(file.at_ns),
             tag,
-        })
+        };
+        Ok((target, change))
     }
 
     /// See the Unix version: no status change time here, the modification time stands in.

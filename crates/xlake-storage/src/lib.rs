@@ -36,6 +36,7 @@ pub mod faults;
 pub mod footer;
 mod local_list;
 mod local_read;
+mod local_tree;
 mod names;
 
 use std::sync::Arc;
@@ -1294,6 +1295,52 @@ impl TableStore {
             .collect())
     }
 
+    /// The files of [`Self::list_recursive`] that `keep` takes, each with when it last
+    /// changed ([`Change`], as [`Self::changes`] gives it), sorted by path: for a source
+    /// that lists its files at every sync. On a local root opened by path from the one look
+    /// the listing takes at each file (`local_tree`: an `lstat`, and a `stat` more for a
+    /// symbolic link), where object_store's listing and [`Self::changes`] after it take
+    /// four; elsewhere from the listing, with no request more. A file kept outside the
+    /// handle's confinement fails the call, as [`Self::changes`] fails.
+    pub async fn list_recursive_changes(
+        &self,
+        dir: &str,
+        keep: impl Fn(&Entry) -> bool,
+    ) -> Result<Vec<(Entry, Change)>, StorageError> {
+        if let Some(mut listed) = self.local_tree(dir).await? {
+            listed.retain(|(entry, _)| keep(entry));
+            for (entry, _) in &listed {
+                // Refused outside a confinement, as a read of the file would be.
+                self.object_path(&entry.path)?;
+            }
+            return Ok(listed);
+        }
+        let mut files = self.list_recursive(dir).await?;
+        files.retain(keep);
+        let changes = self.changes(&files).await?;
+        Ok(files.into_iter().zip(changes).collect())
+    }
+
+    /// On a local root opened by path, the files below `dir` and their changes by
+    /// `local_tree`, sorted by path. `None` elsewhere, and where object_store's listing
+    /// would fail: the caller then lists through it, for its error.
+    async fn local_tree(&self, dir: &str) -> Result<Option<Vec<(Entry, Change)>>, StorageError> {
+        let Some(root) = &self.local_root else {
+            return Ok(None);
+        };
+        self.object_path(dir)?;
+        let Some(rel) = self.relative(dir) else {
+            return Ok(None);
+        };
+        let (root, folder) = (root.clone(), root.join(rel.trim_matches('/')));
+        let walked = tokio::task::spawn_blocking(move || local_tree::walk(&root, &folder)).await;
+        let Some(mut listed) = walked.ok().flatten() else {
+            return Ok(None);
+        };
+        listed.sort_unstable_by(|a, b| a.0.path.cmp(&b.0.path));
+        Ok(Some(listed))
+    }
+
     /// On a local root, refuse a FIFO, socket or device at `path` before object_store
     /// opens it (its `head` and ranged reads open the file, and a FIFO's open waits for a
     /// writer: a hostile review's syncs hung).
@@ -2063,6 +2110,111 @@ mod tests {
         std::fs::remove_file(&file).unwrap();
         let gone = local.changes(&listed).await.unwrap_err();
         assert!(gone.to_string().contains("t/a"), "{gone}");
+    }
+
+    /// A folder `t/` of every kind of entry a listing meets: files below a linked folder,
+    /// a linked file, an empty file, a file older than 1970, a staged upload, a socket, a
+    /// dangling link (and a file `top` beside it). The socket lives as long as the
+    /// listener returned.
+    #[cfg(unix)]
+    fn every_kind(dir: &std::path::Path) -> std::os::unix::net::UnixListener {
+        let at = |name: &str| dir.join(name);
+        let names = [
+            "t/a",
+            "t/sub/b",
+            "t/sub/deep/c",
+            "t/up#1",
+            "t/a#b",
+            "t/old",
+            "top",
+        ];
+        for name in names {
+            std::fs::create_dir_all(at(name).parent().unwrap()).unwrap();
+            std::fs::write(at(name), b"x").unwrap();
+        }
+        std::fs::write(at("t/empty"), b"").unwrap();
+        let old = std::time::UNIX_EPOCH - Duration::from_micros(1500);
+        let f = std::fs::File::options().write(true).open(at("t/old"));
+        f.unwrap().set_modified(old).unwrap();
+        std::os::unix::fs::symlink(at("t/a"), at("t/link")).unwrap();
+        std::os::unix::fs::symlink(at("t/sub"), at("t/dirlink")).unwrap();
+        std::os::unix::fs::symlink(at("t/gone"), at("t/dangling")).unwrap();
+        std::os::unix::net::UnixListener::bind(at("t/socket")).unwrap()
+    }
+
+    /// A folder's files with their changes are those object_store lists, with the entries
+    /// it gives and the changes [`TableStore::changes`] looks up after it (a linked file's
+    /// link too), found by one walk; not a staged upload, a socket or a dangling link.
+    /// Elsewhere the listing's, with no request.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_listing_with_changes_is_object_stores_with_changes_looked_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let _socket = every_kind(dir.path());
+        let (local, wrapped) = local_and_wrapped(dir.path());
+        let walked = local_tree::walk(dir.path(), &dir.path().join("t"));
+        assert_eq!(
+            walked.map(|found| found.len()),
+            Some(9),
+            "walked, not listed through object_store"
+        );
+        for folder in ["t", ""] {
+            let files = local.list_recursive(folder).await.unwrap();
+            let changes = local.changes(&files).await.unwrap();
+            let expected: Vec<(Entry, Change)> = files.into_iter().zip(changes).collect();
+            let listed = local.list_recursive_changes(folder, |_| true).await;
+            assert_eq!(listed.unwrap(), expected);
+        }
+        let listed = local.list_recursive_changes("t", |_| true).await.unwrap();
+        let paths: Vec<&str> = listed.iter().map(|(e, _)| e.path.as_str()).collect();
+        let expected = ["t/a", "t/a#b", "t/dirlink/b", "t/dirlink/deep/c", "t/empty"];
+        assert_eq!(
+            paths,
+            [
+                &expected[..],
+                &["t/link", "t/old", "t/sub/b", "t/sub/deep/c"]
+            ]
+            .concat()
+        );
+        let by_listing = wrapped.list_recursive("t").await.unwrap();
+        let expected: Vec<(Entry, Change)> = by_listing
+            .iter()
+            .map(|e| (e.clone(), Change::listed(e)))
+            .collect();
+        let listed = wrapped.list_recursive_changes("t", |_| true).await;
+        assert_eq!(listed.unwrap(), expected);
+    }
+
+    /// A file kept outside the handle's confinement fails the listing with its changes
+    /// (as [`TableStore::changes`] fails), one not kept does not; where object_store's
+    /// listing fails (a name it cannot take, a link loop) it fails too, with its error.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_listing_with_changes_refuses_and_fails_as_object_stores() {
+        let dir = tempfile::tempdir().unwrap();
+        let _socket = every_kind(dir.path());
+        let at = |name: &str| dir.path().join(name);
+        let confined = TableStore::open(dir.path().to_str().unwrap())
+            .unwrap()
+            .confined(Confinement::new(|p| !p.ends_with("/t/link")));
+        let refused = confined.list_recursive_changes("t", |_| true).await;
+        assert!(
+            matches!(refused, Err(StorageError::Outside { .. })),
+            "{refused:?}"
+        );
+        let kept = |e: &Entry| e.path != "t/link";
+        let listed = confined.list_recursive_changes("t", kept).await.unwrap();
+        assert_eq!(listed.len(), 8, "a file not kept is not refused");
+        std::fs::write(at("t/sub/new\nline"), b"x").unwrap();
+        std::fs::create_dir(at("u")).unwrap();
+        std::os::unix::fs::symlink(at("u/loop"), at("u/loop")).unwrap();
+        assert_eq!(local_tree::walk(dir.path(), &at("t")), None);
+        let (local, _) = local_and_wrapped(dir.path());
+        for folder in ["t", "u"] {
+            let theirs = local.list_recursive(folder).await.unwrap_err().to_string();
+            let ours = local.list_recursive_changes(folder, |_| true).await;
+            assert_eq!(ours.unwrap_err().to_string(), theirs);
+        }
     }
 
     /// A file's status changing (`chmod`, a hard link a backup tool makes) is no new
