@@ -474,16 +474,15 @@ async fn a_rollback_first_on_the_timeline_takes_the_next_commits_schema() {
     assert!(check.consistent(), "{check:?}");
 }
 
-/// Hostile review hr13, open: a mirror started `--from-latest`, then a rollback of the
-/// instant its one snapshot records (the latest, which folds every earlier one). No
-/// mirrored instant is listed any more, so the mirror is taken to begin nowhere and the
-/// next sync mirrors every folded instant again on top of the first snapshot, then the
-/// rollback: the current snapshot lists each file of the last instant kept twice (its
-/// rows count twice); sync and plain `check` exit 0, `check --deep` exit 1. Where the
-/// mirror begins should be found by source order when its oldest snapshot's commit is
-/// undone (`CommitListing::mirror_start`).
+/// Hostile review hr13: a mirror started `--from-latest`, then a rollback of the instant
+/// its one snapshot records (the latest, which folds every earlier one). No mirrored
+/// instant was listed any more, so the mirror was taken to begin nowhere and the next sync
+/// mirrored every folded instant again on top of the first snapshot, then the rollback:
+/// the current snapshot listed each file of the last instant kept twice (its rows counted
+/// twice); sync and plain `check` exit 0, `check --deep` exit 1. Where the mirror begins
+/// is now found by source order when its oldest snapshot's commit is undone
+/// (`CommitListing::mirror_start`).
 #[tokio::test]
-#[ignore = "open: hostile review hr13 (docs/known-gaps.md)"]
 async fn a_rollback_of_the_from_latest_snapshots_instant_mirrors_no_folded_instant_again() {
     let (_dir, root) = extract(TABLE);
     let (_r, reference) = extract(TABLE);

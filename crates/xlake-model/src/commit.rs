@@ -166,21 +166,34 @@ impl CommitListing {
     }
 
     /// Where the mirror begins in this listing: the position of `first`, the commit the
-    /// target's oldest snapshot records, when listed; else of the first listed commit
-    /// that `mirrored` holds; `None` when none is. A listed commit before it that no
-    /// snapshot records is not to mirror (it was mirrored and expired, or folded into
-    /// the first snapshot by `sync --from-latest`) unless it completed late
+    /// target's oldest snapshot records, when listed; when it is not (a rollback or
+    /// restore undid it, or the source dropped it), of the first listed commit after it in
+    /// source order (`order`), or the listing's end; without `first`, of the first listed
+    /// commit that `mirrored` holds; `None` when there is none. A listed commit before it
+    /// that no snapshot records is not to mirror (it was mirrored and expired, or folded
+    /// into the first snapshot by `sync --from-latest`) unless it completed late
     /// ([`Self::completed_late`]). Not the oldest mirrored commit in source order: after
-    /// a late completion that one may come before commits the first snapshot folded.
+    /// a late completion that one may come before commits the first snapshot folded; nor
+    /// nowhere when the first snapshot's commit was undone (hostile review hr13: the
+    /// commits it folded were mirrored again).
     pub fn mirror_start(
         &self,
         first: Option<&str>,
         mirrored: impl Fn(&str) -> bool,
+        order: impl Fn(&str, &str) -> std::cmp::Ordering,
     ) -> Option<usize> {
-        let listed = |id: &str| self.commits.iter().position(|c| c.id == id);
-        first
-            .and_then(listed)
-            .or_else(|| self.commits.iter().position(|c| mirrored(&c.id)))
+        let Some(first) = first else {
+            return self.commits.iter().position(|c| mirrored(&c.id));
+        };
+        let listed = self.commits.iter().position(|c| c.id == first);
+        let after = || {
+            let after = self
+                .commits
+                .iter()
+                .position(|c| order(&c.id, first).is_gt());
+            after.unwrap_or(self.commits.len())
+        };
+        Some(listed.unwrap_or_else(after))
     }
 }
 
@@ -214,9 +227,16 @@ mod tests {
         };
         // c's snapshot is the oldest, a completed late after it.
         let mirrored = |id: &str| ["a", "c"].contains(&id);
-        assert_eq!(listing.mirror_start(Some("c"), mirrored), Some(2));
-        // Its commit no longer listed (archived, undone): the first mirrored one.
-        assert_eq!(listing.mirror_start(Some("x"), mirrored), Some(0));
-        assert_eq!(listing.mirror_start(None, |_| false), None);
+        assert_eq!(listing.mirror_start(Some("c"), mirrored, str::cmp), Some(2));
+        // Its commit no longer listed (undone, dropped): the first listed after it.
+        assert_eq!(
+            listing.mirror_start(Some("bb"), mirrored, str::cmp),
+            Some(2)
+        );
+        assert_eq!(listing.mirror_start(Some("0"), mirrored, str::cmp), Some(0));
+        assert_eq!(listing.mirror_start(Some("z"), mirrored, str::cmp), Some(4));
+        // No snapshot records a commit: the first mirrored one.
+        assert_eq!(listing.mirror_start(None, mirrored, str::cmp), Some(0));
+        assert_eq!(listing.mirror_start(None, |_| false, str::cmp), None);
     }
 }

@@ -210,7 +210,7 @@ pub async fn check_with(
         set_apart_undone(&mut report, &undone);
     }
     let first = ancestry.iter().find_map(|a| a.source_commit.as_deref());
-    measure_lag(&mut report, &listing, &seen, first);
+    measure_lag(&mut report, source.as_ref(), &listing, &seen, first);
     report.broken_promise = broken_promise(source.as_ref(), &report.missing);
     if deep && report.relocated_from.is_none() {
         let snapshot_of: HashMap<String, i64> = ancestry
@@ -333,12 +333,14 @@ fn held_undone(undone: &[UndoneCommit], ancestry: &[Ancestor]) -> HashSet<i64> {
 /// (`first`: the commit the oldest snapshot records.)
 fn measure_lag(
     report: &mut CheckReport,
+    source: &dyn TableSource,
     listing: &CommitListing,
     seen: &BTreeMap<String, usize>,
     first: Option<&str>,
 ) {
     let mirrored: BTreeSet<&str> = seen.keys().map(String::as_str).collect();
-    (report.before_mirroring, report.missing) = missing_commits(listing, &mirrored, first);
+    let order = |a: &str, b: &str| source.order(a, b);
+    (report.before_mirroring, report.missing) = missing_commits(listing, &mirrored, first, order);
     let newest = listing
         .commits
         .iter()
@@ -495,15 +497,16 @@ fn compare(
 /// How many completed commits no snapshot records before where the mirror begins (not
 /// violations: expired, or folded into a `--from-latest` first snapshot; see
 /// [`CommitListing::mirror_start`], given the commit the oldest snapshot records,
-/// `first`), and those after it that no snapshot records, with those before it that
-/// completed late.
+/// `first`, and the source's order), and those after it that no snapshot records, with
+/// those before it that completed late.
 pub(crate) fn missing_commits(
     listing: &CommitListing,
     mirrored: &BTreeSet<&str>,
     first: Option<&str>,
+    order: impl Fn(&str, &str) -> std::cmp::Ordering,
 ) -> (usize, Vec<String>) {
     let start = listing
-        .mirror_start(first, |id| mirrored.contains(id))
+        .mirror_start(first, |id| mirrored.contains(id), order)
         .unwrap_or(0);
     let unmirrored = |c: &&ListedCommit| !mirrored.contains(c.id.as_str());
     // A commit the source knows completed late is missing wherever it comes.

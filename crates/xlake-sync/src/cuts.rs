@@ -23,6 +23,7 @@ pub(crate) fn allowed(
     snapshots: &[SnapshotEntry],
     listing: &CommitListing,
     floor: Option<i64>,
+    order: impl Fn(&str, &str) -> Ordering,
 ) -> BTreeSet<i64> {
     let recorded: Vec<_> = snapshots
         .iter()
@@ -38,7 +39,7 @@ pub(crate) fn allowed(
         .filter_map(|c| positions.get(c.as_str()).copied())
         .min();
     let first = recorded.iter().find_map(|(_, c)| *c);
-    let unmirrored = first_unmirrored(&listed, listing, &positions, first)
+    let unmirrored = first_unmirrored(&listed, listing, &positions, (first, order))
         .into_iter()
         .chain(late)
         .min();
@@ -144,17 +145,17 @@ fn recorded_positions(
 
 /// The listed position of the oldest commit no snapshot records but that the sync would
 /// mirror (listed after where the mirror begins, [`CommitListing::mirror_start`], given
-/// the commit the oldest snapshot records, `first`), if any; `listed`: each snapshot's
-/// commit's position (`positions`: the listing's, by id).
+/// the commit the oldest snapshot records and the source's order, `begin`), if any;
+/// `listed`: each snapshot's commit's position (`positions`: the listing's, by id).
 fn first_unmirrored(
     listed: &[Option<usize>],
     listing: &CommitListing,
     positions: &HashMap<&str, usize>,
-    first: Option<&str>,
+    begin: (Option<&str>, impl Fn(&str, &str) -> Ordering),
 ) -> Option<usize> {
     let recorded: BTreeSet<usize> = listed.iter().flatten().copied().collect();
     let is_recorded = |id: &str| positions.get(id).is_some_and(|p| recorded.contains(p));
-    let start = listing.mirror_start(first, is_recorded)?;
+    let start = listing.mirror_start(begin.0, is_recorded, begin.1)?;
     (start..listing.commits.len()).find(|p| !recorded.contains(p))
 }
 
@@ -250,7 +251,7 @@ mod tests {
     fn in_source_order_every_cut_is_allowed() {
         let l = listing(&["a", "b", "c"]);
         assert_eq!(
-            ids(&allowed(&snapshots(&["a", "b", "c"]), &l, None)),
+            ids(&allowed(&snapshots(&["a", "b", "c"]), &l, None, str::cmp)),
             [10, 11, 12]
         );
     }
@@ -260,18 +261,23 @@ mod tests {
         // b completed last: its snapshot (14) comes after d and e's.
         let l = listing(&["a", "b", "c", "d", "e"]);
         let s = snapshots(&["a", "c", "d", "e", "b"]);
-        assert_eq!(ids(&allowed(&s, &l, None)), [10, 11]);
+        assert_eq!(ids(&allowed(&s, &l, None, str::cmp)), [10, 11]);
         // Once later commits follow it, a cut after it is allowed again.
         let l = listing(&["a", "b", "c", "d", "e", "f"]);
         let s = snapshots(&["a", "c", "b", "d", "e", "f"]);
-        assert_eq!(ids(&allowed(&s, &l, None)), [10, 11, 13, 14, 15]);
+        assert_eq!(ids(&allowed(&s, &l, None, str::cmp)), [10, 11, 13, 14, 15]);
     }
 
     #[test]
     fn the_floor_is_the_last_cut() {
         let l = listing(&["a", "b", "c"]);
         assert_eq!(
-            ids(&allowed(&snapshots(&["a", "b", "c"]), &l, Some(11))),
+            ids(&allowed(
+                &snapshots(&["a", "b", "c"]),
+                &l,
+                Some(11),
+                str::cmp
+            )),
             [10, 11]
         );
     }
@@ -282,11 +288,11 @@ mod tests {
         // d's snapshot, the sync would take c as expired and never mirror it.
         let l = listing(&["a", "b", "c", "d"]);
         let s = snapshots(&["a", "b", "d"]);
-        assert_eq!(ids(&allowed(&s, &l, None)), [10, 11]);
+        assert_eq!(ids(&allowed(&s, &l, None, str::cmp)), [10, 11]);
         // Newer than every recorded one, it is mirrored whatever the cut.
         let l = listing(&["a", "b", "c"]);
         let s = snapshots(&["a", "b"]);
-        assert_eq!(ids(&allowed(&s, &l, None)), [10, 11]);
+        assert_eq!(ids(&allowed(&s, &l, None, str::cmp)), [10, 11]);
     }
 
     #[test]
@@ -295,7 +301,7 @@ mod tests {
         // late. b is not to mirror: where the mirror begins is c, the oldest snapshot's.
         let l = listing(&["a", "b", "c", "d", "e"]);
         let s = snapshots(&["c", "a", "d", "e"]);
-        assert_eq!(ids(&allowed(&s, &l, None)), [10, 12, 13]);
+        assert_eq!(ids(&allowed(&s, &l, None, str::cmp)), [10, 12, 13]);
     }
 
     #[test]
@@ -324,11 +330,11 @@ mod tests {
         // "x" is no longer listed (archived): it may go with anything.
         let l = listing(&["a", "b"]);
         assert_eq!(
-            ids(&allowed(&snapshots(&["x", "a", "b"]), &l, None)),
+            ids(&allowed(&snapshots(&["x", "a", "b"]), &l, None, str::cmp)),
             [10, 11, 12]
         );
         // Keeping only unlisted commits while a listed one is expired: not allowed.
         let s = snapshots(&["a", "x", "y"]);
-        assert_eq!(ids(&allowed(&s, &l, None)), [10]);
+        assert_eq!(ids(&allowed(&s, &l, None, str::cmp)), [10]);
     }
 }

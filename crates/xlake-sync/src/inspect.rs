@@ -57,7 +57,8 @@ pub async fn inspect(location: &str, options: &SyncOptions) -> Result<InspectRep
         let state = target.mirror_state();
         let listing = source.listing(&state).in_table(&store)?;
         let mirrored = state.commits.iter().map(String::as_str).collect();
-        let (_, missing) = missing_commits(&listing, &mirrored, state.first.as_deref());
+        let order = |a: &str, b: &str| source.order(a, b);
+        let (_, missing) = missing_commits(&listing, &mirrored, state.first.as_deref(), order);
         report.broken_promise = broken_promise(source.as_ref(), &missing);
     }
     report.iceberg = target.health().await?;

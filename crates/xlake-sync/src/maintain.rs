@@ -122,7 +122,9 @@ pub async fn bounds(store: &TableStore, target: Option<&str>) -> Result<Bounds, 
     let listing = source.listing(&state).in_table(store)?;
     let floor = held_back.as_ref().map(|h| h.snapshot_id);
     Ok(Bounds {
-        cuts: Some(crate::cuts::allowed(&snapshots, &listing, floor)),
+        cuts: Some(crate::cuts::allowed(&snapshots, &listing, floor, |a, b| {
+            source.order(a, b)
+        })),
         held_back,
     })
 }

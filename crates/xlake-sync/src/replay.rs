@@ -30,15 +30,16 @@ pub(crate) struct Pending<'a> {
 }
 
 impl<'a> Pending<'a> {
-    /// Of `listing`, given the commits `mirrored` and the one the oldest snapshot
-    /// records (`first`).
+    /// Of `listing`, given the commits `mirrored`, the one the oldest snapshot records
+    /// (`first`) and the source's order of commit ids.
     pub(crate) fn new(
         mirrored: &'a BTreeSet<String>,
         first: Option<&str>,
         listing: &'a CommitListing,
+        order: impl Fn(&str, &str) -> std::cmp::Ordering,
     ) -> Self {
         let mirrored: FxHashSet<&str> = mirrored.iter().map(String::as_str).collect();
-        let start = listing.mirror_start(first, |id| mirrored.contains(id));
+        let start = listing.mirror_start(first, |id| mirrored.contains(id), order);
         let expired = listing.commits[..start.unwrap_or(0)].iter().filter(|c| {
             !listing.completed_late.contains(&c.id) && !mirrored.contains(c.id.as_str())
         });
@@ -268,7 +269,7 @@ mod tests {
         let all = listing(&["1", "2", "3", "4", "5"]);
         let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
         let pending = |mirrored: &BTreeSet<String>, streamed: &[&str]| {
-            let p = Pending::new(mirrored, None, &all);
+            let p = Pending::new(mirrored, None, &all, str::cmp);
             streamed
                 .iter()
                 .filter(|id| p.keep(id))
@@ -288,12 +289,12 @@ mod tests {
         assert_eq!(pending(&set(&["1", "2"]), &["3", "4"]), ["3", "4"]);
         // Progress counts, up to a commit asked for.
         let (some, one) = (set(&["1", "2", "4"]), set(&["1"]));
-        assert_eq!(Pending::new(&some, None, &all).count(None), 2);
-        assert_eq!(Pending::new(&one, None, &all).count(Some("3")), 2);
+        assert_eq!(Pending::new(&some, None, &all, str::cmp).count(None), 2);
+        assert_eq!(Pending::new(&one, None, &all, str::cmp).count(Some("3")), 2);
         // The oldest snapshot is 3's (`--from-latest` folded 1 and 2), 1 completed late
         // after it: 2 is not to mirror, 4 and 5 are.
         let folded = set(&["3", "1"]);
-        let p = Pending::new(&folded, Some("3"), &all);
+        let p = Pending::new(&folded, Some("3"), &all, str::cmp);
         let kept: Vec<&str> = ids.into_iter().filter(|id| p.keep(id)).collect();
         assert_eq!(kept, ["4", "5"]);
     }
@@ -306,7 +307,7 @@ mod tests {
         let mut all = listing(&["1", "2", "3", "4", "5"]);
         let mirrored: BTreeSet<String> = ["4", "1"].map(String::from).into();
         let streamed = |all: &CommitListing| {
-            let p = Pending::new(&mirrored, Some("4"), all);
+            let p = Pending::new(&mirrored, Some("4"), all, str::cmp);
             let n = p.count(None);
             let kept: Vec<&str> = ["1", "2", "3", "4", "5"]
                 .into_iter()
@@ -333,7 +334,7 @@ mod tests {
         let replay = Box::new(VecReplay::new(changes(), Vec::new(), None));
         let mut b = Batches::new(
             replay,
-            Pending::new(&mirrored, None, &all),
+            Pending::new(&mirrored, None, &all, str::cmp),
             Some("3"),
             false,
         );
@@ -349,16 +350,31 @@ mod tests {
             Vec::new(),
             Some(stopped),
         ));
-        let mut b = Batches::new(replay, Pending::new(&mirrored, None, &all), None, false);
+        let mut b = Batches::new(
+            replay,
+            Pending::new(&mirrored, None, &all, str::cmp),
+            None,
+            false,
+        );
         assert_eq!(ids(b.next_batch(10).await), ["2"]);
         assert!(b.ended && !b.reached && b.stopped.is_some());
         // In-commit mode for a commit already mirrored reads nothing.
         let replay = Box::new(VecReplay::new(changes(), Vec::new(), None));
-        let mut b = Batches::new(replay, Pending::new(&mirrored, None, &all), Some("1"), true);
+        let mut b = Batches::new(
+            replay,
+            Pending::new(&mirrored, None, &all, str::cmp),
+            Some("1"),
+            true,
+        );
         assert!(b.next_batch(10).await.is_empty() && b.streamed == 0);
         // A batch the replay's end fills exactly is known as the last; one before is not.
         let replay = Box::new(VecReplay::new(changes(), Vec::new(), None));
-        let mut b = Batches::new(replay, Pending::new(&mirrored, None, &all), None, false);
+        let mut b = Batches::new(
+            replay,
+            Pending::new(&mirrored, None, &all, str::cmp),
+            None,
+            false,
+        );
         assert_eq!(ids(b.next_batch(2).await), ["2", "3"]);
         assert!(!b.ended && b.streamed == 3);
         assert_eq!(ids(b.next_batch(1).await), ["4"]);

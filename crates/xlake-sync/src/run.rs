@@ -431,7 +431,8 @@ impl<'a> Sync<'a> {
         let until_done = self.until.is_some_and(|u| mirrored.contains(u));
         let reduced = self.options.from_latest && mirrored.is_empty();
         let first = start.state.first.as_deref();
-        let pending = replay::Pending::new(mirrored, first, &start.listing);
+        let order = |a: &str, b: &str| source.order(a, b);
+        let pending = replay::Pending::new(mirrored, first, &start.listing, order);
         let remaining = match pending.count(self.until) {
             _ if until_done => 0,
             // --from-latest: the one snapshot of the newest state.
