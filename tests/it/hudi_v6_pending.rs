@@ -699,3 +699,44 @@ async fn in_commit_mode_with_many_owed_instants_loses_none() {
         }
     }
 }
+
+/// Hostile review hr15: instants owed late (pending at the first sync beside two others
+/// only, completed since) are named by no state when more than 16 others are pending at
+/// the sync that stops before them (in-commit mode for the oldest): past `MAX_LOOKUPS`
+/// the state names none, so the owed ones too. The next `commit` exit 1, sync "up to
+/// date" and plain `check` consistent (exit 0), two rows lost.
+#[tokio::test]
+#[ignore = "open: hostile review hr15 (docs/known-gaps.md)"]
+async fn in_commit_mode_past_max_lookups_pending_loses_no_owed_instant() {
+    for from_latest in [false, true] {
+        let (_dir, root) = hudi_v6();
+        let t = root.to_str().unwrap();
+        let times = seconds_apart(22);
+        let done = pending_instants(&root, &times[..5]);
+        for d in &done[3..] {
+            complete(&root, d);
+        }
+        let first = SyncOptions {
+            from_latest,
+            ..Default::default()
+        };
+        sync(t, &first, |_| {}).await.unwrap();
+        for d in &done[..3] {
+            complete(&root, d);
+        }
+        let timeline = root.join(".hoodie");
+        for time in &times[5..] {
+            std::fs::write(timeline.join(format!("{time}.commit.requested")), "").unwrap();
+            std::fs::write(timeline.join(format!("{time}.inflight")), "").unwrap();
+        }
+        let (code, text) = crate::common::xlake(&["commit", t, "--instant", &times[0]]);
+        assert_eq!(code, 0, "{text}");
+        let (code, text) = crate::common::xlake(&["commit", t, "--instant", &times[1]]);
+        assert_eq!(code, 0, "{from_latest}: {text}");
+        let options = SyncOptions::default();
+        sync(t, &options, |_| {}).await.unwrap();
+        assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2", "g3", "g4"]);
+        let report = check(t, &options, false).await.unwrap();
+        assert!(report.consistent(), "{from_latest}: {report:?}");
+    }
+}
