@@ -606,3 +606,35 @@ fn a_body_that_does_not_arrive_in_time_is_answered_408_and_a_chunked_one_over_th
     let _ = stream.read_to_string(&mut response);
     assert!(response.starts_with("HTTP/1.1 413"), "{response}");
 }
+
+/// Hostile review hr15: a callback whose client went away runs on in a task of its own
+/// (32f3c71b), but a SIGTERM then waits only for the connections still open: the service
+/// exited while that mirror ran, cut short, nothing in the log.
+#[test]
+fn sigterm_lets_the_mirror_of_a_client_gone_finish() {
+    let (_dir, root, version) = delta_table(400, None);
+    let mut server = start(&["--allow", &allow(&root)]);
+    let body = message(&root, &version.to_string()).to_string();
+    let mut gone = TcpStream::connect(&server.addr).unwrap();
+    write!(
+        gone,
+        "POST / HTTP/1.1\r\nHost: x\r\nHUDI-CALLBACK-KEY: {KEY}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    while !root.join("metadata/v1.metadata.json").exists() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(gone);
+    std::thread::sleep(Duration::from_millis(50));
+    let pid = server.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let exit = server.child.wait().unwrap();
+    assert_eq!(exit.code(), Some(0));
+    let (code, text) = common::xlake(&["check", root.to_str().unwrap()]);
+    assert_eq!(code, 0, "{text}");
+}

@@ -733,3 +733,46 @@ fn cleanup_refuses_while_another_writer_committed_in_metadata() {
         "{out}"
     );
 }
+
+/// Hostile review hr15: only the newest foreign metadata file was looked at. Another
+/// writer's commit (its current snapshot not xlake's), then a REST catalog server's own
+/// file written after it (carrying xlake's snapshot, as when the mirror is registered
+/// in a second catalog): the newest passed, and cleanup deleted the first writer's
+/// manifest, exit 0. Any foreign metadata file with another writer's current snapshot
+/// refuses, and one that does not read (gzip-compressed) too.
+#[test]
+fn cleanup_refuses_for_an_older_foreign_commit_behind_a_catalog_servers_file() {
+    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let t = s(&root);
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    let metadata = root.join("metadata");
+    let current = std::fs::read(metadata.join("v2.metadata.json"))
+        .or_else(|_| std::fs::read(metadata.join("v1.metadata.json")))
+        .unwrap();
+    let text = String::from_utf8(current.clone()).unwrap();
+    let theirs = metadata.join("00001-6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.metadata.json");
+    std::fs::write(&theirs, text.replace("XTABLE_METADATA", "SOMEONE_ELSE")).unwrap();
+    let manifest = metadata.join("0a1b2c3d-0000-4000-8000-000000000000-m0.avro");
+    std::fs::write(&manifest, b"theirs").unwrap();
+    for p in files_under(&metadata) {
+        age(&p, Duration::from_secs(4 * 86_400));
+    }
+    // Written after the other writer's commit: the newest foreign file.
+    let server = metadata.join("00000-1f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.metadata.json");
+    std::fs::write(&server, &current).unwrap();
+    let (code, out) = common::xlake(&["cleanup", t, "--older-than", "1d"]);
+    assert!(
+        manifest.exists(),
+        "another writer's manifest deleted, exit {code}: {out}"
+    );
+    assert_eq!(code, 2, "{out}");
+    // Java's metadata compressed (`write.metadata.compression-codec=gzip`) does not read
+    // as JSON: it cannot be told from another writer's commit, and refuses too.
+    std::fs::remove_file(&theirs).unwrap();
+    let gz = metadata.join("00002-7f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.gz.metadata.json");
+    std::fs::write(&gz, b"\x1f\x8b\x08\x00 compressed").unwrap();
+    age(&gz, Duration::from_secs(4 * 86_400));
+    let (code, out) = common::xlake(&["cleanup", t, "--older-than", "1d"]);
+    assert!(manifest.exists(), "manifest deleted, exit {code}: {out}");
+    assert_eq!(code, 2, "{out}");
+}

@@ -239,15 +239,18 @@ pub async fn orphans(store: &TableStore, cutoff_ms: i64) -> Result<Orphans> {
     })
 }
 
-/// Refuses when another writer committed in `metadata/`: the newest metadata file there
-/// that is not one of xlake's versions (`00001-<uuid>.metadata.json`, as pyiceberg's and
-/// Java's catalogs name theirs) has a current snapshot xlake did not write. The manifests
-/// such a snapshot names (`<uuid>-m0.avro`) look like xlake's orphans (hostile review
-/// hr14: cleanup deleted the manifest of a pyiceberg append to the mirror registered in a
-/// SQL catalog, whose table then failed to read, exit 0). A REST catalog server's own
-/// files, which carry xlake's snapshots, pass; one that does not parse is left alone.
+/// Refuses when another writer committed in `metadata/`: a metadata file there that is
+/// not one of xlake's versions (`00001-<uuid>.metadata.json`, as pyiceberg's and Java's
+/// catalogs name theirs) has a current snapshot xlake did not write, or does not read
+/// (Java's `write.metadata.compression-codec=gzip` writes `<uuid>.gz.metadata.json`). The
+/// manifests such a snapshot names (`<uuid>-m0.avro`) look like xlake's orphans (hostile
+/// review hr14: cleanup deleted the manifest of a pyiceberg append to the mirror
+/// registered in a SQL catalog, whose table then failed to read, exit 0). A REST catalog
+/// server's own files, which carry xlake's snapshots, pass. Every such file is read,
+/// newest first: the newest alone let an older commit of another writer through behind
+/// a catalog server's file written after it (hostile review hr15, exit 0).
 async fn refuse_another_writers_commit(store: &TableStore, others: &[Entry]) -> Result<()> {
-    let newest = others
+    let mut theirs: Vec<&Entry> = others
         .iter()
         .filter(|e| {
             e.path
@@ -255,21 +258,22 @@ async fn refuse_another_writers_commit(store: &TableStore, others: &[Entry]) -> 
                 .and_then(|rest| rest.strip_prefix('/'))
                 .is_some_and(|name| !name.contains('/') && is_metadata_json(name))
         })
-        .max_by_key(|e| e.modified_ms);
-    let Some(newest) = newest else {
-        return Ok(());
-    };
-    let bytes = store.get(&newest.path).await?;
-    match crate::spec::decode::parse_metadata(&bytes) {
-        Ok(m) if !written_by_xlake(&m) => Err(IcebergError::ForeignCommit {
-            table: store.location().to_string(),
-            file: store.absolute(&newest.path),
-        }),
-        _ => Ok(()),
+        .collect();
+    theirs.sort_by_key(|e| std::cmp::Reverse(e.modified_ms));
+    for file in theirs {
+        let bytes = store.get(&file.path).await?;
+        let parsed = crate::spec::decode::parse_metadata(&bytes);
+        if !parsed.is_ok_and(|m| written_by_xlake(&m)) {
+            return Err(IcebergError::ForeignCommit {
+                table: store.location().to_string(),
+                file: store.absolute(&file.path),
+            });
+        }
     }
+    Ok(())
 }
 
-/// The newest metadata file of another writer that committed in `metadata/` (see
+/// A metadata file of another writer that committed in `metadata/` (the newest; see
 /// [`refuse_another_writers_commit`]), if any: what deletes the files of xlake's own
 /// snapshots (an expiry) leaves them, since that writer's snapshots may name them too.
 pub async fn another_writers_commit(store: &TableStore) -> Result<Option<String>> {

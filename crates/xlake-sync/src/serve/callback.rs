@@ -72,7 +72,9 @@ pub(crate) async fn answer(
     // request, the answer released the table's lock and the concurrency permit while the
     // mirror ran on, so the next callback for the table raced it, and no audit line was
     // written (hostile review hr14).
+    let in_flight = InFlight::new(&state);
     let task = tokio::spawn(async move {
+        let _in_flight = in_flight;
         let started = Instant::now();
         let outcome = handle(&state, request).await;
         let ms = started.elapsed().as_millis();
@@ -95,6 +97,23 @@ pub(crate) async fn answer(
         body,
     )
         .into_response()
+}
+
+/// A callback counted in flight while this lives ([`ServiceState`]'s `callbacks`), so
+/// that a shutdown waits for it when its client has gone.
+struct InFlight(Arc<ServiceState>);
+
+impl InFlight {
+    fn new(state: &Arc<ServiceState>) -> Self {
+        state.callbacks.send_modify(|n| *n += 1);
+        Self(state.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.callbacks.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 async fn handle(state: &ServiceState, request: Request) -> Outcome {

@@ -94,6 +94,9 @@ pub(crate) struct ServiceState {
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     permits: Semaphore,
     ready: AtomicBool,
+    /// Callbacks in flight, their clients gone or not: a shutdown waits for them
+    /// (hostile review hr15: one whose client had gone was cut short by a SIGTERM).
+    callbacks: watch::Sender<usize>,
     /// Tables the periodic check covers: normalised location -> (location, options).
     known: Mutex<BTreeMap<String, (String, SyncOptions)>>,
 }
@@ -171,6 +174,7 @@ pub async fn serve(
         metrics: Arc::new(Metrics::new()),
         locks: Mutex::default(),
         ready: AtomicBool::new(true),
+        callbacks: watch::Sender::new(0),
         known: Mutex::default(),
         config,
     });
@@ -246,6 +250,9 @@ async fn accept(
     tracing::info!("shutting down: no new connections; finishing requests in flight");
     state.ready.store(false, Ordering::SeqCst);
     graceful.shutdown().await;
+    // A callback whose client went away runs on in a task of its own, on no connection.
+    let mut callbacks = state.callbacks.subscribe();
+    let _ = callbacks.wait_for(|n| *n == 0).await;
 }
 
 async fn accept_on(
@@ -312,6 +319,7 @@ impl MetricsEndpoint {
             metrics: Arc::new(Metrics::new()),
             locks: Mutex::default(),
             ready: AtomicBool::new(true),
+            callbacks: watch::Sender::new(0),
             known: Mutex::default(),
             config: ServeConfig::default(),
         });
