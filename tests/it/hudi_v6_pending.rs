@@ -598,24 +598,9 @@ async fn a_full_replay_after_late_completions_does_not_mirror_a_folded_instant_a
 #[tokio::test]
 async fn in_commit_mode_for_one_late_instant_leaves_the_next_one_owed() {
     for from_latest in [false, true] {
-        let (_dir, root) = hudi_v6();
-        let t = root.to_str().unwrap();
         let times = seconds_apart(5);
-        let done = pending_instants(&root, &times);
-        for d in &done[2..] {
-            complete(&root, d);
-        }
-        let first = SyncOptions {
-            from_latest,
-            ..Default::default()
-        };
-        sync(t, &first, |_| {}).await.unwrap();
-        complete(&root, &done[0]);
-        complete(&root, &done[1]);
-        let (code, text) = crate::common::xlake(&["commit", t, "--instant", &times[0]]);
-        assert_eq!(code, 0, "{text}");
-        let (code, text) = crate::common::xlake(&["commit", t, "--instant", &times[1]]);
-        assert_eq!(code, 0, "{from_latest}: {text}");
+        let (_dir, root) = owed_after_in_commit_mode(&times, 2, 5, from_latest).await;
+        let t = root.to_str().unwrap();
         let options = SyncOptions::default();
         assert!(sync(t, &options, |_| {}).await.unwrap().written.is_empty());
         assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2", "g3", "g4"]);
@@ -654,6 +639,42 @@ async fn a_late_completion_archived_before_the_next_sync_is_not_lost() {
     );
 }
 
+/// Instants `times[..pending]` pending at a first sync (plain or `--from-latest`) that
+/// mirrors the completed `times[pending..listed]`; the pending ones then complete, the
+/// rest of `times` are requested (pending), and in-commit mode mirrors `times[0]`, then
+/// `times[1]`, each exit 0. The table's folder and root.
+async fn owed_after_in_commit_mode(
+    times: &[String],
+    pending: usize,
+    listed: usize,
+    from_latest: bool,
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let (dir, root) = hudi_v6();
+    let t = root.to_str().unwrap();
+    let done = pending_instants(&root, &times[..listed]);
+    for d in &done[pending..] {
+        complete(&root, d);
+    }
+    let first = SyncOptions {
+        from_latest,
+        ..Default::default()
+    };
+    sync(t, &first, |_| {}).await.unwrap();
+    for d in &done[..pending] {
+        complete(&root, d);
+    }
+    let timeline = root.join(".hoodie");
+    for time in &times[listed..] {
+        std::fs::write(timeline.join(format!("{time}.commit.requested")), "").unwrap();
+        std::fs::write(timeline.join(format!("{time}.inflight")), "").unwrap();
+    }
+    for time in &times[..2] {
+        let (code, text) = crate::common::xlake(&["commit", t, "--instant", time]);
+        assert_eq!(code, 0, "{from_latest}: {text}");
+    }
+    (dir, root)
+}
+
 /// Hostile review hr15: the late completions owed after a change set's instant are named
 /// beside the instants pending now, with no cap, but a saved state naming more than
 /// `MAX_LOOKUPS` (16) is not read back at all. Sixteen instants pending at the first
@@ -663,30 +684,9 @@ async fn a_late_completion_archived_before_the_next_sync_is_not_lost() {
 #[tokio::test]
 async fn in_commit_mode_with_many_owed_instants_loses_none() {
     for from_latest in [false, true] {
-        let (_dir, root) = hudi_v6();
-        let t = root.to_str().unwrap();
         let times = seconds_apart(20);
-        let done = pending_instants(&root, &times[..18]);
-        for d in &done[16..] {
-            complete(&root, d);
-        }
-        let first = SyncOptions {
-            from_latest,
-            ..Default::default()
-        };
-        sync(t, &first, |_| {}).await.unwrap();
-        for d in &done[..16] {
-            complete(&root, d);
-        }
-        let timeline = root.join(".hoodie");
-        for time in &times[18..] {
-            std::fs::write(timeline.join(format!("{time}.commit.requested")), "").unwrap();
-            std::fs::write(timeline.join(format!("{time}.inflight")), "").unwrap();
-        }
-        let (code, text) = crate::common::xlake(&["commit", t, "--instant", &times[0]]);
-        assert_eq!(code, 0, "{text}");
-        let (code, text) = crate::common::xlake(&["commit", t, "--instant", &times[1]]);
-        assert_eq!(code, 0, "{from_latest}: {text}");
+        let (_dir, root) = owed_after_in_commit_mode(&times, 16, 18, from_latest).await;
+        let t = root.to_str().unwrap();
         let options = SyncOptions::default();
         let synced = sync(t, &options, |_| {}).await.unwrap();
         assert_eq!(synced.written.len(), 14, "{from_latest}: {synced:?}");
@@ -709,30 +709,9 @@ async fn in_commit_mode_with_many_owed_instants_loses_none() {
 #[ignore = "open: hostile review hr15 (docs/known-gaps.md)"]
 async fn in_commit_mode_past_max_lookups_pending_loses_no_owed_instant() {
     for from_latest in [false, true] {
-        let (_dir, root) = hudi_v6();
-        let t = root.to_str().unwrap();
         let times = seconds_apart(22);
-        let done = pending_instants(&root, &times[..5]);
-        for d in &done[3..] {
-            complete(&root, d);
-        }
-        let first = SyncOptions {
-            from_latest,
-            ..Default::default()
-        };
-        sync(t, &first, |_| {}).await.unwrap();
-        for d in &done[..3] {
-            complete(&root, d);
-        }
-        let timeline = root.join(".hoodie");
-        for time in &times[5..] {
-            std::fs::write(timeline.join(format!("{time}.commit.requested")), "").unwrap();
-            std::fs::write(timeline.join(format!("{time}.inflight")), "").unwrap();
-        }
-        let (code, text) = crate::common::xlake(&["commit", t, "--instant", &times[0]]);
-        assert_eq!(code, 0, "{text}");
-        let (code, text) = crate::common::xlake(&["commit", t, "--instant", &times[1]]);
-        assert_eq!(code, 0, "{from_latest}: {text}");
+        let (_dir, root) = owed_after_in_commit_mode(&times, 3, 5, from_latest).await;
+        let t = root.to_str().unwrap();
         let options = SyncOptions::default();
         sync(t, &options, |_| {}).await.unwrap();
         assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2", "g3", "g4"]);
