@@ -2,7 +2,7 @@
 //! never files of a commit that may still be in progress.
 use crate::common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
@@ -697,13 +697,9 @@ fn subfolders_of_metadata_that_cannot_be_read_are_left_alone() {
 /// exit 2, nothing deleted; `inspect` counts the file under "metadata/ clash".
 #[test]
 fn cleanup_refuses_while_another_writer_committed_in_metadata() {
-    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let (_dir, root, current) = mirrored_with_current();
     let t = s(&root);
-    assert_eq!(common::xlake(&["sync", t]).0, 0);
     let metadata = root.join("metadata");
-    let current = std::fs::read(metadata.join("v2.metadata.json"))
-        .or_else(|_| std::fs::read(metadata.join("v1.metadata.json")))
-        .unwrap();
     // A REST catalog server's own file carries xlake's snapshots: cleanup goes on.
     let server = metadata.join("00000-1f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.metadata.json");
     std::fs::write(&server, &current).unwrap();
@@ -716,11 +712,7 @@ fn cleanup_refuses_while_another_writer_committed_in_metadata() {
     assert_eq!(code, 0, "{out}");
     assert!(!stray.exists() && server.exists(), "{out}");
     // Another writer's commit: its current snapshot is not xlake's.
-    let text = String::from_utf8(current).unwrap();
-    let theirs = metadata.join("00001-6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.metadata.json");
-    std::fs::write(&theirs, text.replace("XTABLE_METADATA", "SOMEONE_ELSE")).unwrap();
-    let manifest = metadata.join("0a1b2c3d-0000-4000-8000-000000000000-m0.avro");
-    std::fs::write(&manifest, b"theirs").unwrap();
+    let (_, manifest) = another_writers_commit(&metadata, &current);
     age(&manifest, Duration::from_secs(4 * 86_400));
     let before = files_under(&metadata);
     let (code, out) = common::xlake(&["cleanup", t, "--older-than", "1d"]);
@@ -742,18 +734,10 @@ fn cleanup_refuses_while_another_writer_committed_in_metadata() {
 /// refuses, and one that does not read (gzip-compressed) too.
 #[test]
 fn cleanup_refuses_for_an_older_foreign_commit_behind_a_catalog_servers_file() {
-    let (_dir, root) = common::delta::extract("partitioned_3commits");
+    let (_dir, root, current) = mirrored_with_current();
     let t = s(&root);
-    assert_eq!(common::xlake(&["sync", t]).0, 0);
     let metadata = root.join("metadata");
-    let current = std::fs::read(metadata.join("v2.metadata.json"))
-        .or_else(|_| std::fs::read(metadata.join("v1.metadata.json")))
-        .unwrap();
-    let text = String::from_utf8(current.clone()).unwrap();
-    let theirs = metadata.join("00001-6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.metadata.json");
-    std::fs::write(&theirs, text.replace("XTABLE_METADATA", "SOMEONE_ELSE")).unwrap();
-    let manifest = metadata.join("0a1b2c3d-0000-4000-8000-000000000000-m0.avro");
-    std::fs::write(&manifest, b"theirs").unwrap();
+    let (theirs, manifest) = another_writers_commit(&metadata, &current);
     for p in files_under(&metadata) {
         age(&p, Duration::from_secs(4 * 86_400));
     }
@@ -775,4 +759,27 @@ fn cleanup_refuses_for_an_older_foreign_commit_behind_a_catalog_servers_file() {
     let (code, out) = common::xlake(&["cleanup", t, "--older-than", "1d"]);
     assert!(manifest.exists(), "manifest deleted, exit {code}: {out}");
     assert_eq!(code, 2, "{out}");
+}
+
+/// The bundled Delta table `partitioned_3commits` mirrored, and the bytes of its current
+/// `vN.metadata.json`.
+fn mirrored_with_current() -> (tempfile::TempDir, PathBuf, Vec<u8>) {
+    let (dir, root) = common::delta::extract("partitioned_3commits");
+    assert_eq!(common::xlake(&["sync", s(&root)]).0, 0);
+    let metadata = root.join("metadata");
+    let current = std::fs::read(metadata.join("v2.metadata.json"))
+        .or_else(|_| std::fs::read(metadata.join("v1.metadata.json")))
+        .unwrap();
+    (dir, root, current)
+}
+
+/// Another Iceberg writer's commit in `metadata` (`current` with its snapshots no longer
+/// xlake's) and a manifest of it, named as xlake names its own: (commit, manifest).
+fn another_writers_commit(metadata: &Path, current: &[u8]) -> (PathBuf, PathBuf) {
+    let text = String::from_utf8(current.to_vec()).unwrap();
+    let theirs = metadata.join("00001-6f1c0d52-3a4e-4c1b-9a57-0f3e2d1c4b5a.metadata.json");
+    std::fs::write(&theirs, text.replace("XTABLE_METADATA", "SOMEONE_ELSE")).unwrap();
+    let manifest = metadata.join("0a1b2c3d-0000-4000-8000-000000000000-m0.avro");
+    std::fs::write(&manifest, b"theirs").unwrap();
+    (theirs, manifest)
 }
