@@ -351,10 +351,7 @@ async fn instants_pending_at_the_first_sync_are_mirrored_once_completed() {
     );
     assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 2);
     assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2"]);
-    for all in [false, true] {
-        let report = check_with(t, &options, true, all).await.unwrap();
-        assert!(report.consistent(), "{report:?}");
-    }
+    deep_checks_consistent(t, &options, "").await;
 }
 
 /// Hostile review hr10: an instant pending at a sync completes, and Hudi archives the
@@ -376,10 +373,7 @@ async fn a_late_completion_mirrored_after_the_instants_before_it_were_archived()
     let ids: Vec<&str> = written.iter().map(|m| m.commit.id.as_str()).collect();
     assert_eq!(ids, [times[1].as_str()]);
     assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2"]);
-    for all in [false, true] {
-        let report = check_with(t, &options, true, all).await.unwrap();
-        assert!(report.consistent(), "{report:?}");
-    }
+    deep_checks_consistent(t, &options, "").await;
 }
 
 /// Hostile review hr12: two instants pending at a sync, requested long (past the margin)
@@ -407,10 +401,7 @@ async fn two_pending_instants_completing_newer_first_are_both_mirrored() {
     assert_eq!(report.missing, [times[0]], "{report:?}");
     assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 1);
     assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2"]);
-    for all in [false, true] {
-        let report = check_with(t, &options, true, all).await.unwrap();
-        assert!(report.consistent(), "{report:?}");
-    }
+    deep_checks_consistent(t, &options, "").await;
 }
 
 /// Hostile review hr12: on Hudi table version 6 an instant pending at a sync, requested
@@ -511,10 +502,7 @@ async fn a_from_latest_mirror_does_not_mirror_a_folded_instant_again_after_a_lat
     let ids: Vec<&str> = again.iter().map(|m| m.commit.id.as_str()).collect();
     assert!(ids.is_empty(), "mirrored again: {ids:?}");
     assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2"]);
-    for all in [false, true] {
-        let report = check_with(t, &options, true, all).await.unwrap();
-        assert!(report.consistent(), "{report:?}");
-    }
+    deep_checks_consistent(t, &options, "").await;
 }
 
 /// An instant pending at a sync and older than every snapshot completes, and an expiry
@@ -582,10 +570,7 @@ async fn a_full_replay_after_late_completions_does_not_mirror_a_folded_instant_a
     assert_eq!(ids, [times[1].as_str()]);
     assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2", "g3", "g4"]);
     assert!(sync(t, &options, |_| {}).await.unwrap().written.is_empty());
-    for all in [false, true] {
-        let report = check_with(t, &options, true, all).await.unwrap();
-        assert!(report.consistent(), "{report:?}");
-    }
+    deep_checks_consistent(t, &options, "").await;
 }
 
 /// Hostile review hr13: two instants pending at the first sync both complete before
@@ -604,10 +589,7 @@ async fn in_commit_mode_for_one_late_instant_leaves_the_next_one_owed() {
         let options = SyncOptions::default();
         assert!(sync(t, &options, |_| {}).await.unwrap().written.is_empty());
         assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2", "g3", "g4"]);
-        for all in [false, true] {
-            let report = check_with(t, &options, true, all).await.unwrap();
-            assert!(report.consistent(), "{from_latest}: {report:?}");
-        }
+        deep_checks_consistent(t, &options, &from_latest.to_string()).await;
     }
 }
 
@@ -693,10 +675,7 @@ async fn in_commit_mode_with_many_owed_instants_loses_none() {
         let mut expected: Vec<String> = (0..18).map(|i| format!("g{i}")).collect();
         expected.sort();
         assert_eq!(mirrored_groups(t).await, expected, "{from_latest}");
-        for all in [false, true] {
-            let report = check_with(t, &options, true, all).await.unwrap();
-            assert!(report.consistent(), "{from_latest}: {report:?}");
-        }
+        deep_checks_consistent(t, &options, &from_latest.to_string()).await;
     }
 }
 
@@ -717,5 +696,14 @@ async fn in_commit_mode_past_max_lookups_pending_loses_no_owed_instant() {
         assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2", "g3", "g4"]);
         let report = check(t, &options, false).await.unwrap();
         assert!(report.consistent(), "{from_latest}: {report:?}");
+    }
+}
+
+/// `check --deep`, then `check --deep --all`, of `t` find it consistent (`label` names the
+/// case in a failure).
+async fn deep_checks_consistent(t: &str, options: &SyncOptions, label: &str) {
+    for all in [false, true] {
+        let report = check_with(t, options, true, all).await.unwrap();
+        assert!(report.consistent(), "{label}: {report:?}");
     }
 }
