@@ -680,12 +680,12 @@ async fn in_commit_mode_with_many_owed_instants_loses_none() {
 }
 
 /// Hostile review hr15: instants owed late (pending at the first sync beside two others
-/// only, completed since) are named by no state when more than 16 others are pending at
-/// the sync that stops before them (in-commit mode for the oldest): past `MAX_LOOKUPS`
-/// the state names none, so the owed ones too. The next `commit` exit 1, sync "up to
-/// date" and plain `check` consistent (exit 0), two rows lost.
+/// only, completed since) were named by no state when more than 16 others were pending at
+/// the sync that stopped before them (in-commit mode for the oldest): past `MAX_LOOKUPS`
+/// the state named none pending, and the owed ones went with them. The next `commit`
+/// exit 1, sync "up to date" and plain `check` consistent (exit 0), two rows lost. The
+/// state now names the owed ones apart (`owed`).
 #[tokio::test]
-#[ignore = "open: hostile review hr15 (docs/known-gaps.md)"]
 async fn in_commit_mode_past_max_lookups_pending_loses_no_owed_instant() {
     for from_latest in [false, true] {
         let times = seconds_apart(22);

@@ -416,6 +416,7 @@ pub(crate) mod tests {
         crate::resume::Floor {
             list_from: list_from.to_string(),
             pending: Some(pending.iter().map(|p| p.to_string()).collect()),
+            owed: Vec::new(),
         }
     }
 

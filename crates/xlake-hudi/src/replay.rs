@@ -369,8 +369,8 @@ fn owed(
 /// mirror ends at its change set (see [`crate::resume`]): the timeline's `floor`
 /// ([`crate::resume::floor`]), its instant time lowered to the requested time of the
 /// instant and of every later completed instant that gets a snapshot (a sync that stops
-/// there leaves them unmirrored); and, named pending beside those pending now, the late
-/// completions still owed (`owed`, positions in `completed`) that come after it. A sync
+/// there leaves them unmirrored); and the late completions still owed (`owed`, positions
+/// in `completed`) that come after it. A sync
 /// that stops at it (in-commit mode, an error) leaves them unmirrored, and the next one
 /// then knows them late, not folded or expired before where the mirror begins (hostile
 /// review hr13: taken as expired, never mirrored). `None` throughout when the floor does
@@ -394,12 +394,11 @@ fn list_from_after(
         if let Some(l) = own.as_mut().filter(|l| time < l.list_from.as_str()) {
             l.list_from = time.to_string();
         }
-        if let Some(pending) = own.as_mut().and_then(|l| l.pending.as_mut()) {
+        if let Some(l) = own.as_mut() {
             let after = owed.iter().filter(|&&p| p > from + k);
             let after = after.filter_map(|&p| Some(completed.get(p)?.requested().to_string()));
-            pending.extend(after);
-            pending.sort();
-            pending.dedup();
+            l.owed = after.collect();
+            l.owed.sort();
         }
         out[k] = own;
         if gets_snapshot(instant.action()) {

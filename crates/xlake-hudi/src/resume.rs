@@ -20,10 +20,11 @@
 //! clock lags the others', or that names its instant long before it writes the requested
 //! file) is the case it misses.
 //!
-//! `pending` also names the late completions still owed after the change set's instant
-//! (see `list_from_after` in `replay`), so that a sync stopped there (in-commit mode, an
+//! `owed` names the late completions still owed after the change set's instant (see
+//! `list_from_after` in `replay`), so that a sync stopped there (in-commit mode, an
 //! error) leaves them known late to the next one, not taken as expired (hostile review
-//! hr13).
+//! hr13); kept apart from `pending`, which past [`MAX_LOOKUPS`] names none (hostile review
+//! hr15: owed instants were dropped with it).
 //!
 //! `pending` also tells, of an unmirrored completed instant in the part listed before the
 //! newest mirrored one, whether it completed late (it was pending) or was mirrored and its
@@ -70,13 +71,15 @@ struct Resume {
     instant: String,
     /// The instant time (14 digits, `yyyyMMddHHmmss`) the next sync lists from.
     list_from: String,
-    /// The requested times of the instants pending when the sync listed, and of the late
-    /// completions the mirror still owes after this change set's instant (named pending
-    /// by the state the sync started from, not mirrored: a sync that stops here leaves
-    /// them unmirrored, and after its `listFrom`, so not looked up); absent in a state
-    /// written before them, or past [`MAX_LOOKUPS`] pending.
+    /// The requested times of the instants pending when the sync listed; absent in a
+    /// state written before them, or past [`MAX_LOOKUPS`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pending: Option<Vec<String>>,
+    /// The late completions the mirror still owes after this change set's instant (named
+    /// by the state the sync started from, completed, not mirrored: a sync that stops
+    /// here leaves them unmirrored); after its `listFrom`, so not looked up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    owed: Vec<String>,
 }
 
 /// Pending instants looked up one by one at most; past that the listing starts at the
@@ -92,6 +95,9 @@ pub(crate) struct Floor {
     /// The instants pending when the timeline was listed (requested times), sorted;
     /// `None`: not known (a state written before them, or past [`MAX_LOOKUPS`]).
     pub pending: Option<Vec<String>>,
+    /// Late completions still owed to the mirror after the instant whose state this is
+    /// (requested times, sorted): known to have been pending, whatever `pending` says.
+    pub owed: Vec<String>,
 }
 
 impl Floor {
@@ -104,8 +110,12 @@ impl Floor {
             .collect()
     }
 
-    /// Whether `id` was pending when the timeline was listed; `None`: not known.
+    /// Whether `id` was pending when the timeline was listed (or is owed, having been);
+    /// `None`: not known.
     pub(crate) fn was_pending(&self, id: &str) -> Option<bool> {
+        if self.owed.binary_search_by(|p| p.as_str().cmp(id)).is_ok() {
+            return Some(true);
+        }
         let pending = self.pending.as_ref()?;
         Some(pending.binary_search_by(|p| p.as_str().cmp(id)).is_ok())
     }
@@ -118,6 +128,7 @@ pub(crate) fn save(instant: &str, floor: &Floor) -> String {
             instant: instant.to_string(),
             list_from: floor.list_from.clone(),
             pending: floor.pending.clone(),
+            owed: floor.owed.clone(),
         },
     };
     serde_json::to_string(&saved).unwrap_or_default()
@@ -127,17 +138,25 @@ pub(crate) fn save(instant: &str, floor: &Floor) -> String {
 /// mirror's newest instant) and lists from at or before it.
 pub(crate) fn of(saved: Option<&str>, newest: &str) -> Option<Floor> {
     let Saved { hudi } = serde_json::from_str(saved?).ok()?;
-    let floor = checked(hudi.list_from, hudi.pending)?;
+    let floor = checked(hudi.list_from, hudi.pending, hudi.owed)?;
     (hudi.instant == newest && floor.list_from.as_str() <= newest).then_some(floor)
 }
 
 /// A floor read back, if its times are instant times and it has no more than
-/// [`MAX_LOOKUPS`] to look up (the list sorted again). The late completions still owed
+/// [`MAX_LOOKUPS`] to look up (the lists sorted again). The late completions still owed
 /// after a change set's instant come after its `listFrom` and are no lookups: a state
 /// naming them beside 16 pending instants was not read back at all, and the next sync,
 /// from no state, took them as expired (hostile review hr15: 15 rows lost, exit 0).
-fn checked(list_from: String, pending: Option<Vec<String>>) -> Option<Floor> {
+fn checked(
+    list_from: String,
+    pending: Option<Vec<String>>,
+    mut owed: Vec<String>,
+) -> Option<Floor> {
     let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    if !owed.iter().all(|t| t.len() >= 14 && digits(t)) {
+        return None;
+    }
+    owed.sort();
     let valid = list_from.len() == 14 && digits(&list_from);
     let lookups = |p: &[String]| {
         let before = p.iter().filter(|t| seconds(t) < list_from.as_str());
@@ -153,7 +172,11 @@ fn checked(list_from: String, pending: Option<Vec<String>>) -> Option<Floor> {
         Some(_) => return None,
         None => None,
     };
-    valid.then_some(Floor { list_from, pending })
+    valid.then_some(Floor {
+        list_from,
+        pending,
+        owed,
+    })
 }
 
 /// Where the next sync lists from after a sync that listed `timeline`, before what the
@@ -176,11 +199,13 @@ pub(crate) fn floor(timeline: &Timeline, margin: chrono::TimeDelta) -> Option<Fl
         return Some(Floor {
             list_from: minus_margin(bound, margin)?,
             pending: None,
+            owed: Vec::new(),
         });
     }
     Some(Floor {
         list_from: minus_margin(newest, margin)?,
         pending: Some(pending),
+        owed: Vec::new(),
     })
 }
 
@@ -198,7 +223,7 @@ pub(crate) fn of_tip(tip: &str) -> Option<Floor> {
     if parts.next().is_some() {
         return None;
     }
-    checked(list_from, pending)
+    checked(list_from, pending, Vec::new())
 }
 
 /// `time` (an instant time, 14 digits or more) less `margin`, as 14 digits.
@@ -221,6 +246,7 @@ mod tests {
         Floor {
             list_from: list_from.to_string(),
             pending: pending.map(|p| p.iter().map(|t| t.to_string()).collect()),
+            owed: Vec::new(),
         }
     }
 
