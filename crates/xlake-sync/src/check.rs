@@ -4,13 +4,14 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Serialize;
-use xlake_model::{ChangeSet, CommitListing, ListedCommit, VectorBytes};
+use xlake_model::{ChangeSet, CommitListing, VectorBytes};
 use xlake_source::{ErrorKind, MirrorState, SourceError, TableSource, TargetTakes};
 use xlake_storage::TableStore;
 use xlake_target::{Ancestor, Read, TableTarget};
 pub use xlake_target::{MissingFile, MissingList};
 
 use crate::catalog::{self, CatalogState};
+use crate::replay::Pending;
 use crate::{sources, targets, InTable, SyncError, SyncOptions};
 
 /// A snapshot naming a source commit the source does not hold as completed.
@@ -495,32 +496,20 @@ fn compare(
 }
 
 /// How many completed commits no snapshot records before where the mirror begins (not
-/// violations: expired, or folded into a `--from-latest` first snapshot; see
-/// [`CommitListing::mirror_start`], given the commit the oldest snapshot records,
-/// `first`, and the source's order), and those after it that no snapshot records, with
-/// those before it that completed late.
+/// violations: expired, or folded into a `--from-latest` first snapshot), and the listed
+/// commits a sync would mirror (those after it that no snapshot records, with those
+/// before it that completed late): the sync's own rule ([`Pending`]), given the commit
+/// the oldest snapshot records (`first`) and the source's order.
 pub(crate) fn missing_commits(
     listing: &CommitListing,
     mirrored: &BTreeSet<&str>,
     first: Option<&str>,
     order: impl Fn(&str, &str) -> std::cmp::Ordering,
 ) -> (usize, Vec<String>) {
-    let start = listing
-        .mirror_start(first, |id| mirrored.contains(id), order)
-        .unwrap_or(0);
-    let unmirrored = |c: &&ListedCommit| !mirrored.contains(c.id.as_str());
-    // A commit the source knows completed late is missing wherever it comes.
-    let late = |c: &ListedCommit| listing.completed_late.contains(&c.id);
-    let (late_before, before): (Vec<_>, Vec<_>) = listing.commits[..start]
-        .iter()
-        .filter(unmirrored)
-        .partition(|c| late(c));
-    let missing = late_before
-        .into_iter()
-        .chain(listing.commits[start..].iter().filter(unmirrored))
-        .map(|c| c.id.clone())
-        .collect();
-    (before.len(), missing)
+    let pending = Pending::new(mirrored.iter().copied(), first, listing, order);
+    let missing = listing.commits.iter().filter(|c| pending.keep(&c.id));
+    let missing = missing.map(|c| c.id.clone()).collect();
+    (pending.expired(), missing)
 }
 
 /// When the source promises a snapshot per commit written in its commit path

@@ -4,7 +4,7 @@
 //! table's latest state ([`LatestState`], `--from-latest`), and a replay whose first change
 //! set stands for the whole table ([`FirstFullState`], after history was lost).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use rustc_hash::FxHashSet;
 
@@ -32,13 +32,13 @@ pub(crate) struct Pending<'a> {
 impl<'a> Pending<'a> {
     /// Of `listing`, given the commits `mirrored`, the one the oldest snapshot records
     /// (`first`) and the source's order of commit ids.
-    pub(crate) fn new(
-        mirrored: &'a BTreeSet<String>,
+    pub(crate) fn new<S: AsRef<str> + ?Sized + 'a>(
+        mirrored: impl IntoIterator<Item = &'a S>,
         first: Option<&str>,
         listing: &'a CommitListing,
         order: impl Fn(&str, &str) -> std::cmp::Ordering,
     ) -> Self {
-        let mirrored: FxHashSet<&str> = mirrored.iter().map(String::as_str).collect();
+        let mirrored: FxHashSet<&str> = mirrored.into_iter().map(AsRef::as_ref).collect();
         let start = listing.mirror_start(first, |id| mirrored.contains(id), order);
         let expired = listing.commits[..start.unwrap_or(0)].iter().filter(|c| {
             !listing.completed_late.contains(&c.id) && !mirrored.contains(c.id.as_str())
@@ -55,6 +55,12 @@ impl<'a> Pending<'a> {
     /// into the first snapshot, hostile-review hr12's case.)
     pub(crate) fn keep(&self, id: &str) -> bool {
         !self.mirrored.contains(id) && !self.expired.contains(id)
+    }
+
+    /// How many listed commits come before where the mirror begins and are not to mirror
+    /// (expired, or folded).
+    pub(crate) fn expired(&self) -> usize {
+        self.expired.len()
     }
 
     /// How many listed commits are pending, up to and including `until` (for progress).
@@ -257,6 +263,7 @@ impl ChangeStream for FirstFullState<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
     use xlake_source::{collect, ErrorKind, VecReplay};
     use xlake_test_utils::listing;
 
