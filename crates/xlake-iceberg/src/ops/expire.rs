@@ -220,7 +220,8 @@ impl IcebergTable {
         unreferenced.retain(|f| self.store.absolute(f).starts_with(&metadata_dir));
         unreferenced.sort();
         unreferenced.dedup();
-        if self.another_writer_may_name_them().await {
+        // Looked for only when there is something to delete (a listing of `metadata/`).
+        if !unreferenced.is_empty() && self.another_writer_may_name_them().await {
             return Vec::new();
         }
         let mut deleted = Vec::new();

@@ -273,8 +273,8 @@ async fn refuse_another_writers_commit(store: &TableStore, others: &[Entry]) -> 
     Ok(())
 }
 
-/// A metadata file of another writer that committed in `metadata/` (the newest; see
-/// [`refuse_another_writers_commit`]), if any: what deletes the files of xlake's own
+/// A metadata file of another writer that committed in `metadata/` (the newest such;
+/// see [`refuse_another_writers_commit`]), if any: what deletes the files of xlake's own
 /// snapshots (an expiry) leaves them, since that writer's snapshots may name them too.
 pub async fn another_writers_commit(store: &TableStore) -> Result<Option<String>> {
     let (found, _) = store.list_recursive_lenient(METADATA_DIR).await?;
