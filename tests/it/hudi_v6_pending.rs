@@ -369,8 +369,7 @@ async fn a_late_completion_mirrored_after_the_instants_before_it_were_archived()
     assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 2);
     complete(&root, &done[1]);
     archive(&root, &times[..1]);
-    let written = sync(t, &options, |_| {}).await.unwrap().written;
-    let ids: Vec<&str> = written.iter().map(|m| m.commit.id.as_str()).collect();
+    let ids = synced_ids(t, &options).await;
     assert_eq!(ids, [times[1].as_str()]);
     assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2"]);
     deep_checks_consistent(t, &options, "").await;
@@ -445,11 +444,9 @@ async fn an_expiry_before_a_pending_v6_instant_older_than_every_snapshot_expires
                 assert_eq!(e.held_back.map(|h| h.pending), Some(times[0].to_string()));
             }
             complete(&root, &done[0]);
-            let written = sync(t, &options, |_| {}).await.unwrap().written;
-            let ids: Vec<&str> = written.iter().map(|m| m.commit.id.as_str()).collect();
+            let ids = synced_ids(t, &options).await;
             assert_eq!(ids, [times[0]], "{target:?} {expire_between}");
-            let again = sync(t, &options, |_| {}).await.unwrap().written;
-            let ids: Vec<&str> = again.iter().map(|m| m.commit.id.as_str()).collect();
+            let ids = synced_ids(t, &options).await;
             assert!(
                 ids.is_empty(),
                 "{target:?} {expire_between}: mirrored again {ids:?}"
@@ -495,11 +492,9 @@ async fn a_from_latest_mirror_does_not_mirror_a_folded_instant_again_after_a_lat
     assert_eq!(mirrored_groups(t).await, ["g1", "g2"]);
     complete(&root, &done[0]);
     let options = SyncOptions::default();
-    let written = sync(t, &options, |_| {}).await.unwrap().written;
-    let ids: Vec<&str> = written.iter().map(|m| m.commit.id.as_str()).collect();
+    let ids = synced_ids(t, &options).await;
     assert_eq!(ids, [times[0]]);
-    let again = sync(t, &options, |_| {}).await.unwrap().written;
-    let ids: Vec<&str> = again.iter().map(|m| m.commit.id.as_str()).collect();
+    let ids = synced_ids(t, &options).await;
     assert!(ids.is_empty(), "mirrored again: {ids:?}");
     assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2"]);
     deep_checks_consistent(t, &options, "").await;
@@ -565,8 +560,7 @@ async fn a_full_replay_after_late_completions_does_not_mirror_a_folded_instant_a
     let options = SyncOptions::default();
     assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 2);
     complete(&root, &done[1]);
-    let written = sync(t, &options, |_| {}).await.unwrap().written;
-    let ids: Vec<&str> = written.iter().map(|m| m.commit.id.as_str()).collect();
+    let ids = synced_ids(t, &options).await;
     assert_eq!(ids, [times[1].as_str()]);
     assert_eq!(mirrored_groups(t).await, ["g0", "g1", "g2", "g3", "g4"]);
     assert!(sync(t, &options, |_| {}).await.unwrap().written.is_empty());
@@ -706,4 +700,10 @@ async fn deep_checks_consistent(t: &str, options: &SyncOptions, label: &str) {
         let report = check_with(t, options, true, all).await.unwrap();
         assert!(report.consistent(), "{label}: {report:?}");
     }
+}
+
+/// The source commits a `sync` of `t` mirrored, in order.
+async fn synced_ids(t: &str, options: &SyncOptions) -> Vec<String> {
+    let written = sync(t, options, |_| {}).await.unwrap().written;
+    written.into_iter().map(|m| m.commit.id).collect()
 }
