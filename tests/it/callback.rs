@@ -30,6 +30,19 @@ fn message(root: &Path, commit: &str) -> serde_json::Value {
     })
 }
 
+/// A callback of `body` on a connection of its own, whose answer is not read (its client
+/// may then go away).
+fn send_unanswered(addr: &str, body: &str) -> TcpStream {
+    let mut client = TcpStream::connect(addr).unwrap();
+    write!(
+        client,
+        "POST / HTTP/1.1\r\nHost: x\r\nHUDI-CALLBACK-KEY: {KEY}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    client
+}
+
 fn hudi_table() -> (tempfile::TempDir, PathBuf, String) {
     let (dir, root) = common::hudi::extract("sample_table_cow_v9_txns_simple_nometa");
     let (last, _) = common::hudi::data_instants(&root).last().unwrap().clone();
@@ -216,13 +229,7 @@ fn a_client_gone_mid_mirror_keeps_the_table_queued_until_the_mirror_ends() {
         "basePath": root.display().to_string(),
     })
     .to_string();
-    let mut gone = TcpStream::connect(&server.addr).unwrap();
-    write!(
-        gone,
-        "POST / HTTP/1.1\r\nHost: x\r\nHUDI-CALLBACK-KEY: {KEY}\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
+    let gone = send_unanswered(&server.addr, &body);
     std::thread::sleep(Duration::from_millis(300));
     drop(gone);
     let (status, answer) = server.post(Some(KEY), &body);
@@ -615,13 +622,7 @@ fn sigterm_lets_the_mirror_of_a_client_gone_finish() {
     let (_dir, root, version) = delta_table(400, None);
     let mut server = start(&["--allow", &allow(&root)]);
     let body = message(&root, &version.to_string()).to_string();
-    let mut gone = TcpStream::connect(&server.addr).unwrap();
-    write!(
-        gone,
-        "POST / HTTP/1.1\r\nHost: x\r\nHUDI-CALLBACK-KEY: {KEY}\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
+    let gone = send_unanswered(&server.addr, &body);
     while !root.join("metadata/v1.metadata.json").exists() {
         std::thread::sleep(Duration::from_millis(5));
     }
