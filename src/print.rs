@@ -246,6 +246,9 @@ pub fn check(r: &CheckReport) {
             r.format.to_lowercase()
         );
     }
+    for why in &r.gone_unmirrored {
+        outln!("  gone unmirrored: {why} (docs/hudi.md, \"Archived before mirrored\")");
+    }
     for u in &r.undone {
         outln!(
             "  undone: snapshot {} records source commit {}, which {} later undid (history, not a violation)",

@@ -21,7 +21,7 @@ async fn sync_ok(root: &Path) -> xlake_sync::SyncReport {
 }
 
 /// A timeline file as Hudi writes it: a one-record Avro container.
-fn avro_file(schema: &str, fill: impl FnOnce(&mut Record)) -> Vec<u8> {
+pub(crate) fn avro_file(schema: &str, fill: impl FnOnce(&mut Record)) -> Vec<u8> {
     let schema = Schema::parse_str(schema).unwrap();
     let mut record = Record::new(&schema).unwrap();
     fill(&mut record);
@@ -31,7 +31,7 @@ fn avro_file(schema: &str, fill: impl FnOnce(&mut Record)) -> Vec<u8> {
 }
 
 /// The fields of HoodieRollbackMetadata that matter here (Hudi's record and field names).
-const ROLLBACK_SCHEMA: &str = r#"{"type":"record","name":"HoodieRollbackMetadata","namespace":"org.apache.hudi.avro.model","fields":[
+pub(crate) const ROLLBACK_SCHEMA: &str = r#"{"type":"record","name":"HoodieRollbackMetadata","namespace":"org.apache.hudi.avro.model","fields":[
   {"name":"startRollbackTime","type":"string"},
   {"name":"timeTakenInMillis","type":"long"},
   {"name":"totalFilesDeleted","type":"int"},

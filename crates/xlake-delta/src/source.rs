@@ -200,6 +200,7 @@ impl DeltaSource {
             retained_from,
             strictly_ordered: true,
             completed_late: Default::default(),
+            gone_unmirrored: Default::default(),
         })
     }
 

@@ -17,6 +17,7 @@
 //! | [`source`] | [`HudiSource`]: open a table, its listing and declared schema |
 //! | [`replay`] | [`HudiReplay`](replay::HudiReplay): its timeline streamed as change sets (memory bounded by its live file groups) |
 //! | [`resume`] | the instant time the next sync lists the timeline from, saved with each change set |
+//! | `gone` | instants the saved state names pending that the timeline no longer holds (archived unmirrored, or rolled back) |
 //! | `partial` | a timeline listed from that instant time, and when it gives way to the whole one |
 //! | `incremental` | where a replay starts after the newest mirrored instant, from the mirror's live files, or without them when the new instants start file groups or build on groups whose base file the instant they build on names |
 //! | `start` | where an incremental replay starts (the first instant, the live base files, the schema) |
@@ -29,6 +30,7 @@
 pub mod commit_metadata;
 pub mod error;
 pub mod file_group;
+mod gone;
 mod incremental;
 pub mod instant;
 mod partial;

@@ -10,7 +10,8 @@
 //! instant mirrors it); no later rollback or restore undoes a mirrored instant; the file
 //! groups the later instants build on and the schema are found in the part, or the
 //! engine gives the mirror's live files. Anything else lists the timeline whole, once,
-//! and the sync goes on as it does without a saved state.
+//! and the sync goes on as it does without a saved state; so does an instant the saved
+//! state names pending that the part does not hold (`crate::gone`).
 //!
 //! The engine takes the listing before the replay: when the mirror's live files it was
 //! asked for do not come (too many manifests to read), the replay lists the timeline
@@ -54,7 +55,11 @@ impl HudiSource {
             .completed
             .iter()
             .any(|i| i.requested() == newest);
-        if !found {
+        // An instant the state names pending that the part does not hold was rolled back
+        // or archived: the whole timeline tells which (`crate::gone`).
+        let gone =
+            |floor: &crate::resume::Floor| !source.off_timeline(floor, &state.commits).is_empty();
+        if !found || source.listed_from.as_ref().is_some_and(gone) {
             source.list_whole().await?;
         }
         Ok(Some(source))
@@ -903,5 +908,33 @@ pub(crate) mod tests {
             assert_ne!(now, whole);
             std::fs::remove_file(timeline.join(format!("{p}.commit"))).unwrap();
         }
+    }
+
+    /// An instant the saved state names pending that the part does not hold (looked up
+    /// alone, before the part): rolled back, an older instant still on the timeline, it is
+    /// not gone unmirrored, which only the whole timeline tells; archived with the older
+    /// instant, it is (`crate::gone`).
+    #[tokio::test]
+    async fn a_named_pending_instant_off_the_part_lists_the_timeline_whole() {
+        let (dir, timeline) = table(6);
+        completed(&timeline, C1, None, &commit(C1, &[("f1", "null")], true));
+        pending(&timeline, C2);
+        completed(&timeline, C3, None, &commit(C3, &[("f3", "null")], true));
+        let (state, _) = mirror_at(dir.path(), C3, true).await;
+        for name in [format!("{C2}.commit.requested"), format!("{C2}.inflight")] {
+            std::fs::remove_file(timeline.join(name)).unwrap();
+        }
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let reopen = || HudiSource::open_after(store.clone(), Default::default(), &state);
+        let source = reopen().await.unwrap().unwrap();
+        assert_eq!(source.listed_from(), None);
+        let listing = TableSource::listing(&source, &state).unwrap();
+        assert!(listing.gone_unmirrored.is_empty(), "{listing:?}");
+        let c1 = format!("{C1}.commit");
+        std::fs::rename(timeline.join(&c1), timeline.join("archived").join(&c1)).unwrap();
+        let source = reopen().await.unwrap().unwrap();
+        let listing = TableSource::listing(&source, &state).unwrap();
+        let gone: Vec<&String> = listing.gone_unmirrored.keys().collect();
+        assert_eq!(gone, [C2]);
     }
 }

@@ -42,6 +42,13 @@ pub(crate) enum Kind {
 /// The actions that write data files (Hudi's write timeline).
 const WRITE_ACTIONS: [&str; 3] = ["commit", "deltacommit", "replacecommit"];
 
+/// Whether an instant of `action`, in any state, is on Hudi's write timeline (a pending
+/// commit of table version 6 is named `inflight`; compaction and clustering complete as
+/// writes): what archival takes in requested order.
+pub(crate) fn is_write(action: &str) -> bool {
+    WRITE_ACTIONS.contains(&action) || matches!(action, "inflight" | "compaction" | "clustering")
+}
+
 pub(crate) fn kind(action: &str) -> Option<Kind> {
     Some(match action {
         "commit" | "deltacommit" | "replacecommit" => Kind::Commit,
@@ -222,6 +229,7 @@ impl HudiSource {
                 .map(str::to_string),
             strictly_ordered: self.config.version >= 8,
             completed_late: Default::default(),
+            gone_unmirrored: Default::default(),
         }
     }
 
@@ -349,12 +357,7 @@ impl HudiSource {
             .completed
             .iter()
             .chain(&self.timeline().pending)
-            .filter(|i| {
-                WRITE_ACTIONS.contains(&i.action())
-                    || i.action() == "inflight"
-                    || i.action() == "compaction"
-                    || i.action() == "clustering"
-            })
+            .filter(|i| is_write(i.action()))
             .map(|i| i.requested())
             .min()
         else {

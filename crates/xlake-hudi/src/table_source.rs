@@ -161,7 +161,8 @@ impl TableSource for HudiSource {
     }
 
     /// With the instants the mirror's saved state names pending that have completed since
-    /// and are not mirrored ([`CommitListing::completed_late`]).
+    /// and are not mirrored ([`CommitListing::completed_late`]), and those gone from the
+    /// timeline since, archived ([`CommitListing::gone_unmirrored`]).
     fn listing(&self, state: &MirrorState) -> Result<CommitListing, SourceError> {
         let mut listing = HudiSource::listing_after(self, &state.commits);
         if let Some(floor) = self.saved_floor(state) {
@@ -169,6 +170,7 @@ impl TableSource for HudiSource {
                 !state.commits.contains(&c.id) && floor.was_pending(&c.id) == Some(true)
             });
             listing.completed_late = late.map(|c| c.id.clone()).collect();
+            listing.gone_unmirrored = self.gone_unmirrored(&floor, &state.commits);
         }
         Ok(listing)
     }

@@ -153,6 +153,13 @@ pub struct CommitListing {
     /// missing, even where it comes before the oldest mirrored commit (which otherwise
     /// reads as mirrored and expired).
     pub completed_late: BTreeSet<String>,
+    /// Commits the source knew pending when the mirror's newest change set was saved that
+    /// it no longer holds, with why each may have completed unmirrored (Hudi table version
+    /// 6: an instant pending at a sync, gone from the active timeline by the next one,
+    /// older than all of it: archived, after completing or after a rollback that was
+    /// archived too). Unless a listed rollback or restore undid one, a sync refuses to go
+    /// on (its rows would be missing, its commit metadata is gone) and `check` reports it.
+    pub gone_unmirrored: BTreeMap<String, String>,
 }
 
 impl CommitListing {

@@ -234,6 +234,7 @@ impl TableSource for ParquetSource {
             retained_from: Some(id),
             strictly_ordered: true,
             completed_late: Default::default(),
+            gone_unmirrored: Default::default(),
         })
     }
 

@@ -65,6 +65,11 @@ pub struct CheckReport {
     pub before_mirroring: usize,
     /// Completed in the source, recorded by no snapshot (after mirroring began).
     pub missing: Vec<String>,
+    /// Commits the mirror still owed that the source no longer holds and that may have
+    /// completed unmirrored (a Hudi instant pending at the last sync, archived since), each
+    /// with why: no snapshot can record them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gone_unmirrored: Vec<String>,
     /// Snapshots naming a commit the source does not have and no rollback or restore it
     /// holds undid (a commit that never completed, another table's history).
     pub unknown: Vec<UnknownCommit>,
@@ -133,6 +138,7 @@ impl CheckReport {
         let missing_inside = self.missing.len().saturating_sub(self.lag_commits);
         missing_inside == 0
             && self.lag_commits <= allowed_lag
+            && self.gone_unmirrored.is_empty()
             && self.unknown.is_empty()
             && self.duplicates.is_empty()
             && self.out_of_order.is_empty()
@@ -203,6 +209,9 @@ pub async fn check_with(
     };
     report.not_the_mirrored_table = source
         .not_the_mirrored_table(&state)
+        .await
+        .in_table(&store)?;
+    report.gone_unmirrored = crate::replay::gone_unmirrored(source.as_ref(), &listing)
         .await
         .in_table(&store)?;
     let seen = compare_commits(&mut report, source.as_ref(), &listing, &ancestry);

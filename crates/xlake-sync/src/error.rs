@@ -102,6 +102,15 @@ pub enum SyncError {
         /// Why.
         reason: String,
     },
+    /// Commits the mirror still owed are gone from the source, maybe completed
+    /// unmirrored ([`xlake_model::CommitListing::gone_unmirrored`]): nothing written.
+    #[error("{table}: {}; refusing to sync past it (no snapshot written): `xlake check --deep` shows whether rows are missing, docs/hudi.md (\"Archived before mirrored\") how to mirror the table afresh", .gone.join("; "))]
+    GoneUnmirrored {
+        /// Table location.
+        table: String,
+        /// Each such commit, with why it may have completed unmirrored.
+        gone: Vec<String>,
+    },
     /// The service cannot start or run as configured.
     #[error("serve: {0}")]
     Service(String),

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashSet;
 
 use xlake_model::{ChangeSet, CommitListing, DataFile};
-use xlake_source::{ChangeStream, Replay, SourceError};
+use xlake_source::{ChangeStream, Replay, SourceError, TableSource};
 
 /// Which change sets of a replay are still to mirror, decided as they stream by: those
 /// whose commit no snapshot records, except commits listed before where the mirror
@@ -74,6 +74,23 @@ impl<'a> Pending<'a> {
         }
         n
     }
+}
+
+/// The commits the source names gone unmirrored ([`CommitListing::gone_unmirrored`])
+/// that none of its listed rollbacks or restores undid, each with why.
+pub(crate) async fn gone_unmirrored(
+    source: &dyn TableSource,
+    listing: &CommitListing,
+) -> Result<Vec<String>, SourceError> {
+    if listing.gone_unmirrored.is_empty() {
+        return Ok(Vec::new());
+    }
+    let undone = source.undone_commits().await?;
+    let gone = listing.gone_unmirrored.iter();
+    Ok(gone
+        .filter(|(id, _)| !undone.contains_key(*id))
+        .map(|(_, why)| why.clone())
+        .collect())
 }
 
 /// A replay read in batches of pending change sets, counting what streams by; it ends

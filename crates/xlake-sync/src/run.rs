@@ -375,6 +375,14 @@ impl<'a> Sync<'a> {
             Some(listing) => listing,
             None => source.listing(&state).in_table(&self.store)?,
         };
+        let gone = replay::gone_unmirrored(source, &listing).await;
+        let gone = gone.in_table(&self.store)?;
+        if !gone.is_empty() {
+            return Err(SyncError::GoneUnmirrored {
+                table: self.table.clone(),
+                gone,
+            });
+        }
         Ok(PlanStart {
             empty: loaded.is_none(),
             state,

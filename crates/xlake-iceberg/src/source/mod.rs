@@ -274,6 +274,7 @@ impl TableSource for IcebergSource {
                 .then(|| self.chain[0].snapshot_id().to_string()),
             strictly_ordered: true,
             completed_late: Default::default(),
+            gone_unmirrored: Default::default(),
         })
     }
 

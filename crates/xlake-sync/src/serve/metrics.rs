@@ -229,6 +229,7 @@ pub fn failure_kind(e: &SyncError) -> &'static str {
         SyncError::Rebuild { .. } => "rebuild",
         SyncError::Catalog(_) => "catalog",
         SyncError::NotMirrored { .. } => "not_mirrored",
+        SyncError::GoneUnmirrored { .. } => "gone_unmirrored",
         SyncError::Service(_) => "service",
     }
 }

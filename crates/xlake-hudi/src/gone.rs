@@ -1,0 +1,72 @@
+//! Instants the mirror's saved state names pending (or owed, [`crate::resume`]) that the
+//! timeline no longer holds in any state ([`CommitListing::gone_unmirrored`]).
+//!
+//! A rollback deletes the files of the instant it undoes, wherever that instant stands on
+//! the timeline; archival takes the write timeline's oldest instants, in requested order,
+//! and never passes a pending one. An instant pending at a sync that completes late, and
+//! that archival then takes before the next sync (it is the oldest write left), is gone
+//! that way with its commit metadata: its rows were never mirrored and no snapshot can
+//! record it (hostile review hr13). So a named instant off the timeline and older than
+//! every write instant on it may have completed unmirrored; one with an older write
+//! instant still there was rolled back. The engine sets apart those a listed rollback or
+//! restore undid; one whose rollback was archived too cannot be told from a completed one.
+//!
+//! [`CommitListing::gone_unmirrored`]: xlake_model::CommitListing::gone_unmirrored
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::resume::Floor;
+use crate::HudiSource;
+
+impl HudiSource {
+    /// Of the instants `floor` names pending or owed, those not in `mirrored` that the
+    /// timeline in use holds in no state.
+    pub(crate) fn off_timeline<'a>(
+        &self,
+        floor: &'a Floor,
+        mirrored: &BTreeSet<String>,
+    ) -> Vec<&'a str> {
+        let timeline = self.timeline();
+        let on: BTreeSet<&str> = timeline
+            .completed
+            .iter()
+            .chain(&timeline.pending)
+            .map(|i| i.requested())
+            .collect();
+        let named = floor.pending.iter().flatten().chain(&floor.owed);
+        let mut off: Vec<&str> = named
+            .map(String::as_str)
+            .filter(|id| !mirrored.contains(*id) && !on.contains(id))
+            .collect();
+        off.sort_unstable();
+        off.dedup();
+        off
+    }
+
+    /// Of [`Self::off_timeline`], those older than every write instant on the timeline in
+    /// use (archived), each with why it may have completed unmirrored.
+    pub(crate) fn gone_unmirrored(
+        &self,
+        floor: &Floor,
+        mirrored: &BTreeSet<String>,
+    ) -> BTreeMap<String, String> {
+        let timeline = self.timeline();
+        let oldest_write = timeline
+            .completed
+            .iter()
+            .chain(&timeline.pending)
+            .filter(|i| crate::source::is_write(i.action()))
+            .map(|i| i.requested())
+            .min();
+        let gone = self.off_timeline(floor, mirrored).into_iter();
+        gone.filter(|id| oldest_write.is_none_or(|w| *id < w))
+            .map(|id| {
+                let why = format!(
+                    "Hudi instant {id} was pending at the last sync and has been archived since ({} holds no instant that old): if it completed, its rows are not in the mirror and its commit metadata is gone",
+                    self.store().absolute(&self.config().timeline_dir)
+                );
+                (id.to_string(), why)
+            })
+            .collect()
+    }
+}
