@@ -39,18 +39,20 @@ pub(crate) fn allowed(
         .filter_map(|c| positions.get(c.as_str()).copied())
         .min();
     let first = recorded.iter().find_map(|(_, c)| *c);
-    let unmirrored = first_unmirrored(&listed, listing, &positions, (first, order))
+    let unmirrored = first_unmirrored(&listed, listing, &positions, (first, &order))
         .into_iter()
         .chain(late)
         .min();
-    let starts = starts(&recorded, &listed);
+    let starts = starts(&recorded, listing, &positions, &order);
     let mut allowed = BTreeSet::new();
     for (k, fits) in cut_before(&listed).into_iter().enumerate() {
         // Keeping from here, the sync would take every unmirrored listed commit before
         // where the kept mirror begins as expired, and never mirror it (hostile review
-        // hr10: an instant that completed late between a sync and the expiry).
+        // hr10: an instant that completed late between a sync and the expiry). Where it
+        // begins at an unmirrored commit (the kept oldest one's is unlisted), that one is
+        // pending.
         let keeps_unmirrored =
-            k == 0 || unmirrored.is_none_or(|u| starts[k].is_some_and(|s| s < u));
+            k == 0 || unmirrored.is_none_or(|u| starts[k].is_some_and(|s| s <= u));
         if fits && keeps_unmirrored {
             allowed.insert(recorded[k].0);
         }
@@ -160,17 +162,23 @@ fn first_unmirrored(
 }
 
 /// For each snapshot, where the mirror would begin ([`CommitListing::mirror_start`]) if
-/// it were the oldest kept: its commit's position (of the first from it that records
-/// one) when listed, else the smallest listed position from it on.
-fn starts(recorded: &[(i64, Option<&str>)], listed: &[Option<usize>]) -> Vec<Option<usize>> {
-    let oldest = oldest_from(listed);
-    let mut first: Option<usize> = None;
-    let mut out = vec![None; listed.len()];
-    for k in (0..listed.len()).rev() {
-        if recorded[k].1.is_some() {
-            first = Some(k);
-        }
-        out[k] = first.and_then(|j| listed[j]).or(oldest[k]);
+/// it were the oldest kept, given the first commit recorded from it on: that commit's
+/// position when listed (`positions`: the listing's, by id), else by source order
+/// (`order`), as the sync finds it.
+fn starts(
+    recorded: &[(i64, Option<&str>)],
+    listing: &CommitListing,
+    positions: &HashMap<&str, usize>,
+    order: impl Fn(&str, &str) -> Ordering,
+) -> Vec<Option<usize>> {
+    let mut first: Option<&str> = None;
+    let mut out = vec![None; recorded.len()];
+    for k in (0..recorded.len()).rev() {
+        first = recorded[k].1.or(first);
+        out[k] = first.and_then(|c| match positions.get(c) {
+            Some(&p) => Some(p),
+            None => listing.mirror_start(Some(c), |_| false, &order),
+        });
     }
     out
 }
@@ -302,6 +310,20 @@ mod tests {
         let l = listing(&["a", "b", "c", "d", "e"]);
         let s = snapshots(&["c", "a", "d", "e"]);
         assert_eq!(ids(&allowed(&s, &l, None, str::cmp)), [10, 12, 13]);
+    }
+
+    #[test]
+    fn a_cut_keeping_an_undone_commit_first_begins_where_the_sync_would() {
+        // bx (between b2 and c) was undone; b completed late; b2 and c are not mirrored.
+        // Keeping from bx's snapshot, the sync begins at c, the first listed after bx, and
+        // would take b2 as expired: that cut is not allowed (it was, by the smallest kept
+        // listed position, b's). Keeping from a or from b, both are pending.
+        let l = listing(&["a", "b", "b2", "c", "d"]);
+        let s = snapshots(&["a", "bx", "b", "d"]);
+        assert_eq!(ids(&allowed(&s, &l, None, str::cmp)), [10, 12]);
+        // With b2 mirrored, c is where the mirror kept from bx begins: pending, allowed.
+        let s = snapshots(&["a", "bx", "b", "b2", "d"]);
+        assert_eq!(ids(&allowed(&s, &l, None, str::cmp)), [10, 11, 12, 13]);
     }
 
     #[test]
