@@ -354,6 +354,30 @@ async fn instants_pending_at_the_first_sync_are_mirrored_once_completed() {
     deep_checks_consistent(t, &options, "").await;
 }
 
+/// More instants pending at the first sync than are looked up (`MAX_LOOKUPS`, 16), all
+/// requested before the one it mirrors, complete: the next sync mirrors them all. The
+/// state named none pending past 16, so they were taken as mirrored and expired: 1 row
+/// of 19, sync and plain `check` exit 0. They are named now (up to `MAX_NAMED`).
+#[tokio::test]
+async fn many_instants_pending_at_the_first_sync_are_mirrored_once_completed() {
+    let (_dir, root) = hudi_v6();
+    let t = root.to_str().unwrap();
+    let times = seconds_apart(19);
+    let done = pending_instants(&root, &times);
+    complete(&root, &done[18]);
+    let options = SyncOptions::default();
+    assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 1);
+    for d in &done[..18] {
+        complete(&root, d);
+    }
+    assert_eq!(check(t, &options, false).await.unwrap().missing.len(), 18);
+    assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 18);
+    let mut expected: Vec<String> = (0..19).map(|i| format!("g{i}")).collect();
+    expected.sort();
+    assert_eq!(mirrored_groups(t).await, expected);
+    deep_checks_consistent(t, &options, "").await;
+}
+
 /// Hostile review hr10: an instant pending at a sync completes, and Hudi archives the
 /// instant before it before the next sync: that sync still mirrors it (the saved state
 /// named it pending). Before: 2 rows of 3, sync and plain `check` exit 0.

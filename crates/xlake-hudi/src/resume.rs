@@ -86,6 +86,11 @@ struct Resume {
 /// oldest of them (one listing's pages cost less than that many requests).
 pub const MAX_LOOKUPS: usize = 16;
 
+/// Pending instants named in a saved state at most (past [`MAX_LOOKUPS`] named, not looked
+/// up: the listing covers them), so that one completing late is known late wherever it
+/// falls; past this many none is named (a state of ~20 bytes each, in every snapshot).
+pub const MAX_NAMED: usize = 256;
+
 /// Where the next sync lists from: [`Floor::list_from`] on, and each of
 /// [`Floor::pending`] requested before it looked up on its own.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -182,8 +187,10 @@ fn checked(
 /// Where the next sync lists from after a sync that listed `timeline`, before what the
 /// instants it gives after each change set lower it: the newest instant listed less the
 /// margin ([`margin`]), and the pending instants named; past [`MAX_LOOKUPS`] of them, the
-/// oldest pending instant less the margin if older, none named. `None` when the timeline
-/// is empty or a time does not read (the next sync then lists whole).
+/// oldest pending instant less the margin if older (none to look up), and past
+/// [`MAX_NAMED`] none named (before, none was named past [`MAX_LOOKUPS`], and one of them
+/// that completed before where the mirror begins was taken as expired). `None` when the
+/// timeline is empty or a time does not read (the next sync then lists whole).
 pub(crate) fn floor(timeline: &Timeline, margin: chrono::TimeDelta) -> Option<Floor> {
     let all = || timeline.completed.iter().chain(&timeline.pending);
     let newest = all().map(|i| i.requested()).max()?;
@@ -198,7 +205,7 @@ pub(crate) fn floor(timeline: &Timeline, margin: chrono::TimeDelta) -> Option<Fl
         let bound = pending.first().map_or(newest, |p| p.as_str().min(newest));
         return Some(Floor {
             list_from: minus_margin(bound, margin)?,
-            pending: None,
+            pending: (pending.len() <= MAX_NAMED).then_some(pending),
             owed: Vec::new(),
         });
     }
@@ -301,12 +308,34 @@ mod tests {
     }
 
     /// Past [`MAX_LOOKUPS`] pending instants the floor is the oldest of them less the
-    /// margin, as before the lookups, and none is named.
+    /// margin, as before the lookups: they are named, none to look up; past
+    /// [`MAX_NAMED`] none is named.
     #[test]
     fn many_pending_instants_hold_the_floor_back_as_before() {
-        let names: Vec<String> = (0..=MAX_LOOKUPS)
-            .map(|n| format!("20240101{n:02}0000000.commit.requested"))
+        let times: Vec<String> = (0..=MAX_LOOKUPS)
+            .map(|n| format!("20240101{n:02}0000000"))
+            .collect();
+        let names: Vec<String> = times
+            .iter()
+            .map(|t| format!("{t}.commit.requested"))
             .chain(["20240102000000000.commit".to_string()])
+            .collect();
+        let timeline = Timeline::from_names(".hoodie", names.iter().map(String::as_str));
+        let named: Vec<&str> = times.iter().map(String::as_str).collect();
+        let floor_of = floor(&timeline, MARGIN).unwrap();
+        assert_eq!(floor_of, at("20231231235000", Some(&named)));
+        assert!(floor_of.lookups().is_empty());
+        let saved = save("20240102000000000", &floor_of);
+        assert_eq!(of(Some(&saved), "20240102000000000"), Some(floor_of));
+        let names: Vec<String> = (0..=MAX_NAMED)
+            .map(|n| {
+                format!(
+                    "2024010{}{:02}{:02}00000.commit.requested",
+                    1 + n / 1440,
+                    n / 60 % 24,
+                    n % 60
+                )
+            })
             .collect();
         let timeline = Timeline::from_names(".hoodie", names.iter().map(String::as_str));
         assert_eq!(floor(&timeline, MARGIN), Some(at("20231231235000", None)));
