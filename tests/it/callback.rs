@@ -722,3 +722,66 @@ fn past_max_tables_a_new_table_is_refused_before_anything_is_written() {
     let (status, body) = server.post(Some(KEY), &message(first, last).to_string());
     assert_eq!(status, 200, "{body}");
 }
+
+/// A callback on a connection of its own that asks the server to close it after the
+/// answer, so that the whole answer (headers too) can be read to its end.
+fn send_closing(addr: &str, body: &str) -> TcpStream {
+    let mut client = TcpStream::connect(addr).unwrap();
+    write!(
+        client,
+        "POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nHUDI-CALLBACK-KEY: {KEY}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    client
+}
+
+fn read_answer(mut client: TcpStream) -> String {
+    let mut answer = String::new();
+    client.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+/// Each callback runs to its end, its client gone or not, each waiting for a permit: they
+/// queued without bound. Past `--concurrency` x 16 in flight or queued, one is answered
+/// 503 with Retry-After before any work.
+#[test]
+fn callbacks_past_the_queue_bound_are_answered_503_before_any_work() {
+    let (_dir, root, version) = delta_table(600, None);
+    let (_other_dir, other, other_last) = hudi_table();
+    let server = start(&[
+        "--allow",
+        &allow(&root),
+        "--allow",
+        &allow(&other),
+        "--concurrency",
+        "1",
+    ]);
+    let body = message(&root, &version.to_string()).to_string();
+    let clients: Vec<TcpStream> = (0..40).map(|_| send_closing(&server.addr, &body)).collect();
+    // The queue is full while the first mirror runs: another table is refused unread.
+    let late = read_answer(send_closing(
+        &server.addr,
+        &message(&other, &other_last).to_string(),
+    ));
+    assert!(late.starts_with("HTTP/1.1 503"), "{late}");
+    assert!(
+        late.to_ascii_lowercase().contains("retry-after: 5"),
+        "{late}"
+    );
+    assert!(late.contains("\"busy\""), "{late}");
+    assert!(!other.join("metadata").exists(), "nothing may be written");
+    let answers: Vec<String> = clients.into_iter().map(read_answer).collect();
+    let ok = answers
+        .iter()
+        .filter(|a| a.starts_with("HTTP/1.1 200"))
+        .count();
+    let busy = answers
+        .iter()
+        .filter(|a| a.starts_with("HTTP/1.1 503"))
+        .count();
+    assert_eq!(ok + busy, 40, "{answers:?}");
+    assert!((1..=16).contains(&ok), "{ok} answered 200");
+    let (code, text) = common::xlake(&["check", root.to_str().unwrap()]);
+    assert_eq!(code, 0, "{text}");
+}

@@ -2,7 +2,8 @@
 //! (`commitTime`, `tableName`, `basePath`, ...) after each commit, with its API key in
 //! the `HUDI-CALLBACK-KEY` header. In order: 401 without the key (the body is not read),
 //! 400/408/413 for a body that is malformed, too slow or too large, 403 for a `basePath`
-//! outside the allowed locations, 503 when the table is new past `--max-tables`; then the commit is mirrored under the table's
+//! outside the allowed locations, 503 when too many callbacks are in flight or queued or
+//! the table is new past `--max-tables`; then the commit is mirrored under the table's
 //! lock and answered 200, or 500 naming the commit and why (never a path outside the
 //! table). Every callback is logged at info level: peer, table, commit, status, duration.
 
@@ -22,7 +23,7 @@ use serde_json::{json, Value};
 use tower_http::timeout::TimeoutError;
 
 use super::metrics::failure_kind;
-use super::{off_thread, Peer, ServiceState};
+use super::{off_thread, Peer, ServiceState, CALLBACKS_PER_PERMIT};
 use crate::access::KEY_HEADER;
 use crate::locate::locate;
 use crate::{mirror_commit, SyncError};
@@ -44,12 +45,16 @@ struct CallbackMessage {
 /// worker thread for every such request (hostile review hr14).
 const MAX_BASE_PATH: usize = 4096;
 
+/// The `Retry-After` of a callback refused because too many are in flight or queued.
+const RETRY_AFTER_SECONDS: u32 = 5;
+
 /// What the audit line and the answer need.
 struct Outcome {
     status: StatusCode,
     body: Value,
     table: String,
     commit: String,
+    retry_after: Option<u32>,
 }
 
 impl Outcome {
@@ -59,6 +64,7 @@ impl Outcome {
             body,
             table: String::new(),
             commit: String::new(),
+            retry_after: None,
         }
     }
 
@@ -98,12 +104,18 @@ pub(crate) async fn answer(
         )
     });
     let body = serde_json::to_vec(&outcome.body).unwrap_or_default();
-    (
+    let mut response = (
         outcome.status,
         [(header::CONTENT_TYPE, "application/json")],
         body,
     )
-        .into_response()
+        .into_response();
+    if let Some(seconds) = outcome.retry_after {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, seconds.into());
+    }
+    response
 }
 
 /// A callback counted in flight while this lives ([`ServiceState`]'s `callbacks`), so
@@ -185,6 +197,18 @@ async fn handle(state: &ServiceState, request: Request) -> Outcome {
             &table,
         );
     }
+    // Bounded before any work: each callback runs to its end, its client gone or not.
+    let Ok(_queued) = state.queue.try_acquire() else {
+        tracing::warn!(table = %table, commit = %commit, "refused: too many callbacks in flight or queued");
+        state.metrics.refused("busy");
+        let mut busy = Outcome::refused(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            &format!("too many callbacks in flight or queued (--concurrency x {CALLBACKS_PER_PERMIT}); retry later, or run `xlake commit`"),
+        );
+        busy.retry_after = Some(RETRY_AFTER_SECONDS);
+        return with(busy, &table);
+    };
     with(mirror(state, &message, &location, &table).await, &table)
 }
 

@@ -107,7 +107,7 @@ impl Metrics {
         );
         r.register(
             "callbacks_refused",
-            "Callbacks counted under no table: no table there (no_table), too many tables (too_many_tables)",
+            "Callbacks counted under no table: no table there (no_table), too many tables (too_many_tables), too many callbacks (busy)",
             m.refused.clone(),
         );
         r.register_collector(Box::new(ProcessCounter {

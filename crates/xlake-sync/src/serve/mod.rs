@@ -47,6 +47,12 @@ use crate::{SyncError, SyncOptions};
 use metrics::Metrics;
 use tables::Tables;
 
+/// Callbacks past their key and location check that may be in flight or queued at once,
+/// per `--concurrency` permit; past that a callback is answered 503 with `Retry-After`
+/// before any work. Each one whose client has gone runs on to its end, so without a
+/// bound they queued without one.
+pub const CALLBACKS_PER_PERMIT: usize = 16;
+
 /// How the service runs.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -100,6 +106,8 @@ pub(crate) struct ServiceState {
     metrics: Arc<Metrics>,
     tables: Tables,
     permits: Semaphore,
+    /// Places for callbacks in flight or queued ([`CALLBACKS_PER_PERMIT`]).
+    queue: Semaphore,
     ready: AtomicBool,
     /// Callbacks in flight, their clients gone or not: a shutdown waits for them
     /// (hostile review hr15: one whose client had gone was cut short by a SIGTERM).
@@ -116,6 +124,7 @@ impl ServiceState {
         Self {
             tables: Tables::new(listed, config.max_tables),
             permits: Semaphore::new(concurrency),
+            queue: Semaphore::new(concurrency.saturating_mul(CALLBACKS_PER_PERMIT)),
             metrics: Arc::new(Metrics::new()),
             ready: AtomicBool::new(true),
             callbacks: watch::Sender::new(0),
