@@ -249,6 +249,10 @@ pub enum Command {
         /// Largest request body, bytes.
         #[arg(long, default_value_t = 64 << 20)]
         max_body: usize,
+        /// Most tables outside --config that callbacks may add (each gets its own series on
+        /// /metrics); a callback naming a new table past that is answered 503.
+        #[arg(long, default_value_t = 10_000)]
+        max_tables: usize,
         #[command(flatten)]
         mirror: MirrorArgs,
     },

@@ -701,6 +701,7 @@ async fn serve_command(command: Command) -> Outcome {
         header_timeout,
         body_timeout,
         max_body,
+        max_tables,
         mirror,
     } = command
     else {
@@ -732,6 +733,7 @@ async fn serve_command(command: Command) -> Outcome {
         header_timeout,
         body_timeout,
         max_body,
+        max_tables,
         every,
         check_every,
         jobs,

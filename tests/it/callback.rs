@@ -639,3 +639,149 @@ fn sigterm_lets_the_mirror_of_a_client_gone_finish() {
     let (code, text) = common::xlake(&["check", root.to_str().unwrap()]);
     assert_eq!(code, 0, "{text}");
 }
+
+/// `/metrics` without its counts: the series it has.
+fn series(metrics: &str) -> Vec<String> {
+    metrics
+        .lines()
+        .map(|l| l.rsplit_once(' ').map_or(l, |(s, _)| s).to_string())
+        .collect()
+}
+
+/// Hostile review hr14's open item: every folder a callback named under an allowed prefix
+/// got its own `table` series on /metrics (about 19) and a lock, for the process's life,
+/// whether or not a table was there.
+#[test]
+fn callbacks_naming_folders_without_a_table_add_no_series() {
+    let (_dir, root, last) = hudi_table();
+    let server = start(&["--allow", &allow(&root)]);
+    let (status, body) = server.post(Some(KEY), &message(&root, &last).to_string());
+    assert_eq!(status, 200, "{body}");
+    let empty = |i: usize| {
+        let folder = root.parent().unwrap().join(format!("empty-{i}"));
+        if i.is_multiple_of(2) {
+            std::fs::create_dir(&folder).unwrap();
+        }
+        let mut m = message(&folder, &last);
+        m["basePath"] = serde_json::json!(folder.display().to_string());
+        m.to_string()
+    };
+    let (status, body) = server.post(Some(KEY), &empty(0));
+    assert_eq!(status, 500, "{body}");
+    assert!(body.contains("not_a_table"), "{body}");
+    let before = series(&server.get("/metrics").1);
+    for i in 1..=200 {
+        let (status, body) = server.post(Some(KEY), &empty(i));
+        assert_eq!(status, 500, "{body}");
+    }
+    let (_, after) = server.get("/metrics");
+    assert_eq!(series(&after), before, "{after}");
+    assert!(!after.contains("empty-"), "{after}");
+    assert!(
+        after.contains("xlake_callbacks_refused_total{reason=\"no_table\"} 201"),
+        "{after}"
+    );
+    // The table found keeps its series.
+    let label = std::fs::canonicalize(&root).unwrap().display().to_string();
+    assert!(after.contains(&format!(
+        "xlake_snapshots_written_total{{table=\"{label}\"}}"
+    )));
+}
+
+#[test]
+fn past_max_tables_a_new_table_is_refused_before_anything_is_written() {
+    let parent = tempfile::tempdir().unwrap();
+    let roots: Vec<(PathBuf, String)> = (0..2)
+        .map(|i| {
+            let (dir, root, last) = hudi_table();
+            let to = parent.path().join(format!("t{i}"));
+            std::fs::rename(&root, &to).unwrap();
+            drop(dir);
+            (to, last)
+        })
+        .collect();
+    let server = start(&[
+        "--allow",
+        parent.path().to_str().unwrap(),
+        "--max-tables",
+        "1",
+    ]);
+    let (first, last) = &roots[0];
+    let (status, body) = server.post(Some(KEY), &message(first, last).to_string());
+    assert_eq!(status, 200, "{body}");
+    let (second, last) = &roots[1];
+    let (status, body) = server.post(Some(KEY), &message(second, last).to_string());
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        body.contains("too_many_tables") && body.contains("--max-tables"),
+        "{body}"
+    );
+    assert!(!second.join("metadata").exists(), "nothing may be written");
+    // The table already served still is.
+    let (first, last) = &roots[0];
+    let (status, body) = server.post(Some(KEY), &message(first, last).to_string());
+    assert_eq!(status, 200, "{body}");
+}
+
+/// A callback on a connection of its own that asks the server to close it after the
+/// answer, so that the whole answer (headers too) can be read to its end.
+fn send_closing(addr: &str, body: &str) -> TcpStream {
+    let mut client = TcpStream::connect(addr).unwrap();
+    write!(
+        client,
+        "POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nHUDI-CALLBACK-KEY: {KEY}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    client
+}
+
+fn read_answer(mut client: TcpStream) -> String {
+    let mut answer = String::new();
+    client.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+/// Each callback runs to its end, its client gone or not, each waiting for a permit: they
+/// queued without bound. Past `--concurrency` x 16 in flight or queued, one is answered
+/// 503 with Retry-After before any work.
+#[test]
+fn callbacks_past_the_queue_bound_are_answered_503_before_any_work() {
+    let (_dir, root, version) = delta_table(600, None);
+    let (_other_dir, other, other_last) = hudi_table();
+    let server = start(&[
+        "--allow",
+        &allow(&root),
+        "--allow",
+        &allow(&other),
+        "--concurrency",
+        "1",
+    ]);
+    let body = message(&root, &version.to_string()).to_string();
+    let clients: Vec<TcpStream> = (0..40).map(|_| send_closing(&server.addr, &body)).collect();
+    // The queue is full while the first mirror runs: another table is refused unread.
+    let late = read_answer(send_closing(
+        &server.addr,
+        &message(&other, &other_last).to_string(),
+    ));
+    assert!(late.starts_with("HTTP/1.1 503"), "{late}");
+    assert!(
+        late.to_ascii_lowercase().contains("retry-after: 5"),
+        "{late}"
+    );
+    assert!(late.contains("\"busy\""), "{late}");
+    assert!(!other.join("metadata").exists(), "nothing may be written");
+    let answers: Vec<String> = clients.into_iter().map(read_answer).collect();
+    let ok = answers
+        .iter()
+        .filter(|a| a.starts_with("HTTP/1.1 200"))
+        .count();
+    let busy = answers
+        .iter()
+        .filter(|a| a.starts_with("HTTP/1.1 503"))
+        .count();
+    assert_eq!(ok + busy, 40, "{answers:?}");
+    assert!((1..=16).contains(&ok), "{ok} answered 200");
+    let (code, text) = common::xlake(&["check", root.to_str().unwrap()]);
+    assert_eq!(code, 0, "{text}");
+}

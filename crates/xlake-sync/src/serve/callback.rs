@@ -2,9 +2,10 @@
 //! (`commitTime`, `tableName`, `basePath`, ...) after each commit, with its API key in
 //! the `HUDI-CALLBACK-KEY` header. In order: 401 without the key (the body is not read),
 //! 400/408/413 for a body that is malformed, too slow or too large, 403 for a `basePath`
-//! outside the allowed locations; then the commit is mirrored under the table's lock and
-//! answered 200, or 500 naming the commit and why (never a path outside the table). Every
-//! callback is logged at info level: peer, table, commit, status, duration.
+//! outside the allowed locations, 503 when too many callbacks are in flight or queued or
+//! the table is new past `--max-tables`; then the commit is mirrored under the table's
+//! lock and answered 200, or 500 naming the commit and why (never a path outside the
+//! table). Every callback is logged at info level: peer, table, commit, status, duration.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -22,9 +23,11 @@ use serde_json::{json, Value};
 use tower_http::timeout::TimeoutError;
 
 use super::metrics::failure_kind;
-use super::{off_thread, Peer, ServiceState};
+use super::{off_thread, Peer, ServiceState, CALLBACKS_PER_PERMIT};
 use crate::access::KEY_HEADER;
+use crate::locate::locate;
 use crate::{mirror_commit, SyncError};
+use xlake_storage::StorageError;
 
 /// The fields of Hudi's callback message the endpoint needs.
 #[derive(Debug, Deserialize)]
@@ -42,22 +45,32 @@ struct CallbackMessage {
 /// worker thread for every such request (hostile review hr14).
 const MAX_BASE_PATH: usize = 4096;
 
+/// The `Retry-After` of a callback refused because too many are in flight or queued.
+const RETRY_AFTER_SECONDS: u32 = 5;
+
 /// What the audit line and the answer need.
 struct Outcome {
     status: StatusCode,
     body: Value,
     table: String,
     commit: String,
+    retry_after: Option<u32>,
 }
 
 impl Outcome {
-    fn refused(status: StatusCode, error: &str, message: &str) -> Self {
+    fn answered(status: StatusCode, body: Value) -> Self {
         Self {
             status,
-            body: json!({"mirrored": false, "error": error, "message": message}),
+            body,
             table: String::new(),
             commit: String::new(),
+            retry_after: None,
         }
+    }
+
+    fn refused(status: StatusCode, error: &str, message: &str) -> Self {
+        let body = json!({"mirrored": false, "error": error, "message": message});
+        Self::answered(status, body)
     }
 }
 
@@ -91,12 +104,18 @@ pub(crate) async fn answer(
         )
     });
     let body = serde_json::to_vec(&outcome.body).unwrap_or_default();
-    (
+    let mut response = (
         outcome.status,
         [(header::CONTENT_TYPE, "application/json")],
         body,
     )
-        .into_response()
+        .into_response();
+    if let Some(seconds) = outcome.retry_after {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, seconds.into());
+    }
+    response
 }
 
 /// A callback counted in flight while this lives ([`ServiceState`]'s `callbacks`), so
@@ -178,6 +197,18 @@ async fn handle(state: &ServiceState, request: Request) -> Outcome {
             &table,
         );
     }
+    // Bounded before any work: each callback runs to its end, its client gone or not.
+    let Ok(_queued) = state.queue.try_acquire() else {
+        tracing::warn!(table = %table, commit = %commit, "refused: too many callbacks in flight or queued");
+        state.metrics.refused("busy");
+        let mut busy = Outcome::refused(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            &format!("too many callbacks in flight or queued (--concurrency x {CALLBACKS_PER_PERMIT}); retry later, or run `xlake commit`"),
+        );
+        busy.retry_after = Some(RETRY_AFTER_SECONDS);
+        return with(busy, &table);
+    };
     with(mirror(state, &message, &location, &table).await, &table)
 }
 
@@ -246,8 +277,16 @@ async fn mirror(
     });
     let mut options = entry.map_or_else(|| state.config.options.clone(), crate::job::entry_options);
     options.data_roots = Some(state.config.allowed.data_roots(table));
-    let lock = state.table_lock(table);
-    let _table = lock.lock().await;
+    let Some(entered) = state.tables.admit(table) else {
+        tracing::warn!(table = %table, commit = %commit, "refused: --max-tables reached");
+        state.metrics.refused("too_many_tables");
+        return Outcome::refused(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too_many_tables",
+            &format!("this service already serves {} tables named by callbacks (--max-tables); list the table in --config, or raise --max-tables", state.tables.max()),
+        );
+    };
+    let _table = entered.lock().lock().await;
     let Ok(_permit) = state.permits.acquire().await else {
         return Outcome::refused(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -267,35 +306,52 @@ async fn mirror(
         Ok(report) => {
             // Checked periodically from now on (only tables that exist and mirrored once).
             state.remember(table, &location, &options_for_check);
+            state.tables.track(table);
             state
                 .metrics
                 .sync_done(table, took, Ok(report.written.len()));
-            Outcome {
-                status: StatusCode::OK,
-                body: json!({
+            Outcome::answered(
+                StatusCode::OK,
+                json!({
                     "mirrored": true,
                     "tableName": message.table_name,
                     "snapshotsWritten": report.written.len(),
                 }),
-                table: String::new(),
-                commit: String::new(),
-            }
+            )
         }
         Err(e) => {
             tracing::error!(table = %table, commit = %commit, error = %e, "callback: mirroring failed");
-            state.metrics.sync_done(table, took, Err(failure_kind(&e)));
-            Outcome {
-                status: StatusCode::INTERNAL_SERVER_ERROR,
-                body: json!({
+            if state.tables.tracked(table) || !nothing_there(&location, &e).await {
+                state.tables.track(table);
+                state.metrics.sync_done(table, took, Err(failure_kind(&e)));
+            } else {
+                state.metrics.refused("no_table");
+            }
+            Outcome::answered(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({
                     "mirrored": false,
                     "tableName": message.table_name,
                     "error": failure_kind(&e),
                     "message": public_message(&e, &location, table),
                 }),
-                table: String::new(),
-                commit: String::new(),
-            }
+            )
         }
+    }
+}
+
+/// Whether a mirror that failed with `e` found no table at `location`: no source table,
+/// no Iceberg mirror, or no folder at all. Such a location gets no series of its own.
+async fn nothing_there(location: &str, e: &SyncError) -> bool {
+    let no_folder =
+        |e: &SyncError| matches!(e, SyncError::Storage(StorageError::InvalidLocation { .. }));
+    if !(no_folder(e) || matches!(e, SyncError::NotATable { .. } | SyncError::NoTable { .. })) {
+        return false;
+    }
+    let at = location.to_string();
+    match off_thread("look", move || async move { locate(&at, None).await }).await {
+        Ok(found) => found.format.is_none() && !found.iceberg,
+        Err(e) => no_folder(&e),
     }
 }
 

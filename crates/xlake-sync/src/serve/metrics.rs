@@ -33,6 +33,7 @@ pub struct Metrics {
     duration: Family<Labels, Histogram, fn() -> Histogram>,
     check_result: Family<Labels, Gauge>,
     callbacks: Family<Labels, Counter>,
+    refused: Family<Labels, Counter>,
 }
 
 fn table(location: &str) -> Labels {
@@ -64,6 +65,7 @@ impl Metrics {
             duration: Family::new_with_constructor(duration_histogram),
             check_result: Family::default(),
             callbacks: Family::default(),
+            refused: Family::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -102,6 +104,11 @@ impl Metrics {
             "callbacks",
             "Callbacks answered, by HTTP status",
             m.callbacks.clone(),
+        );
+        r.register(
+            "callbacks_refused",
+            "Callbacks counted under no table: no table there (no_table), too many tables (too_many_tables), too many callbacks (busy)",
+            m.refused.clone(),
         );
         r.register_collector(Box::new(ProcessCounter {
             name: "storage_retries",
@@ -174,6 +181,13 @@ impl Metrics {
     pub fn callback(&self, status: u16) {
         self.callbacks
             .get_or_create(&vec![("status", status.to_string())])
+            .inc();
+    }
+
+    /// A callback counted under no table, for `reason` (one of a fixed few).
+    pub fn refused(&self, reason: &'static str) {
+        self.refused
+            .get_or_create(&vec![("reason", reason.to_string())])
             .inc();
     }
 

@@ -9,6 +9,7 @@
 //! | [`callback`] | one callback: authenticate, parse, authorise, mirror under the table's lock, answer |
 //! | [`metrics`] | the Prometheus metrics |
 //! | [`schedule`] | the scheduled sync cycle and the periodic check |
+//! | [`tables`] | the tables known: their locks, which have series, the `--max-tables` cap |
 //!
 //! HTTP/1.1 keep-alive on hyper, routing by axum; a connection that does not send its
 //! headers within the header timeout, or its body within the body timeout, is closed;
@@ -18,8 +19,9 @@
 pub mod callback;
 pub mod metrics;
 pub mod schedule;
+mod tables;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,6 +45,13 @@ use crate::access::{self, Allowed, Key};
 use crate::job::JobConfig;
 use crate::{SyncError, SyncOptions};
 use metrics::Metrics;
+use tables::Tables;
+
+/// Callbacks past their key and location check that may be in flight or queued at once,
+/// per `--concurrency` permit; past that a callback is answered 503 with `Retry-After`
+/// before any work. Each one whose client has gone runs on to its end, so without a
+/// bound they queued without one.
+pub const CALLBACKS_PER_PERMIT: usize = 16;
 
 /// How the service runs.
 #[derive(Debug, Clone)]
@@ -61,6 +70,9 @@ pub struct ServeConfig {
     pub body_timeout: Duration,
     /// Largest request body, bytes.
     pub max_body: usize,
+    /// The most tables outside `jobs` that callbacks may add (each gets its own series
+    /// on `/metrics`); callbacks naming a new one past that are answered 503.
+    pub max_tables: usize,
     /// Tables of a job config: synced every `every`, checked every `check_every`.
     pub jobs: Option<JobConfig>,
     /// Interval of the scheduled sync of the config's tables.
@@ -79,6 +91,7 @@ impl Default for ServeConfig {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             max_body: 64 << 20,
+            max_tables: 10_000,
             jobs: None,
             every: None,
             check_every: None,
@@ -91,8 +104,10 @@ impl Default for ServeConfig {
 pub(crate) struct ServiceState {
     config: ServeConfig,
     metrics: Arc<Metrics>,
-    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    tables: Tables,
     permits: Semaphore,
+    /// Places for callbacks in flight or queued ([`CALLBACKS_PER_PERMIT`]).
+    queue: Semaphore,
     ready: AtomicBool,
     /// Callbacks in flight, their clients gone or not: a shutdown waits for them
     /// (hostile review hr15: one whose client had gone was cut short by a SIGTERM).
@@ -102,10 +117,20 @@ pub(crate) struct ServiceState {
 }
 
 impl ServiceState {
-    /// The lock that serialises mirrors of one table (normalised location) in this process.
-    fn table_lock(&self, table: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
-        locks.entry(table.to_string()).or_default().clone()
+    fn new(config: ServeConfig) -> Self {
+        let concurrency = config.concurrency.max(1);
+        let listed = config.jobs.iter().flat_map(|j| &j.tables);
+        let listed = listed.filter_map(|t| access::normalise(&t.location).ok());
+        Self {
+            tables: Tables::new(listed, config.max_tables),
+            permits: Semaphore::new(concurrency),
+            queue: Semaphore::new(concurrency.saturating_mul(CALLBACKS_PER_PERMIT)),
+            metrics: Arc::new(Metrics::new()),
+            ready: AtomicBool::new(true),
+            callbacks: watch::Sender::new(0),
+            known: Mutex::default(),
+            config,
+        }
     }
 
     fn remember(&self, table: &str, location: &str, options: &SyncOptions) {
@@ -169,15 +194,7 @@ pub async fn serve(
     } else {
         tracing::warn!("INSECURE: --insecure-no-key: any client that reaches the port can make this service read and write the allowed tables");
     }
-    let state = Arc::new(ServiceState {
-        permits: Semaphore::new(config.concurrency.max(1)),
-        metrics: Arc::new(Metrics::new()),
-        locks: Mutex::default(),
-        ready: AtomicBool::new(true),
-        callbacks: watch::Sender::new(0),
-        known: Mutex::default(),
-        config,
-    });
+    let state = Arc::new(ServiceState::new(config));
     for entry in state.config.jobs.iter().flat_map(|j| &j.tables) {
         let options = crate::job::entry_options(entry);
         if let Ok(n) = access::normalise(&entry.location) {
@@ -314,15 +331,10 @@ pub struct MetricsEndpoint {
 impl MetricsEndpoint {
     /// Serve `/healthz`, `/readyz` and `/metrics` on `listener` in the background.
     pub fn start(listener: TcpListener) -> Self {
-        let state = Arc::new(ServiceState {
-            permits: Semaphore::new(1),
-            metrics: Arc::new(Metrics::new()),
-            locks: Mutex::default(),
-            ready: AtomicBool::new(true),
-            callbacks: watch::Sender::new(0),
-            known: Mutex::default(),
-            config: ServeConfig::default(),
-        });
+        let state = Arc::new(ServiceState::new(ServeConfig {
+            concurrency: 1,
+            ..ServeConfig::default()
+        }));
         let metrics = state.metrics.clone();
         let app = health_router(state.clone());
         tokio::spawn(async move {

@@ -60,8 +60,8 @@ async fn cycle(state: &ServiceState, tables: &[TableEntry]) {
     let results: Vec<TableResult> = futures::stream::iter(tables.iter().cloned())
         .map(|entry| async move {
             let key = normalise(&entry.location).unwrap_or_else(|_| entry.location.clone());
-            let lock = state.table_lock(&key);
-            let _table = lock.lock().await;
+            let entered = state.tables.listed(&key);
+            let _table = entered.lock().lock().await;
             let _permit = state.permits.acquire().await;
             let location = entry.location.clone();
             match off_thread("sync", move || async move { Ok(sync_entry(entry).await) }).await {
