@@ -673,6 +673,9 @@ async fn commit_and_print(
         Ok(report) => report,
         Err(e) => return Err(commit_refused(table, commit, e).await),
     };
+    for note in &report.notes {
+        outln!("note: {note}");
+    }
     for d in &report.degraded {
         outln!("degraded: {d}");
     }

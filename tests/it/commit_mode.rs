@@ -180,3 +180,28 @@ fn a_commit_requested_before_the_saved_floor_is_mirrored_when_named() {
     assert_eq!(snapshot_count(&root), 4);
     assert_eq!(common::xlake(&["check", t]).0, 0);
 }
+
+/// In-commit mode for a commit the mirror holds without a snapshot of its own (folded
+/// into a `sync --from-latest` first snapshot, or its snapshot expired) succeeds, saying
+/// so, and writes nothing: a retried callback for it failed every time ("finished
+/// without a snapshot for it", exit 1; hostile review hr13's low item).
+#[test]
+fn a_commit_folded_or_expired_is_held_and_succeeds() {
+    let (_dir, root) = common::delta::extract("simple_table");
+    let t = root.to_str().unwrap();
+    let (code, text) = common::xlake(&["sync", t, "--from-latest"]);
+    assert_eq!(code, 0, "{text}");
+    let (code, text) = common::xlake(&["commit", t, "--version", "1"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("before where the mirror begins"), "{text}");
+    assert_eq!(snapshot_count(&root), 1);
+    let (_dir, root) = common::delta::extract("simple_table");
+    let t = root.to_str().unwrap();
+    assert_eq!(common::xlake(&["sync", t]).0, 0);
+    let (code, text) = common::xlake(&["expire", t, "--keep-snapshots", "1"]);
+    assert_eq!(code, 0, "{text}");
+    let (code, text) = common::xlake(&["commit", t, "--version", "0"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("before where the mirror begins"), "{text}");
+    assert_eq!(snapshot_count(&root), 1);
+}

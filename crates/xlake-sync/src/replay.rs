@@ -63,6 +63,13 @@ impl<'a> Pending<'a> {
         self.expired.len()
     }
 
+    /// Whether listed commit `id` comes before where the mirror begins and is not to
+    /// mirror: the mirror holds it without a snapshot of its own (its snapshot expired,
+    /// or it was folded into a `--from-latest` first snapshot).
+    pub(crate) fn is_expired(&self, id: &str) -> bool {
+        self.expired.contains(id)
+    }
+
     /// How many listed commits are pending, up to and including `until` (for progress).
     pub(crate) fn count(&self, until: Option<&str>) -> usize {
         let mut n = 0;

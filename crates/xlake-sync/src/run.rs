@@ -435,12 +435,14 @@ impl<'a> Sync<'a> {
         let (replay, engine_notes) = self.replay(source, &start.state).await?;
         let mirrored = &start.state.commits;
         self.trust_proven = !mirrored.is_empty() && !self.options.check_every_file;
-        // In-commit mode for a commit already mirrored: nothing further to do.
-        let until_done = self.until.is_some_and(|u| mirrored.contains(u));
         let reduced = self.options.from_latest && mirrored.is_empty();
         let first = start.state.first.as_deref();
         let order = |a: &str, b: &str| source.order(a, b);
         let pending = replay::Pending::new(mirrored, first, &start.listing, order);
+        // In-commit mode for a commit the mirror holds (with a snapshot of its own, or
+        // expired, or folded): nothing further to do.
+        let held = self.until.filter(|u| pending.is_expired(u));
+        let until_done = held.is_some() || self.until.is_some_and(|u| mirrored.contains(u));
         let remaining = match pending.count(self.until) {
             _ if until_done => 0,
             // --from-latest: the one snapshot of the newest state.
@@ -480,12 +482,16 @@ impl<'a> Sync<'a> {
         report.source_commits = batches.streamed + unstreamed;
         report.already_mirrored = batches.skipped.saturating_sub(written_before) + unstreamed;
         report.notes = notes(batches.notes(), engine_notes, self.upgrade_note.take());
+        if let Some(u) = held {
+            report.notes.push(format!("source commit {u} comes before where the mirror begins: the mirror holds it without a snapshot of its own (its snapshot expired, or it was folded into the first snapshot by sync --from-latest)"));
+        }
         // The commits before the one the source could not read are mirrored; now say why
         // the rest is not. (In-commit mode does not fail for a bad commit after the one it
         // was asked for.)
-        let until_mirrored = self.until.is_some_and(|u| {
-            mirrored.contains(u) || report.written.iter().any(|m| m.commit.id == u)
-        });
+        let until_mirrored = held.is_some()
+            || self.until.is_some_and(|u| {
+                mirrored.contains(u) || report.written.iter().any(|m| m.commit.id == u)
+            });
         if let Some(e) = batches.stopped.filter(|_| !batches.reached) {
             return Err(SyncError::Source(e.in_table(&self.table)));
         }
