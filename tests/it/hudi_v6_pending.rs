@@ -698,6 +698,30 @@ async fn rolled_back_is_not_gone(times: &[String]) {
     deep_checks_consistent(t, &options, "").await;
 }
 
+/// A clean pending at a sync that completes and is archived before the next sync is not
+/// taken as gone unmirrored: it gets no snapshot (the saved state names it apart, as
+/// `quiet`); the sync goes on.
+#[tokio::test]
+async fn a_pending_clean_archived_since_is_not_taken_as_gone_unmirrored() {
+    let (_dir, root) = hudi_v6();
+    let t = root.to_str().unwrap();
+    let times = seconds_apart(4);
+    let writes = [&times[0], &times[2], &times[3]];
+    for (i, time) in writes.into_iter().enumerate() {
+        complete(&root, &hudi_v6_instant(&root, time, &format!("g{i}")));
+    }
+    let timeline = root.join(".hoodie");
+    let clean = &times[1];
+    std::fs::write(timeline.join(format!("{clean}.clean.requested")), "").unwrap();
+    std::fs::write(timeline.join(format!("{clean}.clean.inflight")), "").unwrap();
+    let options = SyncOptions::default();
+    assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 3);
+    std::fs::write(timeline.join(format!("{clean}.clean")), "").unwrap();
+    archive(&root, &times[..2]);
+    assert!(sync(t, &options, |_| {}).await.unwrap().written.is_empty());
+    assert!(check(t, &options, false).await.unwrap().consistent());
+}
+
 /// The names of the files under the table's `metadata/`, sorted.
 fn metadata_files(root: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(root.join("metadata"))

@@ -19,8 +19,9 @@ use crate::resume::Floor;
 use crate::HudiSource;
 
 impl HudiSource {
-    /// Of the instants `floor` names pending or owed, those not in `mirrored` that the
-    /// timeline in use holds in no state.
+    /// Of the instants `floor` names pending that get a snapshot once completed (known
+    /// only in a state that names the others, `quiet`: a clean is archived too) or owed,
+    /// those not in `mirrored` that the timeline in use holds in no state.
     pub(crate) fn off_timeline<'a>(
         &self,
         floor: &'a Floor,
@@ -33,7 +34,12 @@ impl HudiSource {
             .chain(&timeline.pending)
             .map(|i| i.requested())
             .collect();
-        let named = floor.pending.iter().flatten().chain(&floor.owed);
+        let pending = floor.quiet.as_ref().and(floor.pending.as_ref()).into_iter();
+        let quiet = floor.quiet.as_deref().unwrap_or_default();
+        let writes = pending
+            .flatten()
+            .filter(|p| quiet.binary_search(p).is_err());
+        let named = writes.chain(&floor.owed);
         let mut off: Vec<&str> = named
             .map(String::as_str)
             .filter(|id| !mirrored.contains(*id) && !on.contains(id))

@@ -422,6 +422,7 @@ pub(crate) mod tests {
             list_from: list_from.to_string(),
             pending: Some(pending.iter().map(|p| p.to_string()).collect()),
             owed: Vec::new(),
+            quiet: Some(Vec::new()),
         }
     }
 

@@ -39,6 +39,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::source::completes_with_snapshot;
 use crate::timeline::Timeline;
 
 /// How long before the newest instant listed an instant not yet listed may have been
@@ -72,7 +73,7 @@ struct Resume {
     /// The instant time (14 digits, `yyyyMMddHHmmss`) the next sync lists from.
     list_from: String,
     /// The requested times of the instants pending when the sync listed; absent in a
-    /// state written before them, or past [`MAX_LOOKUPS`].
+    /// state written before them, or past [`MAX_NAMED`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pending: Option<Vec<String>>,
     /// The late completions the mirror still owes after this change set's instant (named
@@ -80,6 +81,10 @@ struct Resume {
     /// here leaves them unmirrored); after its `listFrom`, so not looked up.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     owed: Vec<String>,
+    /// Of `pending`, the instants whose completion gets no snapshot (a clean, a
+    /// savepoint, ...); absent in a state written before them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    quiet: Option<Vec<String>>,
 }
 
 /// Pending instants looked up one by one at most; past that the listing starts at the
@@ -103,6 +108,9 @@ pub(crate) struct Floor {
     /// Late completions still owed to the mirror after the instant whose state this is
     /// (requested times, sorted): known to have been pending, whatever `pending` says.
     pub owed: Vec<String>,
+    /// Of [`Self::pending`], the instants whose completion gets no snapshot (sorted);
+    /// `None`: not known (a state written before them).
+    pub quiet: Option<Vec<String>>,
 }
 
 impl Floor {
@@ -134,6 +142,7 @@ pub(crate) fn save(instant: &str, floor: &Floor) -> String {
             list_from: floor.list_from.clone(),
             pending: floor.pending.clone(),
             owed: floor.owed.clone(),
+            quiet: floor.quiet.clone(),
         },
     };
     serde_json::to_string(&saved).unwrap_or_default()
@@ -143,7 +152,15 @@ pub(crate) fn save(instant: &str, floor: &Floor) -> String {
 /// mirror's newest instant) and lists from at or before it.
 pub(crate) fn of(saved: Option<&str>, newest: &str) -> Option<Floor> {
     let Saved { hudi } = serde_json::from_str(saved?).ok()?;
-    let floor = checked(hudi.list_from, hudi.pending, hudi.owed)?;
+    let mut floor = checked(hudi.list_from, hudi.pending, hudi.owed)?;
+    let times = |q: &Vec<String>| {
+        q.iter()
+            .all(|t| t.len() >= 14 && t.bytes().all(|b| b.is_ascii_digit()))
+    };
+    floor.quiet = hudi.quiet.filter(times).map(|mut q| {
+        q.sort();
+        q
+    });
     (hudi.instant == newest && floor.list_from.as_str() <= newest).then_some(floor)
 }
 
@@ -181,6 +198,7 @@ fn checked(
         list_from,
         pending,
         owed,
+        quiet: None,
     })
 }
 
@@ -201,18 +219,23 @@ pub(crate) fn floor(timeline: &Timeline, margin: chrono::TimeDelta) -> Option<Fl
         .collect();
     pending.sort();
     pending.dedup();
-    if pending.len() > MAX_LOOKUPS {
-        let bound = pending.first().map_or(newest, |p| p.as_str().min(newest));
-        return Some(Floor {
-            list_from: minus_margin(bound, margin)?,
-            pending: (pending.len() <= MAX_NAMED).then_some(pending),
-            owed: Vec::new(),
-        });
-    }
+    let quiet = timeline
+        .pending
+        .iter()
+        .filter(|i| !completes_with_snapshot(i.action()));
+    let mut quiet: Vec<String> = quiet.map(|i| i.requested().to_string()).collect();
+    quiet.sort();
+    quiet.dedup();
+    let named = pending.len() <= MAX_NAMED;
+    let bound = match pending.len() > MAX_LOOKUPS {
+        true => pending.first().map_or(newest, |p| p.as_str().min(newest)),
+        false => newest,
+    };
     Some(Floor {
-        list_from: minus_margin(newest, margin)?,
-        pending: Some(pending),
+        list_from: minus_margin(bound, margin)?,
+        pending: named.then_some(pending),
         owed: Vec::new(),
+        quiet: named.then_some(quiet),
     })
 }
 
@@ -249,11 +272,21 @@ pub(crate) fn seconds(time: &str) -> &str {
 mod tests {
     use super::*;
 
+    /// A floor listed from `list_from` naming `pending` (writes: none quiet).
     fn at(list_from: &str, pending: Option<&[&str]>) -> Floor {
         Floor {
             list_from: list_from.to_string(),
             pending: pending.map(|p| p.iter().map(|t| t.to_string()).collect()),
             owed: Vec::new(),
+            quiet: pending.map(|_| Vec::new()),
+        }
+    }
+
+    /// [`at`] as a tip or a state written before `quiet` gives it back.
+    fn unknown_quiet(floor: Floor) -> Floor {
+        Floor {
+            quiet: None,
+            ..floor
         }
     }
 
@@ -343,14 +376,14 @@ mod tests {
 
     #[test]
     fn a_tip_gives_back_its_floor() {
-        let floor = at("20240101015000", Some(&["20240101003000000"]));
+        let floor = unknown_quiet(at("20240101015000", Some(&["20240101003000000"])));
         assert_eq!(
             of_tip("20240101015000:20240101020000000:20240101003000000"),
             Some(floor)
         );
         assert_eq!(
             of_tip("20240101015000::"),
-            Some(at("20240101015000", Some(&[])))
+            Some(unknown_quiet(at("20240101015000", Some(&[]))))
         );
         assert_eq!(
             of_tip("20240101015000:20240101020000000"),

@@ -42,6 +42,12 @@ pub(crate) enum Kind {
 /// The actions that write data files (Hudi's write timeline).
 const WRITE_ACTIONS: [&str; 3] = ["commit", "deltacommit", "replacecommit"];
 
+/// Whether a pending instant of `action` gets a snapshot once completed: a write, a
+/// rollback, a restore, or a compaction or clustering, which complete as writes.
+pub(crate) fn completes_with_snapshot(action: &str) -> bool {
+    gets_snapshot(action) || matches!(action, "compaction" | "logcompaction" | "clustering")
+}
+
 /// Whether an instant of `action`, in any state, is on Hudi's write timeline (a pending
 /// commit of table version 6 is named `inflight`; compaction and clustering complete as
 /// writes): what archival takes in requested order.

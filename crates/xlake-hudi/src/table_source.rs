@@ -203,13 +203,9 @@ impl TableSource for HudiSource {
         if self.config().version >= 8 {
             return None;
         }
-        let completes_with_snapshot = |action: &str| {
-            crate::source::gets_snapshot(action)
-                || matches!(action, "compaction" | "logcompaction" | "clustering")
-        };
         let pending = self.timeline().pending.iter();
         pending
-            .filter(|i| completes_with_snapshot(i.action()))
+            .filter(|i| crate::source::completes_with_snapshot(i.action()))
             .map(|i| i.requested())
             .min()
             .map(str::to_string)
