@@ -93,7 +93,8 @@ pub const MAX_LOOKUPS: usize = 16;
 
 /// Pending instants named in a saved state at most (past [`MAX_LOOKUPS`] named, not looked
 /// up: the listing covers them), so that one completing late is known late wherever it
-/// falls; past this many none is named (a state of ~20 bytes each, in every snapshot).
+/// falls; past this many none is named (~20 bytes each: the Iceberg target keeps the
+/// newest state only, a Delta target one per commit).
 pub const MAX_NAMED: usize = 256;
 
 /// Where the next sync lists from: [`Floor::list_from`] on, and each of
