@@ -698,30 +698,6 @@ async fn rolled_back_is_not_gone(times: &[String]) {
     deep_checks_consistent(t, &options, "").await;
 }
 
-/// A clean pending at a sync that completes and is archived before the next sync is not
-/// taken as gone unmirrored: it gets no snapshot (the saved state names it apart, as
-/// `quiet`); the sync goes on.
-#[tokio::test]
-async fn a_pending_clean_archived_since_is_not_taken_as_gone_unmirrored() {
-    let (_dir, root) = hudi_v6();
-    let t = root.to_str().unwrap();
-    let times = seconds_apart(4);
-    let writes = [&times[0], &times[2], &times[3]];
-    for (i, time) in writes.into_iter().enumerate() {
-        complete(&root, &hudi_v6_instant(&root, time, &format!("g{i}")));
-    }
-    let timeline = root.join(".hoodie");
-    let clean = &times[1];
-    std::fs::write(timeline.join(format!("{clean}.clean.requested")), "").unwrap();
-    std::fs::write(timeline.join(format!("{clean}.clean.inflight")), "").unwrap();
-    let options = SyncOptions::default();
-    assert_eq!(sync(t, &options, |_| {}).await.unwrap().written.len(), 3);
-    std::fs::write(timeline.join(format!("{clean}.clean")), "").unwrap();
-    archive(&root, &times[..2]);
-    assert!(sync(t, &options, |_| {}).await.unwrap().written.is_empty());
-    assert!(check(t, &options, false).await.unwrap().consistent());
-}
-
 /// The names of the files under the table's `metadata/`, sorted.
 fn metadata_files(root: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(root.join("metadata"))
@@ -823,4 +799,64 @@ async fn deep_checks_consistent(t: &str, options: &SyncOptions, label: &str) {
 async fn synced_ids(t: &str, options: &SyncOptions) -> Vec<String> {
     let written = sync(t, options, |_| {}).await.unwrap().written;
     written.into_iter().map(|m| m.commit.id).collect()
+}
+
+/// Hostile review hr16: a clean (no rows, no snapshot) pending at a sync, completed and
+/// archived with the instants before it by the next: the saved state named it pending,
+/// so the next sync took it as a late completion archived unmirrored and refused, exit 1,
+/// on every sync after (a healthy table blocked for good; `check` exit 1). Hudi cleans
+/// inline after a commit, and archives cleans with the commits. Now the state names
+/// apart the pending instants that get no snapshot once completed (`quiet`), and the
+/// sync mirrors what follows (found by hr16 and by the lead at once).
+#[tokio::test]
+async fn a_clean_pending_at_a_sync_and_archived_since_is_not_gone_unmirrored() {
+    let (_dir, root) = hudi_v6();
+    let t = root.to_str().unwrap();
+    let times = seconds_apart(5);
+    let writes = [&times[0], &times[1], &times[3], &times[4]];
+    let done = pending_instants(&root, &writes);
+    for d in &done[..3] {
+        complete(&root, d);
+    }
+    let timeline = root.join(".hoodie");
+    for state in ["clean.requested", "clean.inflight"] {
+        std::fs::write(timeline.join(format!("{}.{state}", times[2])), "").unwrap();
+    }
+    let options = SyncOptions::default();
+    assert_eq!(
+        synced_ids(t, &options).await,
+        [times[0].as_str(), &times[1], &times[3]]
+    );
+    std::fs::write(timeline.join(format!("{}.clean", times[2])), "").unwrap();
+    complete(&root, &done[3]);
+    archive(&root, &times[..3]);
+    assert_eq!(synced_ids(t, &options).await, [times[4].as_str()]);
+    deep_checks_consistent(t, &options, "clean").await;
+}
+
+/// Hostile review hr16: past `MAX_LOOKUPS` (16) pending instants the saved state named
+/// none, so the oldest of 17 pending at a sync, completed and archived (with the instant
+/// before it) before the next sync, was not reported: the sync said up to date and plain
+/// `check` was consistent, exit 0, its row missing (only `check --deep` told). The state
+/// now names them (up to `MAX_NAMED`, 256), none looked up: the sync refuses.
+#[tokio::test]
+async fn a_late_completion_archived_past_max_lookups_pending_is_refused() {
+    let (_dir, root) = hudi_v6();
+    let t = root.to_str().unwrap();
+    let times = seconds_apart(19);
+    let done = pending_instants(&root, &times);
+    for i in [0, 18] {
+        complete(&root, &done[i]);
+    }
+    let options = SyncOptions::default();
+    assert_eq!(
+        synced_ids(t, &options).await,
+        [times[0].as_str(), &times[18]]
+    );
+    complete(&root, &done[1]);
+    archive(&root, &times[..2]);
+    let err = sync(t, &options, |_| {}).await.unwrap_err();
+    assert!(matches!(&err, SyncError::GoneUnmirrored { .. }), "{err}");
+    let report = check(t, &options, false).await.unwrap();
+    assert!(!report.consistent(), "{report:?}");
 }
