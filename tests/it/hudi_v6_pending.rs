@@ -698,6 +698,28 @@ async fn rolled_back_is_not_gone(times: &[String]) {
     deep_checks_consistent(t, &options, "").await;
 }
 
+/// In-commit mode for a v6 instant before where the mirror begins fails, as before: it
+/// may have been folded into a `--from-latest` first snapshot (its rows in the mirror)
+/// or have completed late unseen (they are not), which the mirror cannot tell; the error
+/// says so and points at `check --deep`. (Elsewhere such a commit is held: exit 0.)
+#[tokio::test]
+async fn in_commit_mode_for_a_v6_instant_before_the_mirror_fails_saying_why() {
+    let (_dir, root) = hudi_v6();
+    let t = root.to_str().unwrap();
+    let times = seconds_apart(3);
+    for d in pending_instants(&root, &times) {
+        complete(&root, &d);
+    }
+    let latest = SyncOptions {
+        from_latest: true,
+        ..Default::default()
+    };
+    assert_eq!(sync(t, &latest, |_| {}).await.unwrap().written.len(), 1);
+    let (code, text) = crate::common::xlake(&["commit", t, "--instant", &times[0]]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("check --deep"), "{text}");
+}
+
 /// The names of the files under the table's `metadata/`, sorted.
 fn metadata_files(root: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(root.join("metadata"))

@@ -90,7 +90,7 @@ pub async fn mirror_commit(
     let (mut report, mirrored) = sync.run(source.as_mut(), preloaded, progress).await?;
     if !mirrored {
         return Err(not_mirrored(
-            "the sync finished without a snapshot for it".into(),
+            "the sync finished without a snapshot for it (on Hudi table version 6: an instant before where the mirror begins, whose snapshot expired or which a `sync --from-latest` first snapshot folded, its rows in the mirror; or one that completed late unseen, its rows not: `xlake check --deep` tells which)".into(),
         ));
     }
     // In-commit mode succeeds only once the catalog points at the commit's snapshot too.
@@ -440,8 +440,11 @@ impl<'a> Sync<'a> {
         let order = |a: &str, b: &str| source.order(a, b);
         let pending = replay::Pending::new(mirrored, first, &start.listing, order);
         // In-commit mode for a commit the mirror holds (with a snapshot of its own, or
-        // expired, or folded): nothing further to do.
-        let held = self.until.filter(|u| pending.is_expired(u));
+        // expired, or folded): nothing further to do. Where commits may complete out of
+        // source order (Hudi table version 6) one before where the mirror begins may also
+        // be a late completion the mirror never saw: not taken as held.
+        let ordered = start.listing.strictly_ordered;
+        let held = self.until.filter(|u| ordered && pending.is_expired(u));
         let until_done = held.is_some() || self.until.is_some_and(|u| mirrored.contains(u));
         let remaining = match pending.count(self.until) {
             _ if until_done => 0,
