@@ -2,17 +2,21 @@
 
 use xlake_storage::Entry;
 
-/// The folder xlake writes into the table root; a rebuild sets old histories aside beside
-/// it as `metadata.relocated-<time>/`.
+/// The folder xlake writes into the table root.
 const METADATA_DIR: &str = "metadata";
 
+/// How the folders a rebuild sets old histories aside in begin:
+/// `metadata.relocated-<time>/` beside `metadata/`.
+const ASIDE_PREFIX: &str = "metadata.relocated-";
+
 /// Whether a listed file is a data file of the table: not in xlake's own folders
-/// (`metadata/`, `metadata.*/`), no path segment starting with `_` or `.` (`_temporary/`
-/// of a job still writing, `_SUCCESS`, hidden files), and not empty (a file being written).
+/// (`metadata/`, `metadata.relocated-*/`; a folder of the table's own named
+/// `metadata.<other>/` is data, hostile review hr17: its files went unmirrored, exit 0),
+/// no path segment starting with `_` or `.` (`_temporary/` of a job still writing,
+/// `_SUCCESS`, hidden files), and not empty (a file being written).
 pub fn is_data_file(entry: &Entry) -> bool {
     let top = entry.path.split('/').next().unwrap_or_default();
-    let own = entry.path.contains('/')
-        && (top == METADATA_DIR || top.starts_with(&format!("{METADATA_DIR}.")));
+    let own = entry.path.contains('/') && (top == METADATA_DIR || top.starts_with(ASIDE_PREFIX));
     !own && entry.size > 0
         && !entry
             .path
@@ -86,9 +90,13 @@ mod tests {
             entry("b=1/.part-2.parquet.crc", 10),
             entry("b=2/part-3.parquet", 0),
             entry("a.parquet", 10),
+            entry("metadata.v2/c.parquet", 10),
         ]);
         let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
-        assert_eq!(paths, ["a.parquet", "b=1/part-0.parquet"]);
+        assert_eq!(
+            paths,
+            ["a.parquet", "b=1/part-0.parquet", "metadata.v2/c.parquet"]
+        );
     }
 
     #[test]
