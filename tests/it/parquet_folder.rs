@@ -288,3 +288,44 @@ async fn a_linked_file_pointed_back_at_an_older_copy_is_described_anew() {
         "an unchanged folder: nothing written"
     );
 }
+
+/// Hostile review hr17: a folder of the table's own named `metadata.<anything>/` (not
+/// `metadata/`, nor the `metadata.relocated-<time>/` a rebuild sets aside) was skipped as
+/// xlake's: its files silently not mirrored, exit 0, `check --deep` consistent.
+#[tokio::test]
+async fn a_data_folder_named_metadata_dot_something_is_mirrored() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let now = SystemTime::now() - Duration::from_secs(60);
+    let a = write(&root.join("a.parquet"), &[1, 2], now);
+    let b = write(&root.join("metadata.v2/b.parquet"), &[3], now);
+    sync_folder(root).await;
+    assert_eq!(
+        live_entries(root),
+        [
+            entry("a.parquet", 2, a, (1, 2)),
+            entry("b.parquet", 1, b, (3, 3)),
+        ]
+    );
+}
+
+/// Hostile review hr17: a Hive-style partition folder whose column begins with `_`
+/// (`_day=1/`) was skipped as a hidden or temporary one: its files silently not mirrored,
+/// exit 0. Spark's file index keeps a `_` folder holding `=`, and so does the listing.
+#[tokio::test]
+async fn a_partition_column_beginning_with_an_underscore_is_mirrored() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let now = SystemTime::now() - Duration::from_secs(60);
+    let a = write(&root.join("_day=1/a.parquet"), &[1, 2], now);
+    let b = write(&root.join("_day=2/b.parquet"), &[3], now);
+    write(&root.join("_temporary/0/c.parquet"), &[4], now);
+    sync_folder(root).await;
+    assert_eq!(
+        live_entries(root),
+        [
+            entry("a.parquet", 2, a, (1, 2)),
+            entry("b.parquet", 1, b, (3, 3))
+        ]
+    );
+}

@@ -2,22 +2,24 @@
 
 use xlake_storage::Entry;
 
-/// The folder xlake writes into the table root; a rebuild sets old histories aside beside
-/// it as `metadata.relocated-<time>/`.
+/// The folder xlake writes into the table root.
 const METADATA_DIR: &str = "metadata";
 
+/// How the folders a rebuild sets old histories aside in begin:
+/// `metadata.relocated-<time>/` beside `metadata/`.
+const ASIDE_PREFIX: &str = "metadata.relocated-";
+
 /// Whether a listed file is a data file of the table: not in xlake's own folders
-/// (`metadata/`, `metadata.*/`), no path segment starting with `_` or `.` (`_temporary/`
-/// of a job still writing, `_SUCCESS`, hidden files), and not empty (a file being written).
+/// (`metadata/`, `metadata.relocated-*/`; a folder of the table's own named
+/// `metadata.<other>/` is data, hostile review hr17: its files went unmirrored, exit 0),
+/// no path segment starting with `.`, or with `_` and holding no `=` (`_temporary/` of a
+/// job still writing, `_SUCCESS`, hidden files; a partition folder `_day=1/` is data, as
+/// Spark's file index keeps it: hostile review hr17), and not empty (a file being written).
 pub fn is_data_file(entry: &Entry) -> bool {
     let top = entry.path.split('/').next().unwrap_or_default();
-    let own = entry.path.contains('/')
-        && (top == METADATA_DIR || top.starts_with(&format!("{METADATA_DIR}.")));
-    !own && entry.size > 0
-        && !entry
-            .path
-            .split('/')
-            .any(|segment| segment.starts_with('_') || segment.starts_with('.'))
+    let own = entry.path.contains('/') && (top == METADATA_DIR || top.starts_with(ASIDE_PREFIX));
+    let hidden = |s: &str| s.starts_with('.') || (s.starts_with('_') && !s.contains('='));
+    !own && entry.size > 0 && !entry.path.split('/').any(hidden)
 }
 
 /// The data files of a listing, sorted by path.
@@ -86,9 +88,20 @@ mod tests {
             entry("b=1/.part-2.parquet.crc", 10),
             entry("b=2/part-3.parquet", 0),
             entry("a.parquet", 10),
+            entry("metadata.v2/c.parquet", 10),
+            entry("_day=1/d.parquet", 10),
+            entry("_delta_log/00000000000000000000.json", 10),
         ]);
         let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
-        assert_eq!(paths, ["a.parquet", "b=1/part-0.parquet"]);
+        assert_eq!(
+            paths,
+            [
+                "_day=1/d.parquet",
+                "a.parquet",
+                "b=1/part-0.parquet",
+                "metadata.v2/c.parquet"
+            ]
+        );
     }
 
     #[test]

@@ -22,6 +22,13 @@ const MAX_CONFLICT_RETRIES: usize = 5;
 /// grow with the square of its length.
 const BATCH_SIZE: usize = 100;
 
+/// In-commit mode for a commit before where the mirror begins that no snapshot records,
+/// where commits may complete out of source order (Hudi table version 6): the mirror may
+/// hold it (folded or expired), or it completed late and no saved state named it, never
+/// mirrored (docs/known-gaps.md). Answering "mirrored" for the second made a callback
+/// succeed for rows the mirror lacks (hostile review hr17), so neither is claimed.
+const UNSURE_BEFORE_START: &str = "it comes before where the mirror begins (the commit its oldest snapshot records) and no snapshot records it: it was folded into a `sync --from-latest` first snapshot or its snapshot expired, or (Hudi table version 6, ordered by requested time) it completed late and was never mirrored; `xlake check --deep` tells them apart (its files live in the source, absent from the snapshot)";
+
 /// In-commit mode, the last step of a write job: mirror every pending commit up to and
 /// including `commit` (a Hudi instant time or a Delta version) and succeed only if that
 /// commit then has its snapshot. A commit that is not completed, or that the source does
@@ -77,6 +84,13 @@ pub async fn mirror_commit(
             "the source has no such completed commit that gets a snapshot (newest: {newest})"
         )));
     }
+    if !options.rebuild && !listing.strictly_ordered {
+        let order = |a: &str, b: &str| source.order(a, b);
+        let pending = replay::Pending::new(&state.commits, state.first.as_deref(), &listing, order);
+        if pending.is_expired(commit) {
+            return Err(not_mirrored(UNSURE_BEFORE_START.into()));
+        }
+    }
     let entry = precheck_catalog(&store, options).await?;
     // The metadata just read, what it mirrors and the source's listing for that are the
     // first plan's: each is read or built once per command.
@@ -90,7 +104,7 @@ pub async fn mirror_commit(
     let (mut report, mirrored) = sync.run(source.as_mut(), preloaded, progress).await?;
     if !mirrored {
         return Err(not_mirrored(
-            "the sync finished without a snapshot for it (on Hudi table version 6: an instant before where the mirror begins, whose snapshot expired or which a `sync --from-latest` first snapshot folded, its rows in the mirror; or one that completed late unseen, its rows not: `xlake check --deep` tells which)".into(),
+            "the sync finished without a snapshot for it".into(),
         ));
     }
     // In-commit mode succeeds only once the catalog points at the commit's snapshot too.
@@ -440,9 +454,9 @@ impl<'a> Sync<'a> {
         let order = |a: &str, b: &str| source.order(a, b);
         let pending = replay::Pending::new(mirrored, first, &start.listing, order);
         // In-commit mode for a commit the mirror holds (with a snapshot of its own, or
-        // expired, or folded): nothing further to do. Where commits may complete out of
-        // source order (Hudi table version 6) one before where the mirror begins may also
-        // be a late completion the mirror never saw: not taken as held.
+        // expired, or folded): nothing further to do.
+        // (Where commits may complete late, such a commit may never have been mirrored:
+        // not held; `mirror_commit` refuses it.)
         let ordered = start.listing.strictly_ordered;
         let held = self.until.filter(|u| ordered && pending.is_expired(u));
         let until_done = held.is_some() || self.until.is_some_and(|u| mirrored.contains(u));
