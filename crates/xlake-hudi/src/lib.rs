@@ -27,6 +27,7 @@
 //! table (`.hoodie/metadata/`) is never read: files come from the commit metadata.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod clock;
 pub mod commit_metadata;
 pub mod error;
 pub mod file_group;

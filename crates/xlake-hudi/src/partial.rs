@@ -66,8 +66,10 @@ impl HudiSource {
     }
 
     /// Open the table with the part of its timeline from `floor` on (its pending
-    /// instants before it looked up one by one: [`Timeline::load_part`]). `None` when
-    /// there is no `hoodie.properties`.
+    /// instants before it looked up one by one: [`Timeline::load_part`]), an hour lower
+    /// on a local-time table when a clock may have gone back since it was saved
+    /// ([`crate::resume::Floor::for_listing`]). `None` when there is no
+    /// `hoodie.properties`.
     pub(crate) async fn open_part(
         store: TableStore,
         options: HudiOptions,
@@ -76,6 +78,7 @@ impl HudiSource {
         let Some(config) = read_config(&store, &options).await? else {
             return Ok(None);
         };
+        let floor = floor.for_listing(config.utc_instants, crate::clock::now());
         let dir = &config.timeline_dir;
         let timeline = Timeline::load_part(&store, dir, &floor.list_from, &floor.lookups()).await?;
         Self::with_timeline(store, options, config, timeline, Some(floor)).map(Some)
@@ -644,28 +647,18 @@ pub(crate) mod tests {
     /// go back an hour. The commits of the hour after 02:00 CDT -> 01:00 CST are requested
     /// before the floor the last sync saved (01:45 less 10 minutes) and are never listed;
     /// a sync reports nothing new. Listed whole, they are mirrored as late completions.
+    /// The sync after them runs at 02:30 CST (08:30 UTC): the US change is between the
+    /// floor and now, so the part is listed from an hour lower (`crate::clock`).
     #[tokio::test]
     async fn commits_after_the_autumn_clock_change_are_mirrored() {
-        let (dir, timeline) = table_in(6, "LOCAL");
-        let before = ["20241103013000000", "20241103014500000"];
+        crate::clock::tests::set_now("20241103083000");
+        let (dir, timeline) = autumn_change_mirrored();
+        let (state, _) = mirror_at(dir.path(), "20241103014500000", true).await;
         let after_change = [
             "20241103010000000",
             "20241103011500000",
             "20241103013000001",
         ];
-        completed(
-            &timeline,
-            before[0],
-            None,
-            &commit(before[0], &[("a", "null")], true),
-        );
-        completed(
-            &timeline,
-            before[1],
-            None,
-            &commit(before[1], &[("b", "null")], true),
-        );
-        let (state, _) = mirror_at(dir.path(), before[1], true).await;
         for (n, id) in after_change.iter().enumerate() {
             let group = format!("c{n}");
             completed(
@@ -681,12 +674,91 @@ pub(crate) mod tests {
             .map(|c| c.commit.id)
             .collect();
         assert_eq!(want, after_change, "the whole timeline's replay");
-        let (_, got) = after(dir.path(), &state).await;
+        let (source, got) = after(dir.path(), &state).await;
+        // Listed from 00:35: the part holds them, completed before the newest mirrored
+        // one (late completions), and the timeline is then listed whole.
+        assert_eq!(source.listed_from(), None);
         let ids: Vec<String> = unmirrored(got, &state)
             .into_iter()
             .map(|c| c.commit.id)
             .collect();
         assert_eq!(ids, want);
+    }
+
+    /// Hostile review 6's table before the change: two commits of a local-time table
+    /// (01:30 and 01:45 CDT on 2024-11-03), mirrored to the second.
+    fn autumn_change_mirrored() -> (tempfile::TempDir, std::path::PathBuf) {
+        table_with(&[("20241103013000000", "a"), ("20241103014500000", "b")])
+    }
+
+    /// A local-time table of the commits `ids` (instant, file group).
+    fn table_with(ids: &[(&str, &str)]) -> (tempfile::TempDir, std::path::PathBuf) {
+        let (dir, timeline) = table_in(6, "LOCAL");
+        for (id, group) in ids {
+            completed(&timeline, id, None, &commit(id, &[(group, "null")], true));
+        }
+        (dir, timeline)
+    }
+
+    /// Two commits in Beirut before its change of 2026-10-25 00:00 EEST -> 2026-10-24
+    /// 23:00 EET (21:00 UTC, the first zone to lower its offset since Gaza's, 22 hours
+    /// earlier): 23:30 and 23:45 EEST, 20:30 and 20:45 UTC.
+    const MIRRORED: [(&str, &str); 2] = [("20261024233000000", "a"), ("20261024234500000", "b")];
+
+    /// A local-time table synced with no clock change since its floor was saved lists
+    /// from that floor, 10 minutes before its newest instant, not 70 (issue 47: 13 pages
+    /// instead of 2 at one commit a second); once a zone's clock went back, an hour lower.
+    #[tokio::test]
+    async fn a_local_table_lists_from_the_saved_floor_unless_a_clock_went_back() {
+        let (dir, timeline) = table_with(&MIRRORED);
+        let (state, _) = mirror_at(dir.path(), MIRRORED[1].0, true).await;
+        let c3 = "20261024235000000";
+        completed(&timeline, c3, None, &commit(c3, &[("c", "null")], true));
+        // 20:55 UTC: no zone has lowered its offset since the floor less 14 hours.
+        crate::clock::tests::set_now("20261024205500");
+        let (source, got) = after(dir.path(), &state).await;
+        assert_eq!(source.listed_from(), Some("20261024233500"));
+        assert_eq!(unmirrored(got, &state)[0].commit.id, c3);
+        // 21:05 UTC, past the change: an hour lower; a UTC table's is not.
+        crate::clock::tests::set_now("20261024210500");
+        let (source, _) = after(dir.path(), &state).await;
+        assert_eq!(source.listed_from(), Some("20261024223500"));
+        let floor = crate::resume::Floor {
+            list_from: "20261024233500".into(),
+            ..Default::default()
+        };
+        let now = crate::clock::now();
+        assert_eq!(floor.clone().for_listing(true, now), floor);
+    }
+
+    /// The scheduled job's no-op check across the change: the settled record was made
+    /// before it (ids from the floor, 23:35), a commit of the repeated hour (23:15 EET)
+    /// is requested before that floor. The check lists from an hour lower and names the
+    /// ids from there: not the settled tip, so the job syncs.
+    #[tokio::test]
+    async fn the_no_op_check_sees_the_repeated_hour() {
+        let (dir, timeline) = table_with(&MIRRORED);
+        crate::clock::tests::set_now("20261024205000");
+        let settled = TableSource::tip(&open(dir.path()).await).unwrap();
+        assert_eq!(settled, "20261024233500:20261024234500000:");
+        let store = TableStore::open(dir.path().to_str().unwrap()).unwrap();
+        let at_tip = || HudiSource::open_at_tip(store.clone(), Default::default(), &settled);
+        let source = at_tip().await.unwrap().unwrap();
+        assert_eq!(source.listed_from(), Some("20261024233500"));
+        assert_eq!(TableSource::tip(&source).unwrap(), settled);
+        let repeated = "20261024231500000";
+        completed(
+            &timeline,
+            repeated,
+            None,
+            &commit(repeated, &[("c", "null")], true),
+        );
+        crate::clock::tests::set_now("20261024213000");
+        let source = at_tip().await.unwrap().unwrap();
+        assert_eq!(source.listed_from(), Some("20261024223500"));
+        let moved = TableSource::tip(&source).unwrap();
+        assert_ne!(moved, settled, "nothing new would be said");
+        assert_eq!(moved, TableSource::tip(&open(dir.path()).await).unwrap());
     }
 
     /// Hostile review 6: a clustering named before the floor whose files appear after the

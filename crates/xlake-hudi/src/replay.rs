@@ -109,10 +109,7 @@ impl HudiSource {
         };
         let mut groups = FileGroups::default();
         groups.seed(seed);
-        let floor = crate::resume::floor(
-            self.timeline(),
-            crate::resume::margin(self.config().utc_instants),
-        );
+        let floor = crate::resume::floor(self.timeline(), crate::resume::MARGIN);
         let owed = owed(completed, state, self.saved_floor(state).as_ref());
         let list_from = Arc::new(list_from_after(completed, from, floor, &owed));
         let skip_before = self.skip_before().map(|b| {

@@ -18,7 +18,9 @@
 //! pending when listed, or not listed at all: one requested more than [`MARGIN`] before
 //! the newest instant listed whose files appeared only after the listing (a writer whose
 //! clock lags the others', or that names its instant long before it writes the requested
-//! file) is the case it misses.
+//! file) is the case it misses. On a table whose instant times are local, a clock that
+//! went back since the floor was saved is the other: the floor is then lowered by an hour
+//! where it is used ([`Floor::for_listing`], [`crate::clock`]).
 //!
 //! `owed` names the late completions still owed after the change set's instant (see
 //! `list_from_after` in `replay`), so that a sync stopped there (in-commit mode, an
@@ -43,21 +45,16 @@ use crate::source::completes_with_snapshot;
 use crate::timeline::Timeline;
 
 /// How long before the newest instant listed an instant not yet listed may have been
-/// requested (see the module doc), on a table whose instant times are UTC.
+/// requested (see the module doc). Every floor is saved with it.
 pub const MARGIN: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
 
-/// The same on a table whose instant times are local (Hudi's default): an hour more, as
-/// the end of summer time sets the clock, and so the instant times, back an hour
-/// (hostile review 6: a sync before the change would never list the hour after it).
+/// The same on a table whose instant times are local (Hudi's default) when a clock may
+/// have gone back since the floor was saved: an hour more, as the end of summer time
+/// sets the clock, and so the instant times, back an hour (hostile review 6: a sync
+/// before the change would never list the hour after it). Applied where a saved floor is
+/// used to list ([`Floor::for_listing`], [`crate::clock`]); a build before that saved
+/// every local table's floor with it (such a floor is read as it is).
 pub const LOCAL_MARGIN: chrono::TimeDelta = chrono::TimeDelta::minutes(70);
-
-/// The margin for a table whose instant times are UTC (`utc`) or local.
-pub(crate) fn margin(utc: bool) -> chrono::TimeDelta {
-    match utc {
-        true => MARGIN,
-        false => LOCAL_MARGIN,
-    }
-}
 
 /// `{"hudi": {"instant": …, "listFrom": …, "pending": […]}}`.
 #[derive(Serialize, Deserialize)]
@@ -115,6 +112,18 @@ pub(crate) struct Floor {
 }
 
 impl Floor {
+    /// The floor to list from on a table whose instant times are UTC (`utc`) or local,
+    /// at `now`: a local table's `list_from` lowered by the hour more of [`LOCAL_MARGIN`]
+    /// when a clock may have gone back since it was saved ([`crate::clock`]).
+    pub(crate) fn for_listing(mut self, utc: bool, now: chrono::DateTime<chrono::Utc>) -> Self {
+        if !utc {
+            if let Some(lowered) = crate::clock::listing_floor(&self.list_from, now) {
+                self.list_from = lowered;
+            }
+        }
+        self
+    }
+
     /// The pending instants requested before [`Self::list_from`]: to look up.
     pub(crate) fn lookups(&self) -> Vec<&str> {
         let pending = self.pending.iter().flatten();
@@ -205,7 +214,7 @@ fn checked(
 
 /// Where the next sync lists from after a sync that listed `timeline`, before what the
 /// instants it gives after each change set lower it: the newest instant listed less the
-/// margin ([`margin`]), and the pending instants named; past [`MAX_LOOKUPS`] of them, the
+/// margin (the caller's: [`MARGIN`]), and the pending instants named; past [`MAX_LOOKUPS`] of them, the
 /// oldest pending instant less the margin if older (none to look up), and past
 /// [`MAX_NAMED`] none named (before, none was named past [`MAX_LOOKUPS`], and one of them
 /// that completed before where the mirror begins was taken as expired). `None` when the

@@ -248,18 +248,25 @@ impl HudiSource {
     /// or joins the list, a pending one that completes leaves the last; an instant
     /// requested before the floor that completes unseen is the case [`crate::resume`]
     /// misses too. [`crate::resume::of_tip`] reads the floor back.
+    ///
+    /// On a local-time table whose clock may have gone back since the floor (see
+    /// [`crate::clock`]) the ids are those from an hour before it, as the check lists
+    /// from there ([`Self::open_part`]): an instant of the repeated hour requested before
+    /// the floor joins them, so the check does not say nothing new (the settled record,
+    /// made before the change, named fewer; made after it, the same ones).
     pub fn tip(&self) -> String {
-        let floor = crate::resume::floor(
-            self.timeline(),
-            crate::resume::margin(self.config().utc_instants),
-        )
-        .unwrap_or_default();
+        let floor = crate::resume::floor(self.timeline(), crate::resume::MARGIN);
+        let floor = floor.unwrap_or_default();
         let from = floor.list_from.as_str();
+        let listed = floor
+            .clone()
+            .for_listing(self.config().utc_instants, crate::clock::now());
+        let ids_from = listed.list_from.as_str().min(from);
         let ids: Vec<&str> = self
             .timeline()
             .completed
             .iter()
-            .filter(|i| gets_snapshot(i.action()) && seconds(i.requested()) >= from)
+            .filter(|i| gets_snapshot(i.action()) && seconds(i.requested()) >= ids_from)
             .map(|i| i.requested())
             .collect();
         match &floor.pending {
