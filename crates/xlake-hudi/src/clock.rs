@@ -13,7 +13,17 @@
 
 use chrono::{DateTime, NaiveDateTime, Offset, TimeDelta, TimeZone, Utc};
 
-use crate::resume::{LOCAL_MARGIN, MARGIN};
+/// How long before the newest instant listed an instant not yet listed may have been
+/// requested (see [`crate::resume`]). Every floor is saved with it.
+pub const MARGIN: TimeDelta = TimeDelta::minutes(10);
+
+/// The same on a table whose instant times are local (Hudi's default) when a clock may
+/// have gone back since the floor was saved: an hour more, as the end of summer time
+/// sets the clock, and so the instant times, back an hour (hostile review 6: a sync
+/// before the change would never list the hour after it). Applied where a saved floor is
+/// used to list ([`crate::resume::Floor::for_listing`], [`listing_floor`]); a build before that saved
+/// every local table's floor with it (such a floor is read as it is).
+pub const LOCAL_MARGIN: TimeDelta = TimeDelta::minutes(70);
 
 /// Offsets are compared this far apart: shorter than any zone keeps a changed offset
 /// (Morocco's Ramadan hour lasts about a month), so no back-and-forth falls between two.

@@ -227,6 +227,53 @@ pub fn instant_millis(time: &str) -> Option<i64> {
     Some(t.and_utc().timestamp_millis())
 }
 
+/// What to do with a completed instant.
+pub(crate) enum Kind {
+    /// Files changed by commit metadata (commit, deltacommit, replacecommit).
+    Commit,
+    /// Undo of earlier instants.
+    Rollback,
+    /// Undo of every instant after a savepoint.
+    Restore,
+    /// No live file changes, no snapshot (clean, savepoint, indexing, …).
+    Skip,
+}
+
+/// The actions that write data files (Hudi's write timeline).
+const WRITE_ACTIONS: [&str; 3] = ["commit", "deltacommit", "replacecommit"];
+
+/// Whether a pending instant of `action` gets a snapshot once completed: a write, a
+/// rollback, a restore, or a compaction or clustering, which complete as writes.
+pub(crate) fn completes_with_snapshot(action: &str) -> bool {
+    gets_snapshot(action) || matches!(action, "compaction" | "logcompaction" | "clustering")
+}
+
+/// Whether an instant of `action`, in any state, is on Hudi's write timeline (a pending
+/// commit of table version 6 is named `inflight`; compaction and clustering complete as
+/// writes): what archival takes in requested order.
+pub(crate) fn is_write(action: &str) -> bool {
+    WRITE_ACTIONS.contains(&action) || matches!(action, "inflight" | "compaction" | "clustering")
+}
+
+pub(crate) fn kind(action: &str) -> Option<Kind> {
+    Some(match action {
+        "commit" | "deltacommit" | "replacecommit" => Kind::Commit,
+        "rollback" => Kind::Rollback,
+        "restore" => Kind::Restore,
+        "clean" | "savepoint" | "indexing" | "schemacommit" | "compaction" | "logcompaction"
+        | "clustering" => Kind::Skip,
+        _ => return None,
+    })
+}
+
+/// Whether a completed instant of `action` gets a snapshot (it may change live files).
+pub(crate) fn gets_snapshot(action: &str) -> bool {
+    matches!(
+        kind(action),
+        Some(Kind::Commit | Kind::Rollback | Kind::Restore)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

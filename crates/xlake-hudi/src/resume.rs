@@ -41,20 +41,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::source::completes_with_snapshot;
+use crate::instant::completes_with_snapshot;
 use crate::timeline::Timeline;
 
-/// How long before the newest instant listed an instant not yet listed may have been
-/// requested (see the module doc). Every floor is saved with it.
-pub const MARGIN: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
-
-/// The same on a table whose instant times are local (Hudi's default) when a clock may
-/// have gone back since the floor was saved: an hour more, as the end of summer time
-/// sets the clock, and so the instant times, back an hour (hostile review 6: a sync
-/// before the change would never list the hour after it). Applied where a saved floor is
-/// used to list ([`Floor::for_listing`], [`crate::clock`]); a build before that saved
-/// every local table's floor with it (such a floor is read as it is).
-pub const LOCAL_MARGIN: chrono::TimeDelta = chrono::TimeDelta::minutes(70);
+pub use crate::clock::{LOCAL_MARGIN, MARGIN};
 
 /// `{"hudi": {"instant": …, "listFrom": …, "pending": […]}}`.
 #[derive(Serialize, Deserialize)]
