@@ -176,7 +176,8 @@ pub enum Command {
         mirror: MirrorArgs,
     },
     /// In-commit mode, the last step of a write job: mirror everything pending up to this
-    /// commit; exit 0 only if the commit then has its Iceberg snapshot.
+    /// commit; exit 0 only once the mirror holds it (its snapshot, or one it was folded
+    /// into or expired with; docs/operating.md).
     #[command(
         after_help = "Examples:\n  xlake commit /data/orders --instant 20250713010536861\n  xlake commit /data/events --version 42"
     )]

@@ -37,12 +37,17 @@ pub const SPAN_CAP: TimeDelta = TimeDelta::days(15);
 /// local time was written no earlier than this before that time read as UTC.
 const WIDEST_AHEAD: TimeDelta = TimeDelta::hours(14);
 
-/// Whether some zone of the tz database had a lower UTC offset than before between
-/// `from` and `to` (sampled every [`STEP`], and at `to`); `true` past [`SPAN_CAP`], and
-/// for a span that ends before it starts (a floor dated ahead of now: not judged).
-pub fn offset_went_back(from: DateTime<Utc>, to: DateTime<Utc>) -> bool {
+/// The widest backward change of any zone in the tz database: `Antarctica/Troll` goes
+/// from +02 to +00 each October (hostile review hr18); what a span past [`SPAN_CAP`] is
+/// taken to hold.
+const WIDEST_DROP: TimeDelta = TimeDelta::hours(2);
+
+/// The largest fall of any zone's UTC offset between `from` and `to` (offsets sampled
+/// every [`STEP`], and at `to`), zero when none fell; [`WIDEST_DROP`] past [`SPAN_CAP`],
+/// and for a span that ends before it starts (a floor dated ahead of now: not judged).
+pub fn offset_drop(from: DateTime<Utc>, to: DateTime<Utc>) -> TimeDelta {
     if to < from || to - from > SPAN_CAP {
-        return true;
+        return WIDEST_DROP;
     }
     let mut at = vec![from.naive_utc()];
     while let Some(last) = at.last().copied() {
@@ -52,31 +57,36 @@ pub fn offset_went_back(from: DateTime<Utc>, to: DateTime<Utc>) -> bool {
         }
         at.push(next);
     }
-    chrono_tz::TZ_VARIANTS.iter().any(|zone| {
+    let drop = chrono_tz::TZ_VARIANTS.iter().map(|zone| {
         let offsets: Vec<i32> = at
             .iter()
             .map(|t| zone.offset_from_utc_datetime(t).fix().local_minus_utc())
             .collect();
-        offsets.windows(2).any(|w| w[1] < w[0])
-    })
+        let falls = offsets.windows(2).map(|w| w[0].saturating_sub(w[1]));
+        falls.max().unwrap_or(0)
+    });
+    TimeDelta::seconds(i64::from(drop.max().unwrap_or(0).max(0)))
+}
+
+/// Whether some zone's UTC offset fell between `from` and `to` ([`offset_drop`]).
+pub fn offset_went_back(from: DateTime<Utc>, to: DateTime<Utc>) -> bool {
+    offset_drop(from, to) > TimeDelta::zero()
 }
 
 /// The instant time (14 digits, local) to list a local-time table from, given the floor
-/// `list_from` a sync saved with [`MARGIN`]: lowered by the hour more of [`LOCAL_MARGIN`]
-/// when some zone's clock may have gone back since ([`offset_went_back`] from the floor
-/// less [`WIDEST_AHEAD`] and the margin, to `now`); `None` when `list_from` does not read
-/// (the caller keeps it as it is).
+/// `list_from` a sync saved with [`MARGIN`]: when some zone's clock may have gone back
+/// since ([`offset_drop`] from the floor less [`WIDEST_AHEAD`] and the margin, to `now`),
+/// lowered by that fall, and by no less than the hour more of [`LOCAL_MARGIN`]; `None`
+/// when `list_from` does not read (the caller keeps it as it is).
 pub fn listing_floor(list_from: &str, now: DateTime<Utc>) -> Option<String> {
     let at = NaiveDateTime::parse_from_str(list_from.get(..14)?, "%Y%m%d%H%M%S").ok()?;
     let earliest = Utc.from_utc_datetime(&(at - WIDEST_AHEAD - MARGIN));
-    match offset_went_back(earliest, now) {
-        true => Some(
-            (at - (LOCAL_MARGIN - MARGIN))
-                .format("%Y%m%d%H%M%S")
-                .to_string(),
-        ),
-        false => Some(list_from.to_string()),
+    let drop = offset_drop(earliest, now);
+    if drop <= TimeDelta::zero() {
+        return Some(list_from.to_string());
     }
+    let lowered = at - drop.max(LOCAL_MARGIN - MARGIN);
+    Some(lowered.format("%Y%m%d%H%M%S").to_string())
 }
 
 /// Now, for the check; tests set it per thread ([`tests::set_now`]).
@@ -141,6 +151,19 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_two_hour_fall_lowers_the_floor_two_hours() {
+        // Antarctica/Troll: +02 to +00 at 2026-10-25 01:00 UTC (hostile review hr18).
+        assert_eq!(
+            offset_drop(utc("20261024120000"), utc("20261025030000")),
+            TimeDelta::hours(2)
+        );
+        assert_eq!(
+            listing_floor("20261025024000", utc("20261025013000")).as_deref(),
+            Some("20261025004000")
+        );
+    }
+
+    #[test]
     fn a_span_over_the_cap_or_backwards_says_yes() {
         assert!(went_back("20261201000000", "20261217000000"));
         assert!(went_back("20261207000000", "20261206000000"));
@@ -154,11 +177,18 @@ pub(crate) mod tests {
             listing_floor("20261203023000", now).as_deref(),
             Some("20261203023000")
         );
-        // Saved before the EU change, checked after it: an hour lower.
+        // Saved before the EU change, checked after it: lower by the widest fall that
+        // night, Antarctica/Troll's two hours (the EU's one hour is within it).
         let now = utc("20261025013000");
         assert_eq!(
             listing_floor("20261025023000", now).as_deref(),
-            Some("20261025013000")
+            Some("20261025003000")
+        );
+        // Across the US change only (New York, a week later): an hour lower.
+        let now = utc("20261101070000");
+        assert_eq!(
+            listing_floor("20261101023000", now).as_deref(),
+            Some("20261101013000")
         );
         assert_eq!(listing_floor("2026x", now), None);
     }
