@@ -84,13 +84,6 @@ pub async fn mirror_commit(
             "the source has no such completed commit that gets a snapshot (newest: {newest})"
         )));
     }
-    if !options.rebuild && !listing.strictly_ordered {
-        let order = |a: &str, b: &str| source.order(a, b);
-        let pending = replay::Pending::new(&state.commits, state.first.as_deref(), &listing, order);
-        if pending.is_expired(commit) {
-            return Err(not_mirrored(UNSURE_BEFORE_START.into()));
-        }
-    }
     let entry = precheck_catalog(&store, options).await?;
     // The metadata just read, what it mirrors and the source's listing for that are the
     // first plan's: each is read or built once per command.
@@ -454,11 +447,17 @@ impl<'a> Sync<'a> {
         let order = |a: &str, b: &str| source.order(a, b);
         let pending = replay::Pending::new(mirrored, first, &start.listing, order);
         // In-commit mode for a commit the mirror holds (with a snapshot of its own, or
-        // expired, or folded): nothing further to do.
-        // (Where commits may complete late, such a commit may never have been mirrored:
-        // not held; `mirror_commit` refuses it.)
-        let ordered = start.listing.strictly_ordered;
-        let held = self.until.filter(|u| ordered && pending.is_expired(u));
+        // expired, or folded): nothing further to do. Where commits may complete late,
+        // one before where the mirror begins may never have been mirrored: refused
+        // before anything is published.
+        let held = self.until.filter(|u| pending.is_expired(u));
+        if let Some(u) = held.filter(|_| !start.listing.strictly_ordered) {
+            return Err(SyncError::NotMirrored {
+                table: self.table.clone(),
+                commit: u.to_string(),
+                reason: UNSURE_BEFORE_START.into(),
+            });
+        }
         let until_done = held.is_some() || self.until.is_some_and(|u| mirrored.contains(u));
         let remaining = match pending.count(self.until) {
             _ if until_done => 0,
