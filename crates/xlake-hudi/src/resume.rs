@@ -152,53 +152,46 @@ pub(crate) fn save(instant: &str, floor: &Floor) -> String {
 /// mirror's newest instant) and lists from at or before it.
 pub(crate) fn of(saved: Option<&str>, newest: &str) -> Option<Floor> {
     let Saved { hudi } = serde_json::from_str(saved?).ok()?;
-    let mut floor = checked(hudi.list_from, hudi.pending, hudi.owed)?;
-    let times = |q: &Vec<String>| {
-        q.iter()
-            .all(|t| t.len() >= 14 && t.bytes().all(|b| b.is_ascii_digit()))
-    };
-    floor.quiet = hudi.quiet.filter(times).map(|mut q| {
-        q.sort();
-        q
-    });
+    let floor = checked(hudi.list_from, hudi.pending, hudi.owed, hudi.quiet)?;
     (hudi.instant == newest && floor.list_from.as_str() <= newest).then_some(floor)
 }
 
 /// A floor read back, if its times are instant times and it has no more than
-/// [`MAX_LOOKUPS`] to look up (the lists sorted again). The late completions still owed
-/// after a change set's instant come after its `listFrom` and are no lookups: a state
-/// naming them beside 16 pending instants was not read back at all, and the next sync,
-/// from no state, took them as expired (hostile review hr15: 15 rows lost, exit 0).
+/// [`MAX_LOOKUPS`] to look up (the lists sorted again); a `quiet` list that does not read
+/// is taken as not known. The late completions still owed after a change set's instant
+/// come after its `listFrom` and are no lookups: a state naming them beside 16 pending
+/// instants was not read back at all, and the next sync, from no state, took them as
+/// expired (hostile review hr15: 15 rows lost, exit 0).
 fn checked(
     list_from: String,
     pending: Option<Vec<String>>,
-    mut owed: Vec<String>,
+    owed: Vec<String>,
+    quiet: Option<Vec<String>>,
 ) -> Option<Floor> {
-    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
-    if !owed.iter().all(|t| t.len() >= 14 && digits(t)) {
-        return None;
-    }
-    owed.sort();
-    let valid = list_from.len() == 14 && digits(&list_from);
-    let lookups = |p: &[String]| {
+    let valid = list_from.len() == 14 && list_from.bytes().all(|b| b.is_ascii_digit());
+    let owed = instant_times(owed)?;
+    let lookups = |p: &Vec<String>| {
         let before = p.iter().filter(|t| seconds(t) < list_from.as_str());
-        before.count()
+        before.count() <= MAX_LOOKUPS
     };
     let pending = match pending {
-        Some(mut p)
-            if lookups(&p) <= MAX_LOOKUPS && p.iter().all(|t| t.len() >= 14 && digits(t)) =>
-        {
-            p.sort();
-            Some(p)
-        }
-        Some(_) => return None,
+        Some(p) => Some(instant_times(p).filter(lookups)?),
         None => None,
     };
     valid.then_some(Floor {
         list_from,
         pending,
         owed,
-        quiet: None,
+        quiet: quiet.and_then(instant_times),
+    })
+}
+
+/// `times` sorted, if each is an instant time (14 digits or more).
+fn instant_times(mut times: Vec<String>) -> Option<Vec<String>> {
+    let time = |t: &String| t.len() >= 14 && t.bytes().all(|b| b.is_ascii_digit());
+    times.iter().all(time).then(|| {
+        times.sort();
+        times
     })
 }
 
@@ -253,7 +246,7 @@ pub(crate) fn of_tip(tip: &str) -> Option<Floor> {
     if parts.next().is_some() {
         return None;
     }
-    checked(list_from, pending, Vec::new())
+    checked(list_from, pending, Vec::new(), None)
 }
 
 /// `time` (an instant time, 14 digits or more) less `margin`, as 14 digits.
