@@ -68,11 +68,6 @@ pub fn offset_drop(from: DateTime<Utc>, to: DateTime<Utc>) -> TimeDelta {
     TimeDelta::seconds(i64::from(drop.max().unwrap_or(0).max(0)))
 }
 
-/// Whether some zone's UTC offset fell between `from` and `to` ([`offset_drop`]).
-pub fn offset_went_back(from: DateTime<Utc>, to: DateTime<Utc>) -> bool {
-    offset_drop(from, to) > TimeDelta::zero()
-}
-
 /// The instant time (14 digits, local) to list a local-time table from, given the floor
 /// `list_from` a sync saved with [`MARGIN`]: when some zone's clock may have gone back
 /// since ([`offset_drop`] from the floor less [`WIDEST_AHEAD`] and the margin, to `now`),
@@ -119,7 +114,7 @@ pub(crate) mod tests {
     }
 
     fn went_back(from: &str, to: &str) -> bool {
-        offset_went_back(utc(from), utc(to))
+        offset_drop(utc(from), utc(to)) > TimeDelta::zero()
     }
 
     #[test]
