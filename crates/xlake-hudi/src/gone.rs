@@ -56,14 +56,7 @@ impl HudiSource {
         floor: &Floor,
         mirrored: &BTreeSet<String>,
     ) -> BTreeMap<String, String> {
-        let timeline = self.timeline();
-        let oldest_write = timeline
-            .completed
-            .iter()
-            .chain(&timeline.pending)
-            .filter(|i| crate::source::is_write(i.action()))
-            .map(|i| i.requested())
-            .min();
+        let oldest_write = self.timeline().oldest_write();
         let gone = self.off_timeline(floor, mirrored).into_iter();
         gone.filter(|id| oldest_write.is_none_or(|w| *id < w))
             .map(|id| {

@@ -18,12 +18,13 @@ use xlake_source::{ChangeStream, MirrorState, SourceError};
 use crate::commit_metadata::{CommitMetadata, RestoreMetadata, RollbackMetadata};
 use crate::error::Result;
 use crate::file_group::{BaseFile, Effect, FileGroups};
+use crate::instant::{gets_snapshot, kind, Kind};
 use crate::instant::{instant_millis, Instant};
 use crate::partition_path::partition_spec;
 use crate::properties::TableType;
 use crate::resume::seconds;
 use crate::schema::avro_to_schema;
-use crate::source::{gets_snapshot, kind, Kind, READ_OPTIMIZED, VIEW_NOTE};
+use crate::source::{READ_OPTIMIZED, VIEW_NOTE};
 use crate::HudiSource;
 
 /// A replay of a Hudi timeline in progress.

@@ -9,7 +9,7 @@ use xlake_storage::{StorageError, TableStore};
 use crate::commit_metadata::{RestoreMetadata, RollbackMetadata};
 use crate::error::{HistoryLost, HudiError, Reason, Result};
 use crate::file_group::{parse_base_file_path, BaseFile, Effect};
-pub(crate) use crate::instant::{completes_with_snapshot, gets_snapshot, is_write, kind, Kind};
+use crate::instant::{gets_snapshot, kind, Kind};
 use crate::instant::{instant_millis, Instant};
 use crate::partition_path::{partition_spec, partition_values};
 use crate::properties::{parse_properties, TableConfig, TableType};
@@ -319,15 +319,7 @@ impl HudiSource {
             .chain(&self.timeline().pending)
             .map(|i| i.requested())
             .collect();
-        let Some(cutoff) = self
-            .timeline()
-            .completed
-            .iter()
-            .chain(&self.timeline().pending)
-            .filter(|i| is_write(i.action()))
-            .map(|i| i.requested())
-            .min()
-        else {
+        let Some(cutoff) = self.timeline().oldest_write() else {
             return Ok(Vec::new());
         };
         if self

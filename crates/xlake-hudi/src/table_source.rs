@@ -205,7 +205,7 @@ impl TableSource for HudiSource {
         }
         let pending = self.timeline().pending.iter();
         pending
-            .filter(|i| crate::source::completes_with_snapshot(i.action()))
+            .filter(|i| crate::instant::completes_with_snapshot(i.action()))
             .map(|i| i.requested())
             .min()
             .map(str::to_string)

@@ -23,6 +23,15 @@ pub struct Timeline {
 }
 
 impl Timeline {
+    /// The requested time of the oldest instant on the write timeline, in any state
+    /// ([`crate::instant::is_write`]): archival takes those in requested order, so every
+    /// write instant before it is archived (or was rolled back).
+    pub(crate) fn oldest_write(&self) -> Option<&str> {
+        let all = self.completed.iter().chain(&self.pending);
+        let writes = all.filter(|i| crate::instant::is_write(i.action()));
+        writes.map(|i| i.requested()).min()
+    }
+
     /// List the timeline in `dir` (`.hoodie` for table version 6, `.hoodie/timeline` after).
     pub async fn load(store: &TableStore, dir: &str) -> Result<Self> {
         // Names only: on local disk the thousands of instant files are not each stat-ed.
