@@ -27,26 +27,21 @@ impl HudiSource {
         floor: &'a Floor,
         mirrored: &BTreeSet<String>,
     ) -> Vec<&'a str> {
-        let timeline = self.timeline();
-        let on: BTreeSet<&str> = timeline
-            .completed
-            .iter()
-            .chain(&timeline.pending)
-            .map(|i| i.requested())
-            .collect();
         let pending = floor.quiet.as_ref().and(floor.pending.as_ref()).into_iter();
         let quiet = floor.quiet.as_deref().unwrap_or_default();
         let writes = pending
             .flatten()
             .filter(|p| quiet.binary_search(p).is_err());
-        let named = writes.chain(&floor.owed);
-        let mut off: Vec<&str> = named
-            .map(String::as_str)
-            .filter(|id| !mirrored.contains(*id) && !on.contains(id))
-            .collect();
-        off.sort_unstable();
-        off.dedup();
-        off
+        let named = writes.chain(&floor.owed).map(String::as_str);
+        let mut off: BTreeSet<&str> = named.filter(|id| !mirrored.contains(*id)).collect();
+        // Nearly always nothing is named: the timeline is not walked then.
+        if !off.is_empty() {
+            let timeline = self.timeline();
+            for i in timeline.completed.iter().chain(&timeline.pending) {
+                off.remove(i.requested());
+            }
+        }
+        off.into_iter().collect()
     }
 
     /// Of [`Self::off_timeline`], those older than every write instant on the timeline in
